@@ -1,0 +1,202 @@
+"""The environment of a measurement, as every result record carries it.
+
+The machine and software facts are captured once per process (they do not change);
+the settings a cell may change (thread counts, TF32, cudnn.benchmark) and the
+timestamp are read afresh on every call. Nothing identifies a person or a host:
+no host name, user name or home-directory path is collected.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+import importlib.metadata
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import psutil
+import torch
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as cpuinfo:
+            for line in cpuinfo:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _git(*args: str) -> str | None:
+    try:
+        result = subprocess.run(["git", *args], cwd=PROJECT_ROOT, capture_output=True,
+                                text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return result.stdout.strip() if result.returncode == 0 else None
+
+
+def project_git() -> dict[str, Any]:
+    """Commit of this project's checkout and whether tracked files differ from it."""
+    commit = _git("rev-parse", "HEAD")
+    if commit is None:
+        return {"git_commit": None, "git_dirty": None}
+    status = _git("status", "--porcelain", "--untracked-files=no")
+    return {"git_commit": commit, "git_dirty": bool(status) if status is not None else None}
+
+
+def _nvml_gpus() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Every GPU NVML sees, and the driver facts; empty where NVML is absent."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:
+        return [], {"nvml": False}
+    facts: dict[str, Any] = {"nvml": True}
+    try:
+        facts["driver_version"] = pynvml.nvmlSystemGetDriverVersion()
+        cuda_driver = pynvml.nvmlSystemGetCudaDriverVersion()
+        facts["cuda_driver_version"] = f"{cuda_driver // 1000}.{cuda_driver % 1000 // 10}"
+    except Exception:
+        pass
+    gpus = []
+    for index in range(pynvml.nvmlDeviceGetCount()):
+        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        gpu: dict[str, Any] = {"index": index, "name": pynvml.nvmlDeviceGetName(handle),
+                               "memory_total_bytes": int(pynvml.nvmlDeviceGetMemoryInfo(handle).total)}
+        for key, query in (("power_limit_w", lambda: pynvml.nvmlDeviceGetPowerManagementLimit(handle) / 1000),
+                           ("sm_clock_max_mhz", lambda: pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM)),
+                           ("persistence_mode", lambda: bool(pynvml.nvmlDeviceGetPersistenceMode(handle)))):
+            try:
+                gpu[key] = query()
+            except Exception:
+                gpu[key] = None
+        gpus.append(gpu)
+    return gpus, facts
+
+
+def _torch_gpus() -> list[dict[str, Any]]:
+    """The GPUs torch can use here (after CUDA_VISIBLE_DEVICES), with compute capability."""
+    if not torch.cuda.is_available():
+        return []
+    gpus = []
+    for index in range(torch.cuda.device_count()):
+        props = torch.cuda.get_device_properties(index)
+        gpus.append({"index": index, "name": props.name,
+                     "memory_total_bytes": int(props.total_memory),
+                     "compute_capability": f"{props.major}.{props.minor}",
+                     "multiprocessors": props.multi_processor_count})
+    return gpus
+
+
+@functools.lru_cache(maxsize=1)
+def _static_environment() -> dict[str, Any]:
+    nvml_gpus, nvml_facts = _nvml_gpus()
+    memory = psutil.virtual_memory()
+    try:
+        affinity = len(os.sched_getaffinity(0))
+    except AttributeError:
+        affinity = None
+    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    return {
+        "python_version": platform.python_version(),
+        "python_implementation": platform.python_implementation(),
+        "os": platform.system(),
+        "os_release": platform.release(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu_model": _cpu_model(),
+        "cpu_count_logical": psutil.cpu_count(logical=True),
+        "cpu_count_physical": psutil.cpu_count(logical=False),
+        "cpu_affinity_count": affinity,
+        "ram_total_bytes": int(memory.total),
+        "torch_version": torch.__version__,
+        "torch_git_version": torch.version.git_version,
+        "torch_cuda_version": torch.version.cuda,
+        "cudnn_version": cudnn,
+        "cuda_available": torch.cuda.is_available(),
+        "gpu_count": torch.cuda.device_count() if torch.cuda.is_available() else 0,
+        # torch's view (visible devices) first; NVML's view (all devices) beside it.
+        "gpus": _torch_gpus(),
+        "nvml_gpus": nvml_gpus,
+        "nvml_available": nvml_facts.get("nvml", False),
+        "driver_version": nvml_facts.get("driver_version"),
+        "cuda_driver_version": nvml_facts.get("cuda_driver_version"),
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "transformers_version": _version("transformers"),
+        "timm_version": _version("timm"),
+        "torchvision_version": _version("torchvision"),
+        "triton_version": _version("triton"),
+        "numpy_version": _version("numpy"),
+        "bench_utils_version": _version("bench-utils"),
+        **project_git(),
+    }
+
+
+def runtime_settings() -> dict[str, Any]:
+    """Settings that a cell may change, read now."""
+    return {
+        "torch_num_threads": torch.get_num_threads(),
+        "torch_num_interop_threads": torch.get_num_interop_threads(),
+        "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
+        "tf32_cudnn": torch.backends.cudnn.allow_tf32,
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "cudnn_benchmark": torch.backends.cudnn.benchmark,
+        "cudnn_deterministic": torch.backends.cudnn.deterministic,
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+    }
+
+
+def capture_environment() -> dict[str, Any]:
+    """The full environment: static facts (cached), current settings, UTC timestamp."""
+    return {
+        **_static_environment(),
+        **runtime_settings(),
+        "timestamp_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def gpu_name(environment: dict[str, Any], device: str) -> str | None:
+    """Name of the GPU that ``device`` (such as 'cuda:0') designates, from an environment."""
+    if not device.startswith("cuda"):
+        return None
+    index = int(device.split(":", 1)[1]) if ":" in device else 0
+    for gpu in environment.get("gpus") or []:
+        if gpu.get("index") == index:
+            return gpu.get("name")
+    return None
+
+
+def format_environment(environment: dict[str, Any]) -> str:
+    """A two-column plain-text table of an environment, for terminals and logs."""
+    rows = []
+    for key, value in environment.items():
+        if key in ("gpus", "nvml_gpus"):
+            if not value:
+                rows.append((key, "none"))
+            for gpu in value:
+                memory = gpu.get("memory_total_bytes")
+                gib = f", {memory / 2**30:.1f} GiB" if memory else ""
+                cc = f", sm {gpu['compute_capability']}" if gpu.get("compute_capability") else ""
+                rows.append((f"{key}[{gpu['index']}]", f"{gpu['name']}{gib}{cc}"))
+            continue
+        if key.endswith("_bytes") and isinstance(value, int):
+            value = f"{value / 2**30:.1f} GiB"
+        rows.append((key, "n/a" if value is None else str(value)))
+    width = max(len(key) for key, _ in rows)
+    return "\n".join(f"{key.ljust(width)}  {value}" for key, value in rows)
