@@ -106,31 +106,25 @@ class _Nvml:
         except Exception:  # NVML missing or refusing: the fields stay None
             self.handle = None
 
-    def device_used(self) -> int | None:
+    def _query(self, getter):
+        """``getter(pynvml, handle)``, or None where NVML is absent or refuses."""
         if self.handle is None:
             return None
         try:
-            return int(self._pynvml.nvmlDeviceGetMemoryInfo(self.handle).used)
+            return getter(self._pynvml, self.handle)
         except Exception:
             return None
 
+    def device_used(self) -> int | None:
+        return self._query(lambda nvml, handle: int(nvml.nvmlDeviceGetMemoryInfo(handle).used))
+
     def device_total(self) -> int | None:
-        if self.handle is None:
-            return None
-        try:
-            return int(self._pynvml.nvmlDeviceGetMemoryInfo(self.handle).total)
-        except Exception:
-            return None
+        return self._query(lambda nvml, handle: int(nvml.nvmlDeviceGetMemoryInfo(handle).total))
 
     def process_used(self) -> int | None:
         """This process's GPU memory; None where NVML cannot see it (PID namespaces)."""
-        if self.handle is None:
-            return None
-        try:
-            processes = self._pynvml.nvmlDeviceGetComputeRunningProcesses(self.handle)
-        except Exception:
-            return None
-        for process in processes:
+        processes = self._query(lambda nvml, handle: nvml.nvmlDeviceGetComputeRunningProcesses(handle))
+        for process in processes or []:
             if process.pid == os.getpid() and process.usedGpuMemory is not None:
                 return int(process.usedGpuMemory)
         return None

@@ -62,3 +62,18 @@ def test_cuda_fields_agree_with_torch():
     assert env["gpu_count"] == (torch.cuda.device_count() if torch.cuda.is_available() else 0)
     if not torch.cuda.is_available():
         assert env["gpus"] == []
+
+
+def test_nvml_gpus_and_driver_with_a_fake_nvml(monkeypatch):
+    import sys
+
+    from bench_utils.env import _nvml_gpus
+    from fake_nvml import make_fake_pynvml
+
+    monkeypatch.setitem(sys.modules, "pynvml", make_fake_pynvml())
+    gpus, facts = _nvml_gpus()
+    assert facts == {"nvml": True, "driver_version": "580.65.06", "cuda_driver_version": "13.0"}
+    assert [g["name"] for g in gpus] == ["NVIDIA H100 80GB HBM3 #0", "NVIDIA H100 80GB HBM3 #1"]
+    assert gpus[0]["memory_total_bytes"] == 80 * 2**30 and gpus[0]["power_limit_w"] == 700.0
+    monkeypatch.setitem(sys.modules, "pynvml", make_fake_pynvml(fail_init=True))
+    assert _nvml_gpus() == ([], {"nvml": False})

@@ -81,3 +81,35 @@ def test_probe_on_cuda_reports_allocator_peaks_and_activation():
     assert r["cuda_peak_reserved_bytes"] >= r["cuda_peak_allocated_bytes"]
     assert r["activation_bytes"] == r["cuda_peak_allocated_bytes"] - r["param_bytes"] - r["input_bytes"]
     assert r["nvml_device_total_bytes"] is None or r["nvml_device_total_bytes"] > 2**30
+
+
+# --- NVML paths, with a fake pynvml (no NVML library on CPU machines) ---------
+
+from bench_utils.memory import _Nvml, _nvml_index  # noqa: E402
+from fake_nvml import make_fake_pynvml  # noqa: E402
+
+
+def test_nvml_reads_device_memory_and_this_process(monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "pynvml", make_fake_pynvml())
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    nvml = _Nvml(torch.device("cuda", 0))  # cuda:0 of this process is GPU 1 of the machine
+    assert nvml.device_total() == 80 * 2**30
+    assert nvml.device_used() == 5 * 2**30
+    assert nvml.process_used() == 2**30  # our PID's entry, not the other process's
+
+
+def test_nvml_absent_or_cpu_gives_none(monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "pynvml", make_fake_pynvml(fail_init=True))
+    nvml = _Nvml(torch.device("cuda", 0))
+    assert nvml.device_used() is None and nvml.process_used() is None
+    cpu = _Nvml(torch.device("cpu"))
+    assert cpu.device_total() is None
+
+
+def test_nvml_index_follows_cuda_visible_devices(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    assert _nvml_index(torch.device("cuda", 1)) == 3
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-1234abcd")  # UUIDs: no mapping possible
+    assert _nvml_index(torch.device("cuda", 0)) == 0
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert _nvml_index(torch.device("cuda", 1)) == 1
