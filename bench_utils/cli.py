@@ -1,7 +1,8 @@
 """``python -m bench_utils``: the command line of the study.
 
-Sub-commands: ``env`` (print this machine's environment) and ``validate-timer``
-(check the timer against torch.utils.benchmark and triton's do_bench).
+Sub-commands: ``env`` (this machine's environment), ``validate-timer`` (our timer
+against torch.utils.benchmark and triton's do_bench), ``models`` (the model zoo) and
+``cell`` (measure one model, batch size and compile mode, eager vs compiled).
 """
 
 from __future__ import annotations
@@ -33,6 +34,80 @@ def _cmd_validate_timer(args: argparse.Namespace) -> int:
     return 1 if args.strict and not result["within_tolerance"] else 0
 
 
+def _cmd_models(args: argparse.Namespace) -> int:
+    from .models import list_models, load
+
+    rows = list_models()
+    if args.verify:  # build each offline and count its parameters
+        for row in rows:
+            row["built_param_count"] = load(row["key"], weights="random").param_count
+            row["match"] = row["built_param_count"] == row["param_count"]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        print(f"{'key':18} {'label':17} {'task':21} {'params':>9}  checkpoint")
+        for row in rows:
+            check = ""
+            if args.verify:
+                check = "  built: " + ("same" if row["match"] else f"{row['built_param_count']:,} MISMATCH")
+            print(f"{row['key']:18} {row['label']:17} {row['task']:21} "
+                  f"{row['param_count'] / 1e6:8.2f}M  {row['checkpoint']}{check}")
+        print("Also: any Hugging Face checkpoint 'org/name' of these tasks, or 'timm:<name>'.")
+    return 1 if args.verify and not all(row["match"] for row in rows) else 0
+
+
+def _cmd_cell(args: argparse.Namespace) -> int:
+    from . import compile as compile_module
+    from .cell import cell_record, run_cell
+    from .models import load
+    from .precision import configure_fp32_math
+    from .records import append_record
+
+    compile_module.check_mode(args.mode)
+    math_settings = configure_fp32_math(args.tf32)
+    loaded = load(args.model, weights=args.weights, dtype=args.dtype, device=args.device,
+                  seed=args.seed)
+    result = run_cell(loaded, batch_size=args.batch_size, mode=args.mode, runs=args.runs,
+                      warmup=args.warmup, blocks=args.blocks, backend=args.backend,
+                      fullgraph=args.fullgraph, dynamic=args.dynamic)
+    options = compile_module.options(args.mode, args.backend, args.fullgraph, args.dynamic)
+    record = cell_record(result, loaded, study=args.study, compile_options=options,
+                         config={"seed": args.seed, "runs": args.runs, "warmup": args.warmup,
+                                 **math_settings})
+    print(format_cell(record))
+    if args.results:
+        append_record(args.results, record)
+        print(f"record appended to {args.results}")
+    return 0
+
+
+def format_cell(record: dict) -> str:
+    """A few lines summing up a cell record, for terminals."""
+    cell, latency = record["cell"], record["latency"]
+    lines = [f"{cell['model']} ({record['model']['checkpoint']}, {record['config']['weights']} "
+             f"weights) batch {cell['batch_size']}, {cell['dtype']}, {cell['device']}, "
+             f"mode {cell['compile_mode']}",
+             f"latency   mean {latency['mean'] * 1e3:.3f} ms, median {latency['median'] * 1e3:.3f} ms, "
+             f"p99 {latency['p99'] * 1e3:.3f} ms over {latency['count']} runs"]
+    if "speedup" in record:
+        speedup = record["speedup"]
+        low, high = speedup["mean_ci95"]
+        lines.append(f"eager     mean {speedup['eager_mean_ms']:.3f} ms (interleaved)")
+        lines.append(f"speed-up  {speedup['mean']:.3f}x (95 % CI {low:.3f} to {high:.3f}"
+                     f"{', excludes 1' if speedup['excludes_one'] else ', includes 1'})")
+        compiled = record["compile"]
+        breaks = f"{compiled['graph_breaks']} graph breaks" + (
+            f" ({'; '.join(list(compiled['break_reasons'])[:3])})" if compiled["break_reasons"] else "")
+        lines.append(f"compile   {compiled['compile_time_ms'] / 1e3:.1f} s, {compiled['graphs']} graphs, "
+                     f"{breaks}, {compiled['recompiles']} recompiles")
+        even = compiled["break_even_calls"]
+        lines.append("pays off  " + (f"after {even} calls" if even is not None else "never (not faster)"))
+        parity = record["parity"]
+        lines.append(f"parity    {parity['parity']} (max rel err {parity['max_rel_err']}, "
+                     f"min cosine {parity['min_cosine']:.6f}, tolerance {parity['tolerance']})")
+    return "\n".join(lines)
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -62,6 +137,33 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--out", type=Path, default=None, help="also write the result as JSON here")
     check.add_argument("--strict", action="store_true", help="exit 1 when a ratio is off by > 5 %%")
     check.set_defaults(handler=_cmd_validate_timer)
+
+    models = commands.add_parser("models", help="list the model zoo with parameter counts")
+    models.add_argument("--verify", action="store_true",
+                        help="build each model offline and check its parameter count")
+    models.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    models.set_defaults(handler=_cmd_models)
+
+    cell = commands.add_parser("cell", help="measure one model, batch size and mode (vs eager)")
+    cell.add_argument("model", help="a registry key (see `models`), 'org/name' or 'timm:<name>'")
+    cell.add_argument("--batch-size", type=_positive_int, default=1)
+    cell.add_argument("--mode", default="default", help="eager, default, reduce-overhead, "
+                      "max-autotune or max-autotune-no-cudagraphs")
+    cell.add_argument("--dtype", default="float32", help="float32, float16 or bfloat16")
+    cell.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
+    cell.add_argument("--weights", default="random", help="random, pretrained or auto")
+    cell.add_argument("--runs", type=_positive_int, default=300)
+    cell.add_argument("--warmup", type=int, default=10)
+    cell.add_argument("--blocks", type=_positive_int, default=10,
+                      help="interleaved eager/compiled blocks")
+    cell.add_argument("--backend", default="inductor")
+    cell.add_argument("--fullgraph", action="store_true")
+    cell.add_argument("--dynamic", action=argparse.BooleanOptionalAction, default=None)
+    cell.add_argument("--tf32", action="store_true", help="allow TF32 for fp32 math (off by default)")
+    cell.add_argument("--seed", type=int, default=0)
+    cell.add_argument("--study", default="adhoc")
+    cell.add_argument("--results", type=Path, default=None, help="append the record to this JSONL file")
+    cell.set_defaults(handler=_cmd_cell)
     return parser
 
 

@@ -1,5 +1,13 @@
-import pytest
-import torch
+import os
+
+# Tests never reach a model hub: forced offline before transformers is imported.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import socket  # noqa: E402
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
 
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -9,3 +17,26 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "cuda" in item.keywords:
             item.add_marker(requires_cuda)
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Fail any attempt to open a network connection (the offline path must not try)."""
+    def refuse(self, address, *args, **kwargs):
+        raise AssertionError(f"network access attempted: {address!r}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "create_connection",
+                        lambda address, *a, **k: refuse(None, address))
+
+
+@pytest.fixture
+def tiny_vit():
+    """A tiny ViT classifier (random weights) and a matching batch."""
+    from transformers import ViTConfig, ViTForImageClassification
+
+    torch.manual_seed(0)
+    config = ViTConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                       intermediate_size=64, image_size=32, patch_size=8, num_labels=10)
+    return ViTForImageClassification(config).eval(), {"pixel_values": torch.randn(2, 3, 32, 32)}

@@ -45,3 +45,34 @@ def test_bad_arguments_exit_2():
     result = run_module("validate-timer", "--runs", "0")
     assert result.returncode == 2 and "must be >= 1" in result.stderr
     assert run_module("no-such-command").returncode == 2
+
+
+def test_models_lists_all_twelve_with_parameter_counts():
+    result = run_module("models")
+    assert result.returncode == 0
+    for key, millions in (("vit", "86.57M"), ("convnext", "197.77M"), ("detr", "41.52M"),
+                          ("owlvit", "153.23M"), ("conditional-detr", "43.42M")):
+        line = next(line for line in result.stdout.splitlines() if line.startswith(key + " "))
+        assert millions in line
+    rows = json.loads(run_module("models", "--json").stdout)
+    assert len(rows) == 12
+
+
+def test_cell_runs_and_appends_a_record(tmp_path):
+    results = tmp_path / "results.jsonl"
+    result = run_module("cell", "mobilenet", "--mode", "eager", "--runs", "3", "--warmup", "1",
+                        "--results", str(results))
+    assert result.returncode == 0, result.stderr
+    assert "latency   mean" in result.stdout
+    record = json.loads(results.read_text())
+    assert record["cell"]["model"] == "mobilenet" and record["latency"]["count"] == 3
+    assert record["config"]["weights"] == "random" and record["config"]["tf32"] is False
+
+
+def test_cell_bad_input_is_one_line():
+    for args, message in ((["cell", "vitt"], "Did you mean 'vit'"),
+                          (["cell", "vit", "--mode", "fast"], "unknown compile mode"),
+                          (["cell", "vit", "--dtype", "fp8"], "unknown dtype")):
+        result = run_module(*args)
+        assert result.returncode == 2 and message in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr

@@ -1,0 +1,68 @@
+"""Precisions: names, the TF32 policy, and whether a device can run a dtype.
+
+fp32 runs with TF32 off unless asked for (the guide's fp32 means full fp32, and
+TF32 changes both speed and numbers); the setting is returned for the record.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import torch
+
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+ALIASES = {"fp32": "float32", "float": "float32", "fp16": "float16", "half": "float16",
+           "bf16": "bfloat16"}
+
+
+def parse_dtype(value: str | torch.dtype) -> tuple[str, torch.dtype]:
+    """('float16', torch.float16) from 'fp16', 'float16' or torch.float16."""
+    if isinstance(value, torch.dtype):
+        for name, dtype in DTYPES.items():
+            if dtype == value:
+                return name, dtype
+        raise ValueError(f"unsupported dtype {value}: use one of {', '.join(DTYPES)}")
+    name = ALIASES.get(str(value).lower(), str(value).lower())
+    if name not in DTYPES:
+        valid = ", ".join([*DTYPES, *ALIASES])
+        raise ValueError(f"unknown dtype {value!r}: use one of {valid}")
+    return name, DTYPES[name]
+
+
+def configure_fp32_math(tf32: bool = False) -> dict[str, Any]:
+    """Set TF32 for matmuls and convolutions; return the settings now in force."""
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.set_float32_matmul_precision("high" if tf32 else "highest")
+    return {"tf32": tf32, "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
+            "tf32_cudnn": torch.backends.cudnn.allow_tf32,
+            "float32_matmul_precision": torch.get_float32_matmul_precision()}
+
+
+def _probe(dtype: torch.dtype, device: torch.device) -> None:
+    """The operations every vision model of the study needs, tiny, in ``dtype``."""
+    x = torch.randn(1, 3, 8, 8, device=device).to(dtype)
+    conv = torch.nn.Conv2d(3, 4, 3).to(device=device, dtype=dtype)
+    y = conv(x).flatten(1)
+    y = torch.nn.functional.layer_norm(y, y.shape[-1:])
+    y = torch.nn.functional.gelu(y) @ y.T
+    torch.softmax(y, dim=-1).sum().item()
+
+
+@functools.lru_cache(maxsize=None)
+def _support(dtype: torch.dtype, device: str) -> str | None:
+    try:
+        _probe(dtype, torch.device(device))
+    except (RuntimeError, NotImplementedError, TypeError) as exc:
+        return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return None
+
+
+def check_dtype_supported(dtype: str | torch.dtype, device: str | torch.device) -> None:
+    """Raise ValueError, in one line, when ``device`` cannot run ``dtype``."""
+    name, resolved = parse_dtype(dtype)
+    problem = _support(resolved, str(device))
+    if problem:
+        raise ValueError(f"dtype {name} cannot run on {device} with this torch build "
+                         f"({problem}); use float32 there, or a device that supports {name}")
