@@ -21,20 +21,24 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "[setup] installing bench_utils and its dependencies into $(VENV)/ (torch is large: first run takes minutes)"
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	$(PY) -m ipykernel install --sys-prefix --name bench-utils --display-name "Python (bench-utils)" > /dev/null
 	@touch $(STAMP)
 	@echo "[setup] done: $(VENV)/"
 
 test: setup
 	$(PY) -m pytest
 
-# Until the grid runner and report builder exist, the report step prints the
-# environment and the timer check, which every report will carry.
+# The study grid: the guide's where CUDA is available, the CPU one otherwise (override: PARAMS=...).
+PARAMS ?= $(shell $(PY) -c 'import torch; print("params/hf-guide.yaml" if torch.cuda.is_available() else "params/cpu-quick.yaml")' 2>/dev/null || echo params/cpu-quick.yaml)
+
 report: setup
 	@echo "[report] environment of this machine:"
 	$(PY) -m bench_utils env
 	@echo "[report] timer check (bench_utils.measure against torch.utils.benchmark):"
 	$(PY) -m bench_utils validate-timer
-	@echo "[report] done: printed the environment and the timer check; the study grid and report arrive with the runner."
+	@echo "[report] running the study grid $(PARAMS) (resumes: cells already measured are skipped):"
+	$(PY) -m bench_utils run $(PARAMS)
+	@echo "[report] done: results and executed notebooks under reports/<study>/ (the rendered report arrives with the report step)."
 
 env: setup
 	$(PY) -m bench_utils env

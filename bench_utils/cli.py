@@ -1,8 +1,9 @@
 """``python -m bench_utils``: the command line of the study.
 
 Sub-commands: ``env`` (this machine's environment), ``validate-timer`` (our timer
-against torch.utils.benchmark and triton's do_bench), ``models`` (the model zoo) and
-``cell`` (measure one model, batch size and compile mode, eager vs compiled).
+against torch.utils.benchmark and triton's do_bench), ``models`` (the model zoo),
+``cell`` (measure one model, batch size and compile mode, eager vs compiled) and
+``run`` (a whole study grid through the task notebooks, resumable).
 """
 
 from __future__ import annotations
@@ -79,6 +80,42 @@ def _cmd_cell(args: argparse.Namespace) -> int:
         append_record(args.results, record)
         print(f"record appended to {args.results}")
     return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from .grid import load_grid
+    from .lease import LeaseHeldError
+    from .runner import Runner, format_summary
+
+    grid = load_grid(args.params)  # GridError (a ValueError): one line, exit 2
+    devices = _check_devices(args.devices) if args.devices else None
+    runner = Runner(grid, args.out, force=args.force, devices=devices, timeout=args.timeout)
+    print(f"[run] study {grid.study}: {len(grid.cells)} cells from {args.params}; "
+          f"results in {runner.results_path}", file=sys.stderr)
+    try:
+        summary = runner.run()
+    except LeaseHeldError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(format_summary(summary, runner.results_path))
+    return 1 if summary.counts().get("error") else 0
+
+
+def _check_devices(text: str) -> list[str]:
+    import re
+
+    import torch
+
+    devices = [part.strip() for part in text.split(",") if part.strip()]
+    for device in devices:
+        if not re.fullmatch(r"cpu|cuda:\d+", device):
+            raise ValueError(f"--devices: {device!r} is not cpu or cuda:N")
+        if device.startswith("cuda"):
+            count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+            if int(device.split(":")[1]) >= count:
+                raise ValueError(f"--devices: {device} does not exist here "
+                                 f"({count} CUDA device(s) visible)")
+    return devices
 
 
 def format_cell(record: dict) -> str:
@@ -164,6 +201,18 @@ def build_parser() -> argparse.ArgumentParser:
     cell.add_argument("--study", default="adhoc")
     cell.add_argument("--results", type=Path, default=None, help="append the record to this JSONL file")
     cell.set_defaults(handler=_cmd_cell)
+
+    run = commands.add_parser("run", help="run a study grid (YAML) through the task notebooks")
+    run.add_argument("params", type=Path, help="the grid file, such as params/cpu-quick.yaml")
+    run.add_argument("--out", type=Path, default=None,
+                     help="study folder for results.jsonl and executed notebooks "
+                          "(default: reports/<study>/)")
+    run.add_argument("--force", action="store_true", help="measure every cell again")
+    run.add_argument("--devices", default=None,
+                     help="comma-separated devices, one worker each (e.g. cuda:0,cuda:1)")
+    run.add_argument("--timeout", type=_positive_int, default=None,
+                     help="seconds a notebook cell may run before it is stopped")
+    run.set_defaults(handler=_cmd_run)
     return parser
 
 

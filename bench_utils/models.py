@@ -15,8 +15,12 @@ Weights policy:
 from __future__ import annotations
 
 import difflib
+import functools
+import socket
+import urllib.parse
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import torch
@@ -28,6 +32,7 @@ from .precision import check_dtype_supported, parse_dtype
 TASKS = ("image-classification", "image-segmentation", "object-detection")
 WEIGHTS = ("random", "pretrained", "auto")
 TIMM_PREFIX = "timm:"
+HUB_PROBE_TIMEOUT_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -150,10 +155,33 @@ def _hub_error(checkpoint: str, exc: Exception) -> WeightsUnavailableError:
         f"or has no such checkpoint ({reason[:200]}); use weights='random' to run offline")
 
 
+@functools.lru_cache(maxsize=1)
+def hub_unreachable_reason() -> str | None:
+    """Why the model hub cannot be reached (None if it can), found out quickly and once.
+
+    Without this, every pretrained load on an offline machine waits through the hub
+    client's retries (about half a minute each).
+    """
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return "HF_HUB_OFFLINE is set"
+    host = urllib.parse.urlparse(constants.ENDPOINT).hostname or ""
+    try:
+        socket.create_connection((host, 443), timeout=HUB_PROBE_TIMEOUT_S).close()
+    except OSError as exc:
+        return f"cannot connect to the hub ({exc.strerror or type(exc).__name__})"
+    return None
+
+
 def _pretrained(checkpoint: str, model_class_names: tuple[str, ...]):
     """Model, image processor and (for OwlViT) tokenizer from the hub or a local folder."""
     from transformers import AutoImageProcessor
 
+    if not Path(checkpoint).is_dir():
+        reason = hub_unreachable_reason()
+        if reason:
+            raise _hub_error(checkpoint, OSError(reason))
     errors = []
     for name in model_class_names:
         try:
@@ -282,6 +310,9 @@ def _load_timm(key: str, weights: str, notes: list[str]):
     model, used = None, "random"
     if weights in ("pretrained", "auto"):
         try:
+            reason = hub_unreachable_reason()
+            if reason:
+                raise OSError(reason)
             model, used = timm.create_model(name, pretrained=True), "pretrained"
         except Exception as exc:  # timm raises many kinds when the hub is out of reach
             error = _hub_error(f"timm:{name}", exc)

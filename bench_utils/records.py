@@ -21,8 +21,9 @@ import math
 import os
 import uuid
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import pandas as pd
 
@@ -164,8 +165,30 @@ def validate_record(record: dict[str, Any]) -> None:
 
 # --- writing ----------------------------------------------------------------------
 
-def append_record(path: str | os.PathLike, record: dict[str, Any]) -> None:
-    """Append ``record`` as one line of ``path``: one write, locked, flushed and fsynced."""
+class StaleWriterError(RuntimeError):
+    """The writer's guard refused the append (its runner is gone or was replaced)."""
+
+
+@contextmanager
+def locked(path: str | os.PathLike, shared: bool = False) -> Iterator[None]:
+    """Hold the results file's lock (exclusive, or shared for readers)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def append_record(path: str | os.PathLike, record: dict[str, Any],
+                  guard: Callable[[], bool] | None = None) -> None:
+    """Append ``record`` as one line of ``path``: one write, locked, flushed and fsynced.
+
+    ``guard``, if given, runs under the lock just before the write; when it returns
+    False nothing is written and StaleWriterError is raised.
+    """
     validate_record(record)
     data = (json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
             + "\n").encode("utf-8")
@@ -175,6 +198,9 @@ def append_record(path: str | os.PathLike, record: dict[str, Any]) -> None:
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
+        if guard is not None and not guard():
+            raise StaleWriterError(f"refused to append to {path}: this writer's runner is gone "
+                                   "or was replaced")
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
             data = b"\n" + data  # fence off a torn line left by a killed writer

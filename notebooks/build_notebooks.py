@@ -1,0 +1,78 @@
+"""Writes the three task notebooks (run from the project root): one source for all three.
+
+The notebooks are thin on purpose; this keeps their shared cells identical.
+Usage: python notebooks/build_notebooks.py
+"""
+
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_notebook, new_markdown_cell, new_code_cell
+
+TASKS = {
+    "classification": ("image-classification", "Image classification", '["resnet"]', "[1]", 300,
+                       "ViT, BeiT, ConvNeXT and ResNet in the guide"),
+    "segmentation": ("image-segmentation", "Image segmentation", '["segformer"]', "[1]", 100,
+                     "Segformer, Mask2former, Maskformer and MobileNet (DeepLabV3) in the guide"),
+    "detection": ("object-detection", "Object detection", '["detr"]', "[1]", 20,
+                  "OwlViT, DETR, DETR-ResNet-101 and Conditional-DETR in the guide"),
+}
+
+for name, (task, title, models, batches, runs, guide_models) in TASKS.items():
+    nb = new_notebook()
+    nb.metadata = {"kernelspec": {"name": "bench-utils", "display_name": "Python (bench-utils)",
+                                  "language": "python"},
+                   "language_info": {"name": "python"}}
+    nb.cells = [
+        new_markdown_cell(
+            f"# {title}: torch.compile inference speed-up\n\n"
+            f"Measures eager and compiled inference of {task} models ({guide_models}): "
+            "each cell is one model, batch size, compile mode and dtype, timed after warm-up, "
+            "compiled against interleaved eager, with compile cost and an accuracy gate. "
+            "Every measured cell is appended as a record to `results_path`.\n\n"
+            "Run All with the defaults for a small CPU-friendly exploration; the grid runner "
+            "(`python -m bench_utils run params/....yaml`) executes this notebook with papermill, "
+            "one cell per execution. All logic lives in `bench_utils`."),
+        new_code_cell(
+            'study: str = "notebook"  # study name: records are grouped by it\n'
+            f"models: list = {models}  # registry keys (python -m bench_utils models), 'org/name' or 'timm:<name>'\n"
+            f"batch_sizes: list = {batches}  # batch sizes, positive integers (the guide: 1, 4, 16)\n"
+            'compile_modes: list = ["eager", "default"]  # eager, default, reduce-overhead, max-autotune, max-autotune-no-cudagraphs\n'
+            'dtypes: list = ["float32"]  # float32, float16 or bfloat16\n'
+            'device: str = "cpu"  # cpu or cuda\n'
+            f"runs: int = {runs}  # timed runs per cell after warm-up (the guide: 300{'' if runs == 300 else '; fewer here so Run All is quick on a CPU'})\n"
+            "warmup: int = 10  # untimed warm-up calls (the first call, which compiles, is timed apart)\n"
+            "blocks: int = 10  # interleaved eager/compiled blocks of a compiled cell\n"
+            'weights: str = "random"  # random (offline, the checkpoint\'s architecture), pretrained or auto\n'
+            "seed: int = 0  # seed of the random weights\n"
+            "tf32: bool = False  # allow TF32 for float32 math (recorded)\n"
+            'backend: str = "inductor"  # torch.compile backend\n'
+            "fullgraph: bool = False  # fullgraph option of torch.compile\n"
+            "dynamic: object = None  # dynamic option of torch.compile: None, True or False\n"
+            f'results_path: str = "reports/notebook-{name}/results.jsonl"  # records are appended here (relative to the project root)\n'
+            "runner_pid: int = 0  # set by the grid runner; 0 when run by hand\n"
+            'run_id: str = ""  # set by the grid runner\n',
+            metadata={"tags": ["parameters"]}),
+        new_code_cell(
+            "from bench_utils import summary, task\n\n"
+            f'results = task.run(study=study, task="{task}", models=models, batch_sizes=batch_sizes,\n'
+            "                   compile_modes=compile_modes, dtypes=dtypes, device=device, runs=runs,\n"
+            "                   warmup=warmup, blocks=blocks, weights=weights, seed=seed,\n"
+            "                   results_path=results_path, tf32=tf32, backend=backend,\n"
+            "                   fullgraph=fullgraph, dynamic=dynamic, runner_pid=runner_pid,\n"
+            "                   run_id=run_id)\n"
+            "results"),
+        new_code_cell("summary.plot_latency(results);"),
+        new_markdown_cell(
+            "Latencies are means over `runs` timed calls (the guide's statistic); `speedup` is eager "
+            "mean over compiled mean, measured interleaved, with its bootstrap 95 % interval; "
+            "`parity` is the accuracy gate (compiled vs eager outputs). Full records, with "
+            "percentiles, memory, compile cost and the environment, are in `results_path`."),
+    ]
+    for index, cell in enumerate(nb.cells):  # stable ids: the same source, the same file
+        cell.id = f"{name}-{index}"
+    nbformat.validate(nb)
+    out = Path("notebooks") / f"{name}.ipynb"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, out)
+    print("wrote", name)
