@@ -31,14 +31,20 @@ test: setup
 # The study grid: the guide's where CUDA is available, the CPU one otherwise (override: PARAMS=...).
 PARAMS ?= $(shell $(PY) -c 'import torch; print("params/hf-guide.yaml" if torch.cuda.is_available() else "params/cpu-quick.yaml")' 2>/dev/null || echo params/cpu-quick.yaml)
 
+STUDY_DIR = reports/$(shell $(PY) -c 'from bench_utils.grid import load_grid; print(load_grid("$(PARAMS)").study)' 2>/dev/null)
+LOCALES ?= en,ar,es
+
 report: setup
 	@echo "[report] environment of this machine:"
 	$(PY) -m bench_utils env
-	@echo "[report] timer check (bench_utils.measure against torch.utils.benchmark):"
-	$(PY) -m bench_utils validate-timer
+	@echo "[report] timer check (bench_utils.measure against torch.utils.benchmark), saved for the report:"
+	$(PY) -m bench_utils validate-timer --out $(STUDY_DIR)/timer_check.json
 	@echo "[report] running the study grid $(PARAMS) (resumes: cells already measured are skipped):"
-	$(PY) -m bench_utils run $(PARAMS)
-	@echo "[report] done: results and executed notebooks under reports/<study>/ (the rendered report arrives with the report step)."
+	@# The report is rendered even when some cells failed (they are shown as errors); the exit status is the grid's.
+	@status=0; $(PY) -m bench_utils run $(PARAMS) || status=$$?; \
+	echo "[report] rendering the report ($(LOCALES)):"; \
+	$(PY) -m bench_utils report $(STUDY_DIR) --locales $(LOCALES) || exit $$?; \
+	echo "[report] done: open $(STUDY_DIR)/index.html"; exit $$status
 
 env: setup
 	$(PY) -m bench_utils env

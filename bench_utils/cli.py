@@ -2,8 +2,9 @@
 
 Sub-commands: ``env`` (this machine's environment), ``validate-timer`` (our timer
 against torch.utils.benchmark and triton's do_bench), ``models`` (the model zoo),
-``cell`` (measure one model, batch size and compile mode, eager vs compiled) and
-``run`` (a whole study grid through the task notebooks, resumable).
+``cell`` (measure one model, batch size and compile mode, eager vs compiled),
+``run`` (a whole study grid through the task notebooks, resumable) and ``report``
+(the localized HTML and Markdown report of one or more studies).
 """
 
 from __future__ import annotations
@@ -99,6 +100,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return 2
     print(format_summary(summary, runner.results_path))
     return 1 if summary.counts().get("error") else 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from .render import render
+
+    locales = [part.strip() for part in args.locales.split(",") if part.strip()]
+    formats = [part.strip() for part in args.formats.split(",") if part.strip()]
+    written = render(args.results, args.out, locales=locales, formats=formats,
+                     progress=lambda line: print(line, file=sys.stderr))
+    print("\n".join(str(path) for path in written))
+    return 0
 
 
 def _check_devices(text: str) -> list[str]:
@@ -213,6 +225,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--timeout", type=_positive_int, default=None,
                      help="seconds a notebook cell may run before it is stopped")
     run.set_defaults(handler=_cmd_run)
+
+    rep = commands.add_parser("report", help="render the localized HTML and Markdown report")
+    rep.add_argument("results", nargs="+", type=Path,
+                     help="study folders or results.jsonl files (several merge GPUs or torch versions)")
+    rep.add_argument("--out", type=Path, default=None, help="output folder (default: the first study folder)")
+    rep.add_argument("--locales", default="en,ar,es", help="comma-separated locales")
+    rep.add_argument("--formats", default="html,md", help="html, md or both")
+    rep.set_defaults(handler=_cmd_report)
     return parser
 
 

@@ -107,7 +107,8 @@ def make_record(*, study: str, task: str, model: str, batch_size: int, compile_m
 
 
 def _tail(text: str) -> str:
-    text = str(text)
+    # Tracebacks name files under the home directory, and so the user: published reports must not.
+    text = str(text).replace(str(Path.home()), "~")
     return text if len(text) <= MAX_ERROR_CHARS else "..." + text[-MAX_ERROR_CHARS:]
 
 

@@ -9,6 +9,10 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_notebook, new_markdown_cell, new_code_cell
 
+METADATA = {"kernelspec": {"name": "bench-utils", "display_name": "Python (bench-utils)",
+                           "language": "python"},
+            "language_info": {"name": "python"}}
+
 TASKS = {
     "classification": ("image-classification", "Image classification", '["resnet"]', "[1]", 300,
                        "ViT, BeiT, ConvNeXT and ResNet in the guide"),
@@ -20,9 +24,7 @@ TASKS = {
 
 for name, (task, title, models, batches, runs, guide_models) in TASKS.items():
     nb = new_notebook()
-    nb.metadata = {"kernelspec": {"name": "bench-utils", "display_name": "Python (bench-utils)",
-                                  "language": "python"},
-                   "language_info": {"name": "python"}}
+    nb.metadata = dict(METADATA)
     nb.cells = [
         new_markdown_cell(
             f"# {title}: torch.compile inference speed-up\n\n"
@@ -76,3 +78,33 @@ for name, (task, title, models, batches, runs, guide_models) in TASKS.items():
     out.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, out)
     print("wrote", name)
+
+
+# --- the report notebook: executed once per locale by `python -m bench_utils report` ---------
+report = new_notebook()
+report.metadata = dict(METADATA)
+report.cells = [
+    new_code_cell(
+        'results_paths: list = ["reports/cpu-quick"]  # study folders or results.jsonl files (several merge runs)\n'
+        'locale: str = "en"  # en, ar or es (bench_utils/locales)\n'
+        'reference_csv: str = ""  # the guide\'s published figures; empty: the copy in bench_utils/data\n',
+        metadata={"tags": ["parameters"]}),
+    new_code_cell(
+        "# The study report: every section comes from bench_utils.report and bench_utils.plots.\n"
+        "from bench_utils.report_view import ReportView\n\n"
+        "view = ReportView(results_paths, locale, reference_csv or None)\n"
+        "view.header()"),
+    new_code_cell("view.summary()"),
+    new_code_cell("view.guide_tables()"),
+    new_code_cell("view.plots()"),
+    new_code_cell("view.compile_cost()"),
+    new_code_cell("view.memory()"),
+    new_code_cell("view.reference()"),
+    new_code_cell("view.methodology()"),
+]
+for index, cell in enumerate(report.cells):
+    cell.id = f"report-{index}"
+nbformat.validate(report)
+out = Path("notebooks") / "report.ipynb"
+nbformat.write(report, out)
+print("wrote report")

@@ -29,10 +29,18 @@ def test_notebook_is_stripped_and_parameterized(name):
     assert documented["runs"]["default"] in ("300", "100", "20")
 
 
+def test_report_notebook_is_stripped_and_parameterized():
+    nb = nbformat.read("notebooks/report.ipynb", as_version=4)
+    assert all(not c.outputs and c.execution_count is None for c in nb.cells if c.cell_type == "code")
+    assert not [c for c in nb.cells if c.cell_type == "markdown"]  # the report shows outputs only
+    assert list(papermill.inspect_notebook("notebooks/report.ipynb")) == ["results_paths", "locale",
+                                                                          "reference_csv"]
+
+
 def test_notebooks_match_their_generator(tmp_path):
-    committed = {name: Path(f"notebooks/{name}.ipynb").read_text() for name in NOTEBOOKS}
+    committed = {name: Path(f"notebooks/{name}.ipynb").read_text() for name in NOTEBOOKS + ["report"]}
     subprocess.run([sys.executable, str(Path("notebooks/build_notebooks.py").resolve())],
                    cwd=tmp_path, check=True, env={"PYTHONPATH": ""} | dict(__import__("os").environ))
-    for name in NOTEBOOKS:
+    for name in NOTEBOOKS + ["report"]:
         assert json.loads((tmp_path / "notebooks" / f"{name}.ipynb").read_text()) == \
             json.loads(committed[name]), f"notebooks/{name}.ipynb differs from build_notebooks.py"

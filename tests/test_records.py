@@ -37,6 +37,14 @@ def test_ok_record_has_optimum_benchmark_latency_block():
     assert record["cell"] == CELL and record["config"]["weights"] == "random"
 
 
+def test_error_text_does_not_name_the_home_directory():
+    from pathlib import Path
+
+    error = f'File "{Path.home()}/project/x.py", line 3\nRuntimeError: boom'
+    record = make_record(**CELL, status="error", error=error, environment=ENV)
+    assert str(Path.home()) not in record["error"] and record["error"].startswith('File "~/project')
+
+
 def test_failed_records_carry_no_numbers():
     record = make_record(**CELL, status="oom", error="CUDA out of memory", environment=ENV)
     assert record["latency"] is None and record["throughput"] is None

@@ -1,0 +1,59 @@
+"""Messages and number formats of the reports, per locale.
+
+Messages live in one small JSON catalog per locale (``bench_utils/locales/<locale>.json``,
+UTF-8); every locale has every key (a test checks it) and a missing key is an error,
+never a silent fallback to English. Numbers are formatted for the locale with Babel,
+at render time only: result files always hold plain numbers.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+from babel.numbers import format_decimal, format_percent
+
+LOCALES_DIR = Path(__file__).parent / "locales"
+REFERENCE_LOCALE = "en"
+
+
+def available_locales() -> list[str]:
+    return sorted(path.stem for path in LOCALES_DIR.glob("*.json"))
+
+
+@functools.lru_cache(maxsize=None)
+def _load(locale: str) -> dict[str, str]:
+    path = LOCALES_DIR / f"{locale}.json"
+    if not path.exists():
+        raise ValueError(f"no catalog for locale {locale!r}: available {', '.join(available_locales())}")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+class Catalog:
+    """``t(key, **values)`` for messages; ``number``, ``percent`` for figures."""
+
+    def __init__(self, locale: str) -> None:
+        self.locale = locale
+        self.messages = _load(locale)
+        self.direction = self.messages["direction"]
+
+    def t(self, key: str, **values) -> str:
+        try:
+            message = self.messages[key]
+        except KeyError:
+            raise KeyError(f"locale {self.locale!r} has no message {key!r}") from None
+        return message.format(**values) if values else message
+
+    def number(self, value: float, digits: int = 2) -> str:
+        pattern = "#,##0" + ("." + "0" * digits if digits else "")
+        return format_decimal(value, format=pattern, locale=self.locale)
+
+    def percent(self, fraction: float, digits: int = 0) -> str:
+        pattern = "#,##0" + ("." + "0" * digits if digits else "") + "%"
+        return format_percent(fraction, format=pattern, locale=self.locale)
+
+
+def missing_keys(locale: str) -> set[str]:
+    """Keys of the reference catalog that ``locale`` lacks (empty when complete)."""
+    return set(_load(REFERENCE_LOCALE)) - set(_load(locale))

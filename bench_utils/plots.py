@@ -1,0 +1,103 @@
+"""The guide's plots, with seaborn, labelled in the report's locale.
+
+Per device: a batch-comparison plot (improvement per model and batch size); per
+device and batch size: a duration plot (eager vs compiled bars per model) and an
+improvement plot. Improvement is (speed-up - 1) x 100 %, with the speed-up measured
+against interleaved eager. Arabic is shaped by matplotlib (3.11+) in DejaVu Sans,
+which has Arabic glyphs.
+"""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: figures are files or notebook outputs
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+from .i18n import Catalog  # noqa: E402
+
+FONT = "DejaVu Sans"
+
+
+def _style() -> None:
+    sns.set_theme(style="whitegrid", font=FONT)
+
+
+def _improvement(data: pd.DataFrame) -> pd.DataFrame:
+    ok = data[(data["status"] == "ok") & data["speedup"].notna()].copy()
+    ok["improvement"] = (ok["speedup"] - 1.0) * 100.0
+    return ok.sort_values(["task_rank", "label"])
+
+
+def _empty(axis, catalog: Catalog) -> None:
+    axis.text(0.5, 0.5, catalog.t("no_results"), ha="center", va="center")
+    axis.set_axis_off()
+
+
+def _label(axis, catalog: Catalog, y_key: str) -> None:
+    axis.set_xlabel(catalog.t("axis_model"))
+    axis.set_ylabel(catalog.t(y_key))
+    axis.tick_params(axis="x", rotation=30)
+
+
+def batch_comparison(data: pd.DataFrame, device: str, mode: str, catalog: Catalog):
+    """Improvement per model, one bar per batch size (the guide's first plot kind)."""
+    _style()
+    ok = _improvement(data[(data["device_name"] == device) & (data["mode"] == mode)])
+    figure, axis = plt.subplots(figsize=(9, 4))
+    if ok.empty:
+        _empty(axis, catalog)
+    else:
+        sns.barplot(data=ok, x="label", y="improvement", hue="batch_size", palette="crest", ax=axis)
+        axis.legend(title=catalog.t("legend_batch"))
+        axis.axhline(0, color="black", linewidth=0.8)
+        _label(axis, catalog, "axis_improvement")
+    axis.set_title(catalog.t("plot_batch_title", device=device) + f" ({mode})")
+    figure.tight_layout()
+    return figure
+
+
+def duration(data: pd.DataFrame, device: str, batch: int, mode: str, catalog: Catalog):
+    """Eager vs compiled mean latency per model (the guide's duration plot)."""
+    _style()
+    cells = data[(data["device_name"] == device) & (data["batch_size"] == batch) & (data["status"] == "ok")]
+    rows = []
+    for label, group in cells.sort_values(["task_rank", "label"]).groupby("label", sort=False):
+        for kind, wanted in (("legend_eager", "eager"), ("legend_compiled", mode)):
+            match = group[group["mode"] == wanted]
+            if not match.empty:
+                rows.append({"label": label, "variant": catalog.t(kind), "mean_ms": match["mean_ms"].iloc[0]})
+    figure, axis = plt.subplots(figsize=(9, 4))
+    if not rows:
+        _empty(axis, catalog)
+    else:
+        sns.barplot(data=pd.DataFrame(rows), x="label", y="mean_ms", hue="variant", ax=axis)
+        axis.legend(title="")
+        _label(axis, catalog, "axis_duration")
+    axis.set_title(catalog.t("plot_duration_title", device=device, batch=batch) + f" ({mode})")
+    figure.tight_layout()
+    return figure
+
+
+def percentage(data: pd.DataFrame, device: str, batch: int, mode: str, catalog: Catalog):
+    """Improvement per model at one batch size (the guide's percentage plot)."""
+    _style()
+    ok = _improvement(data[(data["device_name"] == device) & (data["batch_size"] == batch)
+                           & (data["mode"] == mode)])
+    figure, axis = plt.subplots(figsize=(9, 4))
+    if ok.empty:
+        _empty(axis, catalog)
+    else:
+        colors = ["#2a9d8f" if value >= 0 else "#e76f51" for value in ok["improvement"]]
+        axis.bar(ok["label"], ok["improvement"], color=colors)
+        axis.errorbar(ok["label"], ok["improvement"],
+                      yerr=[ok["improvement"] - (ok["ci_low"] - 1) * 100, (ok["ci_high"] - 1) * 100 - ok["improvement"]],
+                      fmt="none", ecolor="black", capsize=3, linewidth=1)
+        axis.axhline(0, color="black", linewidth=0.8)
+        _label(axis, catalog, "axis_improvement")
+    axis.set_title(catalog.t("plot_percentage_title", device=device, batch=batch) + f" ({mode})")
+    figure.tight_layout()
+    return figure
