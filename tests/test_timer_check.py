@@ -47,6 +47,22 @@ def test_ratios_and_units_with_timers_of_known_speed(monkeypatch):
                           noop_runs=10)["within_tolerance"] is True
 
 
+def test_verdict_compares_our_mean_with_timers_block_statistics(monkeypatch):
+    # A skewed sample: median 2.0 ms, mean 2.5 ms; Timer (block means) says 2.5 ms.
+    from bench_utils import timer_check
+    from bench_utils.timing import Measurement
+
+    def skewed(fn, *, warmup, runs, device):
+        return Measurement(times_ms=[2.0, 2.0, 3.5][: max(runs, 1)] * (runs // 3 or 1), first_call_ms=1.0)
+
+    monkeypatch.setattr(timer_check, "measure", skewed)
+    monkeypatch.setattr(timer_check, "torch_timer", lambda fn, t: FakeBlockedAutorange(0.0025))
+    result = validate_timer("cpu", size=8, runs=30, rounds=3, min_run_time=0.1, noop_runs=3)
+    assert result["ratio_torch_timer"] == pytest.approx(0.8)       # medians differ by the skew
+    assert result["ratio_torch_timer_mean"] == pytest.approx(1.0)  # the same estimand agrees
+    assert result["within_tolerance"] is True
+
+
 def test_validate_timer_runs_for_real_on_cpu():
     # Structure only: agreement is judged by the check itself, not by a timed unit test.
     result = validate_timer("cpu", **SMALL)
