@@ -10,6 +10,7 @@ Recompiles are the graphs compiled after the first call.
 from __future__ import annotations
 
 import difflib
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -143,7 +144,6 @@ def clone_outputs(outputs: Any) -> Any:
     return outputs
 
 
-def mark_step_begin(mode: str) -> None:
-    """Tell CUDA-graph trees that a new inference starts, so buffers can be reused."""
-    if mode in CUDA_GRAPH_MODES and torch.cuda.is_available():
-        torch.compiler.cudagraph_mark_step_begin()
+def quiet_toolchain_logs() -> None:
+    """On CPU-only hosts torch's C++ toolchain logs "No CUDA runtime is found": noise."""
+    logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)

@@ -183,8 +183,7 @@ def parse_grid(data: Any, path: str = "<grid>") -> Grid:
     for key in ("study", "grids"):
         if key not in data:
             raise _fail(path, key, "is required")
-    settings = {**DEFAULTS, **{k: v for k, v in data.items() if k != "grids"},
-                "_blocks_given": "blocks" in data}
+    settings = {**DEFAULTS, **{k: v for k, v in data.items() if k != "grids"}}
     if not _STUDY_NAME.match(settings["study"]):
         raise _fail(path, "study", f"must be a file-name-safe name, got {settings['study']!r}")
     for key in ("runs", "blocks"):
@@ -205,14 +204,15 @@ def parse_grid(data: Any, path: str = "<grid>") -> Grid:
                 devices=devices)
     seen = set()
     for index, item in enumerate(data["grids"]):
-        for cell in _expand(path, index, item, settings, grid.device_kinds):
+        for cell in _expand(path, index, item, settings, grid.device_kinds, "blocks" in data):
             if cell.identity() not in seen:  # sub-grids may overlap: each cell once
                 seen.add(cell.identity())
                 grid.cells.append(cell)
     return grid
 
 
-def _expand(path: str, index: int, item: Any, settings: dict, kinds: list[str]) -> list[Cell]:
+def _expand(path: str, index: int, item: Any, settings: dict, kinds: list[str],
+            blocks_given: bool) -> list[Cell]:
     where = f"grids[{index}]."
     if not isinstance(item, dict):
         raise _fail(path, f"grids[{index}]", "must be a mapping with models, batch_sizes, compile_modes")
@@ -227,8 +227,7 @@ def _expand(path: str, index: int, item: Any, settings: dict, kinds: list[str]) 
     dtypes = item.get("dtypes", ["float32"])
     _non_empty(path, where + "dtypes", dtypes)
     local = {key: item.get(key, settings[key]) for key in ("runs", "warmup", "blocks")}
-    blocks_given = "blocks" in item or settings.get("_blocks_given", False)
-    if not blocks_given:  # the default (10) never asks for more blocks than runs
+    if not (blocks_given or "blocks" in item):  # the default (10) never asks for more blocks than runs
         local["blocks"] = min(local["blocks"], local["runs"])
     for key in ("runs", "blocks"):
         _positive(path, where + key, local[key])

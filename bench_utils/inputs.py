@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-import numpy as np
 import torch
 from PIL import Image
 
@@ -88,10 +87,3 @@ def timm_image_inputs(model: torch.nn.Module, batch_size: int) -> dict[str, torc
     pixels = transform(sample_image()).unsqueeze(0)
     return {"x": pixels.repeat(batch_size, 1, 1, 1)}
 
-
-def batch_size_of(inputs: dict[str, torch.Tensor]) -> int:
-    """The batch dimension of the image tensor of ``inputs``."""
-    for name in ("pixel_values", "x"):
-        if name in inputs:
-            return int(inputs[name].shape[0])
-    return int(np.max([value.shape[0] for value in inputs.values()]))

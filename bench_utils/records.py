@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import pandas as pd
 
-from .env import capture_environment
+from .env import capture_environment, gpu_name
 from .timing import Measurement
 
 SCHEMA_VERSION = 1
@@ -228,12 +228,39 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
+# --- identity -------------------------------------------------------------------
+
+def cell_identity(record: dict[str, Any]) -> tuple:
+    """(study, task, model, batch_size, compile_mode, dtype, device kind) of a record."""
+    cell = record["cell"]
+    return (cell["study"], cell["task"], cell["model"], cell["batch_size"], cell["compile_mode"],
+            cell["dtype"], cell["device"].split(":")[0])
+
+
+def environment_key(environment: dict[str, Any], kind: str) -> tuple[str | None, str | None]:
+    """What a cell's identity takes from the environment: torch version and processor."""
+    processor = (gpu_name(environment, "cuda:0") if kind == "cuda"
+                 else environment.get("cpu_model"))
+    return environment.get("torch_version"), processor
+
+
+def record_key(record: dict[str, Any]) -> tuple:
+    """A cell's identity on its environment: the same key means the same measurement."""
+    identity = cell_identity(record)
+    return (*identity, *environment_key(record.get("environment") or {}, identity[-1]))
+
+
 # --- reading ----------------------------------------------------------------------
 
-def iter_records(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, record) for each readable record; warns on and skips the rest."""
+def iter_records(path: str | os.PathLike, start: int = 0) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, record) for each readable record; warns on and skips the rest.
+
+    ``start`` is a byte offset to read from (a size taken earlier, so a line boundary);
+    line numbers then count from it.
+    """
     path = Path(path)
     with open(path, "rb") as lines:
+        lines.seek(start)
         for number, raw in enumerate(lines, start=1):
             if not raw.strip():
                 continue

@@ -19,8 +19,7 @@ from . import stats
 from .env import gpu_name
 from .i18n import Catalog
 from .models import REGISTRY
-from .records import read_records
-from .runner import record_key
+from .records import read_records, record_key
 
 REFERENCE_CSV = Path(__file__).parent / "data" / "hf_torch_compile_reference.csv"
 NOISY_CV = 0.10                 # coefficient of variation above which a cell is noisy
@@ -86,10 +85,13 @@ def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
             "device_name": device_name(record),
             "torch_version": (record.get("environment") or {}).get("torch_version"),
             "task": cell["task"], "model": cell["model"], "label": label_of(cell["model"]),
+            "device": cell["device"],
+            "error": ((record.get("error") or "").strip().splitlines() or [None])[-1],
             "batch_size": cell["batch_size"], "mode": cell["compile_mode"], "dtype": cell["dtype"],
             "status": record["status"],
             "mean_ms": latency["mean"] * 1e3 if latency else np.nan,
             "p50_ms": latency["p50"] * 1e3 if latency else np.nan,
+            "median_ms": latency["median"] * 1e3 if latency else np.nan,
             "p99_ms": latency["p99"] * 1e3 if latency else np.nan,
             "cv": latency["stdev"] / latency["mean"] if latency else np.nan,
             "outlier_fraction": latency.get("outliers", 0) / count if count else np.nan,
@@ -303,6 +305,11 @@ def reference_table(data: pd.DataFrame, catalog: Catalog,
     headers = [catalog.t("col_model"), catalog.t("col_batch"), catalog.t("col_mode"), catalog.t("col_guide_gpu"),
                catalog.t("col_guide_speedup"), catalog.t("col_our_device"), catalog.t("col_our_speedup")]
     return markdown_table(headers, rows) if rows else catalog.t("no_results")
+
+
+def reference_torch_versions(reference_csv: str | os.PathLike = REFERENCE_CSV) -> str:
+    """The torch versions of the guide's published figures, as they are written there."""
+    return " / ".join(sorted(pd.read_csv(reference_csv)["torch_version"].dropna().unique()))
 
 
 def methodology_text(data: pd.DataFrame, catalog: Catalog) -> str:

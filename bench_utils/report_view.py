@@ -85,7 +85,7 @@ class ReportView:
     def reference(self) -> None:
         t = self.catalog.t
         self._markdown(f"## {t('reference_heading')}\n\n"
-                       f"{t('reference_text', torch=report.ltr('2.0.1 / 2.1.0.dev', self.catalog))}\n\n"
+                       f"{t('reference_text', torch=report.ltr(report.reference_torch_versions(self.reference_csv), self.catalog))}\n\n"
                        f"{report.reference_table(self.data, self.catalog, self.reference_csv)}")
 
     def methodology(self) -> None:

@@ -33,11 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .env import PROJECT_ROOT, capture_environment, gpu_name
+from .env import PROJECT_ROOT, capture_environment
 from .grid import Cell, Grid
 from .lease import RunnerLease
-from .records import iter_records, locked
-from .task import failure_record
+from .records import append_record, cell_identity, environment_key, iter_records, locked, record_key
+from .task import failure_record, skipped_after_oom
 
 KERNEL_NAME = "bench-utils"
 LOG_TAIL_LINES = 40
@@ -64,21 +64,7 @@ class Summary:
         return Counter(outcome.status for outcome in self.outcomes)
 
 
-# --- environment identity -------------------------------------------------------------
-
-def environment_key(environment: dict[str, Any], kind: str) -> tuple[str | None, str | None]:
-    """What a cell's identity takes from the environment: torch version and processor."""
-    processor = (gpu_name(environment, "cuda:0") if kind == "cuda"
-                 else environment.get("cpu_model"))
-    return environment.get("torch_version"), processor
-
-
-def record_key(record: dict[str, Any]) -> tuple:
-    cell = record["cell"]
-    kind = cell["device"].split(":")[0]
-    return (cell["study"], cell["task"], cell["model"], cell["batch_size"], cell["compile_mode"],
-            cell["dtype"], kind, *environment_key(record.get("environment") or {}, kind))
-
+# --- resuming -------------------------------------------------------------------------
 
 def read_done(results_path: Path) -> set[tuple]:
     """Keys of the cells that have an ok or oom record."""
@@ -173,7 +159,6 @@ class Runner:
         self.stream = stream or sys.stderr
         self.environment = capture_environment()
         self._lock = threading.Lock()
-        self._seen_ids: set[str] = set()
 
     def workers(self, kind: str) -> list[str]:
         if self.devices:
@@ -200,7 +185,6 @@ class Runner:
             summary = Summary(resumed=resumed, total=len(self.grid.cells))
             if not pending:
                 return summary
-            self._seen_ids = self._record_ids()
             progress = Progress(len(pending), self.stream)
             groups: dict[str, queue.Queue] = defaultdict(queue.Queue)
             by_group: dict[tuple, list[Cell]] = defaultdict(list)
@@ -229,11 +213,8 @@ class Runner:
                 progress.start(cell, device)
                 started = time.monotonic()
                 if oom_at is not None:
-                    self._append(failure_record(
-                        **self._cell_fields(cell), status="oom", config=self._config(cell),
-                        environment=self.environment, skipped_after_oom=oom_at,
-                        error=f"not run: batch size {oom_at} ran out of memory for this model, "
-                              "mode and dtype"))
+                    self._append(skipped_after_oom(self._cell_fields(cell), oom_at, self._config(cell),
+                                                   environment=self.environment))
                     outcome = Outcome(cell, "skipped", 0.0, device, f"after OOM at batch {oom_at}")
                 else:
                     outcome = self._execute(cell, device, started)
@@ -245,6 +226,7 @@ class Runner:
 
     def _execute(self, cell: Cell, device: str, started: float) -> Outcome:
         parameters = notebook_parameters(cell, self.results_path, self.run_id)
+        offset = self._size()  # the notebook's record, if any, is appended after this
         try:
             returncode, log_path = self.executor(cell, device, parameters, self.out_dir)
         except Exception as exc:  # the executor itself failed: still one record for the cell
@@ -253,7 +235,7 @@ class Runner:
         else:
             failure = None
         seconds = time.monotonic() - started
-        record = self._new_record(cell)
+        record = self._new_record(cell, offset)
         if record is not None:
             return Outcome(cell, record["status"], seconds, device,
                            (record.get("error") or "").strip().splitlines()[-1][:160]
@@ -266,35 +248,25 @@ class Runner:
                                     log=str(log_path) if log_path else None))
         return Outcome(cell, "error", seconds, device, f"no record (exit status {returncode})")
 
-    def _record_ids(self) -> set[str]:
+    def _size(self) -> int:
         if not self.results_path.exists():
-            return set()
-        with locked(self.results_path, shared=True):
-            return {record.get("record_id") for _, record in iter_records(self.results_path)}
+            return 0
+        with locked(self.results_path, shared=True):  # a size between whole lines
+            return self.results_path.stat().st_size
 
-    def _new_record(self, cell: Cell) -> dict[str, Any] | None:
-        """The record the notebook wrote for ``cell`` during this run, if any."""
+    def _new_record(self, cell: Cell, offset: int) -> dict[str, Any] | None:
+        """The record the notebook appended for ``cell`` after ``offset``, if any."""
         if not self.results_path.exists():
             return None
-        found = None
-        with self._lock, locked(self.results_path, shared=True):
-            for _, record in iter_records(self.results_path):
-                record_id = record.get("record_id")
-                if record_id in self._seen_ids:
-                    continue
-                c = record["cell"]
-                if (c["study"], c["task"], c["model"], c["batch_size"], c["compile_mode"], c["dtype"],
-                        c["device"].split(":")[0]) == cell.identity():
-                    found = record
-                    self._seen_ids.add(record_id)
-        return found
+        with locked(self.results_path, shared=True):
+            for _, record in iter_records(self.results_path, start=offset):
+                if cell_identity(record) == cell.identity():
+                    return record
+        return None
 
     def _append(self, record: dict[str, Any]) -> None:
-        from .records import append_record
-
         with self._lock:
             append_record(self.results_path, record)
-            self._seen_ids.add(record["record_id"])
 
     @staticmethod
     def _cell_fields(cell: Cell) -> dict[str, Any]:

@@ -11,28 +11,20 @@ COLUMNS = ["model", "batch_size", "compile_mode", "dtype", "device", "status", "
 
 
 def tidy(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
-    """One row per record with the figures a reader looks at first (ms, x, s)."""
-    rows = []
-    for record in records:
-        cell, latency = record["cell"], record.get("latency") or {}
-        speedup = record.get("speedup") or {}
-        compiled = record.get("compile") or {}
-        rows.append({
-            **{key: cell[key] for key in ("model", "batch_size", "compile_mode", "dtype", "device")},
-            "status": record["status"],
-            "mean_ms": latency["mean"] * 1e3 if latency else None,
-            "median_ms": latency["median"] * 1e3 if latency else None,
-            "p99_ms": latency["p99"] * 1e3 if latency else None,
-            "speedup": speedup.get("mean"),
-            "speedup_ci95": (f"{speedup['mean_ci95'][0]:.2f}-{speedup['mean_ci95'][1]:.2f}"
-                             if speedup else None),
-            "parity": (record.get("parity") or {}).get("parity"),
-            "compile_s": (compiled["compile_time_ms"] / 1e3
-                          if compiled.get("compile_time_ms") is not None else None),
-            "error": (record.get("error") or "").strip().splitlines()[-1][:120]
-                     if record.get("error") else None,
-        })
-    return pd.DataFrame(rows, columns=COLUMNS)
+    """One row per record with the figures a reader looks at first (ms, x, s).
+
+    A view of ``report.frame``: one flattening of records for notebooks and reports.
+    """
+    from .report import frame
+
+    data = frame(list(records))
+    if data.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    data = data.rename(columns={"mode": "compile_mode"})
+    data["speedup_ci95"] = [f"{low:.2f}-{high:.2f}" if pd.notna(low) else None
+                            for low, high in zip(data["ci_low"], data["ci_high"])]
+    data["error"] = data["error"].str.slice(0, 120)
+    return data[COLUMNS].reset_index(drop=True)
 
 
 def plot_latency(frame: pd.DataFrame):

@@ -24,7 +24,7 @@ import torch
 
 from . import compile as compile_module
 from .cell import cell_record, run_cell
-from .env import PROJECT_ROOT, capture_environment
+from .env import PROJECT_ROOT
 from .lease import lease_is_current, start_watchdog
 from .models import load
 from .precision import configure_fp32_math, parse_dtype
@@ -73,6 +73,15 @@ def failure_record(*, study: str, task: str, model: str, batch_size: int, compil
                        extra=extra or None)
 
 
+def skipped_after_oom(cell: dict[str, Any], oom_at: int, config: dict[str, Any],
+                      environment: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The record of a cell not run because a smaller batch of its group ran out of memory."""
+    return failure_record(**cell, status="oom", config=config, environment=environment,
+                          error=f"not run: batch size {oom_at} ran out of memory for this model, "
+                                "mode and dtype",
+                          skipped_after_oom=oom_at)
+
+
 def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[int],
         compile_modes: Iterable[str], dtypes: Iterable[str] = ("float32",), device: str = "cpu",
         runs: int = 300, warmup: int = 10, blocks: int = 10, weights: str = "random",
@@ -87,6 +96,9 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
     if runner_pid:  # under the grid runner: never outlive it, never write for a stale run
         start_watchdog(int(runner_pid), results_path.parent, str(run_id))
         guard = lambda: lease_is_current(results_path.parent, str(run_id))  # noqa: E731
+    # Set once for the whole run (global torch state); every record carries the settings.
+    config = {"weights": weights, "seed": seed, "runs": runs, "warmup": warmup, "blocks": blocks,
+              **configure_fp32_math(tf32)}
     written = []
     for model_key in models:
         for dtype in dtypes:
@@ -94,29 +106,24 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
             written += _run_model(study=study, task=task, model_key=model_key, dtype=dtype,
                                   device=device, batch_sizes=sorted(batch_sizes),
                                   compile_modes=list(compile_modes), runs=runs, warmup=warmup,
-                                  blocks=blocks, weights=weights, seed=seed, tf32=tf32,
+                                  blocks=blocks, weights=weights, seed=seed, config=config,
                                   backend=backend, fullgraph=fullgraph, dynamic=dynamic,
                                   results_path=results_path, guard=guard)
     return tidy(written)
 
 
 def _run_model(*, study, task, model_key, dtype, device, batch_sizes, compile_modes, runs,
-               warmup, blocks, weights, seed, tf32, backend, fullgraph, dynamic, results_path,
+               warmup, blocks, weights, seed, config, backend, fullgraph, dynamic, results_path,
                guard) -> list[dict[str, Any]]:
     loaded, load_error = None, None
     written = []
     for mode in compile_modes:
         oom_at = None
         for batch_size in batch_sizes:
-            config = {"weights": weights, "seed": seed, "runs": runs, "warmup": warmup,
-                      "blocks": blocks, **configure_fp32_math(tf32)}
             cell = dict(study=study, task=task, model=model_key, batch_size=batch_size,
                         compile_mode=mode, dtype=dtype, device=device)
             if oom_at is not None:
-                record = failure_record(**cell, status="oom", config=config,
-                                        error=f"not run: batch size {oom_at} ran out of memory "
-                                              "for this model, mode and dtype",
-                                        skipped_after_oom=oom_at)
+                record = skipped_after_oom(cell, oom_at, config)
             else:
                 try:
                     _inject_fault(model_key, batch_size)
@@ -135,7 +142,6 @@ def _run_model(*, study, task, model_key, dtype, device, batch_sizes, compile_mo
                     options = compile_module.options(mode, backend, fullgraph, dynamic)
                     record = cell_record(result, loaded, study=study, config=config,
                                          compile_options=options)
-                    record["cell"]["device"] = device
                 except Exception as exc:
                     status = "oom" if is_out_of_memory(exc) else "error"
                     if status == "oom":
@@ -152,8 +158,3 @@ def _free_memory() -> None:
     gc.collect()
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
-
-
-def environment() -> dict[str, Any]:
-    """The environment, for the notebook to show."""
-    return capture_environment()

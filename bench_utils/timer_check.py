@@ -8,7 +8,6 @@ is the time ``measure`` reports for a call that does nothing.
 
 from __future__ import annotations
 
-import logging
 from typing import Any, Callable
 
 import numpy as np
@@ -16,6 +15,7 @@ import torch
 
 from . import stats
 from .compare import block_sizes
+from .compile import quiet_toolchain_logs
 from .devices import resolve_device
 from .timing import TIMER_CUDA_EVENT, TIMER_PERF_COUNTER, measure
 
@@ -37,8 +37,7 @@ def matmul_workload(device: torch.device, size: int | None = None) -> tuple[Call
 
 def torch_timer(fn: Callable[[], Any], min_run_time: float):
     """One ``blocked_autorange`` of torch.utils.benchmark (times in seconds)."""
-    # torch.utils.benchmark imports cpp_extension, which logs a warning on CPU-only hosts.
-    logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
+    quiet_toolchain_logs()  # torch.utils.benchmark imports cpp_extension
     import torch.utils.benchmark as torch_benchmark
 
     # num_threads must match ours: Timer defaults to one thread.

@@ -111,11 +111,11 @@ def test_reduce_overhead_outputs_must_be_cloned():
     compiled = compile_module.compile_model(model, "reduce-overhead")
     with torch.no_grad():
         for _ in range(3):  # warm up CUDA-graph recording
-            compile_module.mark_step_begin("reduce-overhead")
+            torch.compiler.cudagraph_mark_step_begin()
             compiled(torch.randn(4, 64, device="cuda"))
-        compile_module.mark_step_begin("reduce-overhead")
+        torch.compiler.cudagraph_mark_step_begin()
         x = torch.randn(4, 64, device="cuda")
         kept = compile_module.clone_outputs(compiled(x))
-        compile_module.mark_step_begin("reduce-overhead")
+        torch.compiler.cudagraph_mark_step_begin()
         compiled(torch.randn(4, 64, device="cuda"))
     assert torch.allclose(kept, model(x), rtol=1e-4, atol=1e-4)

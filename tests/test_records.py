@@ -175,3 +175,25 @@ def test_concurrent_appends_never_interleave(tmp_path):
 def test_validate_record_rejects_non_dicts():
     with pytest.raises(ValueError):
         validate_record([])
+
+
+def test_identity_and_environment_key():
+    from bench_utils.records import cell_identity, record_key
+
+    record = ok_record(device="cuda:1", environment={"torch_version": "2.15.0", "cpu_model": "EPYC",
+                                                     "gpus": [{"index": 0, "name": "NVIDIA H100"}]})
+    assert cell_identity(record) == ("test", "image-classification", "resnet", 4, "default", "float32", "cuda")
+    assert record_key(record)[-2:] == ("2.15.0", "NVIDIA H100")
+    cpu = ok_record(environment={"torch_version": "2.15.0", "cpu_model": "EPYC", "gpus": []})
+    assert record_key(cpu)[-2:] == ("2.15.0", "EPYC")
+
+
+def test_reading_from_an_offset_sees_only_later_records(tmp_path):
+    path = tmp_path / "results.jsonl"
+    append_record(path, ok_record())
+    offset = path.stat().st_size
+    append_record(path, ok_record(model="vit"))
+    from bench_utils.records import iter_records
+
+    assert [r["cell"]["model"] for _, r in iter_records(path, start=offset)] == ["vit"]
+    assert len(list(iter_records(path))) == 2
