@@ -31,7 +31,7 @@ test: setup
 # The study grid: the guide's where CUDA is available, the CPU one otherwise (override: PARAMS=...).
 PARAMS ?= $(shell $(PY) -c 'import torch; print("params/hf-guide.yaml" if torch.cuda.is_available() else "params/cpu-quick.yaml")' 2>/dev/null || echo params/cpu-quick.yaml)
 
-STUDY_DIR = reports/$(shell $(PY) -c 'from bench_utils.grid import load_grid; print(load_grid("$(PARAMS)").study)' 2>/dev/null)
+STUDY_DIR = reports/$(shell $(PY) -c 'from bench_utils.study.grid import load_grid; print(load_grid("$(PARAMS)").study)' 2>/dev/null)
 LOCALES ?= en,ar,es
 
 report: setup

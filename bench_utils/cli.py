@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
+import sys
 from typing import Sequence
 
 
@@ -25,7 +25,7 @@ def _cmd_env(args: argparse.Namespace) -> int:
 
 
 def _cmd_validate_timer(args: argparse.Namespace) -> int:
-    from .timer_check import format_timer_check, validate_timer
+    from .measurement.timer_check import format_timer_check, validate_timer
 
     result = validate_timer(args.device, size=args.size, runs=args.runs, rounds=args.rounds,
                             min_run_time=args.min_run_time)
@@ -37,7 +37,8 @@ def _cmd_validate_timer(args: argparse.Namespace) -> int:
 
 
 def _cmd_models(args: argparse.Namespace) -> int:
-    from .models import list_models, load
+    from .zoo.loading import load
+    from .zoo.registry import list_models
 
     rows = list_models()
     if args.verify:  # build each offline and count its parameters
@@ -59,11 +60,11 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
 
 def _cmd_cell(args: argparse.Namespace) -> int:
-    from . import compile as compile_module
-    from .cell import cell_record, run_cell
-    from .models import load
-    from .precision import configure_fp32_math
-    from .records import append_record
+    from .results import append_record
+    from .study.cell import cell_record, run_cell
+    from .variants import modes as compile_module
+    from .variants.precision import configure_fp32_math
+    from .zoo.loading import load
 
     compile_module.check_mode(args.mode)
     math_settings = configure_fp32_math(args.tf32)
@@ -84,9 +85,10 @@ def _cmd_cell(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from .grid import load_grid
-    from .lease import LeaseHeldError
-    from .runner import Runner, format_summary
+    from .study.grid import load_grid
+    from .study.lease import LeaseHeldError
+    from .study.progress import format_run_outcome
+    from .study.runner import Runner
 
     grid = load_grid(args.params)  # GridError (a ValueError): one line, exit 2
     devices = _check_devices(args.devices) if args.devices else None
@@ -94,16 +96,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
     print(f"[run] study {grid.study}: {len(grid.cells)} cells from {args.params}; "
           f"results in {runner.results_path}", file=sys.stderr)
     try:
-        summary = runner.run()
+        outcome = runner.run()
     except LeaseHeldError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(format_summary(summary, runner.results_path))
-    return 1 if summary.counts().get("error") else 0
+    print(format_run_outcome(outcome, runner.results_path))
+    return 1 if outcome.counts().get("error") else 0
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from .render import render
+    from .report.render import render
 
     locales = [part.strip() for part in args.locales.split(",") if part.strip()]
     formats = [part.strip() for part in args.formats.split(",") if part.strip()]

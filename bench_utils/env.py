@@ -14,13 +14,14 @@ import importlib.metadata
 import os
 import platform
 import subprocess
-from pathlib import Path
 from typing import Any
 
 import psutil
-import torch
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+from .paths import PROJECT_ROOT
+
+# torch is imported inside the functions that read it: importing this module (as the
+# records and the report do, for ``gpu_name``) must not load torch.
 
 
 def _version(distribution: str) -> str | None:
@@ -92,6 +93,8 @@ def _nvml_gpus() -> tuple[list[dict[str, Any]], dict[str, Any]]:
 
 def _torch_gpus() -> list[dict[str, Any]]:
     """The GPUs torch can use here (after CUDA_VISIBLE_DEVICES), with compute capability."""
+    import torch
+
     if not torch.cuda.is_available():
         return []
     gpus = []
@@ -106,6 +109,8 @@ def _torch_gpus() -> list[dict[str, Any]]:
 
 @functools.lru_cache(maxsize=1)
 def _static_environment() -> dict[str, Any]:
+    import torch
+
     nvml_gpus, nvml_facts = _nvml_gpus()
     memory = psutil.virtual_memory()
     try:
@@ -150,6 +155,8 @@ def _static_environment() -> dict[str, Any]:
 
 def runtime_settings() -> dict[str, Any]:
     """Settings that a cell may change, read now."""
+    import torch
+
     return {
         "torch_num_threads": torch.get_num_threads(),
         "torch_num_interop_threads": torch.get_num_interop_threads(),

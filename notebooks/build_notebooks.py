@@ -56,15 +56,19 @@ for name, (task, title, models, batches, runs, guide_models) in TASKS.items():
             'run_id: str = ""  # set by the grid runner\n',
             metadata={"tags": ["parameters"]}),
         new_code_cell(
-            "from bench_utils import summary, task\n\n"
-            f'results = task.run(study=study, task="{task}", models=models, batch_sizes=batch_sizes,\n'
+            "from bench_utils.report.frame import tidy\n"
+            "from bench_utils.study import task\n\n"
+            f'records = task.run(study=study, task="{task}", models=models, batch_sizes=batch_sizes,\n'
             "                   compile_modes=compile_modes, dtypes=dtypes, device=device, runs=runs,\n"
             "                   warmup=warmup, blocks=blocks, weights=weights, seed=seed,\n"
             "                   results_path=results_path, tf32=tf32, backend=backend,\n"
             "                   fullgraph=fullgraph, dynamic=dynamic, runner_pid=runner_pid,\n"
             "                   run_id=run_id)\n"
+            "results = tidy(records)\n"
             "results"),
-        new_code_cell("summary.plot_latency(results);"),
+        new_code_cell("from bench_utils.report.plots import latency_bars\n"
+                      "from bench_utils.report.sections import show_figure\n\n"
+                      "show_figure(latency_bars(results))"),
         new_markdown_cell(
             "Latencies are means over `runs` timed calls (the guide's statistic); `speedup` is eager "
             "mean over compiled mean, measured interleaved, with its bootstrap 95 % interval; "
@@ -86,12 +90,12 @@ report.metadata = dict(METADATA)
 report.cells = [
     new_code_cell(
         'results_paths: list = ["reports/cpu-quick"]  # study folders or results.jsonl files (several merge runs)\n'
-        'locale: str = "en"  # en, ar or es (bench_utils/locales)\n'
-        'reference_csv: str = ""  # the guide\'s published figures; empty: the copy in bench_utils/data\n',
+        'locale: str = "en"  # en, ar or es (bench_utils/report/locales)\n'
+        'reference_csv: str = ""  # the guide\'s published figures; empty: the copy in bench_utils/report/data\n',
         metadata={"tags": ["parameters"]}),
     new_code_cell(
-        "# The study report: every section comes from bench_utils.report and bench_utils.plots.\n"
-        "from bench_utils.report_view import ReportView\n\n"
+        "# The study report: every section comes from bench_utils.report (tables, context, plots).\n"
+        "from bench_utils.report.sections import ReportView\n\n"
         "view = ReportView(results_paths, locale, reference_csv or None)\n"
         "view.header()"),
     new_code_cell("view.summary()"),

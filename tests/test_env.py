@@ -67,8 +67,9 @@ def test_cuda_fields_agree_with_torch():
 def test_nvml_gpus_and_driver_with_a_fake_nvml(monkeypatch):
     import sys
 
-    from bench_utils.env import _nvml_gpus
     from fake_nvml import make_fake_pynvml
+
+    from bench_utils.env import _nvml_gpus
 
     monkeypatch.setitem(sys.modules, "pynvml", make_fake_pynvml())
     gpus, facts = _nvml_gpus()

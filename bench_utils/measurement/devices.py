@@ -1,0 +1,61 @@
+"""Which device a measurement runs on, and how to wait for it.
+
+Only two kinds are supported: ``cpu`` (host clock) and ``cuda`` (CUDA events).
+Everything else is refused with a clear message rather than timed wrongly.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+
+SUPPORTED_DEVICE_TYPES = ("cpu", "cuda")
+
+
+def resolve_device(device: str | torch.device | None = None) -> torch.device:
+    """Turn ``device`` into a ``torch.device`` that this machine can run.
+
+    ``None`` means ``cuda`` when CUDA is available, else ``cpu``: the rule is
+    simple on purpose, so pass the device explicitly for CPU work on a GPU host.
+    """
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(
+            f"unknown device {device!r}: use one of {', '.join(SUPPORTED_DEVICE_TYPES)} "
+            "(optionally with an index, such as 'cuda:1')"
+        ) from exc
+    if resolved.type not in SUPPORTED_DEVICE_TYPES:
+        raise ValueError(
+            f"device {str(resolved)!r} is not supported: use one of "
+            f"{', '.join(SUPPORTED_DEVICE_TYPES)}"
+        )
+    if resolved.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(
+                f"device {str(resolved)!r} was asked for but CUDA is not available "
+                "on this machine (torch.cuda.is_available() is False); use device='cpu'"
+            )
+        count = torch.cuda.device_count()
+        index = resolved.index if resolved.index is not None else torch.cuda.current_device()
+        if not 0 <= index < count:
+            raise ValueError(
+                f"device {str(resolved)!r} does not exist: this machine has {count} CUDA "
+                f"device(s), cuda:0 to cuda:{count - 1}"
+            )
+        resolved = torch.device("cuda", index)
+    return resolved
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait until all queued work on ``device`` has finished (no-op on CPU)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def quiet_toolchain_logs() -> None:
+    """On CPU-only hosts torch's C++ toolchain logs "No CUDA runtime is found": noise."""
+    logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)

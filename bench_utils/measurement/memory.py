@@ -1,0 +1,243 @@
+"""Memory of a measured region: a context manager around it.
+
+Reports what optimum-benchmark and the GPipe memory experiment report:
+
+- parameter count and bytes (and buffer bytes) of the model, input bytes;
+- on CUDA: peak allocated and reserved bytes of the caching allocator (peak stats
+  reset at entry), and activation bytes = peak allocated - parameter - input bytes;
+- where NVML is present: peak device memory used and this process's GPU memory;
+- on every device: the process's peak resident memory during the region, from a
+  psutil sampling thread, refined by Linux's exact high-water mark (VmHWM, reset
+  through /proc/self/clear_refs) where the kernel allows it.
+
+A field that cannot be measured here is None, never 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+import os
+import re
+import threading
+from typing import Any
+
+import psutil
+import torch
+
+from .devices import resolve_device, synchronize
+
+DEFAULT_INTERVAL_S = 0.005
+
+
+# --- sizes of things --------------------------------------------------------
+
+def parameter_stats(model: torch.nn.Module) -> dict[str, int]:
+    """Parameter count and bytes (parameters() without buffers), and buffer bytes."""
+    params = list(model.parameters())
+    return {
+        "param_count": sum(p.numel() for p in params),
+        "param_bytes": sum(p.numel() * p.element_size() for p in params),
+        "buffer_bytes": sum(b.numel() * b.element_size() for b in model.buffers()),
+    }
+
+
+def tensor_bytes(obj: Any) -> int:
+    """Bytes of every distinct tensor found in ``obj`` (nested dicts, lists, tuples)."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+
+    def visit(item: Any) -> None:
+        nonlocal total
+        if isinstance(item, torch.Tensor):
+            key = (item.data_ptr(), item.numel())
+            if key not in seen:
+                seen.add(key)
+                total += item.numel() * item.element_size()
+        elif isinstance(item, Mapping):
+            for value in item.values():
+                visit(value)
+        elif isinstance(item, (list, tuple)):
+            for value in item:
+                visit(value)
+
+    visit(obj)
+    return total
+
+
+# --- resident memory ----------------------------------------------------------
+
+_VMHWM = re.compile(r"^VmHWM:\s+(\d+)\s+kB", re.MULTILINE)
+
+
+def _read_vmhwm() -> int | None:
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            match = _VMHWM.search(status.read())
+    except OSError:
+        return None
+    return int(match.group(1)) * 1024 if match else None
+
+
+def _reset_vmhwm() -> bool:
+    """Reset the kernel's peak-RSS mark of this process (Linux >= 4.0)."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as clear_refs:
+            clear_refs.write("5")
+    except OSError:
+        return False
+    return _read_vmhwm() is not None
+
+
+# --- NVML -----------------------------------------------------------------------
+
+class _Nvml:
+    """NVML handle for one GPU, or nothing where NVML or the GPU is absent."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.handle = None
+        if device.type != "cuda":
+            return
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self._pynvml = pynvml
+            self.handle = pynvml.nvmlDeviceGetHandleByIndex(_nvml_index(device))
+        except Exception:  # NVML missing or refusing: the fields stay None
+            self.handle = None
+
+    def _query(self, getter):
+        """``getter(pynvml, handle)``, or None where NVML is absent or refuses."""
+        if self.handle is None:
+            return None
+        try:
+            return getter(self._pynvml, self.handle)
+        except Exception:
+            return None
+
+    def device_used(self) -> int | None:
+        return self._query(lambda nvml, handle: int(nvml.nvmlDeviceGetMemoryInfo(handle).used))
+
+    def device_total(self) -> int | None:
+        return self._query(lambda nvml, handle: int(nvml.nvmlDeviceGetMemoryInfo(handle).total))
+
+    def process_used(self) -> int | None:
+        """This process's GPU memory; None where NVML cannot see it (PID namespaces)."""
+        processes = self._query(lambda nvml, handle: nvml.nvmlDeviceGetComputeRunningProcesses(handle))
+        for process in processes or []:
+            if process.pid == os.getpid() and process.usedGpuMemory is not None:
+                return int(process.usedGpuMemory)
+        return None
+
+
+def _nvml_index(device: torch.device) -> int:
+    """NVML enumerates all GPUs; map through CUDA_VISIBLE_DEVICES when it lists indices."""
+    index = device.index or 0
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    entries = [entry.strip() for entry in visible.split(",") if entry.strip()]
+    if entries and all(entry.isdigit() for entry in entries) and index < len(entries):
+        return int(entries[index])
+    return index
+
+
+def _max(current: int | None, value: int | None) -> int | None:
+    if value is None:
+        return current
+    return value if current is None else max(current, value)
+
+
+# --- the probe ------------------------------------------------------------------
+
+class MemoryProbe:
+    """``with MemoryProbe(device, model=m, inputs=x) as probe: ...``; then ``probe.report``."""
+
+    def __init__(self, device: str | torch.device | None = None, *,
+                 model: torch.nn.Module | None = None, inputs: Any = None,
+                 interval_s: float = DEFAULT_INTERVAL_S) -> None:
+        if interval_s <= 0:
+            raise ValueError(f"interval_s must be > 0, got {interval_s!r}")
+        self.device = resolve_device(device)
+        self.model = model
+        self.inputs = inputs
+        self.interval_s = interval_s
+        self.report: dict[str, Any] = {}
+        self._process = psutil.Process()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._rss_peak: int | None = None
+        self._nvml_device_peak: int | None = None
+        self._nvml_process_peak: int | None = None
+        self._samples = 0
+
+    def _sample(self) -> None:
+        self._rss_peak = _max(self._rss_peak, self._process.memory_info().rss)
+        self._nvml_device_peak = _max(self._nvml_device_peak, self._nvml.device_used())
+        self._nvml_process_peak = _max(self._nvml_process_peak, self._nvml.process_used())
+        self._samples += 1
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self._sample()
+
+    def __enter__(self) -> "MemoryProbe":
+        self._nvml = _Nvml(self.device)
+        self._cuda = self.device.type == "cuda"
+        if self._cuda:
+            synchronize(self.device)
+            torch.cuda.reset_peak_memory_stats(self.device)
+            self._cuda_entry = torch.cuda.memory_allocated(self.device)
+        self._rss_entry = self._process.memory_info().rss
+        self._vmhwm_ok = _reset_vmhwm()
+        self._sample()
+        self._thread = threading.Thread(target=self._run, name="memory-probe", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        if self._cuda:
+            synchronize(self.device)
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._sample()
+        self.report = self._build_report()
+
+    def _build_report(self) -> dict[str, Any]:
+        rss_peak = self._rss_peak
+        method = "sampled"
+        if self._vmhwm_ok:
+            rss_peak = _max(rss_peak, _read_vmhwm())
+            method = "sampled+vmhwm"
+        report: dict[str, Any] = {
+            "device": str(self.device),
+            "param_count": None, "param_bytes": None, "buffer_bytes": None,
+            "input_bytes": tensor_bytes(self.inputs) if self.inputs is not None else None,
+            "rss_entry_bytes": self._rss_entry,
+            "rss_peak_bytes": rss_peak,
+            "rss_peak_increase_bytes": rss_peak - self._rss_entry,
+            "rss_peak_method": method,
+            "rss_samples": self._samples,
+            "cuda_allocated_entry_bytes": None,
+            "cuda_peak_allocated_bytes": None,
+            "cuda_peak_reserved_bytes": None,
+            "cuda_peak_increase_bytes": None,
+            "activation_bytes": None,
+            "nvml_device_total_bytes": self._nvml.device_total(),
+            "nvml_device_used_peak_bytes": self._nvml_device_peak,
+            "nvml_process_used_peak_bytes": self._nvml_process_peak,
+        }
+        if self.model is not None:
+            report.update(parameter_stats(self.model))
+        if self._cuda:
+            peak = torch.cuda.max_memory_allocated(self.device)
+            report.update({
+                "cuda_allocated_entry_bytes": self._cuda_entry,
+                "cuda_peak_allocated_bytes": peak,
+                "cuda_peak_reserved_bytes": torch.cuda.max_memory_reserved(self.device),
+                "cuda_peak_increase_bytes": peak - self._cuda_entry,
+            })
+            if report["param_bytes"] is not None:
+                activation = peak - report["param_bytes"] - (report["input_bytes"] or 0)
+                # Negative means the model or inputs live elsewhere: not a measurement.
+                report["activation_bytes"] = activation if activation >= 0 else None
+        return report

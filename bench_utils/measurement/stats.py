@@ -1,0 +1,176 @@
+"""Statistics of a latency sample, from numpy and scipy.
+
+Conventions, stated once:
+
+- percentiles use numpy's default linear interpolation (as optimum-benchmark);
+- ``stdev`` is the population standard deviation (ddof=0), as optimum-benchmark
+  reports it, so our latency blocks compare with theirs number for number;
+- confidence intervals are bootstrap intervals (scipy.stats.bootstrap, BCa where it
+  is defined, percentile otherwise) with a fixed seed, so the same sample always
+  gives the same interval;
+- outliers are points beyond Tukey's fences (1.5 IQR outside the quartiles).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+import warnings
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+# The percentiles every summary carries (name -> percent).
+PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p999": 99.9}
+
+CONFIDENCE = 0.95
+N_RESAMPLES = 10_000
+BOOTSTRAP_SEED = 0
+TUKEY_K = 1.5
+
+
+def as_sample(values: Sequence[float] | np.ndarray) -> np.ndarray:
+    """A 1-D float64 array of finite values; raises ValueError otherwise."""
+    sample = np.asarray(values, dtype=np.float64)
+    if sample.ndim != 1 or sample.size == 0:
+        raise ValueError(f"expected a non-empty 1-D sample, got shape {sample.shape}")
+    if not np.all(np.isfinite(sample)):
+        raise ValueError("sample contains NaN or infinite values")
+    return sample
+
+
+def percentiles(values: Sequence[float] | np.ndarray) -> dict[str, float]:
+    """The p50..p99.9 percentiles of ``values`` (linear interpolation)."""
+    sample = as_sample(values)
+    points = np.percentile(sample, list(PERCENTILES.values()))
+    return {name: float(point) for name, point in zip(PERCENTILES, points)}
+
+
+def outlier_count(values: Sequence[float] | np.ndarray, k: float = TUKEY_K) -> int:
+    """How many values lie beyond ``k`` IQR outside the quartiles (Tukey's fences)."""
+    sample = as_sample(values)
+    q1, q3 = np.percentile(sample, [25.0, 75.0])
+    spread = k * (q3 - q1)
+    return int(np.count_nonzero((sample < q1 - spread) | (sample > q3 + spread)))
+
+
+def summarize(values: Sequence[float] | np.ndarray) -> dict[str, float | int]:
+    """Count, total, mean, median, stdev, cv, min, max, percentiles, IQR, outliers."""
+    sample = as_sample(values)
+    mean = float(sample.mean())
+    stdev = float(sample.std(ddof=0))
+    q1, q3 = np.percentile(sample, [25.0, 75.0])
+    return {
+        "count": int(sample.size),
+        "total": float(sample.sum()),
+        "mean": mean,
+        "median": float(np.median(sample)),
+        "stdev": stdev,
+        "cv": stdev / mean if mean > 0 else math.nan,
+        "min": float(sample.min()),
+        "max": float(sample.max()),
+        **percentiles(sample),
+        "iqr": float(q3 - q1),
+        "outliers": outlier_count(sample),
+    }
+
+
+_STATISTICS: dict[str, Callable[..., np.ndarray]] = {"mean": np.mean, "median": np.median}
+
+
+def _statistic(name: str) -> Callable[..., np.ndarray]:
+    try:
+        return _STATISTICS[name]
+    except KeyError:
+        raise ValueError(f"unknown statistic {name!r}: use one of {sorted(_STATISTICS)}") from None
+
+
+def _bootstrap(data: tuple[np.ndarray, ...], statistic, method: str, confidence: float,
+               n_resamples: int, seed: int) -> tuple[float, float]:
+    with warnings.catch_warnings():
+        # BCa warns on (near-)degenerate samples; we fall back below instead.
+        warnings.simplefilter("ignore")
+        result = scipy_stats.bootstrap(
+            data, statistic, n_resamples=n_resamples, batch=2_000, vectorized=True,
+            paired=False, confidence_level=confidence, method=method,
+            rng=np.random.default_rng(seed),
+        )
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def _interval(data: tuple[np.ndarray, ...], statistic, point: float, method: str,
+              confidence: float, n_resamples: int, seed: int) -> tuple[float, float]:
+    if all(np.ptp(sample) == 0 for sample in data):
+        return point, point  # no spread: every resample gives the same value
+    low, high = _bootstrap(data, statistic, method, confidence, n_resamples, seed)
+    if not (math.isfinite(low) and math.isfinite(high)) and method == "BCa":
+        low, high = _bootstrap(data, statistic, "percentile", confidence, n_resamples, seed)
+    return low, high
+
+
+def bootstrap_ci(values: Sequence[float] | np.ndarray, statistic: str = "mean", *,
+                 confidence: float = CONFIDENCE, n_resamples: int = N_RESAMPLES,
+                 seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
+    """Bootstrap confidence interval of the mean (BCa) or median (percentile)."""
+    sample = as_sample(values)
+    func = _statistic(statistic)
+    method = "BCa" if statistic == "mean" else "percentile"
+    point = float(func(sample))
+    return _interval((sample,), lambda x, axis: func(x, axis=axis), point, method,
+                     confidence, n_resamples, seed)
+
+
+def ratio(baseline: Sequence[float] | np.ndarray, candidate: Sequence[float] | np.ndarray,
+          statistic: str = "mean") -> float:
+    """statistic(baseline) / statistic(candidate): the speed-up of candidate over baseline."""
+    func = _statistic(statistic)
+    return float(func(as_sample(baseline)) / func(as_sample(candidate)))
+
+
+def ratio_ci(baseline: Sequence[float] | np.ndarray, candidate: Sequence[float] | np.ndarray,
+             statistic: str = "mean", *, confidence: float = CONFIDENCE,
+             n_resamples: int = N_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
+    """Bootstrap interval of ``ratio(baseline, candidate)``, resampling each side apart."""
+    base, cand = as_sample(baseline), as_sample(candidate)
+    func = _statistic(statistic)
+    method = "BCa" if statistic == "mean" else "percentile"
+
+    def stat(x, y, axis):
+        return func(x, axis=axis) / func(y, axis=axis)
+
+    return _interval((base, cand), stat, ratio(base, cand, statistic), method,
+                     confidence, n_resamples, seed)
+
+
+def welch_pvalue(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> float | None:
+    """Two-sided Welch t-test p-value (PyTorch's harness reports a t-test too); None if undefined."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pvalue = float(scipy_stats.ttest_ind(as_sample(a), as_sample(b), equal_var=False).pvalue)
+    return pvalue if math.isfinite(pvalue) else None
+
+
+def geometric_mean(values: Sequence[float] | np.ndarray) -> float:
+    """Geometric mean of positive ratios (the harness's summary of speed-ups)."""
+    sample = as_sample(values)
+    if np.any(sample <= 0):
+        raise ValueError("geometric mean needs positive values")
+    return float(scipy_stats.gmean(sample))
+
+
+# --- quality flags ---------------------------------------------------------------------
+# Thresholds stated once, beside the statistics they judge; the report shows the flags.
+
+NOISY_CV = 0.10                 # coefficient of variation above which a sample is noisy
+NOISY_OUTLIER_FRACTION = 0.05   # or more than this share of runs beyond Tukey's fences
+DRIFT = 0.10                    # standalone vs interleaved baseline mean: relative gap flagged
+
+
+def is_noisy(cv: float, outlier_fraction: float) -> bool:
+    """A latency sample too spread to trust its mean at face value."""
+    return bool(cv > NOISY_CV or outlier_fraction > NOISY_OUTLIER_FRACTION)
+
+
+def drifted(standalone_mean: float, interleaved_mean: float) -> bool:
+    """The baseline timed alone and timed interleaved disagree: the machine changed between."""
+    return bool(abs(standalone_mean / interleaved_mean - 1) > DRIFT)

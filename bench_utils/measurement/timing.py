@@ -1,0 +1,216 @@
+"""Timing one callable: warm-up, then many timed runs, then statistics.
+
+On CUDA each run is bracketed by its own pair of CUDA events and the host
+synchronizes once, after the loop, so that timing adds no host-device round trip
+per run. On the CPU each run is bracketed by ``time.perf_counter_ns``.
+The first call of ``fn`` is timed on its own, by the host clock with the device
+synchronized on both sides, because for a compiled model it is mostly host-side
+compilation that device events would not see as such.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import cached_property
+import gc
+import math
+import time
+from typing import Any, Callable, Iterator
+
+import torch
+
+from . import stats
+from .devices import resolve_device, synchronize
+
+TIMER_CUDA_EVENT = "cuda_event"
+TIMER_PERF_COUNTER = "perf_counter_ns"
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """The timed runs of one callable, in milliseconds, and their statistics."""
+
+    times_ms: list[float]
+    first_call_ms: float
+    device: str = "cpu"
+    timer: str = TIMER_PERF_COUNTER
+    warmup: int = 0
+    _summary: dict = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        times = [float(t) for t in self.times_ms]
+        object.__setattr__(self, "times_ms", times)
+        object.__setattr__(self, "_summary", stats.summarize(times))
+        if not math.isfinite(self.first_call_ms) or self.first_call_ms < 0:
+            raise ValueError(f"first_call_ms must be a finite time, got {self.first_call_ms!r}")
+
+    runs = property(lambda self: self._summary["count"])
+    mean_ms = property(lambda self: self._summary["mean"])
+    median_ms = property(lambda self: self._summary["median"])
+    stdev_ms = property(lambda self: self._summary["stdev"])
+    cv = property(lambda self: self._summary["cv"])
+    min_ms = property(lambda self: self._summary["min"])
+    max_ms = property(lambda self: self._summary["max"])
+    p50_ms = property(lambda self: self._summary["p50"])
+    p90_ms = property(lambda self: self._summary["p90"])
+    p95_ms = property(lambda self: self._summary["p95"])
+    p99_ms = property(lambda self: self._summary["p99"])
+    p999_ms = property(lambda self: self._summary["p999"])
+    outliers = property(lambda self: self._summary["outliers"])
+
+    @cached_property
+    def ci95_mean_ms(self) -> tuple[float, float]:
+        """Bootstrap 95 % confidence interval of the mean."""
+        return stats.bootstrap_ci(self.times_ms, "mean")
+
+    def throughput(self, batch_size: int) -> float:
+        """Samples per second at the mean latency."""
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size!r}")
+        return batch_size * 1000.0 / self.mean_ms
+
+    def to_dict(self) -> dict[str, Any]:
+        summary = {f"{k}_ms" if k not in ("count", "cv", "outliers") else k: v
+                   for k, v in self._summary.items()}
+        return {
+            "device": self.device,
+            "timer": self.timer,
+            "warmup": self.warmup,
+            "runs": self.runs,
+            "first_call_ms": self.first_call_ms,
+            **summary,
+            "ci95_mean_ms": list(self.ci95_mean_ms),
+            "times_ms": list(self.times_ms),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Measurement":
+        return cls(times_ms=data["times_ms"], first_call_ms=data["first_call_ms"],
+                   device=data.get("device", "cpu"), timer=data.get("timer", TIMER_PERF_COUNTER),
+                   warmup=data.get("warmup", 0))
+
+
+# --- timers -----------------------------------------------------------------
+
+class HostTimer:
+    """Times each call with ``time.perf_counter_ns`` (CPU work)."""
+
+    name = TIMER_PERF_COUNTER
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+
+    def time_calls(self, fn: Callable[[], Any], runs: int) -> list[float]:
+        clock = time.perf_counter_ns
+        elapsed_ns = [0] * runs
+        for i in range(runs):
+            start = clock()
+            fn()
+            elapsed_ns[i] = clock() - start
+        return [ns / 1e6 for ns in elapsed_ns]
+
+
+class CudaBackend:
+    """The three CUDA calls the event timer needs; replaceable in tests."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+
+    def event(self):
+        return torch.cuda.Event(enable_timing=True)
+
+    def synchronize(self) -> None:
+        torch.cuda.synchronize(self.device)
+
+    def device_context(self):
+        return torch.cuda.device(self.device)
+
+
+class CudaEventTimer:
+    """Times each call between two CUDA events; one synchronize after the loop."""
+
+    name = TIMER_CUDA_EVENT
+
+    def __init__(self, device: torch.device, backend: Any | None = None) -> None:
+        self.device = device
+        self.backend = backend or CudaBackend(device)
+
+    def time_calls(self, fn: Callable[[], Any], runs: int) -> list[float]:
+        backend = self.backend
+        with backend.device_context():
+            # Events are created up front so that no allocation happens inside the loop.
+            starts = [backend.event() for _ in range(runs)]
+            ends = [backend.event() for _ in range(runs)]
+            backend.synchronize()  # start from an idle device (once, before the loop)
+            for start, end in zip(starts, ends):
+                start.record()
+                fn()
+                end.record()
+            backend.synchronize()  # the single wait: all events are complete after it
+            return [start.elapsed_time(end) for start, end in zip(starts, ends)]
+
+
+def make_timer(device: torch.device) -> HostTimer | CudaEventTimer:
+    return CudaEventTimer(device) if device.type == "cuda" else HostTimer(device)
+
+
+def time_first_call(fn: Callable[[], Any], device: torch.device) -> float:
+    """Wall time of one call in ms, with the device idle before and after."""
+    synchronize(device)
+    start = time.perf_counter_ns()
+    fn()
+    synchronize(device)
+    return (time.perf_counter_ns() - start) / 1e6
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Keep the cyclic garbage collector out of timed loops, as ``timeit`` does."""
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+# --- measure ----------------------------------------------------------------
+
+def check_arguments(fn: Any, warmup: Any, runs: Any, name: str = "fn") -> None:
+    """Raise ValueError with a clear message for arguments ``measure`` cannot use."""
+    if not callable(fn):
+        raise ValueError(f"{name} must be callable (a function taking no arguments), "
+                         f"got {type(fn).__name__}")
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+        raise ValueError(f"runs must be an integer >= 1, got {runs!r}")
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise ValueError(f"warmup must be an integer >= 0, got {warmup!r}")
+
+
+def measure(fn: Callable[[], Any], *, warmup: int = 10, runs: int = 300,
+            device: str | torch.device | None = None, timer: Any | None = None) -> Measurement:
+    """Time ``fn()`` on ``device`` and return every run's latency with its statistics.
+
+    Call order: the first call (timed alone, ``first_call_ms``; it is the first of
+    the ``warmup`` calls, or an extra call when ``warmup`` is 0 so that compilation
+    never lands in the timed runs), the remaining warm-up calls untimed, then
+    ``runs`` timed calls. ``fn`` is called ``max(warmup, 1) + runs`` times.
+    ``timer`` replaces the device's timer (tests use it).
+    """
+    check_arguments(fn, warmup, runs)
+    resolved = resolve_device(device)
+    timer = timer or make_timer(resolved)
+    first_call_ms = time_first_call(fn, resolved)
+    for _ in range(warmup - 1):
+        fn()
+    with gc_paused():
+        times_ms = timer.time_calls(fn, runs)
+    return Measurement(times_ms=times_ms, first_call_ms=first_call_ms, device=str(resolved),
+                       timer=timer.name, warmup=warmup)
+
+
+__all__ = ["Measurement", "measure", "make_timer", "HostTimer", "CudaEventTimer",
+           "time_first_call", "check_arguments"]

@@ -1,0 +1,70 @@
+"""The report's context: how the study was measured, on what, and the timer check.
+
+Pure functions from records (or the frame) to text and Markdown tables.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+import pandas as pd
+
+from .frame import device_name
+from .i18n import Catalog
+from .markdown import ltr, markdown_table
+
+
+def methodology_text(data: pd.DataFrame, catalog: Catalog) -> str:
+    ok = data[data["status"] == "ok"] if not data.empty else data
+    if ok.empty:
+        return catalog.t("no_results")
+    timers = sorted(set(ok["timer"].dropna()))
+    weights = sorted(set(ok["weights"].dropna()))
+    return catalog.t(
+        "methodology_text",
+        timer="; ".join(catalog.t(f"timer_{timer}") for timer in timers),
+        warmup=ltr(", ".join(str(int(v)) for v in sorted(set(ok["warmup"].dropna()))), catalog),
+        runs=ltr(", ".join(str(int(v)) for v in sorted(set(ok["runs"].dropna()))), catalog),
+        weights="; ".join(catalog.t(f"weights_{w}") for w in weights))
+
+
+ENVIRONMENT_KEYS = ["torch_version", "torch_git_version", "torch_cuda_version", "cudnn_version",
+                    "driver_version", "transformers_version", "timm_version", "triton_version",
+                    "python_version", "cpu_model", "cpu_count_logical", "ram_total_bytes", "os_release",
+                    "torch_num_threads", "tf32_matmul", "cudnn_benchmark", "git_commit"]
+
+
+def environment_tables(records: Iterable[dict[str, Any]], catalog: Catalog) -> list[tuple[str, str]]:
+    """One table per device: the environment of its latest record."""
+    by_device: dict[str, dict[str, Any]] = {}
+    for record in records:
+        by_device[device_name(record)] = record.get("environment") or {}
+    tables = []
+    for device, environment in sorted(by_device.items()):
+        rows = []
+        for key in ENVIRONMENT_KEYS:
+            value = environment.get(key)
+            if key == "ram_total_bytes" and value:
+                value = f"{value / 2**30:.1f} GiB"
+            rows.append([key, ltr("n/a" if value is None else str(value), catalog)])
+        tables.append((ltr(device, catalog), markdown_table([catalog.t("col_key"), catalog.t("col_value")], rows)))
+    return tables
+
+
+def timer_check_text(paths: Iterable[str | os.PathLike], catalog: Catalog) -> str | None:
+    """The timer check saved in a study folder (timer_check.json), in words; None if absent."""
+    for path in map(Path, paths):
+        saved = (path if path.is_dir() else path.parent) / "timer_check.json"
+        if saved.exists():
+            check = json.loads(saved.read_text(encoding="utf-8"))
+            return catalog.t(
+                "timer_check_text", workload=ltr(check["workload"], catalog),
+                device=ltr(check["device"], catalog), reference=ltr("torch.utils.benchmark.Timer", catalog),
+                ours=ltr(catalog.number(check["measure_median_ms"], 3), catalog),
+                theirs=ltr(catalog.number(check["torch_timer_median_ms"], 3), catalog),
+                ratio=ltr(catalog.number(check["ratio_torch_timer"], 3), catalog),
+                overhead=ltr(catalog.number(check["noop_overhead_median_us"], 2), catalog))
+    return None

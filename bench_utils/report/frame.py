@@ -1,0 +1,128 @@
+"""Records as a table: the latest record of each cell, one row each, for the report and notebooks.
+
+Every table and plot of the report starts from ``frame``; ``tidy`` is the short
+view a task notebook shows after measuring.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+
+from ..env import gpu_name
+from ..records import record_key
+from ..results import read_records
+from ..zoo.registry import label_of
+
+TASK_ORDER = ["image-classification", "image-segmentation", "object-detection"]
+
+
+def results_files(paths: Iterable[str | os.PathLike]) -> list[Path]:
+    """results.jsonl files from files or study folders."""
+    files = []
+    for path in map(Path, paths):
+        candidate = path / "results.jsonl" if path.is_dir() else path
+        if not candidate.exists():
+            raise ValueError(f"no results at {path} (expected a results.jsonl or a study folder)")
+        files.append(candidate)
+    return files
+
+
+def latest_records(paths: Iterable[str | os.PathLike]) -> list[dict[str, Any]]:
+    """Every cell's latest record, across all the files given.
+
+    A cell is the same on the same device kind, processor and torch version whatever
+    study folder it came from; the record with the latest timestamp wins (a cell
+    measured again replaces its earlier record, an error included).
+    """
+    records = read_records(results_files(paths))
+    records.sort(key=lambda r: (r.get("environment") or {}).get("timestamp_utc") or "")
+    latest: dict[tuple, dict[str, Any]] = {}
+    for record in records:
+        latest[record_key(record)[1:]] = record  # [1:]: without the study name
+    return list(latest.values())
+
+
+def device_name(record: dict[str, Any]) -> str:
+    environment = record.get("environment") or {}
+    if record["cell"]["device"].startswith("cuda"):
+        return gpu_name(environment, "cuda:0") or "GPU"
+    return f"CPU ({environment.get('cpu_model') or 'unknown'})"
+
+
+def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    """One row per record with everything the report shows."""
+    rows = []
+    for record in records:
+        cell = record["cell"]
+        latency = record.get("latency") or {}
+        speedup = record.get("speedup") or {}
+        compiled = record.get("compile") or {}
+        memory = record.get("memory") or {}
+        eager_memory = memory.get("eager") or {}
+        cuda = cell["device"].startswith("cuda")
+        peak_key = "cuda_peak_allocated_bytes" if cuda else "rss_peak_increase_bytes"
+        count = latency.get("count") or 0
+        rows.append({
+            "device_name": device_name(record),
+            "torch_version": (record.get("environment") or {}).get("torch_version"),
+            "task": cell["task"], "model": cell["model"], "label": label_of(cell["model"]),
+            "device": cell["device"],
+            "error": ((record.get("error") or "").strip().splitlines() or [None])[-1],
+            "batch_size": cell["batch_size"], "mode": cell["compile_mode"], "dtype": cell["dtype"],
+            "status": record["status"],
+            "mean_ms": latency["mean"] * 1e3 if latency else np.nan,
+            "p50_ms": latency["p50"] * 1e3 if latency else np.nan,
+            "median_ms": latency["median"] * 1e3 if latency else np.nan,
+            "p99_ms": latency["p99"] * 1e3 if latency else np.nan,
+            "cv": latency["stdev"] / latency["mean"] if latency else np.nan,
+            "outlier_fraction": latency.get("outliers", 0) / count if count else np.nan,
+            "speedup": speedup.get("mean", np.nan),
+            "ci_low": (speedup.get("mean_ci95") or [np.nan, np.nan])[0],
+            "ci_high": (speedup.get("mean_ci95") or [np.nan, np.nan])[1],
+            "eager_interleaved_ms": speedup.get("eager_mean_ms", np.nan),
+            "parity": (record.get("parity") or {}).get("parity"),
+            "compile_s": (compiled["compile_time_ms"] / 1e3
+                          if compiled.get("compile_time_ms") is not None else np.nan),
+            "graphs": compiled.get("graphs"), "graph_breaks": compiled.get("graph_breaks"),
+            "recompiles": compiled.get("recompiles"),
+            "break_even": compiled.get("break_even_calls"),
+            "peak_bytes": memory.get(peak_key), "eager_peak_bytes": eager_memory.get(peak_key),
+            "reserved_bytes": memory.get("cuda_peak_reserved_bytes"),
+            "throughput": (record.get("throughput") or {}).get("value", np.nan),
+            "weights": (record.get("config") or {}).get("weights"),
+            "timer": latency.get("timer"), "warmup": latency.get("warmup"), "runs": count or None,
+        })
+    result = pd.DataFrame(rows)
+    if not result.empty:
+        result["task_rank"] = result["task"].map({t: i for i, t in enumerate(TASK_ORDER)}).fillna(9)
+    return result
+
+
+def compiled_modes(data: pd.DataFrame) -> list[str]:
+    order = ["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
+    present = set(data["mode"]) - {"eager"}
+    return [mode for mode in order if mode in present] + sorted(present - set(order))
+
+
+TIDY_COLUMNS = ["model", "batch_size", "compile_mode", "dtype", "device", "status", "mean_ms",
+           "median_ms", "p99_ms", "speedup", "speedup_ci95", "parity", "compile_s", "error"]
+
+
+def tidy(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    """One row per record with the figures a reader looks at first (ms, x, s).
+
+    A view of ``frame``: one flattening of records for notebooks and reports.
+    """
+    data = frame(list(records))
+    if data.empty:
+        return pd.DataFrame(columns=TIDY_COLUMNS)
+    data = data.rename(columns={"mode": "compile_mode"})
+    data["speedup_ci95"] = [f"{low:.2f}-{high:.2f}" if pd.notna(low) else None
+                            for low, high in zip(data["ci_low"], data["ci_high"])]
+    data["error"] = data["error"].str.slice(0, 120)
+    return data[TIDY_COLUMNS].reset_index(drop=True)

@@ -1,0 +1,145 @@
+"""The guide's plots, with seaborn, labelled in the report's locale.
+
+Per device: a batch-comparison plot (improvement per model and batch size); per
+device and batch size: a duration plot (eager vs compiled bars per model) and an
+improvement plot. Improvement is (speed-up - 1) x 100 %, with the speed-up measured
+against interleaved eager. Arabic is shaped by matplotlib (3.11+) in DejaVu Sans,
+which has Arabic glyphs.
+
+Figures are ``matplotlib.figure.Figure`` objects built and saved inside a style
+context: importing or using this module changes neither the user's matplotlib
+backend nor their seaborn theme, so a JupyterLab user's own plots stay as they were.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+import io
+from typing import Iterator
+
+import matplotlib
+from matplotlib.figure import Figure
+import pandas as pd
+import seaborn as sns
+
+from .i18n import Catalog
+
+FONT = "DejaVu Sans"
+
+
+@contextmanager
+def style() -> Iterator[None]:
+    """The report's look (seaborn's whitegrid, a font with Arabic glyphs), for this block only."""
+    with sns.axes_style("whitegrid"), sns.plotting_context("notebook"), \
+            matplotlib.rc_context({"font.family": FONT}):
+        yield
+
+
+def png_bytes(figure: Figure, dpi: int = 100) -> bytes:
+    """The figure as PNG, drawn in the report's style (tick labels are drawn only now)."""
+    buffer = io.BytesIO()
+    with style():
+        figure.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
+    return buffer.getvalue()
+
+
+def _improvement(data: pd.DataFrame) -> pd.DataFrame:
+    ok = data[(data["status"] == "ok") & data["speedup"].notna()].copy()
+    ok["improvement"] = (ok["speedup"] - 1.0) * 100.0
+    return ok.sort_values(["task_rank", "label"])
+
+
+def _empty(axis, catalog: Catalog) -> None:
+    axis.text(0.5, 0.5, catalog.t("no_results"), ha="center", va="center")
+    axis.set_axis_off()
+
+
+def _label(axis, catalog: Catalog, y_key: str) -> None:
+    axis.set_xlabel(catalog.t("axis_model"))
+    axis.set_ylabel(catalog.t(y_key))
+    axis.tick_params(axis="x", rotation=30)
+
+
+def batch_comparison(data: pd.DataFrame, device: str, mode: str, catalog: Catalog):
+    """Improvement per model, one bar per batch size (the guide's first plot kind)."""
+    ok = _improvement(data[(data["device_name"] == device) & (data["mode"] == mode)])
+    figure = Figure(figsize=(9, 4))
+    with style():
+        axis = figure.subplots()
+        if ok.empty:
+            _empty(axis, catalog)
+        else:
+            sns.barplot(data=ok, x="label", y="improvement", hue="batch_size", palette="crest", ax=axis)
+            axis.legend(title=catalog.t("legend_batch"))
+            axis.axhline(0, color="black", linewidth=0.8)
+            _label(axis, catalog, "axis_improvement")
+        axis.set_title(catalog.t("plot_batch_title", device=device) + f" ({mode})")
+        figure.tight_layout()
+    return figure
+
+
+def duration(data: pd.DataFrame, device: str, batch: int, mode: str, catalog: Catalog):
+    """Eager vs compiled mean latency per model (the guide's duration plot)."""
+    cells = data[(data["device_name"] == device) & (data["batch_size"] == batch) & (data["status"] == "ok")]
+    rows = []
+    for label, group in cells.sort_values(["task_rank", "label"]).groupby("label", sort=False):
+        for kind, wanted in (("legend_eager", "eager"), ("legend_compiled", mode)):
+            match = group[group["mode"] == wanted]
+            if not match.empty:
+                rows.append({"label": label, "variant": catalog.t(kind), "mean_ms": match["mean_ms"].iloc[0]})
+    figure = Figure(figsize=(9, 4))
+    with style():
+        axis = figure.subplots()
+        if not rows:
+            _empty(axis, catalog)
+        else:
+            sns.barplot(data=pd.DataFrame(rows), x="label", y="mean_ms", hue="variant", ax=axis)
+            axis.legend(title="")
+            _label(axis, catalog, "axis_duration")
+        axis.set_title(catalog.t("plot_duration_title", device=device, batch=batch) + f" ({mode})")
+        figure.tight_layout()
+    return figure
+
+
+def percentage(data: pd.DataFrame, device: str, batch: int, mode: str, catalog: Catalog):
+    """Improvement per model at one batch size (the guide's percentage plot)."""
+    ok = _improvement(data[(data["device_name"] == device) & (data["batch_size"] == batch)
+                           & (data["mode"] == mode)])
+    figure = Figure(figsize=(9, 4))
+    with style():
+        axis = figure.subplots()
+        if ok.empty:
+            _empty(axis, catalog)
+        else:
+            colors = ["#2a9d8f" if value >= 0 else "#e76f51" for value in ok["improvement"]]
+            axis.bar(ok["label"], ok["improvement"], color=colors)
+            axis.errorbar(ok["label"], ok["improvement"],
+                          yerr=[ok["improvement"] - (ok["ci_low"] - 1) * 100, (ok["ci_high"] - 1) * 100 - ok["improvement"]],
+                          fmt="none", ecolor="black", capsize=3, linewidth=1)
+            axis.axhline(0, color="black", linewidth=0.8)
+            _label(axis, catalog, "axis_improvement")
+        axis.set_title(catalog.t("plot_percentage_title", device=device, batch=batch) + f" ({mode})")
+        figure.tight_layout()
+    return figure
+
+
+def latency_bars(tidy: pd.DataFrame) -> Figure:
+    """Mean latency per model and batch size, one bar per compile mode (a task notebook's plot).
+
+    ``tidy`` is ``frame.tidy(records)``; only ok cells are drawn.
+    """
+    ok = tidy[tidy["status"] == "ok"].copy()
+    figure = Figure(figsize=(8, 3.5))
+    with style():
+        axis = figure.subplots()
+        if ok.empty:
+            axis.text(0.5, 0.5, "no measured cells", ha="center", va="center")
+            axis.set_axis_off()
+            return figure
+        ok["cell"] = ok["model"] + " / bs " + ok["batch_size"].astype(str)
+        sns.barplot(data=ok, x="cell", y="mean_ms", hue="compile_mode", ax=axis)
+        axis.set_xlabel("")
+        axis.set_ylabel("mean latency (ms)")
+        axis.tick_params(axis="x", rotation=30)
+        figure.tight_layout()
+    return figure

@@ -1,0 +1,136 @@
+"""Rendering the report: the report notebook per locale, then HTML and Markdown.
+
+``python -m bench_utils report DIR [DIR ...] [--locales en,ar,es] [--formats html,md]``
+executes ``notebooks/report.ipynb`` with papermill once per locale, then nbconvert
+writes, for each locale:
+
+- ``OUT/<locale>/index.html``: one standalone page (images embedded, no code, no
+  parameters cell, UTF-8, ``lang`` and ``dir`` set: Arabic is right-to-left);
+- ``OUT/<locale>/README.md``: the same as Markdown with pipe tables, the plots as
+  PNG files beside it;
+
+and ``OUT/index.html`` links every locale. OUT is the first study folder unless
+``--out`` is given. Every file is written as UTF-8.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from pathlib import Path
+from typing import Iterable
+
+import nbformat
+
+from ..kernel import KERNEL_NAME, ensure_kernel
+from ..paths import PROJECT_ROOT
+from .frame import results_files
+from .i18n import Catalog, available_locales
+
+REPORT_NOTEBOOK = PROJECT_ROOT / "notebooks" / "report.ipynb"
+TEMPLATES = Path(__file__).parent / "templates"
+FORMATS = ("html", "md")
+HIDDEN_TAGS = {"parameters", "injected-parameters"}
+
+
+def _config():
+    from traitlets.config import Config
+
+    config = Config()
+    config.TagRemovePreprocessor.enabled = True
+    config.TagRemovePreprocessor.remove_cell_tags = HIDDEN_TAGS
+    config.TemplateExporter.exclude_input = True
+    config.TemplateExporter.exclude_input_prompt = True
+    config.TemplateExporter.exclude_output_prompt = True
+    return config
+
+
+def to_html(notebook, catalog: Catalog) -> str:
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(config=_config(), template_name="study_report",
+                            extra_template_basedirs=[str(TEMPLATES)])
+    exporter.language_code = catalog.locale
+    exporter.register_preprocessor("nbconvert.preprocessors.TagRemovePreprocessor", enabled=True)
+    body, _ = exporter.from_notebook_node(notebook, resources={"direction": catalog.direction})
+    return body
+
+
+def to_markdown(notebook, catalog: Catalog) -> tuple[str, dict[str, bytes]]:
+    from nbconvert import MarkdownExporter
+
+    exporter = MarkdownExporter(config=_config())
+    exporter.register_preprocessor("nbconvert.preprocessors.TagRemovePreprocessor", enabled=True)
+    body, resources = exporter.from_notebook_node(notebook, resources={"unique_key": "README",
+                                                                       "output_files_dir": "images"})
+    if catalog.direction == "rtl":  # Markdown has no direction of its own: an HTML wrapper
+        body = f'<div dir="rtl" lang="{catalog.locale}">\n\n{body.strip()}\n\n</div>\n'
+    return body, resources.get("outputs", {})
+
+
+def index_page(locales: list[str], formats: Iterable[str]) -> str:
+    english = Catalog("en")
+    items = []
+    for locale in locales:
+        catalog = Catalog(locale)
+        links = []
+        if "html" in formats:
+            links.append(f'<a href="{locale}/index.html">HTML</a>')
+        if "md" in formats:
+            links.append(f'<a href="{locale}/README.md">Markdown</a>')
+        items.append(f'<li lang="{locale}" dir="{catalog.direction}">{html.escape(catalog.t("language_name"))}: '
+                     f'{" · ".join(links)}</li>')
+    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            f"<title>{html.escape(english.t('index_title'))}</title>\n</head>\n<body>\n"
+            f"<h1>{html.escape(english.t('index_title'))}</h1>\n<p>{html.escape(english.t('index_text'))}</p>\n"
+            f"<ul>\n{chr(10).join(items)}\n</ul>\n</body>\n</html>\n")
+
+
+def render(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike | None = None, *,
+           locales: Iterable[str] = ("en", "ar", "es"), formats: Iterable[str] = FORMATS,
+           progress=print) -> list[Path]:
+    """Write every locale's report; return the paths written."""
+    import papermill
+
+    paths = list(paths)
+    files = results_files(paths)
+    locales, formats = list(locales), list(formats)
+    for locale in locales:
+        if locale not in available_locales():
+            raise ValueError(f"unknown locale {locale!r}: available {', '.join(available_locales())}")
+    for fmt in formats:
+        if fmt not in FORMATS:
+            raise ValueError(f"unknown format {fmt!r}: use {', '.join(FORMATS)}")
+    out = Path(out_dir) if out_dir else (Path(paths[0]) if Path(paths[0]).is_dir() else files[0].parent)
+    ensure_kernel()
+    written = []
+    for locale in locales:
+        catalog = Catalog(locale)
+        locale_dir = out / locale
+        locale_dir.mkdir(parents=True, exist_ok=True)
+        executed = locale_dir / "report.ipynb"
+        papermill.execute_notebook(
+            str(REPORT_NOTEBOOK), str(executed), kernel_name=KERNEL_NAME, cwd=str(PROJECT_ROOT),
+            parameters={"results_paths": [str(f.resolve()) for f in files], "locale": locale,
+                        "reference_csv": ""},
+            progress_bar=False, log_output=False, request_save_on_cell_execute=False)
+        notebook = nbformat.read(executed, as_version=4)
+        notebook.metadata["title"] = catalog.t("title")
+        if "html" in formats:
+            page = locale_dir / "index.html"
+            page.write_text(to_html(notebook, catalog), encoding="utf-8")
+            written.append(page)
+        if "md" in formats:
+            body, images = to_markdown(notebook, catalog)
+            for name, data in images.items():
+                image = locale_dir / name
+                image.parent.mkdir(parents=True, exist_ok=True)
+                image.write_bytes(data)
+            readme = locale_dir / "README.md"
+            readme.write_text(body, encoding="utf-8")
+            written.append(readme)
+        progress(f"[report] {locale}: " + ", ".join(str(p) for p in written if p.parent == locale_dir))
+    index = out / "index.html"
+    index.write_text(index_page(locales, formats), encoding="utf-8")
+    written.append(index)
+    return written

@@ -1,0 +1,105 @@
+"""What the report notebook shows, section by section (Markdown and figures).
+
+The notebook only calls these methods; the content comes from ``tables`` and
+``context`` (Markdown) and ``plots`` (figures), so every piece is reachable from tests.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable
+
+from IPython.display import Image, Markdown, display
+
+from . import context, plots, tables
+from ..measurement import stats
+from ..paths import PROJECT_ROOT
+from .frame import compiled_modes, frame, latest_records
+from .i18n import Catalog
+from .markdown import ltr
+
+
+def show_figure(figure) -> None:
+    """Display a figure as PNG bytes, whatever backend the kernel runs: the exporters embed
+    or extract them, and the user's own matplotlib state is left alone."""
+    display(Image(data=plots.png_bytes(figure), format="png"))
+
+
+class ReportView:
+    """The report of one or more study folders in one locale, shown section by section."""
+
+    def __init__(self, results_paths: Iterable[str | os.PathLike], locale: str,
+                 reference_csv: str | os.PathLike | None = None) -> None:
+        self.catalog = Catalog(locale)
+        # Relative paths are the project's (the notebook runs from notebooks/ in JupyterLab).
+        self.paths = [Path(p) if Path(p).is_absolute() else PROJECT_ROOT / p for p in results_paths]
+        self.records = latest_records(self.paths)
+        self.data = frame(self.records)
+        self.reference_csv = reference_csv or tables.REFERENCE_CSV
+
+    def _markdown(self, text: str) -> None:
+        display(Markdown(text))
+
+    def _figure(self, figure) -> None:
+        show_figure(figure)
+
+    def header(self) -> None:
+        t, devices = self.catalog.t, sorted(set(self.data["device_name"])) if not self.data.empty else []
+        listed = ", ".join(ltr(device, self.catalog) for device in devices) or "–"
+        self._markdown(f"# {t('title')}\n\n{t('intro', devices=listed)}")
+
+    def summary(self) -> None:
+        t = self.catalog.t
+        self._markdown(f"## {t('summary_heading')}\n\n{t('summary_text')}\n\n"
+                       f"{tables.geomean_table(self.data, self.catalog)}")
+
+    def guide_tables(self) -> None:
+        t = self.catalog.t
+        runs = ", ".join(str(int(r)) for r in sorted(set(self.data["runs"].dropna()))) if not self.data.empty else "–"
+        parts = [f"## {t('guide_heading')}\n\n{t('guide_text', runs=ltr(runs, self.catalog))}\n\n"
+                 + t("flags_text", cv=self.catalog.number(stats.NOISY_CV, 2),
+                     outliers=self.catalog.percent(stats.NOISY_OUTLIER_FRACTION),
+                     drift=self.catalog.percent(stats.DRIFT))]
+        for caption, table in tables.guide_tables(self.data, self.catalog):
+            parts.append(f"### {caption}\n\n{table}")
+        self._markdown("\n\n".join(parts) if len(parts) > 1 else parts[0] + "\n\n" + t("no_results"))
+
+    def plots(self) -> None:
+        self._markdown(f"## {self.catalog.t('plots_heading')}")
+        if self.data.empty:
+            return
+        for device in sorted(set(self.data["device_name"])):
+            on_device = self.data[self.data["device_name"] == device]
+            for mode in compiled_modes(on_device):
+                self._figure(plots.batch_comparison(self.data, device, mode, self.catalog))
+                for batch in sorted(on_device[on_device["mode"] == mode]["batch_size"].unique()):
+                    self._figure(plots.duration(self.data, device, int(batch), mode, self.catalog))
+                    self._figure(plots.percentage(self.data, device, int(batch), mode, self.catalog))
+
+    def compile_cost(self) -> None:
+        t = self.catalog.t
+        self._markdown(f"## {t('compile_heading')}\n\n{t('compile_text')}\n\n"
+                       f"{tables.compile_table(self.data, self.catalog)}")
+
+    def memory(self) -> None:
+        t = self.catalog.t
+        self._markdown(f"## {t('memory_heading')}\n\n{t('memory_text')}\n\n"
+                       f"{tables.memory_table(self.data, self.catalog)}")
+
+    def reference(self) -> None:
+        t = self.catalog.t
+        self._markdown(f"## {t('reference_heading')}\n\n"
+                       f"{t('reference_text', torch=ltr(tables.reference_torch_versions(self.reference_csv), self.catalog))}\n\n"
+                       f"{tables.reference_table(self.data, self.catalog, self.reference_csv)}")
+
+    def methodology(self) -> None:
+        t = self.catalog.t
+        parts = [f"## {t('methodology_heading')}\n\n{context.methodology_text(self.data, self.catalog)}"]
+        timer_check = context.timer_check_text(self.paths, self.catalog)
+        if timer_check:
+            parts.append(f"### {t('timer_check_heading')}\n\n{timer_check}")
+        parts.append(f"### {t('environment_heading')}")
+        for device, table in context.environment_tables(self.records, self.catalog):
+            parts.append(f"#### {device}\n\n{table}")
+        self._markdown("\n\n".join(parts))

@@ -1,0 +1,162 @@
+"""The report's result tables: the guide's table and more, speed-up summary, compile cost, memory,
+and the guide's published figures beside ours.
+
+Pure functions from the report's frame to Markdown, so that the report notebook only
+displays them and tests can check every one. Nothing is silently dropped: a cell
+that ran out of memory says OOM, one that failed says error, one that was not in
+the grid is marked as not measured.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from ..measurement import stats
+from .frame import compiled_modes
+from .i18n import Catalog
+from .markdown import integer, ltr, markdown_table, mib, ms, speedup_cells, status_text
+
+REFERENCE_CSV = Path(__file__).parent / "data" / "hf_torch_compile_reference.csv"
+
+
+def is_noisy(row: pd.Series) -> bool:
+    return row["status"] == "ok" and stats.is_noisy(row["cv"], row["outlier_fraction"])
+
+
+def guide_tables(data: pd.DataFrame, catalog: Catalog) -> list[tuple[str, str]]:
+    """(caption, Markdown table) per device, dtype and batch size: the guide's table and more."""
+    tables = []
+    if data.empty:
+        return tables
+    modes = compiled_modes(data)
+    several_torch = data["torch_version"].nunique() > 1
+    for (device, torch_version, dtype), per_device in data.groupby(
+            ["device_name", "torch_version", "dtype"], sort=True, dropna=False):
+        models = (per_device.sort_values(["task_rank", "label"])
+                  .drop_duplicates("model")[["task", "model", "label"]].values.tolist())
+        for batch in sorted(per_device["batch_size"].unique()):
+            cells = per_device[per_device["batch_size"] == batch].set_index(["model", "mode"])
+            headers = [catalog.t("col_task"), catalog.t("col_model"), catalog.t("col_eager_ms")]
+            for mode in modes:
+                headers += [catalog.t("col_compiled_ms", mode=mode), catalog.t("col_speedup", mode=mode),
+                            catalog.t("col_ci95")]
+            headers += [catalog.t("col_p50"), catalog.t("col_p99"), catalog.t("col_flags")]
+            rows = []
+            for task, model, label in models:
+                row = [catalog.t(f"task_{task}") if f"task_{task}" in catalog.messages else task,
+                       ltr(label, catalog)]
+                flags = set()
+                eager = cells.loc[(model, "eager")] if (model, "eager") in cells.index else None
+                row.append(_cell_latency(eager, catalog, flags))
+                first = None
+                for mode in modes:
+                    compiled = cells.loc[(model, mode)] if (model, mode) in cells.index else None
+                    row.append(_cell_latency(compiled, catalog, flags))
+                    if compiled is not None and compiled["status"] == "ok":
+                        row += list(speedup_cells(compiled, catalog))
+                        first = first if first is not None else compiled
+                    else:
+                        row += ["–", "–"]
+                if (first is not None and eager is not None and eager["status"] == "ok"
+                        and stats.drifted(eager["mean_ms"], first["eager_interleaved_ms"])):
+                    flags.add(catalog.t("flag_drift"))
+                source = first if first is not None else eager
+                ok = source is not None and source["status"] == "ok"
+                row += [ms(source["p50_ms"], catalog) if ok else "–",
+                        ms(source["p99_ms"], catalog) if ok else "–",
+                        ", ".join(sorted(flags)) or ""]
+                rows.append(row)
+            caption = catalog.t("table_caption", device=ltr(device, catalog), batch=ltr(str(batch), catalog))
+            if data["dtype"].nunique() > 1:
+                caption += f" ({ltr(dtype, catalog)})"
+            if several_torch:  # runs of several torch versions: one table each, named
+                caption += f" ({ltr('torch ' + str(torch_version), catalog)})"
+            tables.append((caption, markdown_table(headers, rows)))
+    return tables
+
+
+def _cell_latency(row: pd.Series | None, catalog: Catalog, flags: set[str]) -> str:
+    if row is None:
+        return catalog.t("status_missing")
+    if row["status"] != "ok":
+        return status_text(row["status"], catalog)
+    if row["parity"] == "fail":
+        flags.add(catalog.t("flag_parity_fail"))
+    if is_noisy(row):
+        flags.add(catalog.t("flag_noisy"))
+    return ms(row["mean_ms"], catalog)
+
+
+def geomean_table(data: pd.DataFrame, catalog: Catalog) -> str:
+    """Geometric-mean speed-up per device, dtype, batch size and compiled mode."""
+    rows = []
+    ok = data[(data["status"] == "ok") & data["speedup"].notna()] if not data.empty else data
+    for (device, dtype, batch, mode), group in ok.groupby(["device_name", "dtype", "batch_size", "mode"]):
+        rows.append([ltr(device, catalog), ltr(dtype, catalog), ltr(str(batch), catalog), ltr(mode, catalog),
+                     ltr(catalog.number(stats.geometric_mean(group["speedup"].to_numpy()), 2) + "×", catalog),
+                     ltr(str(len(group)), catalog)])
+    headers = [catalog.t("col_device"), "dtype", catalog.t("col_batch"), catalog.t("col_mode"),
+               catalog.t("col_geomean"), catalog.t("col_models")]
+    return markdown_table(headers, rows) if rows else catalog.t("no_results")
+
+
+def compile_table(data: pd.DataFrame, catalog: Catalog) -> str:
+    compiled = data[(data["mode"] != "eager") & (data["status"] == "ok")] if not data.empty else data
+    rows = []
+    for _, row in compiled.sort_values(["device_name", "task_rank", "label", "mode", "batch_size"]).iterrows():
+        even = row["break_even"]
+        rows.append([ltr(row["device_name"], catalog), ltr(row["label"], catalog), ltr(row["mode"], catalog),
+                     ltr(str(row["batch_size"]), catalog), ltr(catalog.number(row["compile_s"], 1), catalog),
+                     integer(row["graphs"], catalog), integer(row["graph_breaks"], catalog),
+                     integer(row["recompiles"], catalog),
+                     catalog.t("never") if even is None or pd.isna(even) else ltr(catalog.number(even, 0), catalog)])
+    headers = [catalog.t("col_device"), catalog.t("col_model"), catalog.t("col_mode"), catalog.t("col_batch"),
+               catalog.t("col_compile_s"), catalog.t("col_graphs"), catalog.t("col_breaks"),
+               catalog.t("col_recompiles"), catalog.t("col_break_even")]
+    return markdown_table(headers, rows) if rows else catalog.t("no_results")
+
+
+def memory_table(data: pd.DataFrame, catalog: Catalog) -> str:
+    compiled = data[(data["mode"] != "eager") & (data["status"] == "ok")] if not data.empty else data
+    rows = [[ltr(row["device_name"], catalog), ltr(row["label"], catalog), ltr(row["mode"], catalog),
+             ltr(str(row["batch_size"]), catalog), mib(row["eager_peak_bytes"], catalog),
+             mib(row["peak_bytes"], catalog), mib(row["reserved_bytes"], catalog),
+             ltr(catalog.number(row["throughput"], 1), catalog)]
+            for _, row in compiled.sort_values(["device_name", "task_rank", "label", "mode",
+                                                "batch_size"]).iterrows()]
+    headers = [catalog.t("col_device"), catalog.t("col_model"), catalog.t("col_mode"), catalog.t("col_batch"),
+               catalog.t("col_memory_eager"), catalog.t("col_memory_compiled"), catalog.t("col_reserved"),
+               catalog.t("col_throughput")]
+    return markdown_table(headers, rows) if rows else catalog.t("no_results")
+
+
+def reference_table(data: pd.DataFrame, catalog: Catalog,
+                    reference_csv: str | os.PathLike = REFERENCE_CSV) -> str:
+    """The guide's speed-up beside ours for the same model, batch size and compile mode."""
+    reference = pd.read_csv(reference_csv)
+    reference = reference[reference["status"] == "ok"].copy()
+    reference["guide_speedup"] = reference["eager_ms"] / reference["compiled_ms"]
+    ours = data[(data["status"] == "ok") & data["speedup"].notna()] if not data.empty else data
+    rows = []
+    for _, mine in ours.sort_values(["device_name", "task_rank", "label", "batch_size"]).iterrows():
+        matches = reference[(reference["model"].str.lower() == mine["label"].lower())
+                            & (reference["batch_size"] == mine["batch_size"])
+                            & (reference["compile_mode"] == mine["mode"])]
+        for _, guide in matches.sort_values(["gpu", "torch_version"]).iterrows():
+            rows.append([ltr(mine["label"], catalog), ltr(str(mine["batch_size"]), catalog),
+                         ltr(mine["mode"], catalog),
+                         ltr(f"{guide['gpu']} (torch {guide['torch_version']})", catalog),
+                         ltr(catalog.number(guide["guide_speedup"], 2) + "×", catalog),
+                         ltr(mine["device_name"], catalog),
+                         ltr(catalog.number(mine["speedup"], 2) + "×", catalog)])
+    headers = [catalog.t("col_model"), catalog.t("col_batch"), catalog.t("col_mode"), catalog.t("col_guide_gpu"),
+               catalog.t("col_guide_speedup"), catalog.t("col_our_device"), catalog.t("col_our_speedup")]
+    return markdown_table(headers, rows) if rows else catalog.t("no_results")
+
+
+def reference_torch_versions(reference_csv: str | os.PathLike = REFERENCE_CSV) -> str:
+    """The torch versions of the guide's published figures, as they are written there."""
+    return " / ".join(sorted(pd.read_csv(reference_csv)["torch_version"].dropna().unique()))

@@ -1,0 +1,70 @@
+"""Executing one cell's task notebook with papermill, in its own kernel process.
+
+The papermill child dies with the runner (``PR_SET_PDEATHSIG``), so a killed
+runner leaves no kernel measuring behind it; its log is kept per cell, and its
+tail becomes the error text of a cell whose kernel died before recording.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+from pathlib import Path
+import signal
+import subprocess
+import sys
+from typing import Any
+
+from ..kernel import KERNEL_NAME
+from ..paths import NOTEBOOK_DIR, PROJECT_ROOT
+from .grid import Cell
+
+LOG_TAIL_LINES = 40
+
+
+def _die_with_parent() -> None:
+    # PR_SET_PDEATHSIG: the papermill child is killed when the runner dies, even by SIGKILL.
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def notebook_parameters(cell: Cell, results_path: Path, run_id: str) -> dict[str, Any]:
+    return {"study": cell.study, "models": [cell.model], "batch_sizes": [cell.batch_size],
+            "compile_modes": [cell.compile_mode], "dtypes": [cell.dtype], "device": cell.device,
+            "runs": cell.runs, "warmup": cell.warmup, "blocks": cell.blocks,
+            "weights": cell.weights, "seed": cell.seed, "tf32": cell.tf32,
+            "backend": cell.backend, "fullgraph": cell.fullgraph, "dynamic": cell.dynamic,
+            "results_path": str(results_path), "runner_pid": os.getpid(), "run_id": run_id}
+
+
+def execute_with_papermill(cell: Cell, device: str, parameters: dict[str, Any], out_dir: Path,
+                           timeout: int | None = None) -> tuple[int, Path]:
+    """Run the cell's notebook; return papermill's exit status and the log's path."""
+    executed = out_dir / "notebooks" / f"{cell.cell_id}.ipynb"
+    log_path = out_dir / "logs" / f"{cell.cell_id}.log"
+    executed.parent.mkdir(parents=True, exist_ok=True)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-m", "papermill", str(NOTEBOOK_DIR / cell.notebook), str(executed),
+               "-k", KERNEL_NAME, "--cwd", str(PROJECT_ROOT), "--no-progress-bar",
+               "--log-level", "WARNING", "-y", json.dumps(parameters)]
+    if timeout:
+        command += ["--execution-timeout", str(timeout)]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    if device.startswith("cuda"):
+        env["CUDA_VISIBLE_DEVICES"] = device.split(":")[1] if ":" in device else "0"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                   cwd=PROJECT_ROOT, preexec_fn=_die_with_parent)
+        return process.wait(), log_path
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "(no log)"
+    kept = [line for line in text.splitlines() if not line.startswith("WARNING: Location")]
+    return "\n".join(kept[-lines:])

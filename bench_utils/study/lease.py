@@ -1,0 +1,106 @@
+"""One runner per study folder, and kernels that never outlive their runner.
+
+The runner holds an exclusive ``flock`` on ``DIR/.runner.lock`` for its lifetime
+(the kernel releases it when the runner dies, even by SIGKILL) and writes a fresh
+run id into it while holding the results file's lock. A notebook appends its
+record only if the run id is still its own, checked under that same lock, so a
+kernel orphaned by a killed runner can never record a cell that a new runner is
+measuring again. A watchdog thread in the kernel also ends it when its runner is
+gone, so an orphan does not keep the device busy under the next measurements.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+from pathlib import Path
+import threading
+import time
+import uuid
+
+from ..results import locked
+
+LOCK_NAME = ".runner.lock"
+WATCHDOG_INTERVAL_S = 0.5
+ORPHAN_EXIT_CODE = 75
+
+
+class LeaseHeldError(RuntimeError):
+    """Another runner is working on the same study folder."""
+
+
+class RunnerLease:
+    """``with RunnerLease(directory, results_path) as lease: ... lease.run_id``."""
+
+    def __init__(self, directory: str | os.PathLike, results_path: str | os.PathLike) -> None:
+        self.directory = Path(directory)
+        self.results_path = Path(results_path)
+        self.run_id = uuid.uuid4().hex
+        self._fd: int | None = None
+
+    def __enter__(self) -> "RunnerLease":
+        self.directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                holder = _read_lease(self.directory).get("pid", "?")
+                raise LeaseHeldError(f"another runner (pid {holder}) is running the study in "
+                                     f"{self.directory}; wait for it or stop it first") from None
+            raise
+        self._fd = fd
+        with locked(self.results_path):  # no notebook appends while the run id changes
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{self.run_id} {os.getpid()}\n".encode("ascii"), 0)
+            os.fsync(fd)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def _read_lease(directory: str | os.PathLike) -> dict[str, str]:
+    try:
+        fields = (Path(directory) / LOCK_NAME).read_text(encoding="ascii").split()
+    except OSError:
+        return {}
+    return {"run_id": fields[0], "pid": fields[1]} if len(fields) == 2 else {}
+
+
+def lease_is_current(directory: str | os.PathLike, run_id: str) -> bool:
+    """True while ``run_id`` is the run id of the study folder's lease."""
+    return _read_lease(directory).get("run_id") == run_id
+
+
+def process_alive(pid: int) -> bool:
+    """True if ``pid`` runs (a zombie, killed but not yet reaped, counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def start_watchdog(runner_pid: int, directory: str | os.PathLike, run_id: str,
+                   interval_s: float = WATCHDOG_INTERVAL_S) -> threading.Thread:
+    """End this process when its runner dies or a new runner takes the study over."""
+    def watch() -> None:
+        while True:
+            time.sleep(interval_s)
+            if not process_alive(runner_pid) or not lease_is_current(directory, run_id):
+                os._exit(ORPHAN_EXIT_CODE)
+
+    thread = threading.Thread(target=watch, name="runner-watchdog", daemon=True)
+    thread.start()
+    return thread

@@ -1,0 +1,90 @@
+"""What the runner tells the person watching: progress per cell, and the run's outcome."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+import threading
+import time
+
+from .grid import Cell
+
+
+@dataclass
+class Outcome:
+    """How one cell of this run ended."""
+
+    cell: Cell
+    status: str            # ok, oom, error; "skipped" for cells not run after an OOM
+    seconds: float
+    device: str
+    message: str = ""
+
+
+@dataclass
+class RunOutcome:
+    """Every cell of one run of a grid: those run now, and those resumed from earlier runs."""
+
+    outcomes: list[Outcome] = field(default_factory=list)
+    resumed: int = 0
+    total: int = 0
+
+    def counts(self) -> Counter:
+        return Counter(outcome.status for outcome in self.outcomes)
+
+
+class Progress:
+    """One bar over all cells (tqdm on a terminal; one plain line per cell in logs)."""
+
+    def __init__(self, total: int, stream) -> None:
+        self.total, self.stream, self.done = total, stream, 0
+        self.started = time.monotonic()
+        self.lock = threading.Lock()
+        self.bar = None
+        if getattr(stream, "isatty", lambda: False)():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, file=stream, unit="cell", dynamic_ncols=True)
+
+    def start(self, cell: Cell, device: str) -> None:
+        with self.lock:
+            text = f"{cell.model} bs{cell.batch_size} {cell.compile_mode} {cell.dtype} on {device}"
+            if self.bar is not None:
+                self.bar.set_description(text)
+            else:
+                print(f"[{self.done + 1}/{self.total}] measuring {text}", file=self.stream, flush=True)
+
+    def finish(self, outcome: Outcome) -> None:
+        with self.lock:
+            self.done += 1
+            if self.bar is not None:
+                self.bar.update(1)
+                return
+            elapsed = time.monotonic() - self.started
+            eta = elapsed / self.done * (self.total - self.done)
+            detail = f": {outcome.message}" if outcome.message and outcome.status != "ok" else ""
+            print(f"[{self.done}/{self.total}] {outcome.cell.cell_id}: {outcome.status} "
+                  f"({outcome.seconds:.0f} s){detail}; ETA {eta / 60:.1f} min",
+                  file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def format_run_outcome(run: RunOutcome, results_path: Path, slowest: int = 3) -> str:
+    counts = run.counts()
+    if not run.outcomes:
+        return (f"all {run.total} cells already measured for this environment; nothing to do "
+                f"(--force measures again). Results: {results_path}")
+    lines = [f"cells: {run.total} in the grid, {run.resumed} already measured, "
+             f"{len(run.outcomes)} run now: {counts.get('ok', 0)} ok, {counts.get('oom', 0)} oom, "
+             f"{counts.get('error', 0)} error, {counts.get('skipped', 0)} skipped after an OOM"]
+    ranked = sorted(run.outcomes, key=lambda outcome: outcome.seconds, reverse=True)[:slowest]
+    lines.append("slowest: " + ", ".join(f"{o.cell.cell_id} ({o.seconds:.0f} s)" for o in ranked))
+    for outcome in run.outcomes:
+        if outcome.status == "error":
+            lines.append(f"error: {outcome.cell.cell_id} on {outcome.device}: {outcome.message}")
+    lines.append(f"results: {results_path}  executed notebooks: {results_path.parent / 'notebooks'}")
+    return "\n".join(lines)

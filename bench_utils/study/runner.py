@@ -1,0 +1,200 @@
+"""The grid runner: a whole study from one YAML file, crash-proof and resumable.
+
+``python -m bench_utils run PARAMS.yaml [--out DIR] [--force] [--devices cuda:0,cuda:1]``
+
+Each cell runs as its own papermill execution of its task notebook, in its own
+kernel process (a papermill subprocess that dies with the runner), so an
+out-of-memory error, a segfault or a killed kernel loses at most that cell:
+
+- the notebook records ``ok``, ``oom`` or ``error`` itself; a cell that ends with no
+  record (the kernel died) is recorded as ``error`` with the end of its log;
+- after an ``oom``, the larger batch sizes of the same model, mode and dtype are
+  recorded as ``oom`` without running (a group of cells runs in batch order on
+  one worker, so this holds with several devices too);
+- cells already recorded ``ok`` or ``oom`` for the same environment (torch version,
+  and the GPU model or CPU model) are skipped: running again resumes;
+- one worker per device, each pinned with CUDA_VISIBLE_DEVICES: never two
+  measurements on one device at once.
+
+Executing a notebook is ``execution``; what the person watching sees is ``progress``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+import os
+from pathlib import Path
+import queue
+import sys
+import threading
+import time
+from typing import Any, Callable
+
+from ..env import capture_environment
+from ..kernel import ensure_kernel
+from ..paths import REPORTS_DIR
+from ..records import cell_identity, environment_key, failure_record, record_key, skipped_after_oom
+from ..results import append_record, iter_records, locked
+from .execution import execute_with_papermill, log_tail, notebook_parameters
+from .grid import Cell, Grid
+from .lease import RunnerLease
+from .progress import Outcome, Progress, RunOutcome
+
+DONE_STATUSES = ("ok", "oom")
+
+
+# --- resuming -------------------------------------------------------------------------
+
+def read_done(results_path: Path) -> set[tuple]:
+    """Keys of the cells that have an ok or oom record."""
+    if not results_path.exists():
+        return set()
+    with locked(results_path, shared=True):  # never read a line while it is being written
+        return {record_key(record) for _, record in iter_records(results_path)
+                if record.get("status") in DONE_STATUSES}
+
+
+# --- the runner ----------------------------------------------------------------------------
+
+Executor = Callable[[Cell, str, dict[str, Any], Path], "tuple[int, Path]"]
+
+
+class Runner:
+    """Runs a Grid's pending cells; ``run()`` returns a RunOutcome."""
+
+    def __init__(self, grid: Grid, out_dir: str | os.PathLike | None = None, *,
+                 force: bool = False, devices: list[str] | None = None,
+                 executor: Executor | None = None, timeout: int | None = None,
+                 stream=None) -> None:
+        self.grid = grid
+        self.out_dir = Path(out_dir) if out_dir else REPORTS_DIR / grid.study
+        self.results_path = self.out_dir / "results.jsonl"
+        self.force = force
+        self.devices = devices
+        self.timeout = timeout
+        self.uses_papermill = executor is None
+        self.executor = executor or (lambda cell, device, params, out:
+                                     execute_with_papermill(cell, device, params, out, self.timeout))
+        self.stream = stream or sys.stderr
+        self.environment = capture_environment()
+        self._lock = threading.Lock()
+
+    def workers(self, kind: str) -> list[str]:
+        if self.devices:
+            chosen = [device for device in self.devices if device.split(":")[0] == kind]
+            if chosen:
+                return chosen
+        return self.grid.workers(kind)
+
+    def pending(self) -> tuple[list[Cell], int]:
+        done = set() if self.force else read_done(self.results_path)
+        pending = []
+        for cell in self.grid.cells:
+            key = (*cell.identity(), *environment_key(self.environment, cell.device))
+            if key not in done:
+                pending.append(cell)
+        return pending, len(self.grid.cells) - len(pending)
+
+    def run(self) -> RunOutcome:
+        if self.uses_papermill:
+            ensure_kernel()
+        with RunnerLease(self.out_dir, self.results_path) as lease:
+            self.run_id = lease.run_id
+            pending, resumed = self.pending()
+            tally = RunOutcome(resumed=resumed, total=len(self.grid.cells))
+            if not pending:
+                return tally
+            progress = Progress(len(pending), self.stream)
+            groups: dict[str, queue.Queue] = defaultdict(queue.Queue)
+            by_group: dict[tuple, list[Cell]] = defaultdict(list)
+            for cell in pending:
+                by_group[cell.group].append(cell)
+            for group_cells in by_group.values():
+                groups[group_cells[0].device].put(sorted(group_cells, key=lambda c: c.batch_size))
+            threads = [threading.Thread(target=self._work, args=(groups[kind], device, tally, progress),
+                                        name=f"worker-{device}")
+                       for kind in groups for device in self.workers(kind)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            progress.close()
+        return tally
+
+    def _work(self, groups: queue.Queue, device: str, tally: RunOutcome, progress: "Progress") -> None:
+        while True:
+            try:
+                cells = groups.get_nowait()
+            except queue.Empty:
+                return
+            oom_at = None
+            for cell in cells:
+                progress.start(cell, device)
+                started = time.monotonic()
+                if oom_at is not None:
+                    self._append(skipped_after_oom(self._cell_fields(cell), oom_at, self._config(cell),
+                                                   environment=self.environment))
+                    outcome = Outcome(cell, "skipped", 0.0, device, f"after OOM at batch {oom_at}")
+                else:
+                    outcome = self._execute(cell, device, started)
+                    if outcome.status == "oom":
+                        oom_at = cell.batch_size
+                with self._lock:
+                    tally.outcomes.append(outcome)
+                progress.finish(outcome)
+
+    def _execute(self, cell: Cell, device: str, started: float) -> Outcome:
+        parameters = notebook_parameters(cell, self.results_path, self.run_id)
+        offset = self._size()  # the notebook's record, if any, is appended after this
+        try:
+            returncode, log_path = self.executor(cell, device, parameters, self.out_dir)
+        except Exception as exc:  # the executor itself failed: still one record for the cell
+            returncode, log_path = -1, None
+            failure = f"{type(exc).__name__}: {exc}"
+        else:
+            failure = None
+        seconds = time.monotonic() - started
+        record = self._new_record(cell, offset)
+        if record is not None:
+            return Outcome(cell, record["status"], seconds, device,
+                           (record.get("error") or "").strip().splitlines()[-1][:160]
+                           if record.get("error") else "")
+        tail = failure or (log_tail(log_path) if log_path else "(no log)")
+        message = (f"the notebook ended (exit status {returncode}) without recording the cell; "
+                   f"the kernel may have died. Last lines of its log:\n{tail}")
+        self._append(failure_record(**self._cell_fields(cell), status="error", error=message,
+                                    config=self._config(cell), environment=self.environment,
+                                    log=str(log_path) if log_path else None))
+        return Outcome(cell, "error", seconds, device, f"no record (exit status {returncode})")
+
+    def _size(self) -> int:
+        if not self.results_path.exists():
+            return 0
+        with locked(self.results_path, shared=True):  # a size between whole lines
+            return self.results_path.stat().st_size
+
+    def _new_record(self, cell: Cell, offset: int) -> dict[str, Any] | None:
+        """The record the notebook appended for ``cell`` after ``offset``, if any."""
+        if not self.results_path.exists():
+            return None
+        with locked(self.results_path, shared=True):
+            for _, record in iter_records(self.results_path, start=offset):
+                if cell_identity(record) == cell.identity():
+                    return record
+        return None
+
+    def _append(self, record: dict[str, Any]) -> None:
+        with self._lock:
+            append_record(self.results_path, record)
+
+    @staticmethod
+    def _cell_fields(cell: Cell) -> dict[str, Any]:
+        return dict(study=cell.study, task=cell.task, model=cell.model, batch_size=cell.batch_size,
+                    compile_mode=cell.compile_mode, dtype=cell.dtype, device=cell.device)
+
+    @staticmethod
+    def _config(cell: Cell) -> dict[str, Any]:
+        return {"weights": cell.weights, "seed": cell.seed, "runs": cell.runs,
+                "warmup": cell.warmup, "blocks": cell.blocks, "tf32": cell.tf32}
+
+

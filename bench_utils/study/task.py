@@ -1,0 +1,141 @@
+"""What a task notebook does: measure its cells and write their records.
+
+The notebooks stay thin: a parameters cell, then ``task.run(...)``, whose records
+they show as a table and a plot (``bench_utils.report``). Every cell gets exactly
+one record: ``ok``; ``oom`` (and the larger batch sizes of that model, mode and
+dtype are recorded as ``oom`` without running); or ``error`` with the end of the
+traceback. Under the grid runner, records are
+written only while the runner's lease is this run's (see ``lease``).
+
+Tests reach the failure paths through ``BENCH_UTILS_INJECT_FAULT``, a list of
+``kind:model:batch_size`` entries separated by ``;`` (kind: ``oom``, ``error``,
+or ``crash``, which aborts the kernel process as a segfault would).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+from pathlib import Path
+import traceback
+from typing import Any, Iterable
+
+import torch
+
+from ..paths import PROJECT_ROOT
+from ..records import failure_record, skipped_after_oom
+from ..results import append_record
+from ..variants import modes as compile_module
+from ..variants.precision import configure_fp32_math, parse_dtype
+from ..zoo.loading import load
+from .cell import cell_record, run_cell
+from .lease import lease_is_current, start_watchdog
+
+FAULT_ENV = "BENCH_UTILS_INJECT_FAULT"
+TRACEBACK_LINES = 30
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """CUDA's OutOfMemoryError, or an allocator's 'out of memory' in any other error."""
+    if isinstance(exc, torch.cuda.OutOfMemoryError):
+        return True
+    text = str(exc).lower()
+    return "out of memory" in text or "can't allocate memory" in text
+
+
+def _inject_fault(model: str, batch_size: int) -> None:
+    for entry in filter(None, os.environ.get(FAULT_ENV, "").split(";")):
+        kind, _, rest = entry.partition(":")
+        fault_model, _, fault_batch = rest.rpartition(":")
+        if fault_model != model or fault_batch != str(batch_size):
+            continue
+        if kind == "oom":
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB "
+                                              "(injected fault)")
+        if kind == "error":
+            raise RuntimeError("injected fault")
+        if kind == "crash":
+            os.abort()
+
+
+def _error_text(exc: BaseException) -> str:
+    lines = traceback.format_exception(exc)
+    return "".join(lines[-TRACEBACK_LINES:]).strip()
+
+
+def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[int],
+        compile_modes: Iterable[str], dtypes: Iterable[str] = ("float32",), device: str = "cpu",
+        runs: int = 300, warmup: int = 10, blocks: int = 10, weights: str = "random",
+        seed: int = 0, results_path: str | os.PathLike, tf32: bool = False,
+        backend: str = "inductor", fullgraph: bool = False, dynamic: bool | None = None,
+        runner_pid: int | None = None, run_id: str | None = None) -> list[dict[str, Any]]:
+    """Measure every cell of models x dtypes x modes x batch sizes; return their records."""
+    results_path = Path(results_path)
+    if not results_path.is_absolute():  # the same default from JupyterLab and the runner
+        results_path = PROJECT_ROOT / results_path
+    guard = None
+    if runner_pid:  # under the grid runner: never outlive it, never write for a stale run
+        start_watchdog(int(runner_pid), results_path.parent, str(run_id))
+        guard = lambda: lease_is_current(results_path.parent, str(run_id))  # noqa: E731
+    # Set once for the whole run (global torch state); every record carries the settings.
+    config = {"weights": weights, "seed": seed, "runs": runs, "warmup": warmup, "blocks": blocks,
+              **configure_fp32_math(tf32)}
+    written = []
+    for model_key in models:
+        for dtype in dtypes:
+            dtype = parse_dtype(dtype)[0]
+            written += _run_model(study=study, task=task, model_key=model_key, dtype=dtype,
+                                  device=device, batch_sizes=sorted(batch_sizes),
+                                  compile_modes=list(compile_modes), runs=runs, warmup=warmup,
+                                  blocks=blocks, weights=weights, seed=seed, config=config,
+                                  backend=backend, fullgraph=fullgraph, dynamic=dynamic,
+                                  results_path=results_path, guard=guard)
+    return written
+
+
+def _run_model(*, study, task, model_key, dtype, device, batch_sizes, compile_modes, runs,
+               warmup, blocks, weights, seed, config, backend, fullgraph, dynamic, results_path,
+               guard) -> list[dict[str, Any]]:
+    loaded, load_error = None, None
+    written = []
+    for mode in compile_modes:
+        oom_at = None
+        for batch_size in batch_sizes:
+            cell = dict(study=study, task=task, model=model_key, batch_size=batch_size,
+                        compile_mode=mode, dtype=dtype, device=device)
+            if oom_at is not None:
+                record = skipped_after_oom(cell, oom_at, config)
+            else:
+                try:
+                    _inject_fault(model_key, batch_size)
+                    if load_error is not None:
+                        raise load_error
+                    if loaded is None:
+                        try:
+                            loaded = load(model_key, weights=weights, dtype=dtype, device=device,
+                                          task=task, seed=seed)
+                        except Exception as exc:
+                            load_error = exc
+                            raise
+                    result = run_cell(loaded, batch_size=batch_size, mode=mode, runs=runs,
+                                      warmup=warmup, blocks=blocks, backend=backend,
+                                      fullgraph=fullgraph, dynamic=dynamic)
+                    options = compile_module.options(mode, backend, fullgraph, dynamic)
+                    record = cell_record(result, loaded, study=study, config=config,
+                                         compile_options=options)
+                except Exception as exc:
+                    status = "oom" if is_out_of_memory(exc) else "error"
+                    if status == "oom":
+                        oom_at = batch_size
+                    record = failure_record(**cell, status=status, config=config,
+                                            error=_error_text(exc))
+                    _free_memory()
+            append_record(results_path, record, guard=guard)
+            written.append(record)
+    return written
+
+
+def _free_memory() -> None:
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()

@@ -1,0 +1,147 @@
+"""Compile variants: applying a mode, and what compiling cost.
+
+Modes are the guide's ``default`` and ``reduce-overhead`` plus the other two
+inductor modes and ``eager`` (no compilation). Compile cost is reported as the
+PyTorch benchmark harness does (graphs, graph breaks with their reasons) plus the
+compile time: the compiled model's first call minus one eager call.
+Recompiles are the graphs compiled after the first call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+import difflib
+from typing import Any
+
+import torch
+
+MODES = ("eager", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+# Modes whose compiled model replays CUDA graphs: outputs live in buffers that the
+# next call overwrites, so they must be cloned before they are kept.
+CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
+BACKENDS_WITH_MODES = ("inductor",)
+
+
+def check_mode(mode: str) -> str:
+    if mode not in MODES:
+        close = difflib.get_close_matches(str(mode), MODES, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise ValueError(f"unknown compile mode {mode!r}.{hint} Valid modes: {', '.join(MODES)}")
+    return mode
+
+
+def check_backend(backend: str) -> str:
+    from torch._dynamo import list_backends
+
+    valid = sorted(set(list_backends(exclude_tags=())) | {"inductor", "eager", "aot_eager"})
+    if backend not in valid:
+        raise ValueError(f"unknown compile backend {backend!r}: use one of {', '.join(valid)}")
+    return backend
+
+
+def reset() -> None:
+    """Forget every compiled graph and counter (between models, so none leaks)."""
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+
+
+def compile_model(model: torch.nn.Module, mode: str = "default", *, backend: str = "inductor",
+                  fullgraph: bool = False, dynamic: bool | None = None):
+    """``model`` itself for ``eager``, else ``torch.compile(model, ...)`` (lazy: compiles on call)."""
+    check_mode(mode)
+    if mode == "eager":
+        return model
+    check_backend(backend)
+    kwargs: dict[str, Any] = {"backend": backend, "fullgraph": fullgraph, "dynamic": dynamic}
+    if backend in BACKENDS_WITH_MODES:
+        kwargs["mode"] = mode
+    elif mode != "default":
+        raise ValueError(f"compile mode {mode!r} needs the inductor backend, not {backend!r}")
+    return torch.compile(model, **kwargs)
+
+
+def options(mode: str, backend: str = "inductor", fullgraph: bool = False,
+            dynamic: bool | None = None) -> dict[str, Any]:
+    """The compile settings a record carries."""
+    return {"mode": mode, "backend": None if mode == "eager" else backend,
+            "fullgraph": fullgraph if mode != "eager" else None,
+            "dynamic": dynamic if mode != "eager" else None,
+            "cuda_graphs": mode in CUDA_GRAPH_MODES}
+
+
+# --- dynamo statistics ---------------------------------------------------------------
+
+def dynamo_snapshot() -> dict[str, Any]:
+    """Graph and graph-break counts so far (torch._dynamo's counters)."""
+    from torch._dynamo.utils import counters
+
+    # Explicit breaks land in "graph_break"; unsupported constructs (data-dependent
+    # branches, ...) that also split the graph land in "unimplemented".
+    reasons: dict[str, int] = {}
+    for group in ("graph_break", "unimplemented"):
+        for reason, count in counters[group].items():
+            summary = summarize_reason(str(reason))
+            reasons[summary] = reasons.get(summary, 0) + count
+    return {"graphs": int(counters["stats"]["unique_graphs"]),
+            "graph_breaks": int(sum(reasons.values())),
+            "break_reasons": reasons,
+            "frames": int(counters["frames"]["total"]),
+            # inductor's on-disk graph cache survives across processes: a hit makes the
+            # compile time that of a warm cache, not of a first compilation
+            "fx_graph_cache_hits": int(counters["inductor"]["fxgraph_cache_hit"])}
+
+
+def summarize_reason(reason: str, limit: int = 240) -> str:
+    """Dynamo's title of a graph break and its one-line explanation, without the hints."""
+    lines = [line.strip() for line in reason.strip().splitlines() if line.strip()]
+    if not lines:
+        return "unknown"
+    summary = lines[0]
+    explanation = next((line for line in lines[1:] if line.startswith("Explanation:")), None)
+    if explanation:
+        summary += ": " + explanation[len("Explanation:"):].strip()
+    return summary if len(summary) <= limit else summary[: limit - 3] + "..."
+
+
+def compile_report(at_start: dict[str, Any], after_first_call: dict[str, Any],
+                   at_end: dict[str, Any]) -> dict[str, Any]:
+    """Graphs and breaks of the first call; recompiles (new graphs) after it."""
+    reasons = {reason: count - at_start["break_reasons"].get(reason, 0)
+               for reason, count in after_first_call["break_reasons"].items()
+               if count > at_start["break_reasons"].get(reason, 0)}
+    return {"graphs": after_first_call["graphs"] - at_start["graphs"],
+            "graph_breaks": after_first_call["graph_breaks"] - at_start["graph_breaks"],
+            "break_reasons": reasons,
+            "recompiles": at_end["graphs"] - after_first_call["graphs"],
+            "fx_graph_cache_hits": after_first_call["fx_graph_cache_hits"] - at_start["fx_graph_cache_hits"]}
+
+
+def compile_time_ms(compiled_first_call_ms: float, eager_call_ms: float) -> float:
+    """Compilation's own cost: the compiled first call minus one eager call."""
+    return compiled_first_call_ms - eager_call_ms
+
+
+def break_even_calls(compile_ms: float, eager_ms: float, compiled_ms: float) -> int | None:
+    """Calls after which compiling has paid for itself; None if it never does."""
+    saving = eager_ms - compiled_ms
+    if saving <= 0:
+        return None
+    return max(0, int(-(-max(compile_ms, 0.0) // saving)))  # ceiling division
+
+
+# --- outputs -------------------------------------------------------------------------
+
+def clone_outputs(outputs: Any) -> Any:
+    """A deep copy of every tensor in ``outputs`` (dicts, ModelOutputs, lists, tuples)."""
+    if isinstance(outputs, torch.Tensor):
+        return outputs.detach().clone()
+    if isinstance(outputs, Mapping):
+        return {key: clone_outputs(value) for key, value in outputs.items()}
+    if isinstance(outputs, tuple) and hasattr(outputs, "_fields"):  # a namedtuple
+        return type(outputs)(*(clone_outputs(value) for value in outputs))
+    if isinstance(outputs, (list, tuple)):
+        return type(outputs)(clone_outputs(value) for value in outputs)
+    return outputs

@@ -1,0 +1,114 @@
+import math
+
+import numpy as np
+import pytest
+
+from bench_utils.measurement import stats
+
+
+@pytest.fixture
+def skewed():
+    # A right-skewed latency-like sample with a few slow outliers.
+    rng = np.random.default_rng(42)
+    sample = rng.gamma(shape=9.0, scale=0.2, size=300) + 5.0
+    sample[[10, 150, 290]] = [30.0, 40.0, 50.0]
+    return sample
+
+
+def test_summarize_matches_numpy(skewed):
+    summary = stats.summarize(skewed)
+    assert summary["count"] == 300
+    assert summary["total"] == pytest.approx(skewed.sum())
+    assert summary["mean"] == pytest.approx(skewed.mean())
+    assert summary["median"] == pytest.approx(np.median(skewed))
+    assert summary["stdev"] == pytest.approx(skewed.std(ddof=0))
+    assert summary["cv"] == pytest.approx(skewed.std() / skewed.mean())
+    assert summary["min"] == skewed.min() and summary["max"] == skewed.max()
+    for name, q in (("p50", 50), ("p90", 90), ("p95", 95), ("p99", 99), ("p999", 99.9)):
+        assert summary[name] == pytest.approx(np.percentile(skewed, q))
+
+
+def test_summary_matches_optimum_benchmark_report():
+    # The latency block of optimum-benchmark's example report, recomputed.
+    values = [1.677669428999991, 1.5840412070000411, 1.542571974999987,
+              1.5427501599999687, 1.556280681999965]
+    summary = stats.summarize(values)
+    assert summary["mean"] == pytest.approx(1.5806626905999905)
+    assert summary["p90"] == pytest.approx(1.640218140200011)
+    assert summary["p99"] == pytest.approx(1.673924300119993)
+    assert summary["stdev"] == pytest.approx(0.05080249325153477)
+    assert summary["stdev"] / summary["mean"] * 100 == pytest.approx(3.2139996441777896)
+
+
+def test_percentiles_on_known_array():
+    values = np.arange(1, 101, dtype=float)  # 1..100
+    p = stats.percentiles(values)
+    assert p["p50"] == pytest.approx(50.5)
+    assert p["p90"] == pytest.approx(90.1)
+    assert p["p999"] == pytest.approx(99.901)
+
+
+def test_outlier_count_uses_tukey_fences():
+    values = [10.0] * 50 + [11.0] * 50 + [100.0, 200.0]
+    # quartiles 10 and 11: fences at 8.5 and 12.5, so exactly the two slow points
+    assert stats.outlier_count(values) == 2
+    assert stats.outlier_count(np.linspace(0, 1, 101)) == 0
+
+
+def test_bootstrap_ci_contains_mean_and_is_reproducible(skewed):
+    low, high = stats.bootstrap_ci(skewed, "mean")
+    assert low < skewed.mean() < high
+    assert (low, high) == stats.bootstrap_ci(skewed, "mean")  # fixed seed
+    # roughly the normal-theory width: 2 * 1.96 * s / sqrt(n)
+    expected = 2 * 1.96 * skewed.std(ddof=1) / math.sqrt(skewed.size)
+    assert 0.5 * expected < high - low < 2.0 * expected
+
+
+def test_bootstrap_ci_of_constant_sample_is_a_point():
+    assert stats.bootstrap_ci([2.0] * 20) == (2.0, 2.0)
+
+
+def test_bootstrap_median_ci(skewed):
+    low, high = stats.bootstrap_ci(skewed, "median")
+    assert low <= np.median(skewed) <= high
+
+
+def test_ratio_and_interval_find_a_twofold_speedup():
+    rng = np.random.default_rng(1)
+    slow = rng.normal(20.0, 1.0, 300)
+    fast = rng.normal(10.0, 0.5, 300)
+    assert stats.ratio(slow, fast) == pytest.approx(2.0, rel=0.02)
+    low, high = stats.ratio_ci(slow, fast, "mean")
+    assert low < 2.0 < high and low > 1.9 and high < 2.1
+    low, high = stats.ratio_ci(slow, fast, "median")
+    assert low < 2.05 and high > 1.95
+
+
+def test_ratio_interval_contains_one_for_same_distribution():
+    rng = np.random.default_rng(2)
+    a, b = rng.normal(10, 1, 300), rng.normal(10, 1, 300)
+    low, high = stats.ratio_ci(a, b)
+    assert low < 1.0 < high
+
+
+def test_welch_pvalue():
+    rng = np.random.default_rng(3)
+    assert stats.welch_pvalue(rng.normal(10, 1, 100), rng.normal(12, 1, 100)) < 1e-6
+    assert stats.welch_pvalue([1.0, 1.0], [1.0, 1.0]) is None
+
+
+def test_geometric_mean():
+    assert stats.geometric_mean([1.0, 4.0]) == pytest.approx(2.0)
+    with pytest.raises(ValueError):
+        stats.geometric_mean([1.0, -1.0])
+
+
+@pytest.mark.parametrize("bad", [[], [[1.0, 2.0]], [1.0, float("nan")], [1.0, float("inf")]])
+def test_bad_samples_are_refused(bad):
+    with pytest.raises(ValueError):
+        stats.summarize(bad)
+
+
+def test_unknown_statistic_is_refused():
+    with pytest.raises(ValueError, match="unknown statistic"):
+        stats.bootstrap_ci([1.0, 2.0], "mode")

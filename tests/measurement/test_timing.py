@@ -1,0 +1,189 @@
+import time
+
+import pytest
+import torch
+
+from bench_utils import Measurement, measure
+from bench_utils.measurement.timing import CudaEventTimer, HostTimer
+
+
+def busy_wait(seconds):
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def test_measure_counts_calls_and_times_each_run():
+    calls = []
+    m = measure(lambda: calls.append(1), warmup=5, runs=40, device="cpu")
+    assert len(calls) == 5 + 40
+    assert len(m.times_ms) == 40 and m.runs == 40
+    assert m.timer == "perf_counter_ns" and m.device == "cpu" and m.warmup == 5
+
+
+def test_warmup_zero_still_keeps_first_call_out_of_the_runs():
+    calls = []
+    m = measure(lambda: calls.append(1), warmup=0, runs=3, device="cpu")
+    assert len(calls) == 1 + 3 and m.runs == 3
+
+
+class RecordingTimer:
+    """A timer that notes which call numbers it timed (each timed call 'takes' 1 ms)."""
+
+    name = "recording"
+
+    def __init__(self, counter):
+        self.counter, self.timed = counter, []
+
+    def time_calls(self, fn, runs):
+        times = []
+        for _ in range(runs):
+            fn()
+            self.timed.append(self.counter["n"])
+            times.append(1.0)
+        return times
+
+
+def test_first_call_is_kept_apart():
+    counter = {"n": 0}
+
+    def fn():  # the first call "compiles" for 60 ms
+        counter["n"] += 1
+        if counter["n"] == 1:
+            busy_wait(0.06)
+
+    timer = RecordingTimer(counter)
+    m = measure(fn, warmup=3, runs=5, device="cpu", timer=timer)
+    assert m.first_call_ms >= 60.0  # a busy-wait cannot finish early
+    assert timer.timed == [4, 5, 6, 7, 8]  # calls 1-3 were the first call and the warm-up
+    assert m.times_ms == [1.0] * 5
+
+
+def test_measured_times_track_known_cost():
+    # Lower bounds only: a busy-wait never ends early, but a loaded machine may stall it.
+    m = measure(lambda: busy_wait(0.002), warmup=2, runs=30, device="cpu")
+    assert m.min_ms >= 2.0
+    assert m.median_ms < 20.0  # a units slip (seconds, microseconds) would be 1000x off
+
+
+def test_statistics_and_throughput():
+    m = Measurement(times_ms=[1.0, 2.0, 3.0, 4.0], first_call_ms=10.0)
+    assert m.mean_ms == pytest.approx(2.5)
+    assert m.median_ms == pytest.approx(2.5)
+    assert m.stdev_ms == pytest.approx(1.118033988749895)
+    assert m.cv == pytest.approx(1.118033988749895 / 2.5)
+    assert (m.min_ms, m.max_ms) == (1.0, 4.0)
+    assert m.p90_ms == pytest.approx(3.7)
+    assert m.throughput(4) == pytest.approx(4 * 1000 / 2.5)
+    low, high = m.ci95_mean_ms
+    assert 1.0 <= low < 2.5 < high <= 4.0
+    with pytest.raises(ValueError):
+        m.throughput(0)
+
+
+def test_to_dict_round_trip():
+    m = measure(lambda: None, warmup=1, runs=10, device="cpu")
+    data = m.to_dict()
+    for key in ("times_ms", "mean_ms", "median_ms", "stdev_ms", "cv", "min_ms", "max_ms", "p50_ms",
+                "p90_ms", "p95_ms", "p99_ms", "p999_ms", "ci95_mean_ms", "first_call_ms"):
+        assert key in data
+    again = Measurement.from_dict(data)
+    assert again.times_ms == m.times_ms and again.first_call_ms == m.first_call_ms
+    assert again.mean_ms == m.mean_ms
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"runs": 0}, "runs"), ({"runs": -3}, "runs"), ({"runs": 2.5}, "runs"), ({"runs": True}, "runs"),
+    ({"warmup": -1}, "warmup"), ({"warmup": 1.5}, "warmup"),
+])
+def test_bad_arguments_raise_value_error(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        measure(lambda: None, device="cpu", **kwargs)
+
+
+def test_non_callable_raises_value_error():
+    with pytest.raises(ValueError, match="callable"):
+        measure(42, device="cpu")
+
+
+def test_unavailable_device_is_a_clear_error():
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is available here")
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        measure(lambda: None, runs=1, device="cuda")
+    with pytest.raises(ValueError, match="not supported"):
+        measure(lambda: None, runs=1, device="meta")
+
+
+class FakeEvent:
+    """Stands in for torch.cuda.Event: stamps the host clock when recorded."""
+
+    def __init__(self, log):
+        self.log, self.stamp = log, None
+
+    def record(self):
+        self.log.append("record")
+        self.stamp = time.perf_counter()
+
+    def elapsed_time(self, end):
+        assert self.log[-1] == "synchronize", "elapsed_time read before synchronizing"
+        return (end.stamp - self.stamp) * 1000.0
+
+
+class FakeCudaBackend:
+    def __init__(self):
+        self.log, self.events = [], 0
+
+    def event(self):
+        self.events += 1
+        return FakeEvent(self.log)
+
+    def synchronize(self):
+        self.log.append("synchronize")
+
+    def device_context(self):
+        import contextlib
+        return contextlib.nullcontext()
+
+
+def test_cuda_event_timer_uses_one_event_pair_per_run_and_one_sync_after_the_loop():
+    backend = FakeCudaBackend()
+    timer = CudaEventTimer(torch.device("cpu"), backend=backend)
+    calls = []
+    times = timer.time_calls(lambda: (calls.append(1), busy_wait(0.001)), runs=25)
+    assert len(times) == 25 and len(calls) == 25
+    assert backend.events == 50
+    # one synchronize before the loop (idle device), none inside, one after it
+    assert backend.log[0] == "synchronize" and backend.log[-1] == "synchronize"
+    assert backend.log.count("synchronize") == 2
+    assert backend.log[1:-1] == ["record"] * 50
+    assert all(t >= 1.0 for t in times)  # each event pair brackets its 1 ms call
+
+
+def test_measure_accepts_a_timer_and_reports_its_name():
+    m = measure(lambda: None, warmup=1, runs=5, device="cpu",
+                timer=CudaEventTimer(torch.device("cpu"), backend=FakeCudaBackend()))
+    assert m.timer == "cuda_event" and m.runs == 5
+
+
+def test_host_timer_times_in_milliseconds():
+    times = HostTimer(torch.device("cpu")).time_calls(lambda: busy_wait(0.003), 5)
+    assert len(times) == 5 and all(t >= 3.0 for t in times)
+    assert sorted(times)[2] < 30.0  # milliseconds, not seconds or microseconds
+
+
+@pytest.mark.cuda
+def test_measure_on_cuda_uses_events():
+    a = torch.randn(2048, 2048, device="cuda")
+    m = measure(lambda: a @ a, warmup=5, runs=50, device="cuda")
+    assert m.timer == "cuda_event" and m.device.startswith("cuda")
+    assert m.runs == 50 and m.min_ms > 0
+
+
+@pytest.mark.cuda
+def test_cuda_events_see_gpu_time_not_launch_time():
+    # A host clock around an asynchronous launch sees microseconds; events see the kernel.
+    a = torch.randn(4096, 4096, device="cuda")
+    m = measure(lambda: a @ a, warmup=5, runs=20, device="cuda")
+    flops = 2 * 4096 ** 3
+    assert m.median_ms > flops / 2e15 * 1000  # slower than 2 PFLOP/s: a real kernel time

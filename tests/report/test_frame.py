@@ -1,0 +1,36 @@
+import pandas as pd
+
+from bench_utils import make_record
+from bench_utils.measurement.timing import Measurement
+from bench_utils.report.frame import TIDY_COLUMNS, tidy
+from bench_utils.report.plots import latency_bars
+
+
+def records():
+    ok = make_record(study="s", task="image-classification", model="resnet", batch_size=1,
+                     compile_mode="default", dtype="float32", device="cpu", environment={},
+                     measurement=Measurement(times_ms=[10.0, 12.0], first_call_ms=900.0),
+                     compile={"compile_time_ms": 880.0},
+                     extra={"speedup": {"mean": 1.5, "mean_ci95": [1.4, 1.6]}, "parity": {"parity": "pass"}})
+    oom = make_record(study="s", task="image-classification", model="resnet", batch_size=16,
+                      compile_mode="default", dtype="float32", device="cpu", environment={},
+                      status="oom", error="Traceback...\ntorch.OutOfMemoryError: CUDA out of memory")
+    return [ok, oom]
+
+
+def test_tidy_rows():
+    frame = tidy(records())
+    assert list(frame.columns) == TIDY_COLUMNS and len(frame) == 2
+    ok, oom = frame.iloc[0], frame.iloc[1]
+    assert ok["mean_ms"] == 11.0 and ok["speedup"] == 1.5 and ok["speedup_ci95"] == "1.40-1.60"
+    assert ok["compile_s"] == 0.88 and ok["parity"] == "pass"
+    assert oom["status"] == "oom" and pd.isna(oom["mean_ms"])  # not measured: no number
+    assert oom["error"] == "torch.OutOfMemoryError: CUDA out of memory"
+
+
+def test_plot_shows_measured_cells_and_copes_with_none():
+    figure = latency_bars(tidy(records()))
+    assert figure.axes[0].get_ylabel() == "mean latency (ms)"
+    assert len(figure.axes[0].patches) >= 1
+    empty = latency_bars(tidy(records()[1:]))
+    assert empty.axes[0].texts[0].get_text() == "no measured cells"

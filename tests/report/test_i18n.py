@@ -1,0 +1,52 @@
+import json
+import string
+
+import pytest
+
+from bench_utils.report import i18n
+from bench_utils.report.i18n import Catalog, available_locales, missing_keys
+
+
+def placeholders(message):
+    return {name for _, name, _, _ in string.Formatter().parse(message) if name}
+
+
+def test_at_least_english_arabic_and_one_more():
+    assert {"en", "ar"} <= set(available_locales()) and ({"es", "zh"} & set(available_locales()))
+
+
+@pytest.mark.parametrize("locale", available_locales())
+def test_every_locale_has_every_key_with_the_same_placeholders(locale):
+    assert missing_keys(locale) == set()
+    english, other = Catalog("en").messages, Catalog(locale).messages
+    assert set(other) == set(english)
+    for key, message in english.items():
+        assert placeholders(other[key]) == placeholders(message), f"{locale}:{key}"
+
+
+def test_a_locale_missing_a_key_fails(tmp_path, monkeypatch):
+    english = json.loads((i18n.LOCALES_DIR / "en.json").read_text(encoding="utf-8"))
+    (tmp_path / "en.json").write_text(json.dumps(english), encoding="utf-8")
+    del english["col_model"]
+    (tmp_path / "xx.json").write_text(json.dumps(english), encoding="utf-8")
+    monkeypatch.setattr(i18n, "LOCALES_DIR", tmp_path)
+    i18n._load.cache_clear()
+    try:
+        assert missing_keys("xx") == {"col_model"}
+        with pytest.raises(KeyError, match="locale 'xx' has no message 'col_model'"):
+            Catalog("xx").t("col_model")
+    finally:
+        i18n._load.cache_clear()
+
+
+def test_directions_and_number_formats():
+    assert Catalog("ar").direction == "rtl" and Catalog("en").direction == "ltr"
+    assert Catalog("en").number(1234.567) == "1,234.57"
+    assert Catalog("es").number(1234.567) == "1.234,57"
+    assert Catalog("en").percent(0.05) == "5%"
+    assert "حجم الدفعة" in Catalog("ar").t("table_caption", device="H100", batch=4)
+
+
+def test_unknown_locale():
+    with pytest.raises(ValueError, match="no catalog for locale 'fr'"):
+        Catalog("fr")

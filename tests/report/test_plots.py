@@ -1,0 +1,57 @@
+from pathlib import Path
+import subprocess
+import sys
+import textwrap
+
+from bench_utils.report import frame as report_frame
+from bench_utils.report import plots
+from bench_utils.report.i18n import Catalog
+
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "smoke-results.jsonl"
+
+
+def test_the_guides_three_plots_in_each_locale():
+    data = report_frame.frame(report_frame.latest_records([FIXTURE]))
+    device = data["device_name"].iloc[0]
+    for locale in ("en", "ar", "es"):
+        catalog = Catalog(locale)
+        batch = plots.batch_comparison(data, device, "default", catalog)
+        assert batch.axes[0].get_title().startswith(catalog.t("plot_batch_title", device=device))
+        assert batch.axes[0].get_ylabel() == catalog.t("axis_improvement")
+        duration = plots.duration(data, device, 1, "default", catalog)
+        assert duration.axes[0].get_ylabel() == catalog.t("axis_duration")
+        assert len(duration.axes[0].patches) >= 2  # eager and compiled bars
+        percentage = plots.percentage(data, device, 1, "default", catalog)
+        assert percentage.axes[0].get_xlabel() == catalog.t("axis_model")
+
+
+def test_a_plot_without_data_says_so():
+    data = report_frame.frame(report_frame.latest_records([FIXTURE]))
+    figure = plots.percentage(data, "no such device", 1, "default", Catalog("ar"))
+    assert figure.axes[0].texts[0].get_text() == Catalog("ar").t("no_results")
+
+
+def test_plotting_leaves_the_users_matplotlib_backend_and_theme_alone():
+    # A fresh interpreter: the user's state is set first, then the package is imported and used.
+    script = textwrap.dedent("""
+        import matplotlib
+        matplotlib.use("svg")
+        matplotlib.rcParams["font.family"] = ["serif"]
+        matplotlib.rcParams["axes.facecolor"] = "#123456"
+        before = (matplotlib.get_backend(), dict(matplotlib.rcParams))
+        from bench_utils.report import frame, plots, sections  # noqa: F401
+        from bench_utils.report.i18n import Catalog
+        data = frame.frame(frame.latest_records([{fixture!r}]))
+        figure = plots.batch_comparison(data, data["device_name"].iloc[0], "default", Catalog("ar"))
+        assert plots.png_bytes(figure).startswith(b"\\x89PNG")
+        after = (matplotlib.get_backend(), dict(matplotlib.rcParams))
+        changed = sorted(k for k in before[1] if before[1][k] != after[1][k])
+        assert before[0] == after[0] == "svg", (before[0], after[0])
+        assert not changed, changed
+        # the report's own look was applied to its figure, not to the user's defaults
+        assert figure.axes[0].get_facecolor() != matplotlib.colors.to_rgba("#123456")
+        print("unchanged")
+    """).format(fixture=str(FIXTURE))
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "unchanged"

@@ -1,0 +1,84 @@
+import base64
+from pathlib import Path
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from bench_utils.report.render import render
+
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "smoke-results.jsonl"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    written = render([FIXTURE], out, locales=["en", "ar", "es"], formats=["html", "md"],
+                     progress=lambda line: None)
+    return out, written
+
+
+def test_every_locale_gets_a_page_a_readme_and_the_index_links_them(rendered):
+    out, written = rendered
+    for locale in ("en", "ar", "es"):
+        assert (out / locale / "index.html") in written and (out / locale / "README.md") in written
+    index = (out / "index.html").read_text(encoding="utf-8")
+    assert all(f'href="{locale}/index.html"' in index for locale in ("en", "ar", "es"))
+    assert "العربية" in index and "Español" in index
+
+
+def test_arabic_page_is_right_to_left_utf8_and_intact(rendered):
+    out, _ = rendered
+    page = (out / "ar" / "index.html").read_bytes().decode("utf-8")  # strict: fails on bad bytes
+    assert re.search(r'<html[^>]*\bdir="rtl"', page) and re.search(r'<html[^>]*\blang="ar"', page)
+    assert '<meta charset="utf-8"' in page.lower()
+    assert "تسريع الاستدلال باستخدام torch.compile" in page and "تصنيف الصور" in page
+    assert "\ufffd" not in page  # no replacement characters: the Arabic text came through whole
+
+
+def test_pages_are_standalone_with_embedded_images_and_no_code(rendered):
+    out, _ = rendered
+    for locale in ("en", "ar", "es"):
+        page = (out / locale / "index.html").read_text(encoding="utf-8")
+        images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
+        assert len(images) >= 3 and base64.b64decode(images[0])[:4] == b"\x89PNG"
+        assert "ReportView" not in page and "results_paths" not in page  # no code, no parameters
+        assert "injected-parameters" not in page
+        assert not re.search(r'<script[^>]+src="https?://', page)  # nothing fetched online
+
+
+def test_markdown_has_pipe_tables_and_the_plots_beside_it(rendered):
+    out, _ = rendered
+    for locale in ("en", "ar", "es"):
+        readme = (out / locale / "README.md").read_text(encoding="utf-8")
+        assert re.search(r"^\| .+ \|$\n^\|---", readme, re.MULTILINE)
+        linked = re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", readme)
+        assert len(linked) >= 3 and all((out / locale / link).is_file() for link in linked)
+    assert (out / "ar" / "README.md").read_text(encoding="utf-8").startswith('<div dir="rtl" lang="ar">')
+    english = (out / "en" / "README.md").read_text(encoding="utf-8")
+    assert "| timm:resnet18 | OOM |" in english and "| MobileNet | error |" in english
+
+
+def test_unknown_locale_or_format_is_refused():
+    with pytest.raises(ValueError, match="unknown locale 'fr'"):
+        render([FIXTURE], locales=["fr"])
+    with pytest.raises(ValueError, match="unknown format 'pdf'"):
+        render([FIXTURE], formats=["pdf"])
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (.ci/run installs it)")
+def test_arabic_page_renders_in_headless_chromium(rendered, tmp_path):
+    out, _ = rendered
+    shot = tmp_path / "ar.png"
+    result = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
+         "--window-size=1280,2000", f"--screenshot={shot}", (out / "ar" / "index.html").as_uri()],
+        capture_output=True, text=True, timeout=120)
+    assert shot.exists() and shot.stat().st_size > 20_000, result.stderr[-2000:]
+    console = [line for line in result.stderr.splitlines() if "CONSOLE" in line]
+    errors = [line for line in console if "Uncaught" in line or "Failed to load" in line or ":ERROR:" in line]
+    assert not errors, errors

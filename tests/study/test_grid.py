@@ -1,0 +1,95 @@
+import pytest
+
+from bench_utils.study.grid import GridError, load_grid, parse_grid
+
+BASE = """study: t
+runs: 5
+grids:
+  - models: [resnet, detr]
+    batch_sizes: [4, 1]
+    compile_modes: [eager, default]
+"""
+
+
+def write(tmp_path, text):
+    path = tmp_path / "grid.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_expansion_orders_cells_and_fills_defaults(tmp_path):
+    grid = load_grid(write(tmp_path, BASE))
+    assert grid.study == "t" and grid.device_kinds == ["cpu"]
+    assert len(grid.cells) == 2 * 2 * 2
+    first = grid.cells[0]
+    assert (first.model, first.compile_mode, first.batch_size, first.dtype) == ("resnet", "eager", 1, "float32")
+    assert first.task == "image-classification" and grid.cells[-1].task == "object-detection"
+    assert first.runs == 5 and first.warmup == 10 and first.weights == "random" and first.device == "cpu"
+    assert first.notebook == "classification.ipynb"
+    assert first.cell_id == "image-classification__resnet__bs1__eager__float32__cpu"
+
+
+def test_repo_grids_are_valid():
+    guide = load_grid("params/hf-guide.yaml")
+    assert len(guide.cells) == 12 * 3 * 2 + 4 * 2
+    assert {c.compile_mode for c in guide.cells} == {"eager", "default", "reduce-overhead"}
+    assert all(c.runs == 300 and c.dtype == "float32" and not c.tf32 for c in guide.cells)
+    quick = load_grid("params/cpu-quick.yaml")
+    assert {c.task for c in quick.cells} == {"image-classification", "image-segmentation", "object-detection"}
+    assert {c.compile_mode for c in quick.cells} == {"eager", "default"}
+    assert load_grid("params/smoke.yaml").cells
+
+
+def test_overlapping_subgrids_give_each_cell_once_and_overrides_apply():
+    grid = parse_grid({"study": "t", "grids": [
+        {"models": ["resnet"], "batch_sizes": [1], "compile_modes": ["eager"]},
+        {"models": ["resnet"], "batch_sizes": [1, 2], "compile_modes": ["eager"], "runs": 7}]})
+    assert [(c.batch_size, c.runs) for c in grid.cells] == [(1, 300), (2, 7)]
+
+
+def test_devices_pin_workers():
+    grid = parse_grid({"study": "t", "devices": ["cuda:0", "cuda:1"], "grids": [
+        {"models": ["resnet"], "batch_sizes": [1], "compile_modes": ["eager"]}]})
+    assert grid.device_kinds == ["cuda"] and grid.workers("cuda") == ["cuda:0", "cuda:1"]
+    assert grid.cells[0].device == "cuda"
+    assert parse_grid({"study": "t", "devices": ["cuda"], "grids": [
+        {"models": ["resnet"], "batch_sizes": [1], "compile_modes": ["eager"]}]}).workers("cuda") == ["cuda:0"]
+
+
+@pytest.mark.parametrize("text, message", [
+    (BASE.replace("runs: 5", "rnus: 5"), "grid.yaml: rnus: unknown key (did you mean 'runs'?)"),
+    (BASE.replace("batch_sizes:", "batch_size:"), "grid.yaml: grids[0].batch_size: unknown key (did you mean 'batch_sizes'?)"),
+    (BASE.replace("runs: 5", "runs: five"), "grid.yaml: runs: must be an integer, got 'five'"),
+    (BASE.replace("runs: 5", "runs: 0"), "grid.yaml: runs: must be >= 1, got 0"),
+    (BASE.replace("[resnet, detr]", "[resnet, vitt]"), "grid.yaml: grids[0].models: unknown model 'vitt'. Did you mean 'vit'?"),
+    (BASE.replace("[eager, default]", "[eager, fast]"), "grid.yaml: grids[0].compile_modes: unknown compile mode 'fast'"),
+    (BASE + "    dtypes: [fp8]\n", "grid.yaml: grids[0].dtypes: unknown dtype 'fp8'"),
+    (BASE.replace("[4, 1]", "[]"), "grid.yaml: grids[0].batch_sizes: must not be empty"),
+    (BASE.replace("[4, 1]", "[4, 0]"), "grid.yaml: grids[0].batch_sizes: must be positive integers, got 0"),
+    (BASE.replace("[4, 1]", "4"), "grid.yaml: grids[0].batch_sizes: must be a list, got 4"),
+    (BASE.replace("study: t", "study: 12"), "grid.yaml: study: must be str, got 12"),
+    (BASE.replace("study: t\n", ""), "grid.yaml: study: is required"),
+    (BASE + "devices: [tpu]\n", "grid.yaml: devices: unknown device 'tpu'"),
+    (BASE + "weights: imagenet\n", "grid.yaml: weights: unknown weights 'imagenet'"),
+    (BASE.replace("runs: 5", "runs: 5\nblocks: 9"), "grid.yaml: grids[0].blocks: must not exceed runs (5), got 9"),
+    (BASE.replace("[resnet, detr]", "[org/other-model]"), "grid.yaml: grids[0].task: model 'org/other-model' is not in the registry"),
+    ("study: t\ngrids: [\n", "grid.yaml: line 3: not valid YAML"),
+    ("- just\n- a list\n", "grid.yaml: the grid file must be a mapping"),
+    ("study: t\ngrids: []\n", "grid.yaml: grids: must not be empty"),
+])
+def test_each_mistake_is_one_line_naming_file_and_key(tmp_path, text, message):
+    with pytest.raises(GridError) as caught:
+        load_grid(write(tmp_path, text))
+    assert message in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(GridError, match="cannot read the grid file"):
+        load_grid(tmp_path / "nope.yaml")
+
+
+def test_task_can_be_given_for_other_checkpoints():
+    grid = parse_grid({"study": "t", "grids": [{"models": ["org/model"], "task": "object-detection",
+                                                "batch_sizes": [1], "compile_modes": ["eager"]}]})
+    assert grid.cells[0].task == "object-detection" and grid.cells[0].notebook == "detection.ipynb"

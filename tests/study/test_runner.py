@@ -1,0 +1,200 @@
+from collections import Counter
+import json
+import os
+from pathlib import Path
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from bench_utils.measurement.timing import Measurement
+from bench_utils.records import failure_record, make_record
+from bench_utils.results import append_record, read_records
+from bench_utils.study.grid import parse_grid
+from bench_utils.study.progress import format_run_outcome
+from bench_utils.study.runner import Runner
+
+GRID = {"study": "t", "runs": 3, "warmup": 1, "blocks": 1, "grids": [
+    {"models": ["resnet"], "batch_sizes": [1, 4, 16], "compile_modes": ["eager", "default"]},
+    {"models": ["segformer"], "batch_sizes": [1], "compile_modes": ["eager"]}]}
+
+
+class FakeNotebook:
+    """Stands in for papermill: writes the record a notebook would, or fails as told."""
+
+    def __init__(self, oom=(), error=(), crash=(), delay=0.0):
+        self.oom, self.error, self.crash, self.delay = set(oom), set(error), set(crash), delay
+        self.calls, self.active, self.lock = [], Counter(), threading.Lock()
+        self.overlaps = []
+
+    def __call__(self, cell, device, parameters, out_dir):
+        with self.lock:
+            self.active[device] += 1
+            if self.active[device] > 1:
+                self.overlaps.append(device)
+            self.calls.append((cell.model, cell.batch_size, cell.compile_mode, device))
+        time.sleep(self.delay)
+        key = (cell.model, cell.batch_size)
+        fields = dict(study=cell.study, task=cell.task, model=cell.model, batch_size=cell.batch_size,
+                      compile_mode=cell.compile_mode, dtype=cell.dtype, device=cell.device)
+        log = out_dir / "logs" / f"{cell.cell_id}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text("line one\nSegmentation fault (core dumped)\n")
+        try:
+            if key in self.crash:
+                return 139, log
+            if key in self.oom or key in self.error:
+                status = "oom" if key in self.oom else "error"
+                record = failure_record(**fields, status=status, config={}, error=f"{status}!")
+            else:
+                record = make_record(**fields, measurement=Measurement([1.0, 2.0, 3.0], 5.0))
+            append_record(parameters["results_path"], record)
+            return 0, log
+        finally:
+            with self.lock:
+                self.active[device] -= 1
+
+
+def run(tmp_path, notebook, **kwargs):
+    runner = Runner(parse_grid(GRID), tmp_path, executor=notebook, **kwargs)
+    return runner.run(), runner
+
+
+def statuses(tmp_path):
+    return {(r["cell"]["model"], r["cell"]["batch_size"], r["cell"]["compile_mode"]): r["status"]
+            for r in read_records(tmp_path / "results.jsonl")}
+
+
+def test_every_cell_runs_once_with_the_notebooks_parameters(tmp_path):
+    notebook = FakeNotebook()
+    summary, runner = run(tmp_path, notebook)
+    assert len(notebook.calls) == 7 and summary.counts() == {"ok": 7}
+    assert set(statuses(tmp_path).values()) == {"ok"}
+    assert "7 run now: 7 ok" in format_run_outcome(summary, runner.results_path)
+
+
+def test_an_error_is_recorded_and_the_grid_goes_on(tmp_path):
+    notebook = FakeNotebook(error={("resnet", 4)}, crash={("segformer", 1)})
+    summary, _ = run(tmp_path, notebook)
+    found = statuses(tmp_path)
+    assert found[("resnet", 4, "eager")] == "error" and found[("resnet", 16, "eager")] == "ok"
+    assert found[("segformer", 1, "eager")] == "error"
+    crash = [r for r in read_records(tmp_path / "results.jsonl") if r["cell"]["model"] == "segformer"][0]
+    assert "without recording the cell" in crash["error"] and "Segmentation fault" in crash["error"]
+    assert summary.counts()["error"] == 3 and len(notebook.calls) == 7
+
+
+def test_out_of_memory_skips_the_larger_batches(tmp_path):
+    notebook = FakeNotebook(oom={("resnet", 4)})
+    summary, _ = run(tmp_path, notebook)
+    found = statuses(tmp_path)
+    assert found[("resnet", 4, "eager")] == "oom" and found[("resnet", 16, "eager")] == "oom"
+    assert ("resnet", 16, "eager", "cpu") not in notebook.calls  # never run
+    skipped = [r for r in read_records(tmp_path / "results.jsonl") if r.get("skipped_after_oom")]
+    assert len(skipped) == 2 and all(r["latency"] is None for r in skipped)
+    assert summary.counts()["skipped"] == 2
+
+
+def test_resume_measures_nothing_again_and_force_measures_all(tmp_path):
+    run(tmp_path, FakeNotebook(error={("resnet", 1)}))  # batch 1 fails in both modes
+    again = FakeNotebook()
+    summary, runner = run(tmp_path, again)
+    # only the cells that errored run again
+    assert sorted(again.calls) == [("resnet", 1, "default", "cpu"), ("resnet", 1, "eager", "cpu")]
+    assert summary.resumed == 5
+    third = FakeNotebook()
+    summary, runner = run(tmp_path, third)
+    assert third.calls == [] and "nothing to do" in format_run_outcome(summary, runner.results_path)
+    forced = FakeNotebook()
+    run(tmp_path, forced, force=True)
+    assert len(forced.calls) == 7
+
+
+def test_records_of_another_environment_do_not_count(tmp_path, monkeypatch):
+    run(tmp_path, FakeNotebook())
+    import bench_utils.study.runner as runner_module
+
+    real = runner_module.capture_environment
+    monkeypatch.setattr(runner_module, "capture_environment",
+                        lambda: {**real(), "torch_version": "9.9.9"})
+    notebook = FakeNotebook()
+    run(tmp_path, notebook)
+    assert len(notebook.calls) == 7
+
+
+def test_two_devices_never_overlap_and_both_work(tmp_path):
+    grid = dict(GRID, devices=["cuda:0", "cuda:1"])
+    notebook = FakeNotebook(delay=0.05)
+    runner = Runner(parse_grid(grid), tmp_path, executor=notebook)
+    runner.environment = {**runner.environment, "gpus": [{"index": 0, "name": "Fake GPU"}]}
+    runner.run()
+    assert notebook.overlaps == []
+    assert {device for *_, device in notebook.calls} == {"cuda:0", "cuda:1"}
+    assert len(notebook.calls) == 7
+    assert all(r["cell"]["device"] == "cuda" for r in read_records(tmp_path / "results.jsonl"))
+
+
+# --- the real thing: papermill, kernels, SIGKILL ----------------------------------------------
+
+SMOKE_SUBSET = """study: kill
+runs: 2
+warmup: 1
+blocks: 1
+grids:
+  - models: [timm:resnet18]
+    batch_sizes: [1, 2, 3]
+    compile_modes: [eager]
+"""
+
+
+def run_cli(*args, **kwargs):
+    return subprocess.run([sys.executable, "-m", "bench_utils", "run", *args], capture_output=True,
+                          text=True, timeout=900, **kwargs)
+
+
+def test_papermill_executes_each_task_notebook_with_smoke_parameters(tmp_path):
+    result = run_cli("params/smoke.yaml", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr[-2000:]
+    records = read_records(tmp_path / "results.jsonl")
+    assert len(records) == 5 and {r["status"] for r in records} == {"ok"}
+    assert {r["cell"]["task"] for r in records} == {"image-classification", "image-segmentation",
+                                                    "object-detection"}
+    assert all(r["latency"]["count"] == 3 for r in records)
+    compiled = [r for r in records if r["cell"]["compile_mode"] == "default"]
+    assert compiled and compiled[0]["parity"]["parity"] == "pass" and "speedup" in compiled[0]
+    executed = sorted(p.name for p in (tmp_path / "notebooks").glob("*.ipynb"))
+    assert len(executed) == 5
+    again = run_cli("params/smoke.yaml", "--out", str(tmp_path))
+    assert again.returncode == 0 and "nothing to do" in again.stdout
+
+
+def test_a_runner_killed_mid_grid_then_run_again_records_every_cell_once(tmp_path):
+    grid = tmp_path / "kill.yaml"
+    grid.write_text(SMOKE_SUBSET)
+    out = tmp_path / "study"
+    runner = subprocess.Popen([sys.executable, "-m", "bench_utils", "run", str(grid), "--out", str(out)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    results = out / "results.jsonl"
+    deadline = time.monotonic() + 300
+    while not (results.exists() and results.stat().st_size) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(2.0)  # well into the next cell
+    runner.send_signal(signal.SIGKILL)
+    runner.wait()
+    time.sleep(1.5)  # give an orphan kernel the time it would need to misbehave
+    again = run_cli(str(grid), "--out", str(out))
+    assert again.returncode == 0, again.stderr[-2000:]
+    counts = Counter((r["cell"]["batch_size"]) for r in read_records(results))
+    assert counts == {1: 1, 2: 1, 3: 1}
+
+
+def test_bad_grid_is_one_line_and_exit_2(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("study: t\ngrids:\n  - models: [resnet]\n    batch_sizes: [0]\n    compile_modes: [eager]\n")
+    result = run_cli(str(bad))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == \
+        f"error: {bad}: grids[0].batch_sizes: must be positive integers, got 0"

@@ -1,0 +1,208 @@
+"""The package's shape: data flows one way, and each module stays small and says what it is for.
+
+grid file -> runner -> notebook -> cell -> records -> report: a lower layer never
+imports a higher one. Checked twice: statically (every import in the source, the
+ones inside functions included) and at run time (a fresh interpreter per
+subpackage, to see what importing it really loads).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+import subprocess
+import sys
+
+import pytest
+
+import bench_utils
+
+PACKAGE = Path(bench_utils.__file__).parent
+TOP_MODULES = {"paths", "env", "records", "results", "kernel"}  # the base every layer may use
+
+# What each part may import of the package (besides itself and the base).
+ALLOWED = {
+    "base": set(),
+    "measurement": set(),
+    "variants": {"measurement"},
+    "zoo": {"measurement", "variants"},
+    "study": {"measurement", "variants", "zoo"},
+    "report": {"measurement", "zoo"},
+    "cli": {"measurement", "variants", "zoo", "study", "report"},
+    "__init__": {"measurement", "variants", "zoo", "study", "report"},
+}
+# Within the base, the order in which its modules may import each other.
+BASE_ORDER = ["paths", "kernel", "env", "records", "results"]
+# Modules that must load neither torch nor (where listed) pandas: the runner's lease,
+# the records, the model registry and the whole report read results without them.
+NO_TORCH = ["bench_utils.paths", "bench_utils.kernel", "bench_utils.env", "bench_utils.records",
+            "bench_utils.results", "bench_utils.study.lease", "bench_utils.zoo.registry",
+            "bench_utils.zoo.architectures", "bench_utils.report.frame", "bench_utils.report.tables",
+            "bench_utils.report.context", "bench_utils.report.plots", "bench_utils.report.sections",
+            "bench_utils.report.render", "bench_utils.cli", "bench_utils"]
+NO_PANDAS = ["bench_utils.records", "bench_utils.results", "bench_utils.study.lease", "bench_utils.kernel"]
+MAX_LINES = 300
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        name = ".".join(("bench_utils",) + (parts[:-1] if parts[-1] == "__init__" else parts))
+        found[name] = path
+    return found
+
+
+def part_of(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "__init__"
+    if parts[1] in TOP_MODULES:
+        return "base"
+    if parts[1] == "__main__":
+        return "cli"
+    return parts[1]
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def package_imports(module: str, path: Path) -> set[str]:
+    """Every bench_utils module that ``module`` imports, anywhere in its source (type-only imports aside)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    imported: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.startswith("bench_utils"):
+                for alias in node.names:  # `from . import stats` names a module
+                    candidate = f"{target}.{alias.name}"
+                    imported.add(candidate if candidate in modules() else target)
+        elif isinstance(node, ast.Import):
+            imported.update(a.name for a in node.names if a.name.startswith("bench_utils"))
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return imported - {module}
+
+
+def violations(module: str, imported: set[str]) -> list[str]:
+    mine, wrong = part_of(module), []
+    for target in imported:
+        theirs = part_of(target)
+        if theirs in (mine, "base") and not (mine == theirs == "base"):
+            continue
+        if mine == theirs == "base":
+            ours, other = module.split(".")[1], target.split(".")[1]
+            if BASE_ORDER.index(other) >= BASE_ORDER.index(ours):
+                wrong.append(f"{module} imports {target} (later in the base)")
+            continue
+        if theirs not in ALLOWED[mine]:
+            wrong.append(f"{module} ({mine}) imports {target} ({theirs})")
+    return wrong
+
+
+def test_no_module_imports_a_higher_layer():
+    wrong = []
+    for module, path in modules().items():
+        wrong += violations(module, package_imports(module, path))
+    assert not wrong, "\n".join(sorted(wrong))
+
+
+def test_the_checker_catches_a_wrong_way_import():
+    # The rules themselves: the imports that issue #8 found running the wrong way.
+    assert violations("bench_utils.report.render", {"bench_utils.study.runner"})
+    assert violations("bench_utils.measurement.timer_check", {"bench_utils.variants.modes"})
+    assert violations("bench_utils.study.task", {"bench_utils.report.frame"})
+    assert violations("bench_utils.records", {"bench_utils.results"})
+    assert not violations("bench_utils.study.cell", {"bench_utils.measurement.compare", "bench_utils.records"})
+
+
+SUBPACKAGES = ["measurement", "variants", "zoo", "study", "report"]
+
+
+@pytest.mark.parametrize("subpackage", SUBPACKAGES)
+def test_importing_a_subpackage_loads_no_higher_layer(subpackage):
+    names = [m for m in modules() if m.startswith(f"bench_utils.{subpackage}")]
+    script = ("import importlib, json, sys\n"
+              f"for name in {names!r}: importlib.import_module(name)\n"
+              "print(json.dumps(sorted(m for m in sys.modules if m.startswith('bench_utils'))))")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    loaded = json.loads(result.stdout.strip().splitlines()[-1])
+    higher = [m for m in loaded if part_of(m) not in ("base", "__init__", subpackage)
+              and part_of(m) not in ALLOWED[subpackage]]
+    assert not higher, f"importing bench_utils.{subpackage} loaded {higher}"
+
+
+def heavy_modules_loaded_by(name: str) -> dict[str, bool]:
+    """Whether importing ``name`` alone, in a fresh interpreter, loads torch and pandas."""
+    script = (f"import importlib, json, sys; importlib.import_module({name!r}); "
+              "print(json.dumps({m: m in sys.modules for m in ('torch', 'pandas')}))")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_lease_records_registry_and_report_load_no_torch():
+    loaded = {name: heavy_modules_loaded_by(name) for name in NO_TORCH}
+    assert [name for name, heavy in loaded.items() if heavy["torch"]] == []
+    assert [name for name in NO_PANDAS if loaded[name]["pandas"]] == []
+
+
+def test_the_public_api_still_imports_from_the_top():
+    from bench_utils import (
+        Comparison,
+        Measurement,
+        MemoryProbe,
+        append_record,
+        capture_environment,
+        compare,
+        list_models,
+        load_model,
+        make_record,
+        measure,
+        read_records,
+        read_results,
+    )
+
+    assert callable(measure) and callable(compare) and callable(load_model)
+    assert {Comparison.__name__, Measurement.__name__, MemoryProbe.__name__} == {
+        "Comparison", "Measurement", "MemoryProbe"}
+    assert all(callable(f) for f in (append_record, capture_environment, list_models, make_record,
+                                     read_records, read_results))
+    with pytest.raises(AttributeError, match="no attribute 'nonsense'"):
+        bench_utils.nonsense  # noqa: B018
+
+
+def test_each_module_is_small_and_says_its_concern():
+    too_long, silent = [], []
+    for module, path in modules().items():
+        source = path.read_text(encoding="utf-8")
+        if len(source.splitlines()) > MAX_LINES:
+            too_long.append(f"{module}: {len(source.splitlines())} lines")
+        if module != "bench_utils.__main__" and not ast.get_docstring(ast.parse(source)):
+            silent.append(module)
+    assert not too_long, too_long
+    assert not silent, f"modules without a docstring: {silent}"
+
+
+def test_each_subpackage_says_in_one_line_what_it_is_for():
+    for name in SUBPACKAGES:
+        docstring = ast.get_docstring(ast.parse((PACKAGE / name / "__init__.py").read_text(encoding="utf-8")))
+        assert docstring and len(docstring.splitlines()) == 1, name

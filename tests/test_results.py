@@ -1,0 +1,136 @@
+import json
+import math
+import multiprocessing
+
+import pytest
+
+from bench_utils import append_record, make_record, read_records, read_results
+from bench_utils.measurement.timing import Measurement
+from bench_utils.results import CorruptRecordWarning
+
+ENV = {"torch_version": "2.15.0", "gpus": [], "timestamp_utc": "2026-11-22T00:00:00+00:00"}
+CELL = dict(study="test", task="image-classification", model="resnet", batch_size=4,
+            compile_mode="default", dtype="float32", device="cpu")
+
+
+def ok_record(**overrides):
+    m = Measurement(times_ms=[10.0, 12.0, 11.0, 13.0], first_call_ms=900.0, warmup=2)
+    fields = {**CELL, "measurement": m, "environment": ENV,
+              "config": {"weights": "random", "seed": 0}, **overrides}
+    return make_record(**fields)
+
+
+
+def test_round_trip_and_flat_dataframe(tmp_path):
+    path = tmp_path / "results.jsonl"
+    append_record(path, ok_record())
+    append_record(path, ok_record(model="vit", batch_size=1))
+    append_record(path, make_record(**{**CELL, "batch_size": 16}, status="oom",
+                                    error="CUDA out of memory. Tried to allocate 2 GiB", environment=ENV))
+    records = read_records(path)
+    assert [r["cell"]["model"] for r in records] == ["resnet", "vit", "resnet"]
+    assert records[0]["latency"]["values"] == pytest.approx([0.010, 0.012, 0.011, 0.013])
+    frame = read_results(path)
+    assert len(frame) == 3
+    assert list(frame.columns[:7]) == ["study", "task", "model", "batch_size", "compile_mode",
+                                       "dtype", "device"]
+    assert list(frame["status"]) == ["ok", "ok", "oom"]
+    assert frame.loc[0, "latency.mean"] == pytest.approx(0.0115)
+    assert math.isnan(frame.loc[2, "latency.mean"])
+    assert "latency.values" not in frame and "latency.values" in read_results(path, include_values=True)
+    assert list(frame["line"]) == [1, 2, 3]
+
+
+def test_each_record_is_one_utf8_line(tmp_path):
+    path = tmp_path / "r.jsonl"
+    append_record(path, ok_record(config={"note": "نموذج الرؤية"}))
+    raw = path.read_bytes()
+    assert raw.count(b"\n") == 1 and raw.endswith(b"\n")
+    assert "نموذج الرؤية" in raw.decode("utf-8")
+
+
+def test_torn_last_line_is_skipped_with_a_warning_naming_file_and_line(tmp_path):
+    path = tmp_path / "results.jsonl"
+    append_record(path, ok_record())
+    line = json.dumps(ok_record(), ensure_ascii=False)
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(line[: len(line) // 2])  # a writer killed mid-line
+    with pytest.warns(CorruptRecordWarning, match=rf"{path.name}:2: skipped"):
+        frame = read_results(path)
+    assert len(frame) == 1
+
+
+def test_append_after_a_torn_line_starts_a_new_line(tmp_path):
+    path = tmp_path / "results.jsonl"
+    append_record(path, ok_record())
+    with open(path, "a", encoding="utf-8") as f:
+        f.write('{"schema_version": 1, "cell": {"mod')
+    append_record(path, ok_record(model="vit"))
+    with pytest.warns(CorruptRecordWarning, match=":2:"):
+        records = read_records(path)
+    assert [r["cell"]["model"] for r in records] == ["resnet", "vit"]
+
+
+def test_corrupt_lines_in_the_middle_are_skipped(tmp_path):
+    path = tmp_path / "results.jsonl"
+    append_record(path, ok_record())
+    with open(path, "ab") as f:
+        f.write(b"not json at all\n")
+        f.write(b'{"hello": "no schema"}\n')
+        f.write(b"\xff\xfe garbage bytes\n")
+        f.write(b'{"schema_version": 999, "cell": {}}\n')
+    append_record(path, ok_record(model="vit"))
+    with pytest.warns(CorruptRecordWarning) as caught:
+        records = read_records(path)
+    assert [r["cell"]["model"] for r in records] == ["resnet", "vit"]
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 4
+    assert any(":5:" in m and "newer" in m for m in messages)
+
+
+def test_several_files_merge(tmp_path):
+    a, b = tmp_path / "a" / "results.jsonl", tmp_path / "b" / "results.jsonl"
+    append_record(a, ok_record())
+    append_record(b, ok_record(model="vit"))
+    frame = read_results([a, b])
+    assert list(frame["model"]) == ["resnet", "vit"]
+    assert frame["source"].tolist() == [str(a), str(b)]
+
+
+def test_empty_file_gives_an_empty_frame(tmp_path):
+    path = tmp_path / "results.jsonl"
+    path.write_text("")
+    frame = read_results(path)
+    assert frame.empty and "model" in frame.columns
+
+
+def _writer(path, worker, count):
+    for i in range(count):
+        record = ok_record(model=f"m{worker}", batch_size=i + 1)
+        record["config"]["padding"] = "x" * 20_000  # lines much longer than a pipe buffer
+        append_record(path, record)
+
+
+def test_concurrent_appends_never_interleave(tmp_path):
+    path = tmp_path / "results.jsonl"
+    ctx = multiprocessing.get_context("fork")
+    workers = [ctx.Process(target=_writer, args=(path, w, 15)) for w in range(4)]
+    for p in workers:
+        p.start()
+    for p in workers:
+        p.join()
+    records = read_records(path)  # any interleaving would raise a CorruptRecordWarning
+    assert len(records) == 60
+    assert sorted((r["cell"]["model"], r["cell"]["batch_size"]) for r in records) == \
+        sorted((f"m{w}", i + 1) for w in range(4) for i in range(15))
+
+
+def test_reading_from_an_offset_sees_only_later_records(tmp_path):
+    path = tmp_path / "results.jsonl"
+    append_record(path, ok_record())
+    offset = path.stat().st_size
+    append_record(path, ok_record(model="vit"))
+    from bench_utils.results import iter_records
+
+    assert [r["cell"]["model"] for _, r in iter_records(path, start=offset)] == ["vit"]
+    assert len(list(iter_records(path))) == 2
