@@ -3,20 +3,8 @@ import math
 import pytest
 
 from bench_utils import make_record
-from bench_utils.measurement.timing import Measurement
 from bench_utils.records import SCHEMA_VERSION, validate_record
-
-ENV = {"torch_version": "2.15.0", "gpus": [], "timestamp_utc": "2026-11-22T00:00:00+00:00"}
-CELL = dict(study="test", task="image-classification", model="resnet", batch_size=4,
-            compile_mode="default", dtype="float32", device="cpu")
-
-
-def ok_record(**overrides):
-    m = Measurement(times_ms=[10.0, 12.0, 11.0, 13.0], first_call_ms=900.0, warmup=2)
-    fields = {**CELL, "measurement": m, "environment": ENV,
-              "config": {"weights": "random", "seed": 0}, **overrides}
-    return make_record(**fields)
-
+from sample_records import CELL, ENV, ok_record
 
 
 def test_ok_record_has_optimum_benchmark_latency_block():

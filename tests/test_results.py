@@ -5,20 +5,8 @@ import multiprocessing
 import pytest
 
 from bench_utils import append_record, make_record, read_records, read_results
-from bench_utils.measurement.timing import Measurement
 from bench_utils.results import CorruptRecordWarning
-
-ENV = {"torch_version": "2.15.0", "gpus": [], "timestamp_utc": "2026-11-22T00:00:00+00:00"}
-CELL = dict(study="test", task="image-classification", model="resnet", batch_size=4,
-            compile_mode="default", dtype="float32", device="cpu")
-
-
-def ok_record(**overrides):
-    m = Measurement(times_ms=[10.0, 12.0, 11.0, 13.0], first_call_ms=900.0, warmup=2)
-    fields = {**CELL, "measurement": m, "environment": ENV,
-              "config": {"weights": "random", "seed": 0}, **overrides}
-    return make_record(**fields)
-
+from sample_records import CELL, ENV, ok_record
 
 
 def test_round_trip_and_flat_dataframe(tmp_path):
