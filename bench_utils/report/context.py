@@ -28,7 +28,9 @@ def methodology_text(data: pd.DataFrame, catalog: Catalog) -> str:
         timer="; ".join(catalog.t(f"timer_{timer}") for timer in timers),
         warmup=ltr(", ".join(str(int(v)) for v in sorted(set(ok["warmup"].dropna()))), catalog),
         runs=ltr(", ".join(str(int(v)) for v in sorted(set(ok["runs"].dropna()))), catalog),
-        weights="; ".join(catalog.t(f"weights_{w}") for w in weights))
+        # records written before the request was resolved may say "auto": shown as written
+        weights="; ".join(catalog.t(f"weights_{w}") if f"weights_{w}" in catalog.messages
+                          else ltr(str(w), catalog) for w in weights))
 
 
 ENVIRONMENT_KEYS = ["torch_version", "torch_git_version", "torch_cuda_version", "cudnn_version",

@@ -136,5 +136,6 @@ def cell_record(result: CellResult, loaded: LoadedModel, *, study: str,
         study=study, task=loaded.task, model=loaded.key, batch_size=result.batch_size,
         compile_mode=result.mode, dtype=loaded.dtype, device=loaded.device, status="ok",
         measurement=result.measurement, memory=memory, compile=compile_block,
-        config={"weights": loaded.weights, **(config or {})}, environment=environment,
+        # the weights measured, never the request ("auto" resolves to random or pretrained)
+        config={**(config or {}), "weights": loaded.weights}, environment=environment,
         extra=extra)

@@ -31,7 +31,25 @@ def _die_with_parent() -> None:
         pass
 
 
+def visible_devices_for(device: str, parent_mask: str | None) -> str:
+    """The CUDA_VISIBLE_DEVICES value that pins a kernel to ``device`` (``cuda:N``).
+
+    ``cuda:N`` is the runner's N-th visible GPU, so N indexes the runner's own mask
+    (indices, GPU UUIDs and MIG ids alike): with ``CUDA_VISIBLE_DEVICES=3``, ``cuda:0``
+    is physical GPU 3, never GPU 0, which may be someone else's.
+    """
+    index = int(device.split(":", 1)[1]) if ":" in device else 0
+    if parent_mask is None:
+        return str(index)
+    visible = [entry.strip() for entry in parent_mask.split(",") if entry.strip()]
+    if index >= len(visible):
+        raise ValueError(f"{device} is not visible here: CUDA_VISIBLE_DEVICES={parent_mask!r} "
+                         f"shows {len(visible)} GPU(s)")
+    return visible[index]
+
+
 def notebook_parameters(cell: Cell, results_path: Path, run_id: str) -> dict[str, Any]:
+    """The task notebook's parameters for one cell (papermill injects them)."""
     return {"study": cell.study, "models": [cell.model], "batch_sizes": [cell.batch_size],
             "compile_modes": [cell.compile_mode], "dtypes": [cell.dtype], "device": cell.device,
             "runs": cell.runs, "warmup": cell.warmup, "blocks": cell.blocks,
@@ -54,7 +72,7 @@ def execute_with_papermill(cell: Cell, device: str, parameters: dict[str, Any], 
         command += ["--execution-timeout", str(timeout)]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     if device.startswith("cuda"):
-        env["CUDA_VISIBLE_DEVICES"] = device.split(":")[1] if ":" in device else "0"
+        env["CUDA_VISIBLE_DEVICES"] = visible_devices_for(device, os.environ.get("CUDA_VISIBLE_DEVICES"))
     with open(log_path, "wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
                                    cwd=PROJECT_ROOT, preexec_fn=_die_with_parent)

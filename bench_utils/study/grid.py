@@ -152,6 +152,8 @@ def _check_devices(path: str, devices: list) -> list[str]:
     for device in devices:
         if not isinstance(device, str) or not re.fullmatch(r"cpu|cuda(:\d+)?", device):
             raise _fail(path, "devices", f"unknown device {device!r}: use cpu, cuda or cuda:N")
+        if device in checked:
+            raise _fail(path, "devices", f"{device} is listed twice: one worker per device")
         checked.append(device)
     return checked
 

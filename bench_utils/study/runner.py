@@ -67,7 +67,8 @@ class Runner:
                  executor: Executor | None = None, timeout: int | None = None,
                  stream=None) -> None:
         self.grid = grid
-        self.out_dir = Path(out_dir) if out_dir else REPORTS_DIR / grid.study
+        # Resolved once, here: the kernels run from the project root, not from this directory.
+        self.out_dir = Path(out_dir).resolve() if out_dir else REPORTS_DIR / grid.study
         self.results_path = self.out_dir / "results.jsonl"
         self.force = force
         self.devices = devices
@@ -86,6 +87,25 @@ class Runner:
                 return chosen
         return self.grid.workers(kind)
 
+    def check_devices(self) -> list[str]:
+        """Every worker's device, checked against this machine before anything runs.
+
+        A GPU that is not there, or one device listed twice (two measurements on one
+        device at once), is refused in one line rather than failing every cell.
+        """
+        workers = [device for kind in sorted({cell.device for cell in self.grid.cells})
+                   for device in self.workers(kind)]
+        twice = sorted({device for device in workers if workers.count(device) > 1})
+        if twice:
+            raise ValueError(f"device {twice[0]} is listed twice: one worker per device, so that "
+                             "no two measurements share it")
+        visible = self.environment.get("gpu_count") or 0
+        for device in workers:
+            if device.startswith("cuda") and int(device.partition(":")[2] or 0) >= visible:
+                raise ValueError(f"the grid needs {device}, but this machine shows {visible} CUDA "
+                                 f"device(s){'' if visible else ': run a CPU grid, or on a GPU machine'}")
+        return workers
+
     def pending(self) -> tuple[list[Cell], int]:
         done = set() if self.force else read_done(self.results_path)
         pending = []
@@ -96,6 +116,7 @@ class Runner:
         return pending, len(self.grid.cells) - len(pending)
 
     def run(self) -> RunOutcome:
+        self.check_devices()
         if self.uses_papermill:
             ensure_kernel()
         with RunnerLease(self.out_dir, self.results_path) as lease:
@@ -194,7 +215,7 @@ class Runner:
 
     @staticmethod
     def _config(cell: Cell) -> dict[str, Any]:
-        return {"weights": cell.weights, "seed": cell.seed, "runs": cell.runs,
+        return {"weights_requested": cell.weights, "weights": None, "seed": cell.seed, "runs": cell.runs,
                 "warmup": cell.warmup, "blocks": cell.blocks, "tf32": cell.tf32}
 
 

@@ -78,7 +78,7 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
         start_watchdog(int(runner_pid), results_path.parent, str(run_id))
         guard = lambda: lease_is_current(results_path.parent, str(run_id))  # noqa: E731
     # Set once for the whole run (global torch state); every record carries the settings.
-    config = {"weights": weights, "seed": seed, "runs": runs, "warmup": warmup, "blocks": blocks,
+    config = {"weights_requested": weights, "seed": seed, "runs": runs, "warmup": warmup, "blocks": blocks,
               **configure_fp32_math(tf32)}
     written = []
     for model_key in models:
@@ -104,7 +104,7 @@ def _run_model(*, study, task, model_key, dtype, device, batch_sizes, compile_mo
             cell = dict(study=study, task=task, model=model_key, batch_size=batch_size,
                         compile_mode=mode, dtype=dtype, device=device)
             if oom_at is not None:
-                record = skipped_after_oom(cell, oom_at, config)
+                record = skipped_after_oom(cell, oom_at, _failure_config(config, loaded))
             else:
                 try:
                     _inject_fault(model_key, batch_size)
@@ -127,12 +127,17 @@ def _run_model(*, study, task, model_key, dtype, device, batch_sizes, compile_mo
                     status = "oom" if is_out_of_memory(exc) else "error"
                     if status == "oom":
                         oom_at = batch_size
-                    record = failure_record(**cell, status=status, config=config,
+                    record = failure_record(**cell, status=status, config=_failure_config(config, loaded),
                                             error=_error_text(exc))
                     _free_memory()
             append_record(results_path, record, guard=guard)
             written.append(record)
     return written
+
+
+def _failure_config(config: dict[str, Any], loaded: Any) -> dict[str, Any]:
+    """A failed cell's settings: the weights of the model if it was built, else none measured."""
+    return {**config, "weights": loaded.weights if loaded is not None else None}
 
 
 def _free_memory() -> None:

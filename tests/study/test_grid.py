@@ -70,6 +70,7 @@ def test_devices_pin_workers():
     (BASE.replace("study: t", "study: 12"), "grid.yaml: study: must be str, got 12"),
     (BASE.replace("study: t\n", ""), "grid.yaml: study: is required"),
     (BASE + "devices: [tpu]\n", "grid.yaml: devices: unknown device 'tpu'"),
+    (BASE + "devices: [cuda:0, cuda:0]\n", "grid.yaml: devices: cuda:0 is listed twice"),
     (BASE + "weights: imagenet\n", "grid.yaml: weights: unknown weights 'imagenet'"),
     (BASE.replace("runs: 5", "runs: 5\nblocks: 9"), "grid.yaml: grids[0].blocks: must not exceed runs (5), got 9"),
     (BASE.replace("[resnet, detr]", "[org/other-model]"), "grid.yaml: grids[0].task: model 'org/other-model' is not in the registry"),

@@ -129,12 +129,44 @@ def test_two_devices_never_overlap_and_both_work(tmp_path):
     grid = dict(GRID, devices=["cuda:0", "cuda:1"])
     notebook = FakeNotebook(delay=0.05)
     runner = Runner(parse_grid(grid), tmp_path, executor=notebook)
-    runner.environment = {**runner.environment, "gpus": [{"index": 0, "name": "Fake GPU"}]}
+    runner.environment = {**runner.environment, "gpu_count": 2,
+                          "gpus": [{"index": 0, "name": "Fake GPU"}, {"index": 1, "name": "Fake GPU"}]}
     runner.run()
     assert notebook.overlaps == []
     assert {device for *_, device in notebook.calls} == {"cuda:0", "cuda:1"}
     assert len(notebook.calls) == 7
     assert all(r["cell"]["device"] == "cuda" for r in read_records(tmp_path / "results.jsonl"))
+
+
+def test_a_relative_out_is_resolved_where_the_runner_was_started(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # not the project root, where the kernels run
+    notebook, seen = FakeNotebook(), []
+
+    def executor(cell, device, parameters, out_dir):
+        seen.append((parameters["results_path"], out_dir))
+        return notebook(cell, device, parameters, out_dir)
+
+    runner = Runner(parse_grid(GRID), "studies/mine", executor=executor)
+    runner.run()
+    wanted = tmp_path / "studies" / "mine"
+    # A kernel resolves a relative path against the project root: it must be given an absolute one.
+    assert {(Path(path), Path(out)) for path, out in seen} == {(wanted / "results.jsonl", wanted)}
+    assert len(read_records(wanted / "results.jsonl")) == 7
+
+
+@pytest.mark.parametrize("devices, workers, gpus, message", [
+    (["cuda"], None, 0, "the grid needs cuda:0, but this machine shows 0 CUDA device(s): run a CPU grid"),
+    (["cuda:5"], None, 1, "the grid needs cuda:5, but this machine shows 1 CUDA device(s)"),
+    (["cpu"], ["cpu", "cpu"], 0, "device cpu is listed twice"),  # --devices cpu,cpu
+])
+def test_devices_are_checked_against_the_machine_before_any_cell(tmp_path, devices, workers, gpus, message):
+    notebook = FakeNotebook()
+    runner = Runner(parse_grid(dict(GRID, devices=devices)), tmp_path, executor=notebook, devices=workers)
+    runner.environment = {**runner.environment, "gpu_count": gpus}
+    with pytest.raises(ValueError) as raised:
+        runner.run()
+    assert str(raised.value).startswith(message)
+    assert notebook.calls == [] and not (tmp_path / "results.jsonl").exists()
 
 
 # --- the real thing: papermill, kernels, SIGKILL ----------------------------------------------
@@ -167,8 +199,17 @@ def test_papermill_executes_each_task_notebook_with_smoke_parameters(tmp_path):
     assert compiled and compiled[0]["parity"]["parity"] == "pass" and "speedup" in compiled[0]
     executed = sorted(p.name for p in (tmp_path / "notebooks").glob("*.ipynb"))
     assert len(executed) == 5
+    # The grid asks for weights "auto": records say what was measured (offline: random) ...
+    assert {(r["config"]["weights"], r["config"]["weights_requested"]) for r in records} == {("random", "auto")}
     again = run_cli("params/smoke.yaml", "--out", str(tmp_path))
     assert again.returncode == 0 and "nothing to do" in again.stdout
+    # ... and the report renders from them.
+    from bench_utils.report.render import render
+
+    written = render([tmp_path], tmp_path / "report", locales=["en"], formats=["html"], progress=lambda _: None)
+    page = (tmp_path / "report" / "en" / "index.html").read_text(encoding="utf-8")
+    assert (tmp_path / "report" / "en" / "index.html") in written
+    assert "random, with each checkpoint" in page and "KeyError" not in page
 
 
 def test_a_runner_killed_mid_grid_then_run_again_records_every_cell_once(tmp_path):

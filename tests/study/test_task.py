@@ -62,3 +62,11 @@ def test_a_notebook_of_a_replaced_runner_writes_nothing(tmp_path, monkeypatch):
         with pytest.raises(StaleWriterError):
             run(tmp_path, batch_sizes=[1], runner_pid=os.getpid(), run_id=stale)
     assert not results.exists() or read_records(results) == []
+
+
+def test_auto_weights_record_the_weights_measured_not_the_request(tmp_path):
+    # Offline (the tests force it), "auto" falls back to random: records must say "random".
+    returned = run(tmp_path, models=["resnet"], weights="auto", batch_sizes=[1], runs=1)
+    assert [r["status"] for r in returned] == ["ok"]
+    config = read_records(tmp_path / "results.jsonl")[0]["config"]
+    assert config["weights"] == "random" and config["weights_requested"] == "auto"
