@@ -116,13 +116,25 @@ def iter_records(path: str | os.PathLike, start: int = 0) -> Iterator[tuple[int,
                 elif not isinstance(record["schema_version"], int) or record["schema_version"] > SCHEMA_VERSION:
                     reason = (f"schema_version {record['schema_version']!r} is newer than this "
                               f"bench_utils reads ({SCHEMA_VERSION}); upgrade bench_utils")
-                elif not isinstance(record.get("cell"), dict):
-                    reason = "record has no cell block"
+                elif record["schema_version"] < SCHEMA_VERSION:
+                    reason = (f"schema_version {record['schema_version']} is older than this "
+                              f"bench_utils reads ({SCHEMA_VERSION})")
+                else:
+                    reason = _invalid(record)
             if reason:
                 warnings.warn(f"{path}:{number}: skipped a torn or corrupt line: {reason}",
                               CorruptRecordWarning, stacklevel=2)
                 continue
             yield number, record
+
+
+def _invalid(record: dict[str, Any]) -> str | None:
+    """Why a record of the current schema cannot be used (a missing or malformed field), or None."""
+    try:
+        validate_record(record)
+    except ValueError as exc:
+        return f"not a valid record ({exc})"
+    return None
 
 
 def read_records(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list[dict[str, Any]]:

@@ -1,6 +1,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -89,3 +90,32 @@ def test_cell_bad_input_is_one_line(capsys, args, message):
     status, _, err = run_main(capsys, *args)
     assert status == 2 and message in err
     assert len(err.strip().splitlines()) == 1, err
+
+
+FIXTURE = Path(__file__).parent / "fixtures" / "smoke-results.jsonl"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["report", str(FIXTURE), "--locales", ","], "error: no locale given"),
+    (["report", str(FIXTURE), "--locales", "en,fr"], "error: unknown locale 'fr'"),
+    (["report", str(FIXTURE), "--formats", ","], "error: no format given"),
+    (["report", str(FIXTURE), "--out", str(FIXTURE)], "is a file, not a folder"),
+    (["report", "no/such/study"], "error: no results at no/such/study"),
+    (["run", "params/smoke.yaml", "--out", str(FIXTURE)], "is a file, not a study folder"),
+    (["run", "params/smoke.yaml", "--devices", "cuda:0"], "error: --devices cuda:0: the grid has no cuda cells"),
+    (["run", "GPU_GRID", "--devices", "cuda:7"], "error: the grid needs cuda:7, but this machine shows"),
+])
+def test_bad_run_and_report_input_is_one_line_and_exit_2(capsys, tmp_path, args, message):
+    if "cuda:7" in args and torch.cuda.device_count() > 7:
+        pytest.skip("this machine has a cuda:7")
+    grid = tmp_path / "gpu.yaml"
+    grid.write_text("study: gpu\ndevices: [cuda]\ngrids:\n  - models: [resnet]\n    batch_sizes: [1]\n"
+                    "    compile_modes: [eager]\n")
+    args = [str(grid) if arg == "GPU_GRID" else arg for arg in args]
+    if args[0] == "run" and "--out" not in args:
+        args += ["--out", str(tmp_path / "study")]  # never the repository's reports/
+    status, _, err = run_main(capsys, *args)
+    assert status == 2, err
+    lines = [line for line in err.strip().splitlines() if not line.startswith("[run]")]
+    assert len(lines) == 1 and message in lines[0], err
+    assert "Traceback" not in err

@@ -76,6 +76,30 @@ def test_corrupt_lines_in_the_middle_are_skipped(tmp_path):
     assert any(":5:" in m and "newer" in m for m in messages)
 
 
+def test_structurally_bad_and_older_records_are_skipped_by_readers_runner_and_report(tmp_path):
+    import json
+
+    from bench_utils.report.frame import frame, latest_records
+
+    path = tmp_path / "results.jsonl"
+    good = ok_record()
+    broken = {**ok_record(model="vit"), "cell": {**good["cell"], "batch_size": "four"}}
+    no_status = {k: v for k, v in ok_record(model="beit").items() if k != "status"}
+    older = {**ok_record(model="detr"), "schema_version": 0}
+    with open(path, "w", encoding="utf-8") as f:
+        for record in (good, broken, no_status, older):
+            f.write(json.dumps(record) + "\n")
+    with pytest.warns(CorruptRecordWarning) as caught:
+        records = read_records(path)
+    assert [r["cell"]["model"] for r in records] == ["resnet"]
+    messages = sorted(str(w.message) for w in caught)
+    assert messages[0].startswith(f"{path}:2:") and "cell.batch_size must be an integer" in messages[0]
+    assert messages[1].startswith(f"{path}:3:") and "status must be one of" in messages[1]
+    assert messages[2].startswith(f"{path}:4:") and "schema_version 0 is older" in messages[2]
+    with pytest.warns(CorruptRecordWarning):  # the report reads the same way: no crash
+        assert list(frame(latest_records([path]))["model"]) == ["resnet"]
+
+
 def test_several_files_merge(tmp_path):
     a, b = tmp_path / "a" / "results.jsonl", tmp_path / "b" / "results.jsonl"
     append_record(a, ok_record())

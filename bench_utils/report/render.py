@@ -86,6 +86,16 @@ def index_page(locales: list[str], formats: Iterable[str]) -> str:
             f"<ul>\n{chr(10).join(items)}\n</ul>\n</body>\n</html>\n")
 
 
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write ``path`` whole or not at all: a reader never sees half a page."""
+    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        temporary.write_bytes(data)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
 def render(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike | None = None, *,
            locales: Iterable[str] = ("en", "ar", "es"), formats: Iterable[str] = FORMATS,
            progress=print) -> list[Path]:
@@ -95,6 +105,10 @@ def render(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike | None
     paths = list(paths)
     files = results_files(paths)
     locales, formats = list(locales), list(formats)
+    if not locales:
+        raise ValueError(f"no locale given: name one or more of {', '.join(available_locales())}")
+    if not formats:
+        raise ValueError(f"no format given: use {', '.join(FORMATS)}")
     for locale in locales:
         if locale not in available_locales():
             raise ValueError(f"unknown locale {locale!r}: available {', '.join(available_locales())}")
@@ -102,6 +116,8 @@ def render(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike | None
         if fmt not in FORMATS:
             raise ValueError(f"unknown format {fmt!r}: use {', '.join(FORMATS)}")
     out = Path(out_dir) if out_dir else (Path(paths[0]) if Path(paths[0]).is_dir() else files[0].parent)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file, not a folder")
     ensure_kernel()
     written = []
     for locale in locales:
@@ -118,19 +134,19 @@ def render(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike | None
         notebook.metadata["title"] = catalog.t("title")
         if "html" in formats:
             page = locale_dir / "index.html"
-            page.write_text(to_html(notebook, catalog), encoding="utf-8")
+            write_atomically(page, to_html(notebook, catalog).encode("utf-8"))
             written.append(page)
         if "md" in formats:
             body, images = to_markdown(notebook, catalog)
             for name, data in images.items():
                 image = locale_dir / name
                 image.parent.mkdir(parents=True, exist_ok=True)
-                image.write_bytes(data)
+                write_atomically(image, data)
             readme = locale_dir / "README.md"
-            readme.write_text(body, encoding="utf-8")
+            write_atomically(readme, body.encode("utf-8"))
             written.append(readme)
         progress(f"[report] {locale}: " + ", ".join(str(p) for p in written if p.parent == locale_dir))
     index = out / "index.html"
-    index.write_text(index_page(locales, formats), encoding="utf-8")
+    write_atomically(index, index_page(locales, formats).encode("utf-8"))
     written.append(index)
     return written

@@ -24,11 +24,10 @@ from pathlib import Path
 import re
 from typing import Any
 
-import yaml
-
 from ..variants import modes as compile_module
 from ..variants.precision import parse_dtype
 from ..zoo.registry import TASKS, WEIGHTS, resolve_key
+from .grid_yaml import GridFileError, read_yaml
 
 TOP_LEVEL = {
     "study": str, "description": str, "runs": int, "warmup": int, "blocks": int,
@@ -158,21 +157,24 @@ def _check_devices(path: str, devices: list) -> list[str]:
     return checked
 
 
+def _check_timm(path: str, where: str, model: str) -> str:
+    import timm  # only for grids that name a timm model
+
+    name = model[len("timm:"):]
+    if not timm.is_model(name):
+        close = difflib.get_close_matches(name, timm.list_models(), n=1)
+        hint = f" Did you mean 'timm:{close[0]}'?" if close else ""
+        raise _fail(path, where + "models", f"unknown timm model {name!r}.{hint}")
+    return model
+
+
 def load_grid(path: str | Path) -> Grid:
     """Read, validate and expand a grid file; GridError on any mistake."""
-    path = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise GridError(f"{path}: cannot read the grid file ({exc.strerror or exc})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else "YAML"
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise GridError(f"{path}: {where}: not valid YAML ({problem})") from None
-    return parse_grid(data, path)
+        data = read_yaml(path)
+    except GridFileError as exc:
+        raise GridError(str(exc)) from None
+    return parse_grid(data, str(path))
 
 
 def parse_grid(data: Any, path: str = "<grid>") -> Grid:
@@ -259,10 +261,12 @@ def _expand(path: str, index: int, item: Any, settings: dict, kinds: list[str],
             spec = resolve_key(str(model))
         except ValueError as exc:
             raise _fail(path, where + "models", str(exc)) from None
-        if spec is not None:
-            key, task = spec.key, spec.task
-        elif str(model).startswith("timm:"):
-            key, task = str(model), "image-classification"
+        if spec is not None or str(model).startswith("timm:"):
+            key, task = (spec.key, spec.task) if spec else (_check_timm(path, where, str(model)),
+                                                            "image-classification")
+            if task_override is not None and task_override != task:
+                raise _fail(path, where + "task", f"{model!r} is an {task} model: the sub-grid's "
+                            f"task ({task_override}) applies only to checkpoints outside the registry")
         elif task_override:
             key, task = str(model), task_override
         else:

@@ -69,6 +69,8 @@ class Runner:
         self.grid = grid
         # Resolved once, here: the kernels run from the project root, not from this directory.
         self.out_dir = Path(out_dir).resolve() if out_dir else REPORTS_DIR / grid.study
+        if self.out_dir.exists() and not self.out_dir.is_dir():
+            raise ValueError(f"--out {self.out_dir} is a file, not a study folder")
         self.results_path = self.out_dir / "results.jsonl"
         self.force = force
         self.devices = devices
@@ -93,8 +95,12 @@ class Runner:
         A GPU that is not there, or one device listed twice (two measurements on one
         device at once), is refused in one line rather than failing every cell.
         """
-        workers = [device for kind in sorted({cell.device for cell in self.grid.cells})
-                   for device in self.workers(kind)]
+        kinds = sorted({cell.device for cell in self.grid.cells})
+        unused = [device for device in self.devices or [] if device.split(":")[0] not in kinds]
+        if unused:
+            raise ValueError(f"--devices {unused[0]}: the grid has no {unused[0].split(':')[0]} cells "
+                             f"(its devices: {', '.join(kinds)})")
+        workers = [device for kind in kinds for device in self.workers(kind)]
         twice = sorted({device for device in workers if workers.count(device) > 1})
         if twice:
             raise ValueError(f"device {twice[0]} is listed twice: one worker per device, so that "

@@ -77,12 +77,24 @@ def test_devices_pin_workers():
     ("study: t\ngrids: [\n", "grid.yaml: line 3: not valid YAML"),
     ("- just\n- a list\n", "grid.yaml: the grid file must be a mapping"),
     ("study: t\ngrids: []\n", "grid.yaml: grids: must not be empty"),
+    (BASE.replace("runs: 5", "runs: 5\nruns: 50"), "grid.yaml: line 3: key 'runs' is given twice (first on line 2)"),
+    (BASE + "    task: object-detection\n",
+     "grid.yaml: grids[0].task: 'resnet' is an image-classification model: the sub-grid's task (object-detection)"),
+    (BASE.replace("[resnet, detr]", "[timm:resnet181]"), "grid.yaml: grids[0].models: unknown timm model 'resnet181'. Did you mean"),
 ])
 def test_each_mistake_is_one_line_naming_file_and_key(tmp_path, text, message):
     with pytest.raises(GridError) as caught:
         load_grid(write(tmp_path, text))
     assert message in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def test_a_grid_file_that_is_not_utf8_is_named(tmp_path):
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes(BASE.replace("study: t", "study: t\ndescription: caf\xe9").encode("latin-1"))
+    with pytest.raises(GridError) as caught:
+        load_grid(path)
+    assert str(caught.value).startswith(f"{path}: not UTF-8 text")
 
 
 def test_missing_file(tmp_path):

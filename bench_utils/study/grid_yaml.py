@@ -1,0 +1,54 @@
+"""Reading a grid file's YAML strictly: UTF-8 only, and a key given twice is an error.
+
+PyYAML keeps the last of two equal keys without a word, so a grid that sets
+``runs`` twice would silently measure with one of them; here it names the line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+class GridFileError(ValueError):
+    """The grid file cannot be read as YAML; the message names the file."""
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """yaml.SafeLoader that refuses a mapping key given twice."""
+
+
+def _mapping_without_duplicates(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False):
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        line = key_node.start_mark.line + 1
+        if key in seen:
+            raise GridFileError(f"line {line}: key {key!r} is given twice (first on line {seen[key]})")
+        seen[key] = line
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates)
+
+
+def read_yaml(path: str | Path) -> Any:
+    """The YAML document of ``path``; GridFileError naming the file for any reason it cannot be read."""
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise GridFileError(f"{path}: cannot read the grid file ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise GridFileError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}); "
+                            "save the grid file as UTF-8") from None
+    try:
+        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 (a SafeLoader)
+    except GridFileError as exc:
+        raise GridFileError(f"{path}: {exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else "YAML"
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise GridFileError(f"{path}: {where}: not valid YAML ({problem})") from None
