@@ -48,6 +48,22 @@ def visible_devices_for(device: str, parent_mask: str | None) -> str:
     return visible[index]
 
 
+def oom_kill_count() -> int | None:
+    """How many processes the operating system's out-of-memory killer has ended so far (Linux), or None.
+
+    A kernel killed that way dies without a word; a count that rose while its cell ran
+    tells the runner the cell ran out of memory rather than failed.
+    """
+    try:
+        with open("/proc/vmstat", encoding="ascii") as vmstat:
+            for line in vmstat:
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
 def notebook_parameters(cell: Cell, results_path: Path, run_id: str) -> dict[str, Any]:
     """The task notebook's parameters for one cell (papermill injects them)."""
     return {"study": cell.study, "models": [cell.model], "batch_sizes": [cell.batch_size],

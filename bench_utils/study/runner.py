@@ -33,28 +33,15 @@ from typing import Any, Callable
 from ..env import capture_environment
 from ..kernel import ensure_kernel
 from ..paths import REPORTS_DIR
-from ..records import cell_identity, environment_key, failure_record, record_key, skipped_after_oom
+from ..records import cell_identity, environment_key, failure_record, skipped_after_oom
 from ..results import append_record, iter_records, locked
-from .execution import execute_with_papermill, log_tail, notebook_parameters
+from .execution import execute_with_papermill, log_tail, notebook_parameters, oom_kill_count
 from .grid import Cell, Grid
 from .lease import RunnerLease
 from .progress import Outcome, Progress, RunOutcome
-
-DONE_STATUSES = ("ok", "oom")
-
-
-# --- resuming -------------------------------------------------------------------------
-
-def read_done(results_path: Path) -> set[tuple]:
-    """Keys of the cells that have an ok or oom record."""
-    if not results_path.exists():
-        return set()
-    with locked(results_path, shared=True):  # never read a line while it is being written
-        return {record_key(record) for _, record in iter_records(results_path)
-                if record.get("status") in DONE_STATUSES}
+from .resume import group_key, oom_batches, read_done
 
 
-# --- the runner ----------------------------------------------------------------------------
 
 Executor = Callable[[Cell, str, dict[str, Any], Path], "tuple[int, Path]"]
 
@@ -112,13 +99,15 @@ class Runner:
                                  f"device(s){'' if visible else ': run a CPU grid, or on a GPU machine'}")
         return workers
 
+    def key(self, cell: Cell) -> tuple:
+        """The cell's identity on this machine's environment (see ``records.record_key``)."""
+        return (*cell.identity(), *environment_key(self.environment, cell.device))
+
     def pending(self) -> tuple[list[Cell], int]:
         done = set() if self.force else read_done(self.results_path)
-        pending = []
-        for cell in self.grid.cells:
-            key = (*cell.identity(), *environment_key(self.environment, cell.device))
-            if key not in done:
-                pending.append(cell)
+        # OOMs of earlier runs still rule out larger batches (not with --force: all is measured again)
+        self.earlier_ooms = {} if self.force else oom_batches(self.results_path)
+        pending = [cell for cell in self.grid.cells if self.key(cell) not in done]
         return pending, len(self.grid.cells) - len(pending)
 
     def run(self) -> RunOutcome:
@@ -154,18 +143,18 @@ class Runner:
                 cells = groups.get_nowait()
             except queue.Empty:
                 return
-            oom_at = None
+            oom_at = self.earlier_ooms.get(group_key(self.key(cells[0])))
             for cell in cells:
                 progress.start(cell, device)
                 started = time.monotonic()
-                if oom_at is not None:
+                if oom_at is not None and cell.batch_size > oom_at:
                     self._append(skipped_after_oom(self._cell_fields(cell), oom_at, self._config(cell),
                                                    environment=self.environment))
                     outcome = Outcome(cell, "skipped", 0.0, device, f"after OOM at batch {oom_at}")
                 else:
                     outcome = self._execute(cell, device, started)
                     if outcome.status == "oom":
-                        oom_at = cell.batch_size
+                        oom_at = min(cell.batch_size, oom_at or cell.batch_size)
                 with self._lock:
                     tally.outcomes.append(outcome)
                 progress.finish(outcome)
@@ -173,6 +162,7 @@ class Runner:
     def _execute(self, cell: Cell, device: str, started: float) -> Outcome:
         parameters = notebook_parameters(cell, self.results_path, self.run_id)
         offset = self._size()  # the notebook's record, if any, is appended after this
+        oom_kills = oom_kill_count()
         try:
             returncode, log_path = self.executor(cell, device, parameters, self.out_dir)
         except Exception as exc:  # the executor itself failed: still one record for the cell
@@ -187,12 +177,16 @@ class Runner:
                            (record.get("error") or "").strip().splitlines()[-1][:160]
                            if record.get("error") else "")
         tail = failure or (log_tail(log_path) if log_path else "(no log)")
+        killed_for_memory = returncode != 0 and oom_kills is not None and (oom_kill_count() or 0) > oom_kills
+        status = "oom" if killed_for_memory else "error"
+        cause = ("the operating system's out-of-memory killer ended a process meanwhile: the kernel "
+                 "ran out of host memory" if killed_for_memory else "the kernel may have died")
         message = (f"the notebook ended (exit status {returncode}) without recording the cell; "
-                   f"the kernel may have died. Last lines of its log:\n{tail}")
-        self._append(failure_record(**self._cell_fields(cell), status="error", error=message,
+                   f"{cause}. Last lines of its log:\n{tail}")
+        self._append(failure_record(**self._cell_fields(cell), status=status, error=message,
                                     config=self._config(cell), environment=self.environment,
                                     log=str(log_path) if log_path else None))
-        return Outcome(cell, "error", seconds, device, f"no record (exit status {returncode})")
+        return Outcome(cell, status, seconds, device, f"no record (exit status {returncode})")
 
     def _size(self) -> int:
         if not self.results_path.exists():

@@ -36,11 +36,13 @@ TRACEBACK_LINES = 30
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
-    """CUDA's OutOfMemoryError, or an allocator's 'out of memory' in any other error."""
+    """CUDA's OutOfMemoryError, or an allocator's or CUDA library's allocation failure in any other error."""
     if isinstance(exc, torch.cuda.OutOfMemoryError):
         return True
     text = str(exc).lower()
-    return "out of memory" in text or "can't allocate memory" in text
+    # cuBLAS and cuDNN report a failed workspace allocation in their own words
+    return any(sign in text for sign in ("out of memory", "can't allocate memory",
+                                         "cublas_status_alloc_failed", "cudnn_status_alloc_failed"))
 
 
 def _inject_fault(model: str, batch_size: int) -> None:

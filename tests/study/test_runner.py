@@ -169,6 +169,42 @@ def test_devices_are_checked_against_the_machine_before_any_cell(tmp_path, devic
     assert notebook.calls == [] and not (tmp_path / "results.jsonl").exists()
 
 
+def test_a_kernel_ended_by_the_oom_killer_is_oom_and_larger_batches_are_skipped(tmp_path, monkeypatch):
+    import bench_utils.study.runner as runner_module
+
+    kills = iter(range(100))  # the system's OOM-kill count rises during every cell
+    monkeypatch.setattr(runner_module, "oom_kill_count", lambda: next(kills))
+    summary, _ = run(tmp_path, FakeNotebook(crash={("resnet", 4)}))
+    found = statuses(tmp_path)
+    assert found[("resnet", 4, "eager")] == "oom" and found[("resnet", 16, "eager")] == "oom"
+    assert "out-of-memory killer" in read_records(tmp_path / "results.jsonl")[1]["error"]
+    assert summary.counts()["skipped"] == 2
+
+
+def test_a_crash_without_oom_kills_stays_an_error(tmp_path, monkeypatch):
+    import bench_utils.study.runner as runner_module
+
+    monkeypatch.setattr(runner_module, "oom_kill_count", lambda: 7)
+    run(tmp_path, FakeNotebook(crash={("resnet", 4)}))
+    assert statuses(tmp_path)[("resnet", 4, "eager")] == "error"
+    assert statuses(tmp_path)[("resnet", 16, "eager")] == "ok"
+
+
+def test_a_resumed_run_still_skips_batches_larger_than_an_earlier_oom(tmp_path):
+    grid = parse_grid(GRID)
+    first = Runner(grid, tmp_path, executor=FakeNotebook(oom={("resnet", 4)}))
+    first.run()
+    # A run cut short after the OOM at batch 4, before batch 16 was recorded as skipped:
+    path = tmp_path / "results.jsonl"
+    kept = [line for line in path.read_text().splitlines()
+            if '"batch_size":16' not in line]
+    path.write_text("\n".join(kept) + "\n")
+    again = FakeNotebook()
+    summary, _ = run(tmp_path, again)
+    assert ("resnet", 16, "eager") not in {call[:3] for call in again.calls}
+    assert statuses(tmp_path)[("resnet", 16, "eager")] == "oom" and summary.counts()["skipped"] == 2
+
+
 # --- the real thing: papermill, kernels, SIGKILL ----------------------------------------------
 
 SMOKE_SUBSET = """study: kill

@@ -47,6 +47,8 @@ def test_out_of_memory_is_recognized():
 
     assert task.is_out_of_memory(torch.cuda.OutOfMemoryError("CUDA out of memory"))
     assert task.is_out_of_memory(RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried"))
+    assert task.is_out_of_memory(RuntimeError(
+        "CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"))
     assert not task.is_out_of_memory(RuntimeError("shape mismatch"))
 
 
