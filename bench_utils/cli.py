@@ -101,7 +101,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(format_run_outcome(outcome, runner.results_path))
-    return 1 if outcome.counts().get("error") else 0
+    return outcome.exit_status()
 
 
 def _cmd_report(args: argparse.Namespace) -> int:

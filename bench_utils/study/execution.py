@@ -19,6 +19,7 @@ from typing import Any
 from ..kernel import KERNEL_NAME
 from ..paths import NOTEBOOK_DIR, PROJECT_ROOT
 from .grid import Cell
+from .stopping import RunningProcesses
 
 LOG_TAIL_LINES = 40
 
@@ -75,8 +76,13 @@ def notebook_parameters(cell: Cell, results_path: Path, run_id: str) -> dict[str
 
 
 def execute_with_papermill(cell: Cell, device: str, parameters: dict[str, Any], out_dir: Path,
-                           timeout: int | None = None) -> tuple[int, Path]:
-    """Run the cell's notebook; return papermill's exit status and the log's path."""
+                           timeout: int | None = None,
+                           running: RunningProcesses | None = None) -> tuple[int, Path]:
+    """Run the cell's notebook; return papermill's exit status and the log's path.
+
+    ``running``, if given, holds the papermill process while it runs, so that a stop
+    request can end it and its kernel.
+    """
     executed = out_dir / "notebooks" / f"{cell.cell_id}.ipynb"
     log_path = out_dir / "logs" / f"{cell.cell_id}.log"
     executed.parent.mkdir(parents=True, exist_ok=True)
@@ -92,7 +98,13 @@ def execute_with_papermill(cell: Cell, device: str, parameters: dict[str, Any], 
     with open(log_path, "wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
                                    cwd=PROJECT_ROOT, preexec_fn=_die_with_parent)
-        return process.wait(), log_path
+        if running is not None:
+            running.add(process)
+        try:
+            return process.wait(), log_path
+        finally:
+            if running is not None:
+                running.discard(process)
 
 
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:

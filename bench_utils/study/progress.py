@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+import signal
 import threading
 import time
 
@@ -29,6 +30,15 @@ class RunOutcome:
     outcomes: list[Outcome] = field(default_factory=list)
     resumed: int = 0
     total: int = 0
+    not_run: int = 0                 # pending cells never started (the run was stopped)
+    signal: int | None = None        # SIGINT or SIGTERM, if one stopped the run
+    worker_errors: list[str] = field(default_factory=list)
+
+    def exit_status(self) -> int:
+        """128 + the signal that stopped the run; 1 if a worker failed or a cell errored; else 0."""
+        if self.signal is not None:
+            return 128 + self.signal
+        return 1 if self.worker_errors or self.counts().get("error") else 0
 
     def counts(self) -> Counter:
         return Counter(outcome.status for outcome in self.outcomes)
@@ -75,7 +85,7 @@ class Progress:
 
 def format_run_outcome(run: RunOutcome, results_path: Path, slowest: int = 3) -> str:
     counts = run.counts()
-    if not run.outcomes:
+    if not run.outcomes and not run.worker_errors and run.signal is None:
         return (f"all {run.total} cells already measured for this environment; nothing to do "
                 f"(--force measures again). Results: {results_path}")
     lines = [f"cells: {run.total} in the grid, {run.resumed} already measured, "
@@ -86,5 +96,9 @@ def format_run_outcome(run: RunOutcome, results_path: Path, slowest: int = 3) ->
     for outcome in run.outcomes:
         if outcome.status == "error":
             lines.append(f"error: {outcome.cell.cell_id} on {outcome.device}: {outcome.message}")
+    if run.signal is not None or run.not_run:
+        stopped = f"stopped by {signal.Signals(run.signal).name}: " if run.signal is not None else ""
+        lines.append(f"{stopped}{run.not_run} cell(s) not run; run the grid again to measure them")
+    lines += [f"error: {error}" for error in run.worker_errors]
     lines.append(f"results: {results_path}  executed notebooks: {results_path.parent / 'notebooks'}")
     return "\n".join(lines)

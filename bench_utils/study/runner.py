@@ -40,6 +40,7 @@ from .grid import Cell, Grid
 from .lease import RunnerLease
 from .progress import Outcome, Progress, RunOutcome
 from .resume import group_key, oom_batches, read_done
+from .stopping import RunningProcesses, StopOnSignal
 
 
 
@@ -63,8 +64,9 @@ class Runner:
         self.devices = devices
         self.timeout = timeout
         self.uses_papermill = executor is None
-        self.executor = executor or (lambda cell, device, params, out:
-                                     execute_with_papermill(cell, device, params, out, self.timeout))
+        self.running = RunningProcesses()
+        self.executor = executor or (lambda cell, device, params, out: execute_with_papermill(
+            cell, device, params, out, self.timeout, self.running))
         self.stream = stream or sys.stderr
         self.environment = capture_environment()
         self._lock = threading.Lock()
@@ -114,7 +116,8 @@ class Runner:
         self.check_devices()
         if self.uses_papermill:
             ensure_kernel()
-        with RunnerLease(self.out_dir, self.results_path) as lease:
+        with RunnerLease(self.out_dir, self.results_path) as lease, \
+                StopOnSignal(self.running.end_all) as self.stop:
             self.run_id = lease.run_id
             pending, resumed = self.pending()
             tally = RunOutcome(resumed=resumed, total=len(self.grid.cells))
@@ -133,18 +136,32 @@ class Runner:
             for thread in threads:
                 thread.start()
             for thread in threads:
-                thread.join()
+                thread.join()  # the lease is held until every worker has stopped
             progress.close()
+            tally.not_run = len(pending) - len(tally.outcomes)
+            tally.signal = self.stop.signal
         return tally
 
     def _work(self, groups: queue.Queue, device: str, tally: RunOutcome, progress: "Progress") -> None:
-        while True:
+        try:
+            self._work_through(groups, device, tally, progress)
+        except BaseException as exc:  # a full disk, say: stop the run and say so, never die silently
+            with self._lock:
+                tally.worker_errors.append(f"worker {device}: {type(exc).__name__}: {exc}")
+            self.stop.requested.set()
+            self.running.end_all()
+
+    def _work_through(self, groups: queue.Queue, device: str, tally: RunOutcome,
+                      progress: "Progress") -> None:
+        while not self.stop.requested.is_set():
             try:
                 cells = groups.get_nowait()
             except queue.Empty:
                 return
             oom_at = self.earlier_ooms.get(group_key(self.key(cells[0])))
             for cell in cells:
+                if self.stop.requested.is_set():
+                    return  # no new cell once a stop was asked for
                 progress.start(cell, device)
                 started = time.monotonic()
                 if oom_at is not None and cell.batch_size > oom_at:
@@ -153,13 +170,15 @@ class Runner:
                     outcome = Outcome(cell, "skipped", 0.0, device, f"after OOM at batch {oom_at}")
                 else:
                     outcome = self._execute(cell, device, started)
+                    if outcome is None:  # cut short by a stop request: no record, measured next run
+                        return
                     if outcome.status == "oom":
                         oom_at = min(cell.batch_size, oom_at or cell.batch_size)
                 with self._lock:
                     tally.outcomes.append(outcome)
                 progress.finish(outcome)
 
-    def _execute(self, cell: Cell, device: str, started: float) -> Outcome:
+    def _execute(self, cell: Cell, device: str, started: float) -> Outcome | None:
         parameters = notebook_parameters(cell, self.results_path, self.run_id)
         offset = self._size()  # the notebook's record, if any, is appended after this
         oom_kills = oom_kill_count()
@@ -176,6 +195,8 @@ class Runner:
             return Outcome(cell, record["status"], seconds, device,
                            (record.get("error") or "").strip().splitlines()[-1][:160]
                            if record.get("error") else "")
+        if self.stop.requested.is_set():
+            return None  # ended by the stop request, not by a fault of its own
         tail = failure or (log_tail(log_path) if log_path else "(no log)")
         killed_for_memory = returncode != 0 and oom_kills is not None and (oom_kill_count() or 0) > oom_kills
         status = "oom" if killed_for_memory else "error"

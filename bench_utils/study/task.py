@@ -9,13 +9,15 @@ written only while the runner's lease is this run's (see ``lease``).
 
 Tests reach the failure paths through ``BENCH_UTILS_INJECT_FAULT``, a list of
 ``kind:model:batch_size`` entries separated by ``;`` (kind: ``oom``, ``error``,
-or ``crash``, which aborts the kernel process as a segfault would).
+``crash``, which aborts the kernel process as a segfault would, or ``hang``, which
+blocks for ever after touching the file named by ``BENCH_UTILS_HANG_MARKER``).
 """
 
 from __future__ import annotations
 
 import gc
 import os
+import threading
 from pathlib import Path
 import traceback
 from typing import Any, Iterable
@@ -32,6 +34,7 @@ from .cell import cell_record, run_cell
 from .lease import lease_is_current, start_watchdog
 
 FAULT_ENV = "BENCH_UTILS_INJECT_FAULT"
+HANG_MARKER_ENV = "BENCH_UTILS_HANG_MARKER"
 TRACEBACK_LINES = 30
 
 
@@ -58,6 +61,11 @@ def _inject_fault(model: str, batch_size: int) -> None:
             raise RuntimeError("injected fault")
         if kind == "crash":
             os.abort()
+        if kind == "hang":  # a stuck cell; the marker file tells a test it is stuck now
+            marker = os.environ.get(HANG_MARKER_ENV)
+            if marker:
+                Path(marker).touch()
+            threading.Event().wait()
 
 
 def _error_text(exc: BaseException) -> str:

@@ -205,6 +205,38 @@ def test_a_resumed_run_still_skips_batches_larger_than_an_earlier_oom(tmp_path):
     assert statuses(tmp_path)[("resnet", 16, "eager")] == "oom" and summary.counts()["skipped"] == 2
 
 
+def test_sigterm_stops_the_run_no_new_cell_and_exit_143(tmp_path):
+    runner = Runner(parse_grid(GRID), tmp_path, executor=None)
+    notebook = FakeNotebook()
+
+    def executor(cell, device, parameters, out_dir):
+        result = notebook(cell, device, parameters, out_dir)
+        if len(notebook.calls) == 2:
+            os.kill(os.getpid(), signal.SIGTERM)  # handled in the main thread, which joins the workers
+            assert runner.stop.requested.wait(timeout=60)  # synchronise on the stop, not on a sleep
+        return result
+
+    runner.executor = executor
+    outcome = runner.run()
+    assert len(notebook.calls) == 2 and outcome.signal == signal.SIGTERM and outcome.exit_status() == 143
+    assert outcome.not_run == 5
+    assert "stopped by SIGTERM: 5 cell(s) not run" in format_run_outcome(outcome, runner.results_path)
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # handlers restored
+
+
+def test_a_worker_that_fails_stops_the_run_and_is_reported(tmp_path, monkeypatch):
+    import bench_utils.study.runner as runner_module
+
+    def disk_full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(runner_module, "failure_record", disk_full)
+    outcome, runner = run(tmp_path, FakeNotebook(crash={("resnet", 1)}))
+    assert outcome.worker_errors == ["worker cpu: OSError: [Errno 28] No space left on device"]
+    assert outcome.exit_status() == 1 and outcome.not_run == 7
+    assert "error: worker cpu: OSError" in format_run_outcome(outcome, runner.results_path)
+
+
 # --- the real thing: papermill, kernels, SIGKILL ----------------------------------------------
 
 SMOKE_SUBSET = """study: kill
@@ -266,6 +298,32 @@ def test_a_runner_killed_mid_grid_then_run_again_records_every_cell_once(tmp_pat
     assert again.returncode == 0, again.stderr[-2000:]
     counts = Counter((r["cell"]["batch_size"]) for r in read_records(results))
     assert counts == {1: 1, 2: 1, 3: 1}
+
+
+def test_ctrl_c_mid_cell_ends_the_kernel_writes_no_false_record_and_exits_130(tmp_path):
+    import psutil
+
+    grid = tmp_path / "hang.yaml"
+    grid.write_text(SMOKE_SUBSET)
+    out, marker = tmp_path / "study", tmp_path / "hanging"
+    env = {**os.environ, "BENCH_UTILS_INJECT_FAULT": "hang:timm:resnet18:2",
+           "BENCH_UTILS_HANG_MARKER": str(marker)}
+    runner = subprocess.Popen([sys.executable, "-m", "bench_utils", "run", str(grid), "--out", str(out)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 300
+    while not marker.exists():  # the kernel of batch 2 is now stuck inside its cell
+        assert runner.poll() is None and time.monotonic() < deadline, runner.communicate()
+        time.sleep(0.1)
+    family = psutil.Process(runner.pid).children(recursive=True)
+    assert any("ipykernel" in " ".join(p.cmdline()) for p in family)
+    runner.send_signal(signal.SIGINT)
+    stdout, stderr = runner.communicate(timeout=120)
+    assert runner.returncode == 130, stderr[-2000:]
+    assert "stopped by SIGINT: 2 cell(s) not run" in stdout
+    records = read_records(out / "results.jsonl")
+    assert [(r["cell"]["batch_size"], r["status"]) for r in records] == [(1, "ok")]  # no false error
+    gone, alive = psutil.wait_procs(family, timeout=30)
+    assert not alive, [p.cmdline() for p in alive]
 
 
 def test_bad_grid_is_one_line_and_exit_2(tmp_path):

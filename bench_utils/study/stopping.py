@@ -1,0 +1,87 @@
+"""Stopping a run cleanly: Ctrl-C and SIGTERM end the running kernels, and no new cell starts.
+
+The signal only sets a flag and ends the processes of the cells being measured
+(papermill and its kernel, which jupyter_client starts in a session of its own, so
+its whole process tree is ended). Workers see the flag before each cell; a cell
+cut short writes no record, so it is measured again on the next run.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import threading
+from typing import Callable
+
+import psutil
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class RunningProcesses:
+    """The papermill processes of the cells being measured now, one per worker."""
+
+    def __init__(self) -> None:
+        self._processes: set[subprocess.Popen] = set()
+        self._lock = threading.Lock()
+
+    def add(self, process: subprocess.Popen) -> None:
+        with self._lock:
+            self._processes.add(process)
+
+    def discard(self, process: subprocess.Popen) -> None:
+        with self._lock:
+            self._processes.discard(process)
+
+    def end_all(self) -> None:
+        """Kill every running cell's process tree (its kernel included) and reap it."""
+        with self._lock:
+            processes = list(self._processes)
+        for process in processes:
+            end_tree(process.pid)
+
+
+def end_tree(pid: int) -> None:
+    """SIGKILL ``pid`` and all its descendants, children first found, then wait for them."""
+    try:
+        parent = psutil.Process(pid)
+        family = parent.children(recursive=True) + [parent]
+    except psutil.NoSuchProcess:
+        return
+    for process in family:
+        try:
+            process.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(family, timeout=10)
+
+
+class StopOnSignal:
+    """``with StopOnSignal(on_stop) as stop:``: SIGINT/SIGTERM set ``stop.requested`` and call ``on_stop``.
+
+    Installed only in the main thread (signals are delivered there); the previous
+    handlers come back on exit.
+    """
+
+    def __init__(self, on_stop: Callable[[], None]) -> None:
+        self.on_stop = on_stop
+        self.requested = threading.Event()
+        self.signal: int | None = None
+        self._previous: dict[int, object] = {}
+
+    def _handle(self, signum, frame) -> None:
+        if self.signal is None:
+            self.signal = signum
+        self.requested.set()
+        self.on_stop()
+
+    def __enter__(self) -> "StopOnSignal":
+        if threading.current_thread() is threading.main_thread():
+            for signum in STOP_SIGNALS:
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
