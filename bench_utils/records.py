@@ -13,6 +13,8 @@ the runner, the lease and the report read records without them.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -162,17 +164,41 @@ def cell_identity(record: dict[str, Any]) -> tuple:
             cell["dtype"], cell["device"].split(":")[0])
 
 
-def environment_key(environment: dict[str, Any], kind: str) -> tuple[str | None, str | None]:
-    """What a cell's identity takes from the environment: torch version and processor."""
-    processor = (gpu_name(environment, "cuda:0") if kind == "cuda"
-                 else environment.get("cpu_model"))
-    return environment.get("torch_version"), processor
+def measurement_settings(*, runs: int, warmup: int, blocks: int, weights: str, seed: int, tf32: bool,
+                         backend: str, fullgraph: bool, dynamic: bool | None) -> dict[str, Any]:
+    """How a cell is measured, as its record's ``config`` carries it (``weights`` as requested)."""
+    return {"runs": runs, "warmup": warmup, "blocks": blocks, "weights_requested": weights,
+            "seed": seed, "tf32": tf32, "backend": backend, "fullgraph": fullgraph, "dynamic": dynamic}
+
+
+SETTINGS_KEYS = ("runs", "warmup", "blocks", "weights_requested", "seed", "tf32", "backend", "fullgraph",
+                 "dynamic")
+COMPILE_SETTINGS = ("backend", "fullgraph", "dynamic")  # no part of an eager cell's measurement
+
+
+def settings_hash(config: dict[str, Any], compile_mode: str) -> str:
+    """A short hash of the settings that change a cell's measurement: change one, and the cell
+    is another cell (measured again on resume, shown apart in reports)."""
+    settings = {key: config.get(key) for key in SETTINGS_KEYS
+                if not (compile_mode == "eager" and key in COMPILE_SETTINGS)}
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode("utf-8")).hexdigest()[:12]
+
+
+def environment_key(environment: dict[str, Any], kind: str) -> tuple[Any, ...]:
+    """What a cell's identity takes from the environment: the torch version, the processor, and
+    the host fact that changes latency on it (the GPU driver; the CPU's core count)."""
+    if kind == "cuda":
+        return (environment.get("torch_version"), gpu_name(environment, "cuda:0"),
+                environment.get("driver_version"))
+    return (environment.get("torch_version"), environment.get("cpu_model"),
+            environment.get("cpu_count_logical"))
 
 
 def record_key(record: dict[str, Any]) -> tuple:
-    """A cell's identity on its environment: the same key means the same measurement."""
+    """A cell's identity, how it was measured, and on what: the same key means the same measurement."""
     identity = cell_identity(record)
-    return (*identity, *environment_key(record.get("environment") or {}, identity[-1]))
+    return (*identity, settings_hash(record.get("config") or {}, identity[4]),
+            *environment_key(record.get("environment") or {}, identity[-1]))
 
 
 # --- records of cells that were not measured -------------------------------------

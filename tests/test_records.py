@@ -62,11 +62,27 @@ def test_validate_record_rejects_non_dicts():
 def test_identity_and_environment_key():
     from bench_utils.records import cell_identity, record_key
 
-    record = ok_record(device="cuda:1", environment={"torch_version": "2.15.0", "cpu_model": "EPYC",
-                                                     "gpus": [{"index": 0, "name": "NVIDIA H100"}]})
+    record = ok_record(device="cuda:1", environment={
+        "torch_version": "2.15.0", "cpu_model": "EPYC", "driver_version": "580.1",
+        "gpus": [{"index": 0, "name": "NVIDIA H100"}]})
     assert cell_identity(record) == ("test", "image-classification", "resnet", 4, "default", "float32", "cuda")
-    assert record_key(record)[-2:] == ("2.15.0", "NVIDIA H100")
-    cpu = ok_record(environment={"torch_version": "2.15.0", "cpu_model": "EPYC", "gpus": []})
-    assert record_key(cpu)[-2:] == ("2.15.0", "EPYC")
+    assert record_key(record)[-3:] == ("2.15.0", "NVIDIA H100", "580.1")
+    cpu = ok_record(environment={"torch_version": "2.15.0", "cpu_model": "EPYC", "cpu_count_logical": 2,
+                                 "gpus": []})
+    assert record_key(cpu)[-3:] == ("2.15.0", "EPYC", 2)
+
+
+def test_the_settings_a_cell_was_measured_with_belong_to_its_key():
+    from bench_utils.records import measurement_settings, record_key, settings_hash
+
+    base = measurement_settings(runs=300, warmup=10, blocks=10, weights="auto", seed=0, tf32=False,
+                                backend="inductor", fullgraph=False, dynamic=None)
+    keys = {record_key(ok_record(config={**base, **change})) for change in (
+        {}, {"runs": 100}, {"warmup": 5}, {"blocks": 30}, {"weights_requested": "random"}, {"seed": 1},
+        {"tf32": True}, {"backend": "aot_eager"}, {"fullgraph": True}, {"dynamic": True})}
+    assert len(keys) == 10
+    # eager cells do not compile: compile options are no part of their measurement
+    assert settings_hash(base, "eager") == settings_hash({**base, "fullgraph": True}, "eager")
+    assert settings_hash(base, "default") != settings_hash({**base, "fullgraph": True}, "default")
 
 

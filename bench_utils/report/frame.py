@@ -7,6 +7,7 @@ view a task notebook shows after measuring.
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -32,19 +33,43 @@ def results_files(paths: Iterable[str | os.PathLike]) -> list[Path]:
     return files
 
 
+class DuplicateCellWarning(UserWarning):
+    """Two records claim the same row of the report; the later one is shown."""
+
+
 def latest_records(paths: Iterable[str | os.PathLike]) -> list[dict[str, Any]]:
     """Every cell's latest record, across all the files given.
 
-    A cell is the same on the same device kind, processor and torch version whatever
-    study folder it came from; the record with the latest timestamp wins (a cell
-    measured again replaces its earlier record, an error included).
+    A cell is the same (``records.record_key``, without the study name) whatever study
+    folder it came from; the record with the latest timestamp wins (a cell measured
+    again replaces its earlier record, an error included). Two records that differ
+    in settings or host but would fill the same row of a table (same model, batch,
+    mode, dtype, device and torch version) are not averaged: the later one is shown,
+    and a warning names both.
     """
     records = read_records(results_files(paths))
     records.sort(key=lambda r: (r.get("environment") or {}).get("timestamp_utc") or "")
     latest: dict[tuple, dict[str, Any]] = {}
     for record in records:
         latest[record_key(record)[1:]] = record  # [1:]: without the study name
-    return list(latest.values())
+    shown: dict[tuple, dict[str, Any]] = {}
+    for record in latest.values():
+        cell = record["cell"]
+        row = (cell["task"], cell["model"], cell["batch_size"], cell["compile_mode"], cell["dtype"],
+               device_name(record), (record.get("environment") or {}).get("torch_version"))
+        if row in shown:
+            earlier = shown[row]
+            warnings.warn(f"two records claim one cell ({cell['model']}, batch {cell['batch_size']}, "
+                          f"{cell['compile_mode']}, {row[5]}): {_where(earlier)} and {_where(record)} "
+                          "differ in their settings or host; the later is shown", DuplicateCellWarning,
+                          stacklevel=2)
+        shown[row] = record
+    return list(shown.values())
+
+
+def _where(record: dict[str, Any]) -> str:
+    source = Path(record.get("_source", "?"))
+    return f"{source.parent.name}/{source.name}:{record.get('_line', '?')}"
 
 
 def device_name(record: dict[str, Any]) -> str:

@@ -33,7 +33,8 @@ from typing import Any, Callable
 from ..env import capture_environment
 from ..kernel import ensure_kernel
 from ..paths import REPORTS_DIR
-from ..records import cell_identity, environment_key, failure_record, skipped_after_oom
+from ..records import (cell_identity, environment_key, failure_record, measurement_settings,
+                       settings_hash, skipped_after_oom)
 from ..results import append_record, iter_records, locked
 from .execution import execute_with_papermill, log_tail, notebook_parameters, oom_kill_count
 from .grid import Cell, Grid
@@ -103,7 +104,8 @@ class Runner:
 
     def key(self, cell: Cell) -> tuple:
         """The cell's identity on this machine's environment (see ``records.record_key``)."""
-        return (*cell.identity(), *environment_key(self.environment, cell.device))
+        return (*cell.identity(), settings_hash(self._config(cell), cell.compile_mode),
+                *environment_key(self.environment, cell.device))
 
     def pending(self) -> tuple[list[Cell], int]:
         done = set() if self.force else read_done(self.results_path)
@@ -236,7 +238,7 @@ class Runner:
 
     @staticmethod
     def _config(cell: Cell) -> dict[str, Any]:
-        return {"weights_requested": cell.weights, "weights": None, "seed": cell.seed, "runs": cell.runs,
-                "warmup": cell.warmup, "blocks": cell.blocks, "tf32": cell.tf32}
-
-
+        return {**measurement_settings(runs=cell.runs, warmup=cell.warmup, blocks=cell.blocks,
+                                       weights=cell.weights, seed=cell.seed, tf32=cell.tf32,
+                                       backend=cell.backend, fullgraph=cell.fullgraph, dynamic=cell.dynamic),
+                "weights": None}  # nothing was measured

@@ -25,7 +25,7 @@ from typing import Any, Iterable
 import torch
 
 from ..paths import PROJECT_ROOT
-from ..records import failure_record, skipped_after_oom
+from ..records import failure_record, measurement_settings, skipped_after_oom
 from ..results import append_record
 from ..variants import modes as compile_module
 from ..variants.precision import configure_fp32_math, parse_dtype
@@ -88,7 +88,8 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
         start_watchdog(int(runner_pid), results_path.parent, str(run_id))
         guard = lambda: lease_is_current(results_path.parent, str(run_id))  # noqa: E731
     # Set once for the whole run (global torch state); every record carries the settings.
-    config = {"weights_requested": weights, "seed": seed, "runs": runs, "warmup": warmup, "blocks": blocks,
+    config = {**measurement_settings(runs=runs, warmup=warmup, blocks=blocks, weights=weights, seed=seed,
+                                     tf32=tf32, backend=backend, fullgraph=fullgraph, dynamic=dynamic),
               **configure_fp32_math(tf32)}
     written = []
     for model_key in models:

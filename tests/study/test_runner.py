@@ -11,7 +11,7 @@ import time
 import pytest
 
 from bench_utils.measurement.timing import Measurement
-from bench_utils.records import failure_record, make_record
+from bench_utils.records import failure_record, make_record, measurement_settings
 from bench_utils.results import append_record, read_records
 from bench_utils.study.grid import parse_grid
 from bench_utils.study.progress import format_run_outcome
@@ -40,6 +40,8 @@ class FakeNotebook:
         key = (cell.model, cell.batch_size)
         fields = dict(study=cell.study, task=cell.task, model=cell.model, batch_size=cell.batch_size,
                       compile_mode=cell.compile_mode, dtype=cell.dtype, device=cell.device)
+        config = measurement_settings(**{key: parameters[key] for key in (
+            "runs", "warmup", "blocks", "weights", "seed", "tf32", "backend", "fullgraph", "dynamic")})
         log = out_dir / "logs" / f"{cell.cell_id}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         log.write_text("line one\nSegmentation fault (core dumped)\n")
@@ -48,9 +50,9 @@ class FakeNotebook:
                 return 139, log
             if key in self.oom or key in self.error:
                 status = "oom" if key in self.oom else "error"
-                record = failure_record(**fields, status=status, config={}, error=f"{status}!")
+                record = failure_record(**fields, status=status, config=config, error=f"{status}!")
             else:
-                record = make_record(**fields, measurement=Measurement([1.0, 2.0, 3.0], 5.0))
+                record = make_record(**fields, measurement=Measurement([1.0, 2.0, 3.0], 5.0), config=config)
             append_record(parameters["results_path"], record)
             return 0, log
         finally:
@@ -111,6 +113,34 @@ def test_resume_measures_nothing_again_and_force_measures_all(tmp_path):
     forced = FakeNotebook()
     run(tmp_path, forced, force=True)
     assert len(forced.calls) == 7
+
+
+@pytest.mark.parametrize("change", [{"runs": 4}, {"warmup": 2}, {"blocks": 3}, {"tf32": True},
+                                    {"weights": "auto"}, {"seed": 1}])
+def test_a_changed_measurement_setting_is_measured_again(tmp_path, change):
+    Runner(parse_grid(GRID), tmp_path, executor=FakeNotebook()).run()
+    again = FakeNotebook()
+    Runner(parse_grid({**GRID, **change}), tmp_path, executor=again).run()
+    assert len(again.calls) == 7, change
+
+
+def test_compile_settings_re_measure_compiled_cells_only(tmp_path):
+    Runner(parse_grid({**GRID, "backend": "aot_eager"}), tmp_path, executor=FakeNotebook()).run()
+    again = FakeNotebook()
+    Runner(parse_grid({**GRID, "backend": "aot_eager", "fullgraph": True}), tmp_path, executor=again).run()
+    assert sorted(again.calls) == [("resnet", batch, "default", "cpu") for batch in (1, 4, 16)]
+
+
+@pytest.mark.parametrize("host", [{"cpu_count_logical": 128}, {"torch_version": "9.9.9"}])
+def test_records_of_another_host_do_not_count(tmp_path, monkeypatch, host):
+    run(tmp_path, FakeNotebook())
+    import bench_utils.study.runner as runner_module
+
+    real = runner_module.capture_environment
+    monkeypatch.setattr(runner_module, "capture_environment", lambda: {**real(), **host})
+    notebook = FakeNotebook()
+    run(tmp_path, notebook)
+    assert len(notebook.calls) == 7
 
 
 def test_records_of_another_environment_do_not_count(tmp_path, monkeypatch):
