@@ -125,7 +125,16 @@ def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
     result = pd.DataFrame(rows)
     if not result.empty:
         result["task_rank"] = result["task"].map({t: i for i, t in enumerate(TASK_ORDER)}).fillna(9)
+        result["environment"] = environments(result)
     return result
+
+
+def environments(data: pd.DataFrame) -> pd.Series:
+    """What each row was measured on, as tables and plots group it: the device, and the torch
+    version where the records span several (they are never averaged or overlaid together)."""
+    if data["torch_version"].nunique(dropna=False) <= 1:
+        return data["device_name"]
+    return data["device_name"] + " · torch " + data["torch_version"].astype(str)
 
 
 def compiled_modes(data: pd.DataFrame) -> list[str]:

@@ -62,7 +62,7 @@ def _label(axis, catalog: Catalog, y_key: str) -> None:
 
 def batch_comparison(data: pd.DataFrame, device: str, mode: str, catalog: Catalog):
     """Improvement per model, one bar per batch size (the guide's first plot kind)."""
-    ok = _improvement(data[(data["device_name"] == device) & (data["mode"] == mode)])
+    ok = _improvement(data[(data["environment"] == device) & (data["mode"] == mode)])
     figure = Figure(figsize=(9, 4))
     with style():
         axis = figure.subplots()
@@ -80,7 +80,7 @@ def batch_comparison(data: pd.DataFrame, device: str, mode: str, catalog: Catalo
 
 def duration(data: pd.DataFrame, device: str, batch: int, mode: str, catalog: Catalog):
     """Eager vs compiled mean latency per model (the guide's duration plot)."""
-    cells = data[(data["device_name"] == device) & (data["batch_size"] == batch) & (data["status"] == "ok")]
+    cells = data[(data["environment"] == device) & (data["batch_size"] == batch) & (data["status"] == "ok")]
     rows = []
     for label, group in cells.sort_values(["task_rank", "label"]).groupby("label", sort=False):
         for kind, wanted in (("legend_eager", "eager"), ("legend_compiled", mode)):
@@ -103,7 +103,7 @@ def duration(data: pd.DataFrame, device: str, batch: int, mode: str, catalog: Ca
 
 def percentage(data: pd.DataFrame, device: str, batch: int, mode: str, catalog: Catalog):
     """Improvement per model at one batch size (the guide's percentage plot)."""
-    ok = _improvement(data[(data["device_name"] == device) & (data["batch_size"] == batch)
+    ok = _improvement(data[(data["environment"] == device) & (data["batch_size"] == batch)
                            & (data["mode"] == mode)])
     figure = Figure(figsize=(9, 4))
     with style():

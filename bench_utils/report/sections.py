@@ -45,14 +45,18 @@ class ReportView:
         show_figure(figure)
 
     def header(self) -> None:
-        t, devices = self.catalog.t, sorted(set(self.data["device_name"])) if not self.data.empty else []
+        t, devices = self.catalog.t, sorted(set(self.data["environment"])) if not self.data.empty else []
         listed = ", ".join(ltr(device, self.catalog) for device in devices) or "–"
         self._markdown(f"# {t('title')}\n\n{t('intro', devices=listed)}")
 
     def summary(self) -> None:
         t = self.catalog.t
-        self._markdown(f"## {t('summary_heading')}\n\n{t('summary_text')}\n\n"
-                       f"{tables.geomean_table(self.data, self.catalog)}")
+        parts = [f"## {t('summary_heading')}\n\n{t('summary_text')}\n\n"
+                 f"{tables.geomean_table(self.data, self.catalog)}"]
+        comparison = tables.comparison_table(self.data, self.catalog)
+        if comparison:  # several devices or torch versions: their speed-ups side by side
+            parts.append(f"### {t('comparison_heading')}\n\n{t('comparison_text')}\n\n{comparison}")
+        self._markdown("\n\n".join(parts))
 
     def guide_tables(self) -> None:
         t = self.catalog.t
@@ -69,8 +73,8 @@ class ReportView:
         self._markdown(f"## {self.catalog.t('plots_heading')}")
         if self.data.empty:
             return
-        for device in sorted(set(self.data["device_name"])):
-            on_device = self.data[self.data["device_name"] == device]
+        for device in sorted(set(self.data["environment"])):
+            on_device = self.data[self.data["environment"] == device]
             for mode in compiled_modes(on_device):
                 self._figure(plots.batch_comparison(self.data, device, mode, self.catalog))
                 for batch in sorted(on_device[on_device["mode"] == mode]["batch_size"].unique()):

@@ -32,9 +32,7 @@ def guide_tables(data: pd.DataFrame, catalog: Catalog) -> list[tuple[str, str]]:
     if data.empty:
         return tables
     modes = compiled_modes(data)
-    several_torch = data["torch_version"].nunique() > 1
-    for (device, torch_version, dtype), per_device in data.groupby(
-            ["device_name", "torch_version", "dtype"], sort=True, dropna=False):
+    for (device, dtype), per_device in data.groupby(["environment", "dtype"], sort=True, dropna=False):
         models = (per_device.sort_values(["task_rank", "label"])
                   .drop_duplicates("model")[["task", "model", "label"]].values.tolist())
         for batch in sorted(per_device["batch_size"].unique()):
@@ -72,8 +70,6 @@ def guide_tables(data: pd.DataFrame, catalog: Catalog) -> list[tuple[str, str]]:
             caption = catalog.t("table_caption", device=ltr(device, catalog), batch=ltr(str(batch), catalog))
             if data["dtype"].nunique() > 1:
                 caption += f" ({ltr(dtype, catalog)})"
-            if several_torch:  # runs of several torch versions: one table each, named
-                caption += f" ({ltr('torch ' + str(torch_version), catalog)})"
             tables.append((caption, markdown_table(headers, rows)))
     return tables
 
@@ -94,7 +90,7 @@ def geomean_table(data: pd.DataFrame, catalog: Catalog) -> str:
     """Geometric-mean speed-up per device, dtype, batch size and compiled mode."""
     rows = []
     ok = data[(data["status"] == "ok") & data["speedup"].notna()] if not data.empty else data
-    for (device, dtype, batch, mode), group in ok.groupby(["device_name", "dtype", "batch_size", "mode"]):
+    for (device, dtype, batch, mode), group in ok.groupby(["environment", "dtype", "batch_size", "mode"]):
         rows.append([ltr(device, catalog), ltr(dtype, catalog), ltr(str(batch), catalog), ltr(mode, catalog),
                      ltr(catalog.number(stats.geometric_mean(group["speedup"].to_numpy()), 2) + "×", catalog),
                      ltr(str(len(group)), catalog)])
@@ -106,9 +102,9 @@ def geomean_table(data: pd.DataFrame, catalog: Catalog) -> str:
 def compile_table(data: pd.DataFrame, catalog: Catalog) -> str:
     compiled = data[(data["mode"] != "eager") & (data["status"] == "ok")] if not data.empty else data
     rows = []
-    for _, row in compiled.sort_values(["device_name", "task_rank", "label", "mode", "batch_size"]).iterrows():
+    for _, row in compiled.sort_values(["environment", "task_rank", "label", "mode", "batch_size"]).iterrows():
         even = row["break_even"]
-        rows.append([ltr(row["device_name"], catalog), ltr(row["label"], catalog), ltr(row["mode"], catalog),
+        rows.append([ltr(row["environment"], catalog), ltr(row["label"], catalog), ltr(row["mode"], catalog),
                      ltr(str(row["batch_size"]), catalog), ltr(catalog.number(row["compile_s"], 1), catalog),
                      integer(row["graphs"], catalog), integer(row["graph_breaks"], catalog),
                      integer(row["recompiles"], catalog),
@@ -121,11 +117,11 @@ def compile_table(data: pd.DataFrame, catalog: Catalog) -> str:
 
 def memory_table(data: pd.DataFrame, catalog: Catalog) -> str:
     compiled = data[(data["mode"] != "eager") & (data["status"] == "ok")] if not data.empty else data
-    rows = [[ltr(row["device_name"], catalog), ltr(row["label"], catalog), ltr(row["mode"], catalog),
+    rows = [[ltr(row["environment"], catalog), ltr(row["label"], catalog), ltr(row["mode"], catalog),
              ltr(str(row["batch_size"]), catalog), mib(row["eager_peak_bytes"], catalog),
              mib(row["peak_bytes"], catalog), mib(row["reserved_bytes"], catalog),
              ltr(catalog.number(row["throughput"], 1), catalog)]
-            for _, row in compiled.sort_values(["device_name", "task_rank", "label", "mode",
+            for _, row in compiled.sort_values(["environment", "task_rank", "label", "mode",
                                                 "batch_size"]).iterrows()]
     headers = [catalog.t("col_device"), catalog.t("col_model"), catalog.t("col_mode"), catalog.t("col_batch"),
                catalog.t("col_memory_eager"), catalog.t("col_memory_compiled"), catalog.t("col_reserved"),
@@ -141,7 +137,7 @@ def reference_table(data: pd.DataFrame, catalog: Catalog,
     reference["guide_speedup"] = reference["eager_ms"] / reference["compiled_ms"]
     ours = data[(data["status"] == "ok") & data["speedup"].notna()] if not data.empty else data
     rows = []
-    for _, mine in ours.sort_values(["device_name", "task_rank", "label", "batch_size"]).iterrows():
+    for _, mine in ours.sort_values(["environment", "task_rank", "label", "batch_size"]).iterrows():
         matches = reference[(reference["model"].str.lower() == mine["label"].lower())
                             & (reference["batch_size"] == mine["batch_size"])
                             & (reference["compile_mode"] == mine["mode"])]
@@ -150,7 +146,7 @@ def reference_table(data: pd.DataFrame, catalog: Catalog,
                          ltr(mine["mode"], catalog),
                          ltr(f"{guide['gpu']} (torch {guide['torch_version']})", catalog),
                          ltr(catalog.number(guide["guide_speedup"], 2) + "×", catalog),
-                         ltr(mine["device_name"], catalog),
+                         ltr(mine["environment"], catalog),
                          ltr(catalog.number(mine["speedup"], 2) + "×", catalog)])
     headers = [catalog.t("col_model"), catalog.t("col_batch"), catalog.t("col_mode"), catalog.t("col_guide_gpu"),
                catalog.t("col_guide_speedup"), catalog.t("col_our_device"), catalog.t("col_our_speedup")]
@@ -160,3 +156,25 @@ def reference_table(data: pd.DataFrame, catalog: Catalog,
 def reference_torch_versions(reference_csv: str | os.PathLike = REFERENCE_CSV) -> str:
     """The torch versions of the guide's published figures, as they are written there."""
     return " / ".join(sorted(pd.read_csv(reference_csv)["torch_version"].dropna().unique()))
+
+
+def comparison_table(data: pd.DataFrame, catalog: Catalog) -> str | None:
+    """Speed-ups side by side, one column per environment (device, torch version); None for one."""
+    ok = data[(data["status"] == "ok") & data["speedup"].notna()] if not data.empty else data
+    if ok.empty or ok["environment"].nunique() < 2:
+        return None
+    environments = sorted(ok["environment"].unique())
+    rows = []
+    for (_, label, batch, mode, dtype), group in ok.groupby(["task_rank", "label", "batch_size", "mode", "dtype"]):
+        by_environment = group.set_index("environment")
+        row = [ltr(label, catalog), ltr(str(batch), catalog), ltr(mode, catalog), ltr(dtype, catalog)]
+        for environment in environments:
+            if environment in by_environment.index:
+                value, interval = speedup_cells(by_environment.loc[environment], catalog)
+                row.append(f"{value} ({interval})")
+            else:
+                row.append(catalog.t("status_missing"))
+        rows.append(row)
+    headers = [catalog.t("col_model"), catalog.t("col_batch"), catalog.t("col_mode"), "dtype",
+               *(ltr(environment, catalog) for environment in environments)]
+    return markdown_table(headers, rows)

@@ -107,3 +107,66 @@ def test_geomean_compile_memory_reference_methodology(data, records):
 def test_missing_results_are_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="no results at"):
         results_files([tmp_path / "nope"])
+
+
+def _study(tmp_path, name, torch_version, eager_ms, compiled_ms):
+    from bench_utils import make_record
+    from bench_utils.measurement.timing import Measurement
+    from bench_utils.results import append_record
+
+    environment = {"torch_version": torch_version, "cpu_model": "EPYC", "cpu_count_logical": 2, "gpus": [],
+                   "timestamp_utc": "2026-11-22T00:00:00+00:00"}
+    path = tmp_path / name / "results.jsonl"
+    cell = dict(study=name, task="image-classification", model="resnet", batch_size=1, dtype="float32",
+                device="cpu", environment=environment)
+    append_record(path, make_record(**cell, compile_mode="eager", measurement=Measurement([eager_ms] * 3, 1.0)))
+    append_record(path, make_record(
+        **cell, compile_mode="default", measurement=Measurement([compiled_ms] * 3, 900.0),
+        extra={"speedup": {"mean": eager_ms / compiled_ms, "mean_ci95": [1.0, 3.0],
+                           "eager_mean_ms": eager_ms}, "parity": {"parity": "pass"}}))
+    return path.parent
+
+
+def test_two_torch_versions_are_shown_apart_never_averaged(tmp_path):
+    from bench_utils.report import plots
+
+    old, new = _study(tmp_path, "old", "2.14.1", 10.0, 8.0), _study(tmp_path, "new", "2.15.0", 10.0, 4.0)
+    data = frame(latest_records([old, new]))
+    assert len(data) == 4
+    assert sorted(set(data["environment"])) == ["CPU (EPYC) · torch 2.14.1", "CPU (EPYC) · torch 2.15.0"]
+    catalog = Catalog("en")
+    geomean = report_tables.geomean_table(data, catalog)
+    assert "| 1.25×" in geomean and "| 2.50×" in geomean and "1.77×" not in geomean  # not the pooled mean
+    captions = [caption for caption, _ in report_tables.guide_tables(data, catalog)]
+    assert captions == ["CPU (EPYC) · torch 2.14.1, batch size 1", "CPU (EPYC) · torch 2.15.0, batch size 1"]
+    comparison = report_tables.comparison_table(data, catalog)
+    header = comparison.splitlines()[0]
+    assert "CPU (EPYC) · torch 2.14.1" in header and "CPU (EPYC) · torch 2.15.0" in header
+    assert "| ResNet | 1 | default | float32 | 1.25× (1.00–3.00) | 2.50× (1.00–3.00) |" in comparison
+    figure = plots.percentage(data, "CPU (EPYC) · torch 2.15.0", 1, "default", catalog)
+    heights = [patch.get_height() for patch in figure.axes[0].patches]
+    assert heights == [150.0]  # only that environment's bar: 2.5x is +150 %
+    # one environment: no comparison table, and environments are plain device names
+    single = frame(latest_records([new]))
+    assert report_tables.comparison_table(single, catalog) is None
+    assert set(single["environment"]) == {"CPU (EPYC)"}
+
+
+def test_two_records_claiming_one_row_warn_and_the_later_is_shown(tmp_path):
+    import json
+
+    from bench_utils.report.frame import DuplicateCellWarning
+
+    first = _study(tmp_path, "a", "2.15.0", 10.0, 8.0)
+    second = _study(tmp_path, "b", "2.15.0", 10.0, 5.0)
+    lines = (second / "results.jsonl").read_text().splitlines()
+    changed = []
+    for line in lines:  # the same cell measured with other settings, later
+        record = json.loads(line)
+        record["config"]["runs"] = 99
+        record["environment"]["timestamp_utc"] = "2026-11-23T00:00:00+00:00"
+        changed.append(json.dumps(record))
+    (second / "results.jsonl").write_text("\n".join(changed) + "\n")
+    with pytest.warns(DuplicateCellWarning, match="two records claim one cell .*a/results.jsonl:2 and b/results.jsonl:2"):
+        records = latest_records([first, second])
+    assert len(records) == 2 and {r["cell"]["study"] for r in records} == {"b"}
