@@ -11,3 +11,29 @@ from pathlib import Path
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = PROJECT_ROOT / "notebooks"
 REPORTS_DIR = PROJECT_ROOT / "reports"
+
+
+def scrub(text: str, replacements: dict[str, str] | None = None) -> str:
+    """``text`` with this machine's absolute paths replaced: the given folders first (by what
+    stands for them), then the project root (``<project>``) and the home directory (``~``).
+
+    Published reports, logs and executed notebooks name no user and no absolute path.
+    """
+    mapping = {**(replacements or {}), str(PROJECT_ROOT): "<project>", str(Path.home()): "~"}
+    for path in sorted(mapping, key=len, reverse=True):  # the longest first: a folder inside another
+        if path not in ("", "/"):
+            text = text.replace(path, mapping[path])
+    return text
+
+
+def scrub_file(path: Path, replacements: dict[str, str] | None = None) -> None:
+    """Scrub a text file in place (see ``scrub``); a file that is gone or not UTF-8 is left as it is."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return
+    scrubbed = scrub(text, replacements)
+    if scrubbed != text:
+        temporary = path.with_name(f".{path.name}.scrub")
+        temporary.write_text(scrubbed, encoding="utf-8")
+        temporary.replace(path)

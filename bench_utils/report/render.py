@@ -23,7 +23,7 @@ from typing import Iterable
 import nbformat
 
 from ..kernel import KERNEL_NAME, ensure_kernel
-from ..paths import PROJECT_ROOT
+from ..paths import PROJECT_ROOT, scrub
 from .frame import results_files
 from .i18n import Catalog, available_locales
 
@@ -86,6 +86,18 @@ def index_page(locales: list[str], formats: Iterable[str]) -> str:
             f"<ul>\n{chr(10).join(items)}\n</ul>\n</body>\n</html>\n")
 
 
+def publishable(notebook, folders: dict[str, str]):
+    """The executed report notebook as it may be published: no stderr output (warnings are the
+    kernel's, not the report's) and no absolute path of this machine in any output."""
+    for cell in notebook.cells:
+        if cell.get("cell_type") != "code":
+            continue
+        cell.outputs = [output for output in cell.get("outputs", [])
+                        if not (output.get("output_type") == "stream" and output.get("name") == "stderr")]
+    text = scrub(nbformat.writes(notebook), folders)
+    return nbformat.reads(text, as_version=4)
+
+
 def write_atomically(path: Path, data: bytes) -> None:
     """Write ``path`` whole or not at all: a reader never sees half a page."""
     temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
@@ -119,6 +131,9 @@ def render(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike | None
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file, not a folder")
     ensure_kernel()
+    # Each results folder is named, in what is published, relative to the report's folder.
+    folders = {str(f.parent.resolve()): os.path.relpath(f.parent.resolve(), out.resolve()) for f in files}
+    folders[str(out.resolve())] = "."
     written = []
     for locale in locales:
         catalog = Catalog(locale)
@@ -127,11 +142,12 @@ def render(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike | None
         executed = locale_dir / "report.ipynb"
         papermill.execute_notebook(
             str(REPORT_NOTEBOOK), str(executed), kernel_name=KERNEL_NAME, cwd=str(PROJECT_ROOT),
-            parameters={"results_paths": [str(f.resolve()) for f in files], "locale": locale,
-                        "reference_csv": ""},
+            parameters={"results_paths": [os.path.relpath(f.resolve(), PROJECT_ROOT) for f in files],
+                        "locale": locale, "reference_csv": ""},
             progress_bar=False, log_output=False, request_save_on_cell_execute=False)
-        notebook = nbformat.read(executed, as_version=4)
+        notebook = publishable(nbformat.read(executed, as_version=4), folders)
         notebook.metadata["title"] = catalog.t("title")
+        write_atomically(executed, nbformat.writes(notebook).encode("utf-8"))  # kept for audit, published too
         if "html" in formats:
             page = locale_dir / "index.html"
             write_atomically(page, to_html(notebook, catalog).encode("utf-8"))

@@ -17,7 +17,7 @@ import sys
 from typing import Any
 
 from ..kernel import KERNEL_NAME
-from ..paths import NOTEBOOK_DIR, PROJECT_ROOT
+from ..paths import NOTEBOOK_DIR, PROJECT_ROOT, scrub_file
 from .grid import Cell
 from .stopping import RunningProcesses
 
@@ -66,13 +66,16 @@ def oom_kill_count() -> int | None:
 
 
 def notebook_parameters(cell: Cell, results_path: Path, run_id: str) -> dict[str, Any]:
-    """The task notebook's parameters for one cell (papermill injects them)."""
+    """The task notebook's parameters for one cell (papermill injects them).
+
+    ``results_path`` is given relative to the project root, which the kernel runs from.
+    """
     return {"study": cell.study, "models": [cell.model], "batch_sizes": [cell.batch_size],
             "compile_modes": [cell.compile_mode], "dtypes": [cell.dtype], "device": cell.device,
             "runs": cell.runs, "warmup": cell.warmup, "blocks": cell.blocks,
             "weights": cell.weights, "seed": cell.seed, "tf32": cell.tf32,
             "backend": cell.backend, "fullgraph": cell.fullgraph, "dynamic": cell.dynamic,
-            "results_path": str(results_path), "runner_pid": os.getpid(), "run_id": run_id}
+            "results_path": os.path.relpath(results_path, PROJECT_ROOT), "runner_pid": os.getpid(), "run_id": run_id}
 
 
 def execute_with_papermill(cell: Cell, device: str, parameters: dict[str, Any], out_dir: Path,
@@ -87,7 +90,10 @@ def execute_with_papermill(cell: Cell, device: str, parameters: dict[str, Any], 
     log_path = out_dir / "logs" / f"{cell.cell_id}.log"
     executed.parent.mkdir(parents=True, exist_ok=True)
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "papermill", str(NOTEBOOK_DIR / cell.notebook), str(executed),
+    # Paths relative to the kernel's working folder (the project root), so that the executed
+    # notebook names no absolute path; what is left is scrubbed once it has run.
+    command = [sys.executable, "-m", "papermill", os.path.relpath(NOTEBOOK_DIR / cell.notebook, PROJECT_ROOT),
+               os.path.relpath(executed, PROJECT_ROOT),
                "-k", KERNEL_NAME, "--cwd", str(PROJECT_ROOT), "--no-progress-bar",
                "--log-level", "WARNING", "-y", json.dumps(parameters)]
     if timeout:
@@ -101,10 +107,13 @@ def execute_with_papermill(cell: Cell, device: str, parameters: dict[str, Any], 
         if running is not None:
             running.add(process)
         try:
-            return process.wait(), log_path
+            returncode = process.wait()
         finally:
             if running is not None:
                 running.discard(process)
+    for written in (executed, log_path):  # both are published with the study folder
+        scrub_file(written, {str(out_dir): ".."})
+    return returncode, log_path
 
 
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:

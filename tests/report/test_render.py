@@ -82,3 +82,19 @@ def test_arabic_page_renders_in_headless_chromium(rendered, tmp_path):
     console = [line for line in result.stderr.splitlines() if "CONSOLE" in line]
     errors = [line for line in console if "Uncaught" in line or "Failed to load" in line or ":ERROR:" in line]
     assert not errors, errors
+
+
+def test_published_files_hold_no_absolute_path_no_home_and_no_warning(tmp_path):
+    from bench_utils.paths import PROJECT_ROOT
+
+    study = tmp_path / "study"
+    study.mkdir()
+    # a torn line: the report kernel warns about it (naming the file), which must not be published
+    (study / "results.jsonl").write_bytes(FIXTURE.read_bytes() + b'{"schema_version": 1, "torn')
+    render([study], locales=["en", "ar"], formats=["html", "md"], progress=lambda line: None)
+    published = [path for path in study.rglob("*") if path.suffix in (".html", ".md", ".ipynb")]
+    assert len(published) == 2 * 3 + 1  # per locale: page, README, executed notebook; the index
+    for path in published:
+        text = path.read_text(encoding="utf-8")
+        for leak in (str(tmp_path), str(PROJECT_ROOT), str(Path.home()) + "/", "Warning"):
+            assert leak not in text, (path.name, leak)

@@ -13,6 +13,7 @@ import pytest
 from bench_utils.measurement.timing import Measurement
 from bench_utils.records import failure_record, make_record, measurement_settings
 from bench_utils.results import append_record, read_records
+from bench_utils.paths import PROJECT_ROOT
 from bench_utils.study.grid import parse_grid
 from bench_utils.study.progress import format_run_outcome
 from bench_utils.study.runner import Runner
@@ -53,7 +54,7 @@ class FakeNotebook:
                 record = failure_record(**fields, status=status, config=config, error=f"{status}!")
             else:
                 record = make_record(**fields, measurement=Measurement([1.0, 2.0, 3.0], 5.0), config=config)
-            append_record(parameters["results_path"], record)
+            append_record(PROJECT_ROOT / parameters["results_path"], record)  # as the kernel resolves it
             return 0, log
         finally:
             with self.lock:
@@ -179,8 +180,9 @@ def test_a_relative_out_is_resolved_where_the_runner_was_started(tmp_path, monke
     runner = Runner(parse_grid(GRID), "studies/mine", executor=executor)
     runner.run()
     wanted = tmp_path / "studies" / "mine"
-    # A kernel resolves a relative path against the project root: it must be given an absolute one.
-    assert {(Path(path), Path(out)) for path, out in seen} == {(wanted / "results.jsonl", wanted)}
+    # A kernel resolves a relative path against the project root, not against this folder.
+    assert {((PROJECT_ROOT / path).resolve(), Path(out)) for path, out in seen} == {
+        (wanted / "results.jsonl", wanted)}
     assert len(read_records(wanted / "results.jsonl")) == 7
 
 
@@ -297,6 +299,9 @@ def test_papermill_executes_each_task_notebook_with_smoke_parameters(tmp_path):
     assert compiled and compiled[0]["parity"]["parity"] == "pass" and "speedup" in compiled[0]
     executed = sorted(p.name for p in (tmp_path / "notebooks").glob("*.ipynb"))
     assert len(executed) == 5
+    for audit in [*(tmp_path / "notebooks").glob("*.ipynb"), *(tmp_path / "logs").glob("*.log")]:
+        text = audit.read_text(encoding="utf-8")  # published with the study folder
+        assert str(tmp_path) not in text and str(PROJECT_ROOT) not in text, audit.name
     # The grid asks for weights "auto": records say what was measured (offline: random) ...
     assert {(r["config"]["weights"], r["config"]["weights_requested"]) for r in records} == {("random", "auto")}
     again = run_cli("params/smoke.yaml", "--out", str(tmp_path))
