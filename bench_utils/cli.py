@@ -25,10 +25,15 @@ def _cmd_env(args: argparse.Namespace) -> int:
 
 
 def _cmd_validate_timer(args: argparse.Namespace) -> int:
+    from .measurement.devices import resolve_device
     from .measurement.timer_check import format_timer_check, validate_timer
+    from .study.device_lock import device_lock
 
-    result = validate_timer(args.device, size=args.size, runs=args.runs, rounds=args.rounds,
-                            min_run_time=args.min_run_time)
+    device = str(resolve_device(args.device))
+    # never timed under another measurement of this device (a running study, say)
+    with device_lock(device, say=lambda line: print(f"[validate-timer] {line}", file=sys.stderr)):
+        result = validate_timer(device, size=args.size, runs=args.runs, rounds=args.rounds,
+                                min_run_time=args.min_run_time)
     print(json.dumps(result, indent=2) if args.json else format_timer_check(result))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -94,7 +99,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     devices = _check_devices(args.devices) if args.devices else None
     runner = Runner(grid, args.out, force=args.force, devices=devices, timeout=args.timeout)
     print(f"[run] study {grid.study}: {len(grid.cells)} cells from {args.params}; "
-          f"results in {runner.results_path}", file=sys.stderr)
+          f"results in {runner.results_path}; a cell is stopped after {runner.timeout / 60:.0f} min "
+          f"({'--timeout' if args.timeout else 'default from the runs per cell; --timeout to change'})",
+          file=sys.stderr)
     try:
         outcome = runner.run()
     except LeaseHeldError as exc:
@@ -219,7 +226,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--devices", default=None,
                      help="comma-separated devices, one worker each (e.g. cuda:0,cuda:1)")
     run.add_argument("--timeout", type=_positive_int, default=None,
-                     help="seconds a notebook cell may run before it is stopped")
+                     help="seconds a cell may run before it is stopped (default: 30 min plus 20 s "
+                          "per timed call)")
     run.set_defaults(handler=_cmd_run)
 
     rep = commands.add_parser("report", help="render the localized HTML and Markdown report")

@@ -1,8 +1,12 @@
 import os
+import tempfile
 
 # Tests never reach a model hub: forced offline before transformers is imported.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Tests take device locks of their own: a study running on this machine neither waits for
+# them nor makes them wait (subprocesses inherit this).
+os.environ["BENCH_UTILS_LOCK_DIR"] = tempfile.mkdtemp(prefix="bench_utils-test-locks-")
 
 import socket  # noqa: E402
 

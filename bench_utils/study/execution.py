@@ -32,6 +32,12 @@ def _die_with_parent() -> None:
         pass
 
 
+def _in_child(cpus: set[int] | None) -> None:
+    _die_with_parent()
+    if cpus:
+        os.sched_setaffinity(0, cpus)  # inherited by the kernel papermill starts
+
+
 def visible_devices_for(device: str, parent_mask: str | None) -> str:
     """The CUDA_VISIBLE_DEVICES value that pins a kernel to ``device`` (``cuda:N``).
 
@@ -79,12 +85,13 @@ def notebook_parameters(cell: Cell, results_path: Path, run_id: str) -> dict[str
 
 
 def execute_with_papermill(cell: Cell, device: str, parameters: dict[str, Any], out_dir: Path,
-                           timeout: int | None = None,
-                           running: RunningProcesses | None = None) -> tuple[int, Path]:
+                           timeout: int | None = None, running: RunningProcesses | None = None,
+                           cpus: set[int] | None = None) -> tuple[int, Path]:
     """Run the cell's notebook; return papermill's exit status and the log's path.
 
     ``running``, if given, holds the papermill process while it runs, so that a stop
-    request can end it and its kernel.
+    request can end it and its kernel; ``cpus``, if given, are the only cores it and its
+    kernel may use.
     """
     executed = out_dir / "notebooks" / f"{cell.cell_id}.ipynb"
     log_path = out_dir / "logs" / f"{cell.cell_id}.log"
@@ -103,7 +110,7 @@ def execute_with_papermill(cell: Cell, device: str, parameters: dict[str, Any], 
         env["CUDA_VISIBLE_DEVICES"] = visible_devices_for(device, os.environ.get("CUDA_VISIBLE_DEVICES"))
     with open(log_path, "wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                   cwd=PROJECT_ROOT, preexec_fn=_die_with_parent)
+                                   cwd=PROJECT_ROOT, preexec_fn=lambda: _in_child(cpus))
         if running is not None:
             running.add(process)
         try:

@@ -36,6 +36,7 @@ from ..paths import REPORTS_DIR
 from ..records import (cell_identity, environment_key, failure_record, measurement_settings,
                        settings_hash, skipped_after_oom)
 from ..results import append_record, iter_records, locked
+from .device_lock import device_lock, split_cpus
 from .execution import execute_with_papermill, log_tail, notebook_parameters, oom_kill_count
 from .grid import Cell, Grid
 from .lease import RunnerLease
@@ -46,6 +47,13 @@ from .stopping import RunningProcesses, StopOnSignal
 
 
 Executor = Callable[[Cell, str, dict[str, Any], Path], "tuple[int, Path]"]
+
+
+def default_cell_timeout(grid: Grid) -> int:
+    """Seconds a cell may run before it is stopped: 30 minutes for loading and compiling, plus
+    20 s for each call it times (warm-up and runs, eager and compiled interleaved): hours
+    where a cell could take them, never unbounded."""
+    return max(1800 + 20 * (cell.warmup + cell.runs) for cell in grid.cells)
 
 
 class Runner:
@@ -63,11 +71,13 @@ class Runner:
         self.results_path = self.out_dir / "results.jsonl"
         self.force = force
         self.devices = devices
-        self.timeout = timeout
+        # A stuck cell must not stall the grid for ever: bounded by default, from the cells' size.
+        self.timeout = timeout or default_cell_timeout(grid)
         self.uses_papermill = executor is None
         self.running = RunningProcesses()
+        self.affinity: dict[str, set[int]] = {}
         self.executor = executor or (lambda cell, device, params, out: execute_with_papermill(
-            cell, device, params, out, self.timeout, self.running))
+            cell, device, params, out, self.timeout, self.running, self.affinity.get(device)))
         self.stream = stream or sys.stderr
         self.environment = capture_environment()
         self._lock = threading.Lock()
@@ -115,7 +125,9 @@ class Runner:
         return pending, len(self.grid.cells) - len(pending)
 
     def run(self) -> RunOutcome:
-        self.check_devices()
+        workers = self.check_devices()
+        if len(workers) > 1:  # disjoint cores per worker: two kernels never share one
+            self.affinity = dict(zip(workers, split_cpus(os.sched_getaffinity(0), len(workers))))
         if self.uses_papermill:
             ensure_kernel()
         with RunnerLease(self.out_dir, self.results_path) as lease, \
@@ -171,7 +183,9 @@ class Runner:
                                                    environment=self.environment))
                     outcome = Outcome(cell, "skipped", 0.0, device, f"after OOM at batch {oom_at}")
                 else:
-                    outcome = self._execute(cell, device, started)
+                    with device_lock(device, say=lambda line: print(f"[run] {line}", file=self.stream),
+                                     cancelled=self.stop.requested.is_set) as held:
+                        outcome = self._execute(cell, device, started) if held else None
                     if outcome is None:  # cut short by a stop request: no record, measured next run
                         return
                     if outcome.status == "oom":
@@ -200,6 +214,8 @@ class Runner:
         if self.stop.requested.is_set():
             return None  # ended by the stop request, not by a fault of its own
         tail = failure or (log_tail(log_path) if log_path else "(no log)")
+        if "CellTimeoutError" in tail or "Cell execution timed out" in tail:
+            tail = f"the cell ran longer than {self.timeout} s (--timeout) and was stopped.\n{tail}"
         killed_for_memory = returncode != 0 and oom_kills is not None and (oom_kill_count() or 0) > oom_kills
         status = "oom" if killed_for_memory else "error"
         cause = ("the operating system's out-of-memory killer ended a process meanwhile: the kernel "

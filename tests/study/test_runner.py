@@ -361,6 +361,16 @@ def test_ctrl_c_mid_cell_ends_the_kernel_writes_no_false_record_and_exits_130(tm
     assert not alive, [p.cmdline() for p in alive]
 
 
+def test_a_cell_has_a_bounded_default_timeout_from_its_size(tmp_path):
+    from bench_utils.study.runner import default_cell_timeout
+
+    small, guide = parse_grid(GRID), parse_grid({**GRID, "runs": 300, "warmup": 10})
+    assert default_cell_timeout(small) == 1800 + 20 * (1 + 3)
+    assert default_cell_timeout(guide) == 1800 + 20 * 310
+    assert Runner(small, tmp_path, executor=FakeNotebook()).timeout == default_cell_timeout(small)
+    assert Runner(small, tmp_path, executor=FakeNotebook(), timeout=5).timeout == 5
+
+
 def test_bad_grid_is_one_line_and_exit_2(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("study: t\ngrids:\n  - models: [resnet]\n    batch_sizes: [0]\n    compile_modes: [eager]\n")
