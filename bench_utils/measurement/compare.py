@@ -1,10 +1,13 @@
-"""Speed-up of one callable over another, measured interleaved.
+"""Speed-up of one callable over another, measured in random-order pairs of blocks.
 
-Like PyTorch's dynamo benchmark harness, the two are timed in alternating blocks
-(A, B, A, B, ...) so that clock, thermal and background-load drift hit both alike;
-a sequential "all of A, then all of B" measurement folds such drift into the
-speed-up. The speed-up is baseline / candidate for means (the guide's statistic)
-and medians, each with a bootstrap 95 % interval.
+Like PyTorch's dynamo benchmark harness, the two are timed interleaved, so that
+clock, thermal and background-load drift hit both alike; a sequential "all of A,
+then all of B" measurement folds such drift into the speed-up. The timed runs are
+split into many short pairs of blocks (30 by default); within each pair the order
+(baseline first or candidate first) is drawn at random from a recorded seed, half
+each way, so that an order effect (a cache the first block warms, a clock that
+ramps) cannot favour one side. The speed-up, its 95 % interval and the p-value
+come from the pairs (``paired``); the per-side statistics stay for the latency table.
 """
 
 from __future__ import annotations
@@ -15,62 +18,49 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from . import stats
 from .devices import resolve_device
-from .timing import Measurement, check_arguments, gc_paused, make_timer, time_first_call
+from .paired import METHOD, PairedSpeedup, paired_speedup
+from .timing import (SYNC_PER_CALL, Measurement, check_arguments, check_sync, gc_paused, make_timer,
+                     time_first_call)
+
+DEFAULT_PAIRS = 30
 
 
 @dataclass(frozen=True)
 class Comparison:
-    """Two interleaved Measurements and the candidate's speed-up over the baseline."""
+    """Two interleaved Measurements and the candidate's paired speed-up over the baseline."""
 
     baseline: Measurement
     candidate: Measurement
-    blocks: int
-    speedup_mean: float
-    speedup_mean_ci95: tuple[float, float]
-    speedup_median: float
-    speedup_median_ci95: tuple[float, float]
-    pvalue: float | None
+    paired: PairedSpeedup
+    order_seed: int
+    candidate_first: tuple[bool, ...]   # per pair: was the candidate's block timed first?
 
-    @property
-    def excludes_one(self) -> bool:
-        """True when the 95 % interval of the mean speed-up does not contain 1.0."""
-        low, high = self.speedup_mean_ci95
-        return not (low <= 1.0 <= high)
-
-    @property
-    def median_excludes_one(self) -> bool:
-        low, high = self.speedup_median_ci95
-        return not (low <= 1.0 <= high)
+    blocks = property(lambda self: self.paired.pairs)
+    speedup_mean = property(lambda self: self.paired.mean)
+    speedup_mean_ci95 = property(lambda self: self.paired.mean_ci95)
+    speedup_median = property(lambda self: self.paired.median)
+    speedup_median_ci95 = property(lambda self: self.paired.median_ci95)
+    pvalue = property(lambda self: self.paired.pvalue)
+    excludes_one = property(lambda self: self.paired.excludes_one)
+    median_excludes_one = property(lambda self: self.paired.median_excludes_one)
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "blocks": self.blocks,
+            "pairs": self.blocks,
+            "method": METHOD,
+            "order_seed": self.order_seed,
+            "order": "".join("c" if first else "b" for first in self.candidate_first),
             "speedup_mean": self.speedup_mean,
-            "speedup_mean_ci95": list(self.speedup_mean_ci95),
+            "speedup_mean_ci95": list(self.speedup_mean_ci95) if self.speedup_mean_ci95 else None,
             "speedup_median": self.speedup_median,
-            "speedup_median_ci95": list(self.speedup_median_ci95),
+            "speedup_median_ci95": list(self.speedup_median_ci95) if self.speedup_median_ci95 else None,
             "excludes_one": self.excludes_one,
             "median_excludes_one": self.median_excludes_one,
-            "welch_pvalue": self.pvalue,
+            "paired_pvalue": self.pvalue,
             "baseline": self.baseline.to_dict(),
             "candidate": self.candidate.to_dict(),
         }
-
-
-def speedup_of(baseline: Measurement, candidate: Measurement, blocks: int = 1) -> Comparison:
-    """The Comparison of two existing Measurements (no new timing)."""
-    return Comparison(
-        baseline=baseline,
-        candidate=candidate,
-        blocks=blocks,
-        speedup_mean=stats.ratio(baseline.times_ms, candidate.times_ms, "mean"),
-        speedup_mean_ci95=stats.ratio_ci(baseline.times_ms, candidate.times_ms, "mean"),
-        speedup_median=stats.ratio(baseline.times_ms, candidate.times_ms, "median"),
-        speedup_median_ci95=stats.ratio_ci(baseline.times_ms, candidate.times_ms, "median"),
-        pvalue=stats.welch_pvalue(baseline.times_ms, candidate.times_ms),
-    )
 
 
 def block_sizes(runs: int, blocks: int) -> list[int]:
@@ -80,20 +70,30 @@ def block_sizes(runs: int, blocks: int) -> list[int]:
     return [len(chunk) for chunk in np.array_split(np.arange(runs), blocks)]
 
 
-def compare(baseline_fn: Callable[[], Any], candidate_fn: Callable[[], Any], *,
-            warmup: int = 10, runs: int = 300, blocks: int = 10,
-            device: str | torch.device | None = None, timer: Any | None = None) -> Comparison:
-    """Measure both callables interleaved in ``blocks`` blocks of runs each.
+def pair_orders(pairs: int, seed: int) -> tuple[bool, ...]:
+    """Which pairs time the candidate first: half of them (one more or less), at random."""
+    rng = np.random.default_rng(seed)
+    candidate_firsts = pairs // 2 + (pairs % 2) * int(rng.integers(2))  # an odd pair out: a coin
+    return tuple(bool(x) for x in rng.permutation(np.arange(pairs) < candidate_firsts))
 
-    Each side gets its first call timed apart, ``warmup`` untimed calls in all,
-    then ``runs`` timed calls split into ``blocks`` blocks: baseline block 1,
-    candidate block 1, baseline block 2, and so on.
+
+def compare(baseline_fn: Callable[[], Any], candidate_fn: Callable[[], Any], *,
+            warmup: int = 10, runs: int = 300, blocks: int | None = None,
+            device: str | torch.device | None = None, timer: Any | None = None,
+            sync: str = SYNC_PER_CALL, order_seed: int = 0) -> Comparison:
+    """Measure both callables in ``blocks`` pairs of blocks (default: 30, or ``runs`` if fewer).
+
+    Each side gets its first call timed apart and ``warmup`` untimed calls in all;
+    then each pair times one block of ``runs / blocks`` calls of each side, in the
+    pair's random order (``order_seed``).
     """
     check_arguments(baseline_fn, warmup, runs, name="baseline_fn")
     check_arguments(candidate_fn, warmup, runs, name="candidate_fn")
-    sizes = block_sizes(runs, blocks)
+    check_sync(sync)
+    sizes = block_sizes(runs, min(DEFAULT_PAIRS, runs) if blocks is None else blocks)
+    orders = pair_orders(len(sizes), order_seed)
     resolved = resolve_device(device)
-    timer = timer or make_timer(resolved)
+    timer = timer or make_timer(resolved, sync)
 
     first_ms = {}
     for side, fn in (("baseline", baseline_fn), ("candidate", candidate_fn)):
@@ -101,14 +101,18 @@ def compare(baseline_fn: Callable[[], Any], candidate_fn: Callable[[], Any], *,
         for _ in range(warmup - 1):
             fn()
 
-    times: dict[str, list[float]] = {"baseline": [], "candidate": []}
+    fns = {"baseline": baseline_fn, "candidate": candidate_fn}
+    times: dict[str, list[list[float]]] = {"baseline": [], "candidate": []}
     with gc_paused():
-        for size in sizes:
-            times["baseline"] += timer.time_calls(baseline_fn, size)
-            times["candidate"] += timer.time_calls(candidate_fn, size)
+        for size, candidate_first in zip(sizes, orders):
+            for side in (("candidate", "baseline") if candidate_first else ("baseline", "candidate")):
+                times[side].append(timer.time_calls(fns[side], size))
 
     def measurement(side: str) -> Measurement:
-        return Measurement(times_ms=times[side], first_call_ms=first_ms[side],
-                           device=str(resolved), timer=timer.name, warmup=warmup)
+        return Measurement(times_ms=[t for block in times[side] for t in block],
+                           first_call_ms=first_ms[side], device=str(resolved), timer=timer.name,
+                           warmup=warmup, sync=getattr(timer, "sync", sync))
 
-    return speedup_of(measurement("baseline"), measurement("candidate"), blocks=len(sizes))
+    return Comparison(baseline=measurement("baseline"), candidate=measurement("candidate"),
+                      paired=paired_speedup(times["baseline"], times["candidate"], seed=order_seed),
+                      order_seed=order_seed, candidate_first=orders)

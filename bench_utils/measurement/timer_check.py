@@ -1,9 +1,14 @@
 """Check our timer against independent ones, and measure its own overhead.
 
-A fixed matrix product is timed by ``bench_utils.measure`` and by
-``torch.utils.benchmark.Timer`` (and ``triton.testing.do_bench`` on CUDA); the
-medians should agree within a few percent. The harness's overhead per iteration
-is the time ``measure`` reports for a call that does nothing.
+Two workloads. A fixed matrix product (device-bound) is timed by
+``bench_utils.measure`` and by ``torch.utils.benchmark.Timer`` (and
+``triton.testing.do_bench`` on CUDA); they should agree within a few percent. A
+launch-bound one, hundreds of tiny element-wise kernels as a small model at batch 1
+launches them, is timed by ``measure`` and by a host clock with the device
+synchronized around each call (the same estimand: one request from an idle device),
+and, for comparison only, by do_bench and by ``measure``'s pipelined mode, which
+both let the host run ahead and so hide launch overhead. The harness's overhead per
+iteration is the time ``measure`` reports for a call that does nothing.
 """
 
 from __future__ import annotations
@@ -16,12 +21,13 @@ import torch
 from . import stats
 from .compare import block_sizes
 from .devices import quiet_toolchain_logs, resolve_device
-from .timing import TIMER_CUDA_EVENT, TIMER_PERF_COUNTER, measure
+from .timing import TIMER_CUDA_EVENT, TIMER_PERF_COUNTER, measure, time_first_call
 
 TOLERANCE = 0.05          # |ratio - 1| that counts as agreement
 ROUNDS = 10               # alternations of the two timers (drift cancels in the ratio)
 CPU_MATMUL_SIZE = 512     # ~270 MFLOP: ~1.5 ms on two cores, like a small model
 CUDA_MATMUL_SIZE = 4096   # ~137 GFLOP: milliseconds on a data-centre GPU
+LAUNCH_BOUND_OPS = 300    # tiny kernels per call: a batch-1 small model's launch pattern
 
 
 def matmul_workload(device: torch.device, size: int | None = None) -> tuple[Callable[[], Any], int]:
@@ -32,6 +38,40 @@ def matmul_workload(device: torch.device, size: int | None = None) -> tuple[Call
     b = torch.randn(size, size, generator=generator).to(device)
     out = torch.empty(size, size, device=device)
     return (lambda: torch.mm(a, b, out=out)), size
+
+
+def launch_bound_workload(device: torch.device, ops: int = LAUNCH_BOUND_OPS) -> Callable[[], Any]:
+    """``ops`` dependent element-wise operations on 64 floats: each one a kernel launch on CUDA."""
+    x = torch.ones(64, device=device)
+
+    def fn():
+        y = x
+        for _ in range(ops):
+            y = y * 1.0001
+        return y
+    return fn
+
+
+def launch_bound_check(device: torch.device, runs: int, rounds: int,
+                       ops: int = LAUNCH_BOUND_OPS) -> dict[str, Any]:
+    """``measure`` (per-call) against a synchronized host clock, alternating in ``rounds``."""
+    fn = launch_bound_workload(device, ops)
+    ours_ms: list[float] = []
+    host_ms: list[float] = []
+    for chunk in block_sizes(runs, rounds):
+        ours_ms += measure(fn, warmup=3, runs=chunk, device=device).times_ms
+        host_ms += [time_first_call(fn, device) for _ in range(chunk)]
+    ours, host = float(np.median(ours_ms)), float(np.median(host_ms))
+    result: dict[str, Any] = {"workload": f"{ops} element-wise ops on 64 floats",
+                              "measure_median_ms": ours, "host_synced_median_ms": host,
+                              "ratio_host_synced": ours / host,
+                              "pipelined_median_ms": None, "do_bench_median_ms": None}
+    if device.type == "cuda":  # where the host can run ahead: shown, not judged
+        result["pipelined_median_ms"] = measure(fn, warmup=3, runs=runs, device=device,
+                                                sync="pipelined").median_ms
+        with torch.cuda.device(device):
+            result["do_bench_median_ms"] = do_bench_median_ms(fn)
+    return result
 
 
 def torch_timer(fn: Callable[[], Any], min_run_time: float):
@@ -59,7 +99,7 @@ def do_bench_median_ms(fn: Callable[[], Any]) -> float | None:
 
 def validate_timer(device: str | torch.device | None = None, *, size: int | None = None,
                    runs: int = 300, rounds: int = ROUNDS, min_run_time: float = 2.0,
-                   noop_runs: int = 10_000) -> dict[str, Any]:
+                   noop_runs: int = 10_000, launch_ops: int = LAUNCH_BOUND_OPS) -> dict[str, Any]:
     """Time the workload with every timer, interleaved; return medians, ratios, overheads.
 
     The timers alternate over ``rounds`` rounds (ours ``runs / rounds`` calls, then
@@ -119,9 +159,12 @@ def validate_timer(device: str | torch.device | None = None, *, size: int | None
     # its median estimates the mean time of a call, so our mean is what compares with it;
     # on a skewed sample our per-call median sits below it. do_bench times single calls:
     # there the medians compare.
-    ratios = [r for r in (result["ratio_torch_timer_mean"], result["ratio_do_bench"]) if r is not None]
+    result["launch_bound"] = launch_bound_check(resolved, runs, rounds, launch_ops)
+    ratios = [r for r in (result["ratio_torch_timer_mean"], result["ratio_do_bench"],
+                          result["launch_bound"]["ratio_host_synced"]) if r is not None]
     result["within_tolerance"] = all(abs(r - 1.0) <= TOLERANCE for r in ratios)
-    result["verdict_basis"] = "mean vs Timer (block means); median vs do_bench (single calls)"
+    result["verdict_basis"] = ("mean vs Timer (block means); median vs do_bench (single calls); "
+                               "launch-bound median vs a synchronized host clock")
     result["tolerance"] = TOLERANCE
     return result
 
@@ -142,6 +185,16 @@ def format_timer_check(result: dict[str, Any]) -> str:
                      f"ratio measure/do_bench {result['ratio_do_bench']:.3f}")
     lines.append(f"no-op overhead      {result['noop_overhead_median_us']:.2f} us per iteration "
                  f"(median; mean {result['noop_overhead_mean_us']:.2f} us)")
+    launch = result.get("launch_bound")
+    if launch:
+        line = (f"launch-bound        {launch['workload']}: measure median {launch['measure_median_ms']:.4f} ms, "
+                f"synchronized host clock {launch['host_synced_median_ms']:.4f} ms "
+                f"(ratio {launch['ratio_host_synced']:.3f})")
+        if launch.get("pipelined_median_ms") is not None:
+            line += f"; pipelined {launch['pipelined_median_ms']:.4f} ms"
+        if launch.get("do_bench_median_ms") is not None:
+            line += f"; do_bench {launch['do_bench_median_ms']:.4f} ms (host runs ahead: not judged)"
+        lines.append(line)
     if "host_noop_overhead_median_us" in result:
         lines.append(f"host-clock overhead {result['host_noop_overhead_median_us']:.2f} us per iteration")
     verdict = "OK" if result["within_tolerance"] else "WARNING"

@@ -1,8 +1,14 @@
 """Timing one callable: warm-up, then many timed runs, then statistics.
 
-On CUDA each run is bracketed by its own pair of CUDA events and the host
-synchronizes once, after the loop, so that timing adds no host-device round trip
-per run. On the CPU each run is bracketed by ``time.perf_counter_ns``.
+On CUDA each run is bracketed by its own pair of CUDA events. By default
+(``sync="per-call"``) the host waits for the device after each end event, outside
+the interval, so every call starts on an idle device and each figure is one
+request's latency: the host's launch overhead, which compiling removes, is in it,
+as in PyTorch's compile tutorial and its dynamo benchmark harness. With
+``sync="pipelined"`` the host synchronizes once after the loop and runs ahead of
+the device: a throughput figure, in which launch overhead hides behind device work
+where the device is the bottleneck. On the CPU each run is bracketed by
+``time.perf_counter_ns`` (every call has finished when it returns: both modes agree).
 The first call of ``fn`` is timed on its own, by the host clock with the device
 synchronized on both sides, because for a compiled model it is mostly host-side
 compilation that device events would not see as such.
@@ -25,6 +31,15 @@ from .devices import resolve_device, synchronize
 
 TIMER_CUDA_EVENT = "cuda_event"
 TIMER_PERF_COUNTER = "perf_counter_ns"
+SYNC_PER_CALL = "per-call"    # one request's latency, from an idle device (the default)
+SYNC_PIPELINED = "pipelined"  # the host runs ahead: throughput-like figures
+SYNC_MODES = (SYNC_PER_CALL, SYNC_PIPELINED)
+
+
+def check_sync(sync: Any) -> str:
+    if sync not in SYNC_MODES:
+        raise ValueError(f"sync must be one of {', '.join(map(repr, SYNC_MODES))}, got {sync!r}")
+    return sync
 
 
 @dataclass(frozen=True)
@@ -36,6 +51,7 @@ class Measurement:
     device: str = "cpu"
     timer: str = TIMER_PERF_COUNTER
     warmup: int = 0
+    sync: str = SYNC_PER_CALL
     _summary: dict = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -77,6 +93,7 @@ class Measurement:
             "device": self.device,
             "timer": self.timer,
             "warmup": self.warmup,
+            "sync": self.sync,
             "runs": self.runs,
             "first_call_ms": self.first_call_ms,
             **summary,
@@ -88,7 +105,7 @@ class Measurement:
     def from_dict(cls, data: dict[str, Any]) -> "Measurement":
         return cls(times_ms=data["times_ms"], first_call_ms=data["first_call_ms"],
                    device=data.get("device", "cpu"), timer=data.get("timer", TIMER_PERF_COUNTER),
-                   warmup=data.get("warmup", 0))
+                   warmup=data.get("warmup", 0), sync=data.get("sync", SYNC_PER_CALL))
 
 
 # --- timers -----------------------------------------------------------------
@@ -98,8 +115,9 @@ class HostTimer:
 
     name = TIMER_PERF_COUNTER
 
-    def __init__(self, device: torch.device) -> None:
+    def __init__(self, device: torch.device, sync: str = SYNC_PER_CALL) -> None:
         self.device = device
+        self.sync = check_sync(sync)  # a host call has finished when it returns: either way
 
     def time_calls(self, fn: Callable[[], Any], runs: int) -> list[float]:
         clock = time.perf_counter_ns
@@ -128,13 +146,16 @@ class CudaBackend:
 
 
 class CudaEventTimer:
-    """Times each call between two CUDA events; one synchronize after the loop."""
+    """Times each call between two CUDA events; waits for the device after each call
+    (``per-call``, outside the interval) or once after the loop (``pipelined``)."""
 
     name = TIMER_CUDA_EVENT
 
-    def __init__(self, device: torch.device, backend: Any | None = None) -> None:
+    def __init__(self, device: torch.device, backend: Any | None = None,
+                 sync: str = SYNC_PER_CALL) -> None:
         self.device = device
         self.backend = backend or CudaBackend(device)
+        self.sync = check_sync(sync)
 
     def time_calls(self, fn: Callable[[], Any], runs: int) -> list[float]:
         backend = self.backend
@@ -142,17 +163,23 @@ class CudaEventTimer:
             # Events are created up front so that no allocation happens inside the loop.
             starts = [backend.event() for _ in range(runs)]
             ends = [backend.event() for _ in range(runs)]
-            backend.synchronize()  # start from an idle device (once, before the loop)
+            backend.synchronize()  # start from an idle device
+            per_call = self.sync == SYNC_PER_CALL
             for start, end in zip(starts, ends):
                 start.record()
                 fn()
                 end.record()
-            backend.synchronize()  # the single wait: all events are complete after it
+                if per_call:  # after the end event: the wait is outside the interval
+                    backend.synchronize()
+            if not per_call:
+                backend.synchronize()  # the single wait: all events are complete after it
             return [start.elapsed_time(end) for start, end in zip(starts, ends)]
 
 
-def make_timer(device: torch.device) -> HostTimer | CudaEventTimer:
-    return CudaEventTimer(device) if device.type == "cuda" else HostTimer(device)
+def make_timer(device: torch.device, sync: str = SYNC_PER_CALL) -> HostTimer | CudaEventTimer:
+    if device.type == "cuda":
+        return CudaEventTimer(device, sync=sync)
+    return HostTimer(device, sync=sync)
 
 
 def time_first_call(fn: Callable[[], Any], device: torch.device) -> float:
@@ -191,26 +218,31 @@ def check_arguments(fn: Any, warmup: Any, runs: Any, name: str = "fn") -> None:
 
 
 def measure(fn: Callable[[], Any], *, warmup: int = 10, runs: int = 300,
-            device: str | torch.device | None = None, timer: Any | None = None) -> Measurement:
+            device: str | torch.device | None = None, timer: Any | None = None,
+            sync: str = SYNC_PER_CALL) -> Measurement:
     """Time ``fn()`` on ``device`` and return every run's latency with its statistics.
 
     Call order: the first call (timed alone, ``first_call_ms``; it is the first of
     the ``warmup`` calls, or an extra call when ``warmup`` is 0 so that compilation
     never lands in the timed runs), the remaining warm-up calls untimed, then
     ``runs`` timed calls. ``fn`` is called ``max(warmup, 1) + runs`` times.
-    ``timer`` replaces the device's timer (tests use it).
+    ``sync`` is ``"per-call"`` (each run from an idle device: a request's latency)
+    or ``"pipelined"`` (see the module's docstring). ``timer`` replaces the device's
+    timer (tests use it).
     """
     check_arguments(fn, warmup, runs)
+    check_sync(sync)
     resolved = resolve_device(device)
-    timer = timer or make_timer(resolved)
+    timer = timer or make_timer(resolved, sync)
     first_call_ms = time_first_call(fn, resolved)
     for _ in range(warmup - 1):
         fn()
     with gc_paused():
         times_ms = timer.time_calls(fn, runs)
     return Measurement(times_ms=times_ms, first_call_ms=first_call_ms, device=str(resolved),
-                       timer=timer.name, warmup=warmup)
+                       timer=timer.name, warmup=warmup, sync=getattr(timer, "sync", sync))
 
 
 __all__ = ["Measurement", "measure", "make_timer", "HostTimer", "CudaEventTimer",
-           "time_first_call", "check_arguments"]
+           "time_first_call", "check_arguments", "check_sync", "SYNC_MODES", "SYNC_PER_CALL",
+           "SYNC_PIPELINED"]

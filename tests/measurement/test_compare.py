@@ -3,8 +3,7 @@ import time
 import pytest
 
 from bench_utils import compare
-from bench_utils.measurement.compare import block_sizes, speedup_of
-from bench_utils.measurement.timing import Measurement
+from bench_utils.measurement.compare import DEFAULT_PAIRS, block_sizes, pair_orders
 
 
 def busy_wait(seconds):
@@ -20,12 +19,12 @@ def test_twice_the_work_gives_a_speedup_near_two():
     # Medians resist a stray stall of this shared machine; the interval holds ~2 and not 1.
     low, high = result.speedup_median_ci95
     assert 1.7 < result.speedup_median < 2.3
-    assert low < 2.1 and high > 1.9 and result.median_excludes_one
+    assert low < 2.3 and high > 1.7 and result.median_excludes_one
     # The mean (the guide's statistic): its interval is consistent and clear of 1.0.
     low, high = result.speedup_mean_ci95
     assert low <= result.speedup_mean <= high
     assert 1.3 < result.speedup_mean < 3.0 and result.excludes_one
-    assert result.pvalue is not None and result.pvalue < 1e-6
+    assert result.pvalue is not None and result.pvalue < 1e-6  # paired, over 6 pairs
 
 
 def test_same_work_gives_a_speedup_near_one():
@@ -34,12 +33,30 @@ def test_same_work_gives_a_speedup_near_one():
     assert 0.8 < result.speedup_median < 1.25
 
 
-def test_runs_are_interleaved_in_blocks():
+def test_runs_are_timed_in_pairs_of_blocks_in_the_recorded_random_order():
     order = []
-    compare(lambda: order.append("A"), lambda: order.append("B"),
-            warmup=1, runs=6, blocks=3, device="cpu")
-    # first call and warm-up of each side, then blocks of 2: A A B B A A B B A A B B
-    assert order == ["A", "B"] + ["A", "A", "B", "B"] * 3
+    result = compare(lambda: order.append("A"), lambda: order.append("B"),
+                     warmup=1, runs=12, blocks=6, device="cpu", order_seed=5)
+    # first call and warm-up of each side, then 6 pairs of blocks of 2, each pair in its order
+    expected = ["A", "B"]
+    for candidate_first in result.candidate_first:
+        expected += ["B", "B", "A", "A"] if candidate_first else ["A", "A", "B", "B"]
+    assert order == expected
+    assert result.candidate_first == pair_orders(6, 5) and sum(result.candidate_first) == 3
+    assert result.to_dict()["order_seed"] == 5
+
+
+def test_pair_orders_are_balanced_seeded_and_vary_with_the_seed():
+    assert pair_orders(30, 1) == pair_orders(30, 1)
+    assert len({pair_orders(30, seed) for seed in range(20)}) == 20
+    assert all(sum(pair_orders(30, seed)) == 15 for seed in range(20))
+    assert {sum(pair_orders(7, seed)) for seed in range(40)} == {3, 4}  # the odd pair: a coin
+
+
+def test_default_is_30_pairs_or_one_run_per_pair_when_fewer_runs():
+    assert DEFAULT_PAIRS == 30
+    assert compare(lambda: None, lambda: None, warmup=0, runs=60, device="cpu").blocks == 30
+    assert compare(lambda: None, lambda: None, warmup=0, runs=8, device="cpu").blocks == 8
 
 
 def test_first_calls_are_kept_apart():
@@ -84,12 +101,17 @@ def test_bad_arguments():
         compare(lambda: None, lambda: None, runs=5, blocks=6, device="cpu")
 
 
-def test_speedup_of_existing_measurements_and_to_dict():
-    base = Measurement(times_ms=[10.0, 11.0, 9.0, 10.0], first_call_ms=1.0)
-    cand = Measurement(times_ms=[5.0, 5.5, 4.5, 5.0], first_call_ms=100.0)
-    result = speedup_of(base, cand)
-    assert result.speedup_mean == pytest.approx(2.0)
+def test_to_dict_carries_both_sides_and_the_paired_figures():
+    result = compare(lambda: busy_wait(0.0004), lambda: busy_wait(0.0002), warmup=1, runs=8,
+                     blocks=4, device="cpu", order_seed=2)
     data = result.to_dict()
-    assert data["speedup_mean"] == pytest.approx(2.0)
-    assert data["baseline"]["first_call_ms"] == 1.0 and data["candidate"]["first_call_ms"] == 100.0
-    assert len(data["speedup_mean_ci95"]) == 2
+    assert data["pairs"] == 4 and len(data["order"]) == 4 and "paired" in data["method"]
+    assert data["baseline"]["runs"] == 8 and data["candidate"]["runs"] == 8
+    assert len(data["speedup_mean_ci95"]) == 2 and data["paired_pvalue"] == result.pvalue
+    assert data["baseline"]["sync"] == "per-call"
+
+
+def test_one_pair_gives_no_interval():
+    result = compare(lambda: None, lambda: None, warmup=0, runs=3, blocks=1, device="cpu")
+    assert result.speedup_mean_ci95 is None and not result.excludes_one
+    assert result.to_dict()["speedup_mean_ci95"] is None

@@ -1,7 +1,8 @@
 import pytest
 import torch
 
-from bench_utils.measurement.timer_check import format_timer_check, matmul_workload, validate_timer
+from bench_utils.measurement.timer_check import (format_timer_check, launch_bound_check, launch_bound_workload,
+                                                 matmul_workload, validate_timer)
 
 SMALL = dict(size=64, runs=20, rounds=2, min_run_time=0.2, noop_runs=500)
 
@@ -32,9 +33,11 @@ def test_ratios_and_units_with_timers_of_known_speed(monkeypatch):
         return Measurement(times_ms=[2.0] * runs, first_call_ms=5.0, device=str(device))
 
     monkeypatch.setattr(timer_check, "measure", fake_measure)
+    monkeypatch.setattr(timer_check, "time_first_call", lambda fn, device: 2.0)  # the host clock agrees
     monkeypatch.setattr(timer_check, "torch_timer", lambda fn, t: FakeBlockedAutorange(0.0025))
     result = validate_timer("cpu", size=8, runs=30, rounds=3, min_run_time=0.1, noop_runs=10)
-    assert seen == [10, 10, 10, 10]  # three rounds of 10 runs, then the no-op
+    # three rounds of 10 runs (matmul), the no-op, three rounds of the launch-bound workload
+    assert seen == [10, 10, 10, 10, 10, 10, 10]
     assert result["measure_median_ms"] == 2.0 and result["torch_timer_median_ms"] == 2.5
     assert result["ratio_torch_timer"] == pytest.approx(0.8)
     assert result["ratio_torch_timer_mean"] == pytest.approx(0.8)
@@ -56,6 +59,10 @@ def test_verdict_compares_our_mean_with_timers_block_statistics(monkeypatch):
         return Measurement(times_ms=[2.0, 2.0, 3.5][: max(runs, 1)] * (runs // 3 or 1), first_call_ms=1.0)
 
     monkeypatch.setattr(timer_check, "measure", skewed)
+    monkeypatch.setattr(timer_check, "launch_bound_check",
+                        lambda device, runs, rounds, ops: {"ratio_host_synced": 1.0, "workload": "w",
+                                                           "measure_median_ms": 1.0,
+                                                           "host_synced_median_ms": 1.0})
     monkeypatch.setattr(timer_check, "torch_timer", lambda fn, t: FakeBlockedAutorange(0.0025))
     result = validate_timer("cpu", size=8, runs=30, rounds=3, min_run_time=0.1, noop_runs=3)
     assert result["ratio_torch_timer"] == pytest.approx(0.8)       # medians differ by the skew
@@ -76,6 +83,33 @@ def test_validate_timer_runs_for_real_on_cpu():
     assert "ratio measure/Timer" in text and "no-op overhead" in text and "verdict" in text
 
 
+def test_launch_bound_workload_is_many_small_dependent_ops():
+    fn = launch_bound_workload(torch.device("cpu"), ops=10)
+    assert torch.allclose(fn(), torch.full((64,), 1.0001 ** 10))
+
+
+def test_launch_bound_check_judges_measure_against_a_synchronized_host_clock(monkeypatch):
+    from bench_utils.measurement import timer_check
+
+    monkeypatch.setattr(timer_check, "time_first_call", lambda fn, device: 4.0)  # the host clock: 4 ms
+    result = launch_bound_check(torch.device("cpu"), runs=6, rounds=2, ops=5)
+    assert result["host_synced_median_ms"] == 4.0
+    assert result["ratio_host_synced"] == pytest.approx(result["measure_median_ms"] / 4.0)
+    assert result["ratio_host_synced"] < 0.5  # five tiny ops take far less than 4 ms: a mismatch shows
+    assert result["do_bench_median_ms"] is None and result["pipelined_median_ms"] is None  # CPU
+
+
+def test_a_launch_bound_disagreement_fails_the_verdict(monkeypatch):
+    from bench_utils.measurement import timer_check
+
+    monkeypatch.setattr(timer_check, "launch_bound_check",
+                        lambda device, runs, rounds, ops: {"ratio_host_synced": 0.7, "workload": "w",
+                                                           "measure_median_ms": 0.7,
+                                                           "host_synced_median_ms": 1.0})
+    result = validate_timer("cpu", **SMALL)
+    assert result["within_tolerance"] is False and "launch-bound" in format_timer_check(result)
+
+
 def test_rounds_must_fit_the_runs():
     with pytest.raises(ValueError, match="rounds"):
         validate_timer("cpu", size=16, runs=3, rounds=5, min_run_time=0.1, noop_runs=10)
@@ -87,3 +121,6 @@ def test_validate_timer_on_cuda_compares_with_do_bench():
     assert result["timer"] == "cuda_event"
     assert result["do_bench_median_ms"] is not None
     assert 0.5 < result["ratio_do_bench"] < 2.0
+    launch = result["launch_bound"]
+    assert launch["pipelined_median_ms"] > 0 and launch["do_bench_median_ms"] is not None
+    assert abs(launch["ratio_host_synced"] - 1.0) < 0.2

@@ -146,18 +146,81 @@ class FakeCudaBackend:
         return contextlib.nullcontext()
 
 
-def test_cuda_event_timer_uses_one_event_pair_per_run_and_one_sync_after_the_loop():
+def test_cuda_event_timer_waits_for_the_device_after_each_call_by_default():
     backend = FakeCudaBackend()
     timer = CudaEventTimer(torch.device("cpu"), backend=backend)
     calls = []
     times = timer.time_calls(lambda: (calls.append(1), busy_wait(0.001)), runs=25)
     assert len(times) == 25 and len(calls) == 25
     assert backend.events == 50
-    # one synchronize before the loop (idle device), none inside, one after it
-    assert backend.log[0] == "synchronize" and backend.log[-1] == "synchronize"
-    assert backend.log.count("synchronize") == 2
-    assert backend.log[1:-1] == ["record"] * 50
+    # an idle device first; then each call is bracketed by its events and followed by a wait,
+    # outside the interval: start, end, synchronize
+    assert backend.log == ["synchronize"] + ["record", "record", "synchronize"] * 25
     assert all(t >= 1.0 for t in times)  # each event pair brackets its 1 ms call
+
+
+def test_pipelined_timer_synchronizes_once_after_the_loop():
+    backend = FakeCudaBackend()
+    timer = CudaEventTimer(torch.device("cpu"), backend=backend, sync="pipelined")
+    times = timer.time_calls(lambda: None, runs=10)
+    assert len(times) == 10
+    assert backend.log == ["synchronize"] + ["record"] * 20 + ["synchronize"]
+
+
+class SimulatedGpu:
+    """An asynchronous device on a virtual clock: the host spends ``launch_ms`` to enqueue a
+    kernel of ``kernel_ms``; the device runs queued work in order; events stamp the device time
+    at which the stream reaches them."""
+
+    def __init__(self, launch_ms, kernel_ms):
+        self.launch_ms, self.kernel_ms = launch_ms, kernel_ms
+        self.host, self.busy_until = 0.0, 0.0
+
+    def call(self):  # one forward pass: host launch work, then a kernel queued behind the rest
+        self.host += self.launch_ms
+        self.busy_until = max(self.host, self.busy_until) + self.kernel_ms
+
+    def event(self):
+        gpu = self
+
+        class Event:
+            def record(self):
+                self.stamp = max(gpu.host, gpu.busy_until)  # reached when the queue drains to it
+                gpu.busy_until = self.stamp
+
+            def elapsed_time(self, end):
+                return end.stamp - self.stamp
+
+        return Event()
+
+    def synchronize(self):
+        self.host = max(self.host, self.busy_until)
+
+    def device_context(self):
+        import contextlib
+        return contextlib.nullcontext()
+
+
+@pytest.mark.parametrize("launch_ms, kernel_ms", [(0.3, 1.0), (1.0, 0.3)])
+def test_per_call_latency_includes_launch_overhead_that_pipelining_hides(launch_ms, kernel_ms):
+    per_call = CudaEventTimer(torch.device("cpu"), backend=(gpu := SimulatedGpu(launch_ms, kernel_ms)))
+    latencies = per_call.time_calls(gpu.call, runs=50)
+    # A request from an idle device waits for its launch, then for its kernel.
+    assert latencies == pytest.approx([launch_ms + kernel_ms] * 50)
+    pipelined = CudaEventTimer(torch.device("cpu"), backend=(gpu := SimulatedGpu(launch_ms, kernel_ms)),
+                               sync="pipelined")
+    steady = pipelined.time_calls(gpu.call, runs=50)[5:]
+    # The host runs ahead: each interval is the slower of the two, never their sum.
+    assert steady == pytest.approx([max(launch_ms, kernel_ms)] * 45)
+
+
+def test_measure_records_its_sync_mode_and_refuses_unknown_ones():
+    m = measure(lambda: None, warmup=1, runs=3, device="cpu", sync="pipelined")
+    assert m.sync == "pipelined" and m.to_dict()["sync"] == "pipelined"
+    assert Measurement.from_dict(m.to_dict()).sync == "pipelined"
+    assert measure(lambda: None, warmup=1, runs=3, device="cpu").sync == "per-call"
+    with pytest.raises(ValueError, match="sync"):
+        measure(lambda: None, runs=3, device="cpu", sync="each")
 
 
 def test_measure_accepts_a_timer_and_reports_its_name():
@@ -187,3 +250,20 @@ def test_cuda_events_see_gpu_time_not_launch_time():
     m = measure(lambda: a @ a, warmup=5, runs=20, device="cuda")
     flops = 2 * 4096 ** 3
     assert m.median_ms > flops / 2e15 * 1000  # slower than 2 PFLOP/s: a real kernel time
+
+
+@pytest.mark.cuda
+def test_on_cuda_per_call_latency_includes_the_launches_that_pipelining_hides():
+    x, a = torch.ones(64, device="cuda"), torch.randn(4096, 4096, device="cuda")
+
+    def launches_then_a_long_kernel():  # as a model: many small launches, then real GPU work
+        y = x
+        for _ in range(200):
+            y = y * 1.0001
+        return a @ a
+
+    # pipelined, the next call's launches hide behind this call's matmul; per call, they cannot
+    per_call = measure(launches_then_a_long_kernel, warmup=5, runs=50, device="cuda")
+    pipelined = measure(launches_then_a_long_kernel, warmup=5, runs=50, device="cuda", sync="pipelined")
+    assert per_call.sync == "per-call" and pipelined.sync == "pipelined"
+    assert per_call.median_ms > pipelined.median_ms
