@@ -1,16 +1,25 @@
-"""Memory of a measured region: a context manager around it.
+"""Memory of a measured region: ``with MemoryProbe(...) as probe: ...``, then ``probe.report``.
 
-Reports what optimum-benchmark and the GPipe memory experiment report:
+Fields, in bytes; one that cannot be measured here is None, never 0:
 
-- parameter count and bytes (and buffer bytes) of the model, input bytes;
-- on CUDA: peak allocated and reserved bytes of the caching allocator (peak stats
-  reset at entry), and activation bytes = peak allocated - parameter - input bytes;
-- where NVML is present: peak device memory used and this process's GPU memory;
-- on every device: the process's peak resident memory during the region, from a
-  psutil sampling thread, refined by Linux's exact high-water mark (VmHWM, reset
-  through /proc/self/clear_refs) where the kernel allows it.
-
-A field that cannot be measured here is None, never 0.
+- ``param_count``, ``param_bytes`` (``model.parameters()``), ``buffer_bytes``; ``input_bytes``.
+- CUDA. At entry the probe synchronizes, empties the allocator's cache (reserved is then what is
+  in use, not what earlier work left cached), resets the peaks and reads allocated and reserved:
+  ``cuda_allocated_entry_bytes``, ``cuda_reserved_entry_bytes``: all alive before the region
+  (weights, inputs, kept outputs, CUDA-graph pools); ``cuda_peak_allocated_bytes``,
+  ``cuda_peak_reserved_bytes``: the region's peaks, that included;
+  ``cuda_peak_allocated_increase_bytes``: peak - entry allocated, what the region needs on top of what was
+  alive before it (activations, outputs, workspaces); ``cuda_peak_reserved_increase_bytes``:
+  peak - entry reserved, what the region took from the driver; ``cuda_graph_pool_bytes``: at
+  exit, this device's allocator segments owned by a private pool (``segment_pool_id`` not
+  (0, 0)), i.e. by CUDA graphs (reduce-overhead, max-autotune). A graph replay allocates
+  nothing: its activations and outputs live in that pool, made before the region, so they show
+  there and in the entry figures, not in the increases.
+- NVML, where present: ``nvml_device_total_bytes``, ``nvml_device_used_peak_bytes`` (every
+  process) and ``nvml_process_used_peak_bytes`` (this one), sampled during the region.
+- Every device: ``rss_entry_bytes``, ``rss_peak_bytes``, ``rss_peak_increase_bytes`` (peak -
+  entry) of this process, from a psutil sampling thread (``rss_samples``), refined by Linux's
+  high-water mark (VmHWM, reset through /proc/self/clear_refs): ``rss_peak_method``.
 """
 
 from __future__ import annotations
@@ -24,9 +33,13 @@ from typing import Any
 import psutil
 import torch
 
-from .devices import resolve_device, synchronize
+from .devices import resolve_device
 
 DEFAULT_INTERVAL_S = 0.005
+CUDA_FIELDS = ("cuda_allocated_entry_bytes", "cuda_reserved_entry_bytes",
+               "cuda_peak_allocated_bytes", "cuda_peak_reserved_bytes",
+               "cuda_peak_allocated_increase_bytes", "cuda_peak_reserved_increase_bytes",
+               "cuda_graph_pool_bytes")
 
 
 # --- sizes of things --------------------------------------------------------
@@ -146,6 +159,39 @@ def _max(current: int | None, value: int | None) -> int | None:
     return value if current is None else max(current, value)
 
 
+# --- CUDA allocator ---------------------------------------------------------------
+
+class CudaMemoryBackend:
+    """The CUDA allocator calls the probe makes; replaceable in tests."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+
+    def synchronize(self) -> None:
+        torch.cuda.synchronize(self.device)
+
+    def empty_cache(self) -> None:
+        torch.cuda.empty_cache()
+
+    def reset_peak_memory_stats(self) -> None:
+        torch.cuda.reset_peak_memory_stats(self.device)
+
+    def memory_allocated(self) -> int:
+        return torch.cuda.memory_allocated(self.device)
+
+    def memory_reserved(self) -> int:
+        return torch.cuda.memory_reserved(self.device)
+
+    def max_memory_allocated(self) -> int:
+        return torch.cuda.max_memory_allocated(self.device)
+
+    def max_memory_reserved(self) -> int:
+        return torch.cuda.max_memory_reserved(self.device)
+
+    def memory_snapshot(self) -> list[dict[str, Any]]:
+        return torch.cuda.memory_snapshot()  # the allocator's segments, on every device
+
+
 # --- the probe ------------------------------------------------------------------
 
 class MemoryProbe:
@@ -153,13 +199,15 @@ class MemoryProbe:
 
     def __init__(self, device: str | torch.device | None = None, *,
                  model: torch.nn.Module | None = None, inputs: Any = None,
-                 interval_s: float = DEFAULT_INTERVAL_S) -> None:
+                 interval_s: float = DEFAULT_INTERVAL_S, cuda_backend: Any | None = None) -> None:
         if interval_s <= 0:
             raise ValueError(f"interval_s must be > 0, got {interval_s!r}")
         self.device = resolve_device(device)
         self.model = model
         self.inputs = inputs
         self.interval_s = interval_s
+        self._cuda = self.device.type == "cuda"
+        self.cuda_backend = (cuda_backend or CudaMemoryBackend(self.device)) if self._cuda else None
         self.report: dict[str, Any] = {}
         self._process = psutil.Process()
         self._stop = threading.Event()
@@ -181,11 +229,12 @@ class MemoryProbe:
 
     def __enter__(self) -> "MemoryProbe":
         self._nvml = _Nvml(self.device)
-        self._cuda = self.device.type == "cuda"
         if self._cuda:
-            synchronize(self.device)
-            torch.cuda.reset_peak_memory_stats(self.device)
-            self._cuda_entry = torch.cuda.memory_allocated(self.device)
+            cuda = self.cuda_backend
+            cuda.synchronize()
+            cuda.empty_cache()  # reserved at entry is then what is in use, not a stale cache
+            cuda.reset_peak_memory_stats()
+            self._cuda_entry = (cuda.memory_allocated(), cuda.memory_reserved())
         self._rss_entry = self._process.memory_info().rss
         self._vmhwm_ok = _reset_vmhwm()
         self._sample()
@@ -195,12 +244,31 @@ class MemoryProbe:
 
     def __exit__(self, *exc_info: Any) -> None:
         if self._cuda:
-            synchronize(self.device)
+            self.cuda_backend.synchronize()
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
         self._sample()
         self.report = self._build_report()
+
+    def _read_cuda(self) -> dict[str, Any]:
+        cuda = self.cuda_backend
+        allocated, reserved = self._cuda_entry
+        peak_allocated, peak_reserved = cuda.max_memory_allocated(), cuda.max_memory_reserved()
+        index = self.device.index or 0
+        try:  # segments of this device's private pools (a (0, 0) pool id is the default pool)
+            pool: int | None = sum(int(seg["total_size"]) for seg in cuda.memory_snapshot()
+                                   if seg.get("device", index) == index
+                                   and tuple(seg.get("segment_pool_id", (0, 0))) != (0, 0))
+        except Exception:  # a snapshot this torch cannot give: not measured
+            pool = None
+        increase = peak_allocated - allocated
+        return {"cuda_allocated_entry_bytes": allocated, "cuda_reserved_entry_bytes": reserved,
+                "cuda_peak_allocated_bytes": peak_allocated,
+                "cuda_peak_reserved_bytes": peak_reserved,
+                "cuda_peak_allocated_increase_bytes": increase,
+                "cuda_peak_reserved_increase_bytes": peak_reserved - reserved,
+                "cuda_graph_pool_bytes": pool}
 
     def _build_report(self) -> dict[str, Any]:
         rss_peak = self._rss_peak
@@ -217,11 +285,7 @@ class MemoryProbe:
             "rss_peak_increase_bytes": rss_peak - self._rss_entry,
             "rss_peak_method": method,
             "rss_samples": self._samples,
-            "cuda_allocated_entry_bytes": None,
-            "cuda_peak_allocated_bytes": None,
-            "cuda_peak_reserved_bytes": None,
-            "cuda_peak_increase_bytes": None,
-            "activation_bytes": None,
+            **dict.fromkeys(CUDA_FIELDS),
             "nvml_device_total_bytes": self._nvml.device_total(),
             "nvml_device_used_peak_bytes": self._nvml_device_peak,
             "nvml_process_used_peak_bytes": self._nvml_process_peak,
@@ -229,15 +293,5 @@ class MemoryProbe:
         if self.model is not None:
             report.update(parameter_stats(self.model))
         if self._cuda:
-            peak = torch.cuda.max_memory_allocated(self.device)
-            report.update({
-                "cuda_allocated_entry_bytes": self._cuda_entry,
-                "cuda_peak_allocated_bytes": peak,
-                "cuda_peak_reserved_bytes": torch.cuda.max_memory_reserved(self.device),
-                "cuda_peak_increase_bytes": peak - self._cuda_entry,
-            })
-            if report["param_bytes"] is not None:
-                activation = peak - report["param_bytes"] - (report["input_bytes"] or 0)
-                # Negative means the model or inputs live elsewhere: not a measurement.
-                report["activation_bytes"] = activation if activation >= 0 else None
+            report.update(self._read_cuda())
         return report

@@ -6,6 +6,12 @@ import torch
 
 from bench_utils import MemoryProbe
 from bench_utils.measurement.memory import parameter_stats, tensor_bytes
+from fake_nvml import make_fake_pynvml
+
+MiB = 2**20
+CUDA_FIELDS = ("cuda_allocated_entry_bytes", "cuda_reserved_entry_bytes", "cuda_peak_allocated_bytes",
+               "cuda_peak_reserved_bytes", "cuda_peak_allocated_increase_bytes",
+               "cuda_peak_reserved_increase_bytes", "cuda_graph_pool_bytes")
 
 
 def test_parameter_stats_counts_parameters_not_buffers():
@@ -39,9 +45,8 @@ def test_probe_on_cpu_reports_resident_peak_and_no_cuda_fields():
     assert report["rss_peak_increase_bytes"] >= 150 * 2**20
     assert report["rss_samples"] >= 2
     # what the CPU cannot measure is None, never 0
-    for key in ("cuda_peak_allocated_bytes", "cuda_peak_reserved_bytes", "activation_bytes",
-                "cuda_allocated_entry_bytes", "nvml_device_used_peak_bytes",
-                "nvml_process_used_peak_bytes", "nvml_device_total_bytes"):
+    for key in CUDA_FIELDS + ("nvml_device_used_peak_bytes", "nvml_process_used_peak_bytes",
+                              "nvml_device_total_bytes"):
         assert report[key] is None, key
 
 
@@ -68,24 +73,200 @@ def test_bad_interval():
         MemoryProbe("cpu", interval_s=0)
 
 
+# --- the CUDA path, with a fake allocator (runs on CPU-only machines) -----------
+
+class FakeAllocator:
+    """A caching allocator in miniature: blocks in use, free cached blocks, private pools.
+
+    allocated = in use + private pools (their blocks are taken); reserved = in use + cache +
+    private pools; ``empty_cache`` returns the free cache to the driver but keeps the pools.
+    """
+
+    def __init__(self, in_use=0, cached=0, pools=()):
+        self.log = []
+        self.in_use, self.cached = in_use, cached
+        self.pools = list(pools)  # (device, pool id, bytes)
+        self.peak_allocated, self.peak_reserved = self.allocated, self.reserved
+
+    allocated = property(lambda self: self.in_use + self._pool_bytes())
+    reserved = property(lambda self: self.in_use + self.cached + self._pool_bytes())
+
+    def _pool_bytes(self):
+        return sum(size for device, _, size in self.pools if device == 0)
+
+    def _track(self):
+        self.peak_allocated = max(self.peak_allocated, self.allocated)
+        self.peak_reserved = max(self.peak_reserved, self.reserved)
+
+    def malloc(self, size):  # served from the cache first, the driver for the rest
+        self.cached = max(self.cached - size, 0)
+        self.in_use += size
+        self._track()
+
+    def free(self, size):  # back into the cache, not to the driver
+        self.in_use -= size
+        self.cached += size
+
+    # the backend interface of MemoryProbe
+    def synchronize(self):
+        self.log.append("synchronize")
+
+    def empty_cache(self):
+        self.log.append("empty_cache")
+        self.cached = 0
+
+    def reset_peak_memory_stats(self):
+        self.log.append("reset_peak_memory_stats")
+        self.peak_allocated, self.peak_reserved = self.allocated, self.reserved
+
+    def memory_allocated(self):
+        return self.allocated
+
+    def memory_reserved(self):
+        return self.reserved
+
+    def max_memory_allocated(self):
+        return self.peak_allocated
+
+    def max_memory_reserved(self):
+        return self.peak_reserved
+
+    def memory_snapshot(self):
+        self.log.append("memory_snapshot")
+        default = [{"device": 0, "total_size": self.in_use + self.cached,
+                    "segment_pool_id": (0, 0), "allocated_size": self.in_use}]
+        return default + [{"device": device, "total_size": size, "segment_pool_id": pool_id,
+                           "allocated_size": size} for device, pool_id, size in self.pools]
+
+
+@pytest.fixture
+def on_fake_cuda(monkeypatch):
+    """MemoryProbe("cuda") on this machine: the device resolves, NVML is absent."""
+    monkeypatch.setattr("bench_utils.measurement.memory.resolve_device",
+                        lambda device: torch.device("cuda", 0))
+    monkeypatch.setitem(__import__("sys").modules, "pynvml", make_fake_pynvml(fail_init=True))
+
+
+def test_cuda_figures_are_the_region_own_not_what_was_alive_at_entry(on_fake_cuda):
+    # At entry: 500 MiB alive (weights, buffers, a compiled cell's kept reference outputs)
+    # and 300 MiB of cache left by earlier work.
+    fake = FakeAllocator(in_use=500 * MiB, cached=300 * MiB)
+    model = torch.nn.Linear(64, 64)
+    with MemoryProbe("cuda", model=model, inputs=torch.zeros(8, 64), cuda_backend=fake) as probe:
+        fake.malloc(100 * MiB)  # activations
+        fake.malloc(40 * MiB)   # a workspace
+        fake.free(40 * MiB)
+        fake.free(100 * MiB)
+    r = probe.report
+    assert r["device"] == "cuda:0"
+    assert r["cuda_allocated_entry_bytes"] == 500 * MiB
+    assert r["cuda_reserved_entry_bytes"] == 500 * MiB  # the stale 300 MiB cache was emptied
+    assert r["cuda_peak_allocated_bytes"] == 640 * MiB
+    assert r["cuda_peak_reserved_bytes"] == 640 * MiB  # not 800: cache reuse would hide growth
+    assert r["cuda_peak_allocated_increase_bytes"] == 140 * MiB
+    assert r["cuda_peak_allocated_increase_bytes"] == 140 * MiB  # not 640 MiB - parameter - input bytes
+    assert r["cuda_peak_reserved_increase_bytes"] == 140 * MiB
+    assert r["cuda_graph_pool_bytes"] == 0  # eager: no private pool
+    assert r["param_bytes"] == (64 * 64 + 64) * 4 and r["input_bytes"] == 8 * 64 * 4
+    assert r["nvml_device_used_peak_bytes"] is None
+    assert r["rss_peak_bytes"] >= r["rss_entry_bytes"]
+
+
+def test_cuda_entry_empties_the_cache_before_resetting_peaks_then_reads(on_fake_cuda):
+    fake = FakeAllocator(in_use=10 * MiB, cached=90 * MiB)
+    with MemoryProbe("cuda", cuda_backend=fake):
+        assert fake.log == ["synchronize", "empty_cache", "reset_peak_memory_stats"]
+    # at exit: wait for the device, then read the pools
+    assert fake.log[3:] == ["synchronize", "memory_snapshot"]
+
+
+def test_cuda_graph_replay_shows_in_the_pool_not_in_the_increase(on_fake_cuda):
+    # reduce-overhead after warm-up: 200 MiB of weights, the graph's 150 MiB private pool on
+    # this device (activations and outputs), another device's pool that is not ours.
+    fake = FakeAllocator(in_use=200 * MiB, pools=[(0, (1, 0), 150 * MiB), (1, (2, 0), 70 * MiB)])
+    with MemoryProbe("cuda", cuda_backend=fake) as probe:
+        pass  # a replay allocates nothing
+    r = probe.report
+    assert r["cuda_graph_pool_bytes"] == 150 * MiB
+    assert r["cuda_allocated_entry_bytes"] == 350 * MiB  # the pool's blocks are allocated
+    assert r["cuda_reserved_entry_bytes"] == 350 * MiB   # empty_cache keeps a live pool
+    assert r["cuda_peak_allocated_increase_bytes"] == 0
+    assert r["cuda_peak_reserved_increase_bytes"] == 0
+
+
+def test_cuda_graph_pool_measured_at_exit_includes_a_pool_made_in_the_region(on_fake_cuda):
+    fake = FakeAllocator(in_use=200 * MiB)
+    with MemoryProbe("cuda", cuda_backend=fake) as probe:
+        fake.pools.append((0, (3, 1), 64 * MiB))  # a first call records a graph
+        fake._track()
+    r = probe.report
+    assert r["cuda_graph_pool_bytes"] == 64 * MiB
+    assert r["cuda_peak_allocated_increase_bytes"] == 64 * MiB
+
+
+def test_cuda_graph_pool_is_none_when_the_snapshot_fails(on_fake_cuda):
+    fake = FakeAllocator()
+
+    def refuse():
+        raise RuntimeError("no snapshot")
+    fake.memory_snapshot = refuse
+    with MemoryProbe("cuda", cuda_backend=fake) as probe:
+        pass
+    assert probe.report["cuda_graph_pool_bytes"] is None
+    assert probe.report["cuda_peak_allocated_increase_bytes"] == 0
+
+
+def test_cuda_memory_backend_has_the_calls_the_probe_makes():
+    from bench_utils.measurement.memory import CudaMemoryBackend
+
+    for name in ("synchronize", "empty_cache", "reset_peak_memory_stats", "memory_allocated",
+                 "memory_reserved", "max_memory_allocated", "max_memory_reserved",
+                 "memory_snapshot"):
+        assert callable(getattr(CudaMemoryBackend, name)), name
+
+
 @pytest.mark.cuda
 def test_probe_on_cuda_reports_allocator_peaks_and_activation():
     model = torch.nn.Linear(1024, 1024).cuda()
     x = torch.randn(256, 1024, device="cuda")
+    stale = torch.empty(256 * MiB, dtype=torch.uint8, device="cuda")
+    del stale  # left in the cache: emptied at entry
     with MemoryProbe("cuda", model=model, inputs=x) as probe:
-        big = torch.empty(64 * 2**20, dtype=torch.uint8, device="cuda")  # 64 MiB
+        big = torch.empty(64 * MiB, dtype=torch.uint8, device="cuda")
         model(x)
         del big
     r = probe.report
-    assert r["cuda_peak_allocated_bytes"] >= r["cuda_allocated_entry_bytes"] + 64 * 2**20
+    assert r["cuda_allocated_entry_bytes"] >= r["param_bytes"] + r["input_bytes"]
+    assert r["cuda_reserved_entry_bytes"] < r["cuda_allocated_entry_bytes"] + 256 * MiB
+    assert r["cuda_peak_allocated_increase_bytes"] >= 64 * MiB
+    assert r["cuda_peak_allocated_increase_bytes"] == r["cuda_peak_allocated_bytes"] - r["cuda_allocated_entry_bytes"]
+    assert r["cuda_peak_reserved_increase_bytes"] == (r["cuda_peak_reserved_bytes"]
+                                                      - r["cuda_reserved_entry_bytes"])
     assert r["cuda_peak_reserved_bytes"] >= r["cuda_peak_allocated_bytes"]
-    assert r["activation_bytes"] == r["cuda_peak_allocated_bytes"] - r["param_bytes"] - r["input_bytes"]
+    assert r["cuda_graph_pool_bytes"] == 0
     assert r["nvml_device_total_bytes"] is None or r["nvml_device_total_bytes"] > 2**30
 
 
-# --- NVML paths, with a fake pynvml (no NVML library on CPU machines) ---------
+@pytest.mark.cuda
+def test_probe_on_cuda_sees_a_cuda_graph_pool_and_a_replay_that_allocates_nothing():
+    model = torch.nn.Linear(1024, 1024).cuda()
+    static_x = torch.randn(256, 1024, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.no_grad(), torch.cuda.stream(side):
+        model(static_x)  # warm-up on a side stream, as capture requires
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.no_grad(), torch.cuda.graph(graph):
+        static_y = model(static_x)
+    with MemoryProbe("cuda") as probe:
+        graph.replay()
+    r = probe.report
+    assert r["cuda_graph_pool_bytes"] >= static_y.numel() * static_y.element_size()
+    assert r["cuda_peak_allocated_increase_bytes"] < static_y.numel() * static_y.element_size()
 
-from fake_nvml import make_fake_pynvml  # noqa: E402
+
+# --- NVML paths, with a fake pynvml (no NVML library on CPU machines) ---------
 
 from bench_utils.measurement.memory import _Nvml, _nvml_index  # noqa: E402
 

@@ -1,0 +1,117 @@
+"""FLOPs of one model forward, and the throughput they imply at a measured latency.
+
+The count comes from ``torch.utils.flop_counter.FlopCounterMode``: shape-based
+formulas for matrix products, convolutions and attention (a multiply-add is 2
+FLOPs, so a matmul of (M, K) by (K, N) is 2*M*N*K). Element-wise work
+(activations, norms, softmax, bias adds) is not counted: the figure is the
+"model FLOPs" convention used for MFU, not everything the GPU executes.
+
+torch's registry has no formula for the CPU flash-attention kernel that
+``scaled_dot_product_attention`` runs on CPU, so transformer attention would be
+missing from CPU counts while present in CUDA ones; ``_extra_formulas`` adds the
+same formula torch uses for the CUDA kernels, so a model's count does not depend
+on the device it is counted on.
+
+Counting runs the callable once, eagerly, under ``torch.no_grad()``; call it
+outside any timed region (the dispatch mode slows every operator down). Pass the
+eager model's forward: FLOPs are a property of the model and input shapes, the
+same for every compile mode, so there is no need to count a compiled callable.
+
+``count_forward_flops`` returns a ``FlopCount`` (FLOPs, or None with the reason
+in ``note``); ``forward_flops`` is the plain ``int | None`` shortcut.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+import math
+from typing import Any
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+
+@dataclass(frozen=True)
+class FlopCount:
+    """FLOPs of one call, or None with ``note`` saying why they could not be counted."""
+
+    flops: int | None
+    note: str | None = None
+    by_operator: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """``{"flops", "flops_note", "flops_by_operator"}``, ready for a record."""
+        return {"flops": self.flops, "flops_note": self.note,
+                "flops_by_operator": dict(self.by_operator)}
+
+
+def _cpu_flash_sdpa_flop(query_shape, key_shape, value_shape, *args, out_shape=None, **kwargs) -> int:
+    """FLOPs of ``aten._scaled_dot_product_flash_attention_for_cpu``: the CUDA kernels' formula."""
+    from torch.utils.flop_counter import sdpa_flop_count
+
+    return sdpa_flop_count(query_shape, key_shape, value_shape)
+
+
+def _extra_formulas() -> dict[Any, Any]:
+    """Formulas torch lacks, for ``FlopCounterMode(custom_mapping=...)``; empty once torch has them."""
+    from torch.utils.flop_counter import flop_registry
+
+    extra: dict[Any, Any] = {}
+    op = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+    if op is not None and op not in flop_registry:
+        extra[op] = _cpu_flash_sdpa_flop
+    return extra
+
+
+def count_forward_flops(fn: Callable[[], Any]) -> FlopCount:
+    """Run ``fn()`` once under ``FlopCounterMode`` and ``torch.no_grad()`` and count its FLOPs.
+
+    Never raises for a failing count: a model whose forward cannot run under the
+    dispatch mode, or whose operators have no FLOP formula at all, gives
+    ``FlopCount(None, note)`` so a study goes on without the figure.
+    """
+    counter = FlopCounterMode(display=False, custom_mapping=_extra_formulas())
+    try:
+        with torch.no_grad(), counter:
+            fn()
+    except Exception as exc:  # any model failure: report the reason, not a crash
+        return FlopCount(None, f"counting failed: {type(exc).__name__}: {exc}")
+    total = int(counter.get_total_flops())
+    by_operator = {str(op): int(n) for op, n in counter.get_flop_counts().get("Global", {}).items()}
+    if total <= 0:
+        # 0 would read as "free"; it only means no operator with a formula ran.
+        return FlopCount(None, "no operator with a FLOP formula ran (no matmul, conv or attention)")
+    return FlopCount(total, None, by_operator)
+
+
+def forward_flops(fn: Callable[[], Any]) -> int | None:
+    """FLOPs of one call of ``fn`` (see ``count_forward_flops``), or None when not countable."""
+    return count_forward_flops(fn).flops
+
+
+def achieved_tflops(flops: int | float | None, latency_ms: float | None) -> float | None:
+    """TFLOP/s that ``flops`` per call imply at ``latency_ms`` per call; None when either is missing."""
+    if flops is None or latency_ms is None:
+        return None
+    if not (math.isfinite(flops) and math.isfinite(latency_ms)) or flops <= 0 or latency_ms <= 0:
+        return None
+    return flops / (latency_ms * 1e-3) / 1e12
+
+
+def compute_block(count: FlopCount, *, gpu_name: str | None, dtype: str, tf32: bool,
+                  latency_ms: float, eager_latency_ms: float | None = None) -> dict[str, Any]:
+    """A record's hardware-normalized figures: FLOPs of one forward pass, the TFLOP/s the
+    cell's mean latency implies (and eager's, for a compiled cell) and their share of the
+    device's dense peak for the dtype and TF32 state (None on CPUs and unknown GPUs)."""
+    from .peaks import gpu_key, peak_tflops, percent_of_peak
+
+    peak = peak_tflops(gpu_name, dtype, tf32) if gpu_name else None
+    tflops = achieved_tflops(count.flops, latency_ms)
+    block = {"flops": count.flops, "flops_note": count.note, "peak_tflops": peak,
+             "peak_of": gpu_key(gpu_name) if gpu_name else None, "peak_tf32": tf32,
+             "tflops": tflops, "percent_of_peak": percent_of_peak(tflops, peak)}
+    if eager_latency_ms is not None:
+        eager = achieved_tflops(count.flops, eager_latency_ms)
+        block.update(eager_tflops=eager, eager_percent_of_peak=percent_of_peak(eager, peak))
+    return block

@@ -1,0 +1,203 @@
+"""Energy, clocks and temperature of a GPU around a measured region, from NVML.
+
+``with EnergyProbe(device) as probe: <timed work>`` then ``probe.report``:
+
+- ``energy_j``, ``duration_s``, ``mean_power_w``: the board's total-energy counter
+  (``nvmlDeviceGetTotalEnergyConsumption``, millijoules, Volta and later) read at
+  entry and at exit, and the wall time between the two reads. All three or none:
+  a duration without energy explains nothing here.
+- ``sm_clock_mhz_*``, ``temperature_c_*``, ``throttle_reasons_*`` at start and end:
+  whether the GPU ran at full clock or was capped (power, thermal) while timed.
+
+The counter covers the whole board, other processes included, and NVML refreshes
+it only every few tens of milliseconds: use regions of a second or more. The
+device is synchronized at entry (earlier queued work stays out) and at exit,
+before the counter is read (all the region's work is in). The end readings follow
+that synchronize, so "GpuIdle" among the end reasons is expected.
+
+On a CPU, or where NVML is missing or refuses, every field is None, never 0.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+
+from .devices import resolve_device, synchronize
+from .memory import _nvml_index
+
+# Module-level so tests can drive the clock and check the arithmetic exactly.
+_now = time.perf_counter
+
+# Prefixes of pynvml's reason bit constants: the current names, then the older ones
+# (which also hold bits the newer set lacks in some releases, e.g. BoardLimit).
+_REASON_PREFIXES = ("nvmlClocksEventReason", "nvmlClocksThrottleReason")
+# Not reasons: the empty and full masks, and a deprecated alias of ApplicationsClocksSetting.
+_NOT_REASONS = {"None", "All", "UserDefinedClocks"}
+
+REPORT_KEYS = (
+    "device", "energy_j", "duration_s", "mean_power_w",
+    "sm_clock_mhz_start", "sm_clock_mhz_end", "temperature_c_start", "temperature_c_end",
+    "throttle_reasons_start", "throttle_reasons_end", "note",
+)
+
+
+def decode_reasons(mask: int, nvml: Any) -> list[str]:
+    """Names of the bits set in a clocks-event (throttle) ``mask``, from ``nvml``'s constants.
+
+    ``0x4 | 0x40`` -> ``["SwPowerCap", "HwThermalSlowdown"]``; a bit this pynvml has
+    no name for appears as ``"unknown:0x..."`` rather than being dropped.
+    """
+    names: dict[int, str] = {}
+    for prefix in _REASON_PREFIXES:
+        for attr in sorted(dir(nvml)):
+            name = attr[len(prefix):]
+            if not attr.startswith(prefix) or name in _NOT_REASONS:
+                continue
+            value = getattr(nvml, attr)
+            if isinstance(value, int) and value > 0 and value & (value - 1) == 0:  # one bit
+                names.setdefault(value, name)
+    decoded = [names[bit] for bit in sorted(names) if mask & bit]
+    unknown = mask & ~sum(names)
+    if unknown:
+        decoded.append(f"unknown:0x{unknown:x}")
+    return decoded
+
+
+def per_inference(report: dict[str, Any], calls: int) -> float | None:
+    """Joules per call: ``report["energy_j"] / calls``; None when the energy is unknown."""
+    if calls < 1:
+        raise ValueError(f"calls must be >= 1, got {calls!r}")
+    energy = report.get("energy_j")
+    return None if energy is None else energy / calls
+
+
+def _as_device(device: str | torch.device | None) -> torch.device:
+    if device is None:
+        return resolve_device(None)
+    device = torch.device(device)
+    if device.type == "cuda" and device.index is None and torch.cuda.is_available():
+        device = torch.device("cuda", torch.cuda.current_device())  # "cuda" means the current GPU
+    return device
+
+
+class EnergyProbe:
+    """``with EnergyProbe(device) as probe: ...``; then ``probe.report`` (keys: ``REPORT_KEYS``).
+
+    ``nvml`` replaces the ``pynvml`` module (tests pass a fake); by default it is
+    imported on entry.
+    """
+
+    def __init__(self, device: str | torch.device | None = None, *, nvml: Any = None) -> None:
+        self.device = _as_device(device)
+        self.report: dict[str, Any] = {}
+        self._nvml_given = nvml
+        self._nvml: Any = None
+        self._handle: Any = None
+        self._notes: list[str] = []
+
+    # --- NVML access -------------------------------------------------------------
+
+    def _open(self) -> None:
+        """NVML and the handle of this GPU, or a note saying why not."""
+        if self.device.type != "cuda":
+            self._notes.append(f"no NVML on {self.device.type}")
+            return
+        try:
+            nvml = self._nvml_given
+            if nvml is None:
+                import pynvml as nvml
+            nvml.nvmlInit()
+        except Exception as exc:  # library or driver missing: every field stays None
+            self._notes.append(f"NVML unavailable: {type(exc).__name__}: {exc}")
+            return
+        self._nvml = nvml
+        try:
+            self._handle = nvml.nvmlDeviceGetHandleByIndex(_nvml_index(self.device))
+        except Exception as exc:
+            self._notes.append(f"no NVML handle for {self.device}: {type(exc).__name__}: {exc}")
+            self._close()
+
+    def _close(self) -> None:
+        shutdown = getattr(self._nvml, "nvmlShutdown", None)
+        if shutdown is not None:
+            try:
+                shutdown()  # NVML counts inits: this releases only ours
+            except Exception:
+                pass
+        self._nvml = None
+
+    def _query(self, getter, what: str | None = None):
+        """``getter(nvml, handle)``, or None (noting ``what`` failed) where NVML refuses."""
+        if self._handle is None or self._nvml is None:
+            return None
+        try:
+            return getter(self._nvml, self._handle)
+        except Exception as exc:
+            if what:
+                self._notes.append(f"{what} unavailable: {type(exc).__name__}: {exc}")
+            return None
+
+    def _energy_mj(self) -> int | None:
+        return self._query(lambda nvml, h: int(nvml.nvmlDeviceGetTotalEnergyConsumption(h)),
+                           "energy counter")
+
+    def _reasons(self) -> list[str] | None:
+        for getter in ("nvmlDeviceGetCurrentClocksEventReasons",
+                       "nvmlDeviceGetCurrentClocksThrottleReasons"):  # newer name, then older
+            mask = self._query(lambda nvml, h, g=getter: int(getattr(nvml, g)(h)))
+            if mask is not None:
+                return decode_reasons(mask, self._nvml)
+        return None
+
+    def _state(self) -> dict[str, Any]:
+        return {
+            "sm_clock_mhz": self._query(lambda nvml, h: int(nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM))),
+            "temperature_c": self._query(
+                lambda nvml, h: int(nvml.nvmlDeviceGetTemperature(h, nvml.NVML_TEMPERATURE_GPU))),
+            "throttle_reasons": self._reasons(),
+        }
+
+    # --- the region ----------------------------------------------------------------
+
+    def __enter__(self) -> "EnergyProbe":
+        self._notes = []
+        self._open()
+        if self._handle is not None:
+            synchronize(self.device)
+        self._start = self._state()
+        self._energy_start = self._energy_mj()
+        self._time_start = _now()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        energy_end = time_end = None
+        if self._handle is not None:
+            synchronize(self.device)
+            if self._energy_start is not None:
+                energy_end = self._energy_mj()
+                time_end = _now()
+        end = self._state()
+        report: dict[str, Any] = dict.fromkeys(REPORT_KEYS)
+        report["device"] = str(self.device)
+        for name, value in self._start.items():
+            report[f"{name}_start"] = value
+        for name, value in end.items():
+            report[f"{name}_end"] = value
+        if energy_end is not None:
+            energy_j = (energy_end - self._energy_start) / 1000.0
+            duration_s = time_end - self._time_start
+            if energy_j < 0:
+                self._notes.append("energy counter went backwards (driver reloaded?)")
+            elif energy_j == 0 or duration_s <= 0:
+                # A powered GPU always draws energy: a still counter was not refreshed yet.
+                self._notes.append("energy counter did not advance: region too short to measure")
+            else:
+                report.update(energy_j=energy_j, duration_s=duration_s,
+                              mean_power_w=energy_j / duration_s)
+        report["note"] = "; ".join(self._notes) or None
+        self.report = report
+        if self._nvml is not None:
+            self._close()

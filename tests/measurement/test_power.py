@@ -1,0 +1,207 @@
+import sys
+
+import pynvml as real_pynvml
+import pytest
+import torch
+
+from fake_nvml import make_fake_pynvml
+from bench_utils.measurement import power
+from bench_utils.measurement.power import REPORT_KEYS, EnergyProbe, decode_reasons, per_inference
+
+EVENT_BITS = {name: getattr(real_pynvml, name) for name in dir(real_pynvml)
+              if name.startswith(("nvmlClocksEventReason", "nvmlClocksThrottleReason"))}
+
+
+class FakeNVMLError(Exception):
+    """pynvml's NVMLError carries a return code; this one too."""
+
+    def __init__(self, value):
+        super().__init__(f"NVML error {value}")
+        self.value = value
+
+
+def make_energy_nvml(log, *, energy_mj=None, energy_supported=True, reasons=None,
+                     event_api=True, throttle_api=True):
+    """The project's fake pynvml, extended with energy, clocks, temperature and reasons.
+
+    Every energy read pops the next value of ``energy_mj[handle]`` and is logged,
+    so the test knows the exact numbers and the order of reads and synchronizes.
+    """
+    nvml = make_fake_pynvml()
+    nvml.NVMLError = FakeNVMLError
+    nvml.NVML_TEMPERATURE_GPU = real_pynvml.NVML_TEMPERATURE_GPU
+    for name, value in EVENT_BITS.items():
+        setattr(nvml, name, value)
+    energy_mj = {handle: list(values) for handle, values in (energy_mj or {}).items()}
+    reasons = list(reasons or [0, 0])
+    clocks, temperatures = [1980, 1755], [41, 67]
+
+    def total_energy(handle):
+        if not energy_supported:
+            raise FakeNVMLError(real_pynvml.NVML_ERROR_NOT_SUPPORTED)
+        log.append(("energy", handle))
+        return energy_mj[handle].pop(0)
+
+    def clock_info(handle, clock):
+        assert clock == nvml.NVML_CLOCK_SM
+        log.append(("clock", handle))
+        return clocks.pop(0)
+
+    def temperature(handle, sensor):
+        assert sensor == nvml.NVML_TEMPERATURE_GPU
+        return temperatures.pop(0)
+
+    def current_reasons(handle):
+        return reasons.pop(0)
+
+    def no_such_function(handle):
+        raise FakeNVMLError(real_pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)
+
+    nvml.nvmlDeviceGetTotalEnergyConsumption = total_energy
+    nvml.nvmlDeviceGetClockInfo = clock_info
+    nvml.nvmlDeviceGetTemperature = temperature
+    nvml.nvmlDeviceGetCurrentClocksEventReasons = current_reasons if event_api else no_such_function
+    if throttle_api:
+        nvml.nvmlDeviceGetCurrentClocksThrottleReasons = current_reasons
+    nvml.shutdowns = 0
+
+    def shutdown():
+        nvml.shutdowns += 1
+
+    nvml.nvmlShutdown = shutdown
+    return nvml
+
+
+@pytest.fixture
+def log(monkeypatch):
+    """Records synchronize calls (no GPU here) and drives the probe's clock: 10 s, 12 s, 14 s, ..."""
+    events = []
+    times = iter(range(10, 1000, 2))
+    monkeypatch.setattr(power, "synchronize", lambda device: events.append(("sync", str(device))))
+    monkeypatch.setattr(power, "_now", lambda: float(next(times)))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    return events
+
+
+def test_energy_power_and_per_inference_arithmetic(log):
+    # 1,000,000 mJ at entry, 1,250,500 mJ at exit: 250.5 J over 2 s
+    nvml = make_energy_nvml(log, energy_mj={0: [1_000_000, 1_250_500]})
+    with EnergyProbe("cuda:0", nvml=nvml) as probe:
+        log.append(("work", None))
+    report = probe.report
+    assert set(report) == set(REPORT_KEYS)
+    assert report["device"] == "cuda:0"
+    assert report["energy_j"] == 250.5
+    assert report["duration_s"] == 2.0
+    assert report["mean_power_w"] == 125.25
+    assert per_inference(report, 4) == 62.625
+    assert report["sm_clock_mhz_start"] == 1980 and report["sm_clock_mhz_end"] == 1755
+    assert report["temperature_c_start"] == 41 and report["temperature_c_end"] == 67
+    assert report["throttle_reasons_start"] == [] and report["throttle_reasons_end"] == []
+    assert report["note"] is None
+    assert nvml.shutdowns == 1
+
+
+def test_device_is_synchronized_before_each_energy_read(log):
+    nvml = make_energy_nvml(log, energy_mj={0: [5_000, 9_000]})
+    with EnergyProbe("cuda:0", nvml=nvml):
+        log.append(("work", None))
+    order = [event for event in log if event[0] in ("sync", "energy", "work")]
+    assert order == [("sync", "cuda:0"), ("energy", 0), ("work", None),
+                     ("sync", "cuda:0"), ("energy", 0)]
+
+
+def test_gpu_index_maps_through_cuda_visible_devices(log, monkeypatch):
+    nvml = make_energy_nvml(log, energy_mj={1: [0, 3_000]})
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,0")
+    with EnergyProbe(torch.device("cuda", 0), nvml=nvml) as probe:  # cuda:0 is NVML GPU 1
+        pass
+    assert ("energy", 1) in log and ("energy", 0) not in log
+    assert probe.report["energy_j"] == 3.0
+    assert probe.report["mean_power_w"] == 1.5
+
+
+def test_unsupported_energy_counter_still_reports_clocks(log):
+    nvml = make_energy_nvml(log, energy_supported=False)
+    with EnergyProbe("cuda:0", nvml=nvml) as probe:
+        pass
+    report = probe.report
+    assert report["energy_j"] is None and report["duration_s"] is None and report["mean_power_w"] is None
+    assert per_inference(report, 10) is None
+    assert report["sm_clock_mhz_start"] == 1980 and report["sm_clock_mhz_end"] == 1755
+    assert report["temperature_c_end"] == 67
+    assert report["throttle_reasons_end"] == []
+    assert "energy counter unavailable" in report["note"]
+
+
+def test_throttle_reasons_are_decoded_by_name(log):
+    capped = real_pynvml.nvmlClocksEventReasonSwPowerCap | real_pynvml.nvmlClocksEventReasonHwThermalSlowdown
+    nvml = make_energy_nvml(log, energy_mj={0: [0, 1_000]},
+                            reasons=[real_pynvml.nvmlClocksEventReasonGpuIdle, capped])
+    with EnergyProbe("cuda:0", nvml=nvml) as probe:
+        pass
+    assert probe.report["throttle_reasons_start"] == ["GpuIdle"]
+    assert probe.report["throttle_reasons_end"] == ["SwPowerCap", "HwThermalSlowdown"]
+
+
+def test_older_throttle_api_is_used_when_the_event_api_is_missing(log):
+    nvml = make_energy_nvml(log, energy_mj={0: [0, 1_000]}, event_api=False,
+                            reasons=[0, real_pynvml.nvmlClocksThrottleReasonHwSlowdown])
+    with EnergyProbe("cuda:0", nvml=nvml) as probe:
+        pass
+    assert probe.report["throttle_reasons_end"] == ["HwSlowdown"]
+    # and neither API: None, not an empty list (which would claim "not throttled")
+    nvml = make_energy_nvml(log, energy_mj={0: [0, 1_000]}, event_api=False, throttle_api=False)
+    with EnergyProbe("cuda:0", nvml=nvml) as probe:
+        pass
+    assert probe.report["throttle_reasons_start"] is None and probe.report["throttle_reasons_end"] is None
+
+
+def test_decode_reasons():
+    bits = real_pynvml
+    assert decode_reasons(0, bits) == []
+    # the deprecated alias UserDefinedClocks shares ApplicationsClocksSetting's bit: named once
+    assert decode_reasons(bits.nvmlClocksEventReasonApplicationsClocksSetting, bits) == [
+        "ApplicationsClocksSetting"]
+    assert decode_reasons(bits.nvmlClocksEventReasonSwThermalSlowdown | 0x8000_0000, bits) == [
+        "SwThermalSlowdown", "unknown:0x80000000"]
+
+
+def test_cpu_gives_every_field_none_and_never_touches_nvml(log):
+    class Untouchable:
+        def __getattr__(self, name):
+            raise AssertionError(f"NVML used on CPU: {name}")
+
+    with EnergyProbe("cpu", nvml=Untouchable()) as probe:
+        pass
+    report = probe.report
+    assert report["device"] == "cpu"
+    assert all(report[key] is None for key in REPORT_KEYS if key not in ("device", "note"))
+    assert per_inference(report, 1) is None
+    assert log == []  # no synchronize either
+
+
+def test_missing_nvml_gives_every_field_none(log, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml now fails
+    with EnergyProbe("cuda:0") as probe:
+        pass
+    assert all(probe.report[key] is None for key in REPORT_KEYS if key not in ("device", "note"))
+    assert "NVML unavailable" in probe.report["note"]
+    failing = make_fake_pynvml(fail_init=True)
+    with EnergyProbe("cuda:0", nvml=failing) as probe:
+        pass
+    assert probe.report["energy_j"] is None and probe.report["sm_clock_mhz_start"] is None
+    assert "NVML Shared Library Not Found" in probe.report["note"]
+
+
+def test_a_still_or_reset_counter_is_not_a_measurement(log):
+    nvml = make_energy_nvml(log, energy_mj={0: [7_000, 7_000]})
+    with EnergyProbe("cuda:0", nvml=nvml) as probe:
+        pass
+    assert probe.report["energy_j"] is None and probe.report["mean_power_w"] is None
+    assert "did not advance" in probe.report["note"]
+
+
+def test_per_inference_refuses_no_calls():
+    with pytest.raises(ValueError, match="calls must be >= 1"):
+        per_inference({"energy_j": 1.0}, 0)
