@@ -1,7 +1,15 @@
 """Precisions: names, the TF32 policy, and whether a device can run a dtype.
 
-fp32 runs with TF32 off unless asked for (the guide's fp32 means full fp32, and
-TF32 changes both speed and numbers); the setting is returned for the record.
+The TF32 policy of float32 math, one of three, set once per run and carried by every
+record (with the settings then in force):
+
+- ``default``: PyTorch's defaults, which is what the guide ran: cuDNN convolutions may
+  use TF32, matmuls may not (``float32_matmul_precision`` "highest");
+- ``strict``: no TF32 anywhere (full fp32 for convolutions too);
+- ``on``: TF32 for matmuls and convolutions (``float32_matmul_precision`` "high").
+
+Booleans are read as the former setting meant them: ``True`` is ``on``, ``False``
+is ``strict``.
 """
 
 from __future__ import annotations
@@ -30,14 +38,35 @@ def parse_dtype(value: str | torch.dtype) -> tuple[str, torch.dtype]:
     return name, DTYPES[name]
 
 
-def configure_fp32_math(tf32: bool = False) -> dict[str, Any]:
-    """Set TF32 for matmuls and convolutions; return the settings now in force."""
-    torch.backends.cuda.matmul.allow_tf32 = tf32
-    torch.backends.cudnn.allow_tf32 = tf32
-    torch.set_float32_matmul_precision("high" if tf32 else "highest")
-    return {"tf32": tf32, "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
+TF32_POLICIES = {"default": (False, True), "strict": (False, False), "on": (True, True)}  # matmul, cuDNN
+
+
+def tf32_policy(value: str | bool) -> str:
+    """The policy's name; ValueError, in one line, for anything else."""
+    if isinstance(value, bool):
+        return "on" if value else "strict"
+    if value not in TF32_POLICIES:
+        raise ValueError(f"unknown tf32 policy {value!r}: use one of {', '.join(TF32_POLICIES)} "
+                         "(default: PyTorch's defaults, as the guide ran)")
+    return value
+
+
+def configure_fp32_math(policy: str | bool = "default") -> dict[str, Any]:
+    """Set the TF32 policy for matmuls and convolutions; return the settings now in force."""
+    policy = tf32_policy(policy)
+    matmul, cudnn = TF32_POLICIES[policy]
+    torch.backends.cuda.matmul.allow_tf32 = matmul
+    torch.backends.cudnn.allow_tf32 = cudnn
+    torch.set_float32_matmul_precision("high" if matmul else "highest")
+    return {"tf32": policy, "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
             "tf32_cudnn": torch.backends.cudnn.allow_tf32,
             "float32_matmul_precision": torch.get_float32_matmul_precision()}
+
+
+def tf32_in_force(settings: dict[str, Any], device: torch.device, dtype: str) -> bool:
+    """Whether float32 results on ``device`` may carry TF32 rounding (parity and peaks follow it)."""
+    return (device.type == "cuda" and dtype == "float32"
+            and bool(settings.get("tf32_matmul") or settings.get("tf32_cudnn")))
 
 
 def _probe(dtype: torch.dtype, device: torch.device) -> None:

@@ -1,0 +1,121 @@
+"""What compiling costs, cold and warm, and a guard against compiling inside the timed runs.
+
+A compiled cell compiles twice, as a user meets it twice:
+
+- **cold**: inductor's and Triton's on-disk caches point at a fresh, empty folder
+  (``torch._inductor.utils.fresh_cache``) and the in-memory caches are cleared, as on
+  a machine that never compiled this model; earlier cells' caches cannot make a
+  "first" compilation look cheap;
+- **warm**: after a dynamo reset and with the in-memory caches cleared again, the
+  same model compiles once more from the now populated folder, as a second process
+  on that machine would.
+
+The calls that compile are timed by the host clock with the device idle on both
+sides: the first call, and for CUDA-graph modes the second too, on which the graph
+is recorded (cudagraph trees warm up on the first call). Compile cost is their time
+minus as many eager calls; break-even uses the cold cost. The timed runs then go
+under ``torch.compiler.set_stance("fail_on_recompile")``: a recompile there would
+put compilation into a latency, so it stops the cell with ``RecompiledDuringTiming``.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import torch
+
+from ..measurement.timing import time_first_call
+from . import modes
+
+RECOMPILE_MESSAGE = "Detected recompile when torch.compile stance is 'fail_on_recompile'"
+
+
+class RecompiledDuringTiming(RuntimeError):
+    """The compiled model recompiled during the timed runs: its latency is not a compiled one."""
+
+
+def compiling_calls(mode: str) -> int:
+    """Calls that compile (or record a CUDA graph) before a mode runs steadily."""
+    return 2 if mode in modes.CUDA_GRAPH_MODES else 1
+
+
+@contextmanager
+def fresh_caches() -> Iterator[None]:
+    """Inductor's and Triton's caches in a new empty folder for the block (deleted after it)."""
+    from torch._inductor import utils
+
+    # fresh_cache is the current name; torch releases before 2.8 call it fresh_inductor_cache
+    fresh_cache = getattr(utils, "fresh_cache", None) or utils.fresh_inductor_cache
+    with fresh_cache():
+        yield
+
+
+def clear_in_memory_caches() -> None:
+    """Forget compiled code held in memory, so the next compilation reads the disk cache."""
+    from torch._inductor.utils import clear_caches
+
+    clear_caches()
+
+
+@dataclass
+class CompiledCell:
+    """The warm compiled callable, ready for timing, and what compiling it cost."""
+
+    forward: Callable[[], Any]
+    cold_calls_ms: list[float]
+    warm_calls_ms: list[float]
+    cold_stats: dict[str, Any]          # graphs, breaks, reasons of the cold compilation
+    warm_stats: dict[str, Any]          # the same for the warm one (its cache hits, mostly)
+    after_warm: dict[str, Any] = field(default_factory=dict)
+
+    def costs(self, eager_ms: float) -> dict[str, Any]:
+        """Cold and warm compile cost, given one eager call's time (ms)."""
+        calls = len(self.cold_calls_ms)
+        return {"cold_ms": sum(self.cold_calls_ms) - calls * eager_ms,
+                "warm_ms": sum(self.warm_calls_ms) - calls * eager_ms,
+                "cold_calls_ms": list(self.cold_calls_ms), "warm_calls_ms": list(self.warm_calls_ms),
+                "compiling_calls": calls, "cache": "cold, then warm from the cold run's cache"}
+
+
+def _compile_and_time(model: torch.nn.Module, mode: str, make_forward: Callable, device: torch.device,
+                      options: dict[str, Any]) -> tuple[Callable[[], Any], list[float], dict[str, Any]]:
+    modes.reset()
+    at_start = modes.dynamo_snapshot()
+    forward = make_forward(modes.compile_model(model, mode, **options))
+    times = [time_first_call(forward, device) for _ in range(compiling_calls(mode))]
+    after = modes.dynamo_snapshot()
+    return forward, times, modes.compile_report(at_start, after, after)
+
+
+def compile_cold_then_warm(model: torch.nn.Module, mode: str, make_forward: Callable,
+                           device: torch.device, *, backend: str = "inductor", fullgraph: bool = False,
+                           dynamic: bool | None = None) -> CompiledCell:
+    """Compile ``model`` cold, then warm; ``make_forward(compiled)`` gives the zero-argument call.
+
+    Call it inside ``fresh_caches()`` (kept open for the whole cell, so that a later
+    compilation never falls back to the shared cache folder).
+    """
+    options = {"backend": backend, "fullgraph": fullgraph, "dynamic": dynamic}
+    clear_in_memory_caches()
+    _, cold_ms, cold_stats = _compile_and_time(model, mode, make_forward, device, options)
+    clear_in_memory_caches()
+    forward, warm_ms, warm_stats = _compile_and_time(model, mode, make_forward, device, options)
+    return CompiledCell(forward=forward, cold_calls_ms=cold_ms, warm_calls_ms=warm_ms,
+                        cold_stats=cold_stats, warm_stats=warm_stats,
+                        after_warm=modes.dynamo_snapshot())
+
+
+@contextmanager
+def no_recompile() -> Iterator[None]:
+    """Raise ``RecompiledDuringTiming`` if anything compiles again inside the block."""
+    try:
+        with torch.compiler.set_stance("fail_on_recompile"):
+            yield
+    except RuntimeError as exc:
+        if RECOMPILE_MESSAGE in str(exc):
+            raise RecompiledDuringTiming(
+                "recompiled during the timed runs, so the latencies would include compilation: "
+                "the cell is not valid (" + str(exc).splitlines()[0] + ")") from exc
+        raise
