@@ -65,8 +65,10 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
 
 def _cmd_cell(args: argparse.Namespace) -> int:
+    from .records import measurement_settings
     from .results import append_record
-    from .study.cell import cell_record, run_cell
+    from .study.cell import run_cell
+    from .study.cell_record import cell_record
     from .variants import modes as compile_module
     from .variants.precision import configure_fp32_math
     from .zoo.loading import load
@@ -77,11 +79,15 @@ def _cmd_cell(args: argparse.Namespace) -> int:
                   seed=args.seed)
     result = run_cell(loaded, batch_size=args.batch_size, mode=args.mode, runs=args.runs,
                       warmup=args.warmup, blocks=args.blocks, backend=args.backend,
-                      fullgraph=args.fullgraph, dynamic=args.dynamic)
+                      fullgraph=args.fullgraph, dynamic=args.dynamic, sync=args.sync,
+                      seed=args.seed, math_settings=math_settings)
     options = compile_module.options(args.mode, args.backend, args.fullgraph, args.dynamic)
+    settings = measurement_settings(runs=args.runs, warmup=args.warmup, blocks=args.blocks,
+                                    weights=args.weights, seed=args.seed, tf32=args.tf32,
+                                    backend=args.backend, fullgraph=args.fullgraph,
+                                    dynamic=args.dynamic, sync=args.sync)
     record = cell_record(result, loaded, study=args.study, compile_options=options,
-                         config={"seed": args.seed, "runs": args.runs, "warmup": args.warmup,
-                                 **math_settings})
+                         config={**settings, **math_settings})
     print(format_cell(record))
     if args.results:
         append_record(args.results, record)
@@ -143,20 +149,26 @@ def format_cell(record: dict) -> str:
              f"p99 {latency['p99'] * 1e3:.3f} ms over {latency['count']} runs"]
     if "speedup" in record:
         speedup = record["speedup"]
-        low, high = speedup["mean_ci95"]
+        interval = speedup["mean_ci95"]
         lines.append(f"eager     mean {speedup['eager_mean_ms']:.3f} ms (interleaved)")
-        lines.append(f"speed-up  {speedup['mean']:.3f}x (95 % CI {low:.3f} to {high:.3f}"
-                     f"{', excludes 1' if speedup['excludes_one'] else ', includes 1'})")
+        lines.append(f"speed-up  {speedup['mean']:.3f}x " + (
+            f"(95 % CI {interval[0]:.3f} to {interval[1]:.3f} over {speedup['pairs']} pairs"
+            f"{', excludes 1' if speedup['excludes_one'] else ', includes 1'})" if interval
+            else "(no interval: one pair)"))
         compiled = record["compile"]
         breaks = f"{compiled['graph_breaks']} graph breaks" + (
             f" ({'; '.join(list(compiled['break_reasons'])[:3])})" if compiled["break_reasons"] else "")
-        lines.append(f"compile   {compiled['compile_time_ms'] / 1e3:.1f} s, {compiled['graphs']} graphs, "
-                     f"{breaks}, {compiled['recompiles']} recompiles")
+        lines.append(f"compile   {compiled['cold_ms'] / 1e3:.1f} s cold, {compiled['warm_ms'] / 1e3:.1f} s "
+                     f"warm, {compiled['graphs']} graphs, {breaks}, {compiled['recompiles']} recompiles")
         even = compiled["break_even_calls"]
         lines.append("pays off  " + (f"after {even} calls" if even is not None else "never (not faster)"))
         parity = record["parity"]
-        lines.append(f"parity    {parity['parity']} (max rel err {parity['max_rel_err']}, "
-                     f"min cosine {parity['min_cosine']:.6f}, tolerance {parity['tolerance']})")
+        lines.append(f"parity    {parity['parity']} ({parity['method']} against a {parity['reference']} "
+                     f"reference, tolerance {parity['tolerance']['key']}; worst {parity['worst_tensor']}, "
+                     f"RMSE ratio {parity['rmse_ratio']})")
+        agreement = record.get("agreement")
+        if agreement:
+            lines.append(f"agreement {agreement['metric']} {agreement['value']:.4f} with eager")
     return "\n".join(lines)
 
 
@@ -206,12 +218,17 @@ def build_parser() -> argparse.ArgumentParser:
     cell.add_argument("--weights", default="random", help="random, pretrained or auto")
     cell.add_argument("--runs", type=_positive_int, default=300)
     cell.add_argument("--warmup", type=int, default=10)
-    cell.add_argument("--blocks", type=_positive_int, default=10,
-                      help="interleaved eager/compiled blocks")
+    cell.add_argument("--blocks", type=_positive_int, default=None,
+                      help="pairs of eager/compiled blocks (default: 30, or --runs if fewer)")
+    cell.add_argument("--sync", choices=("per-call", "pipelined"), default="per-call",
+                      help="per-call: each timed call from an idle device (a request's latency); "
+                           "pipelined: one wait after the loop (throughput)")
     cell.add_argument("--backend", default="inductor")
     cell.add_argument("--fullgraph", action="store_true")
     cell.add_argument("--dynamic", action=argparse.BooleanOptionalAction, default=None)
-    cell.add_argument("--tf32", action="store_true", help="allow TF32 for fp32 math (off by default)")
+    cell.add_argument("--tf32", choices=("default", "strict", "on"), default="default",
+                      help="float32 TF32 policy: default (PyTorch's: cuDNN TF32 on, matmul off), "
+                           "strict (no TF32) or on (matmul and cuDNN)")
     cell.add_argument("--seed", type=int, default=0)
     cell.add_argument("--study", default="adhoc")
     cell.add_argument("--results", type=Path, default=None, help="append the record to this JSONL file")

@@ -25,7 +25,8 @@ from .env import capture_environment, gpu_name
 if TYPE_CHECKING:  # the measurement layer imports torch; records are read without it
     from .measurement.timing import Measurement
 
-SCHEMA_VERSION = 1
+# 2: per-call latency, paired speed-up, TF32 policy names, cold/warm compile, fp64 gate
+SCHEMA_VERSION = 2
 STATUSES = ("ok", "oom", "error", "skipped")
 CELL_FIELDS = ("study", "task", "model", "batch_size", "compile_mode", "dtype", "device")
 MAX_ERROR_CHARS = 8_000
@@ -57,6 +58,7 @@ def latency_block(measurement: Measurement) -> dict[str, Any]:
         "max": measurement.max_ms / 1000.0,
         "outliers": measurement.outliers,
         "timer": measurement.timer,
+        "sync": measurement.sync,  # per-call: each run from an idle device; pipelined: host ran ahead
         "warmup": measurement.warmup,
     }
 
@@ -164,15 +166,18 @@ def cell_identity(record: dict[str, Any]) -> tuple:
             cell["dtype"], cell["device"].split(":")[0])
 
 
-def measurement_settings(*, runs: int, warmup: int, blocks: int, weights: str, seed: int, tf32: bool,
-                         backend: str, fullgraph: bool, dynamic: bool | None) -> dict[str, Any]:
-    """How a cell is measured, as its record's ``config`` carries it (``weights`` as requested)."""
+def measurement_settings(*, runs: int, warmup: int, blocks: int | None, weights: str, seed: int,
+                         tf32: str | bool, backend: str, fullgraph: bool, dynamic: bool | None,
+                         sync: str = "per-call") -> dict[str, Any]:
+    """How a cell is measured, as its record's ``config`` carries it (``weights`` as requested;
+    ``tf32`` the policy: default, strict or on; ``sync`` how each timed call was bracketed)."""
     return {"runs": runs, "warmup": warmup, "blocks": blocks, "weights_requested": weights,
-            "seed": seed, "tf32": tf32, "backend": backend, "fullgraph": fullgraph, "dynamic": dynamic}
+            "seed": seed, "tf32": tf32, "backend": backend, "fullgraph": fullgraph, "dynamic": dynamic,
+            "sync": sync}
 
 
 SETTINGS_KEYS = ("runs", "warmup", "blocks", "weights_requested", "seed", "tf32", "backend", "fullgraph",
-                 "dynamic")
+                 "dynamic", "sync")
 COMPILE_SETTINGS = ("backend", "fullgraph", "dynamic")  # no part of an eager cell's measurement
 
 

@@ -44,10 +44,10 @@ for name, (task, title, models, batches, runs, guide_models) in TASKS.items():
             'device: str = "cpu"  # cpu or cuda\n'
             f"runs: int = {runs}  # timed runs per cell after warm-up (the guide: 300{'' if runs == 300 else '; fewer here so Run All is quick on a CPU'})\n"
             "warmup: int = 10  # untimed warm-up calls (the first call, which compiles, is timed apart)\n"
-            "blocks: int = 10  # interleaved eager/compiled blocks of a compiled cell\n"
+            "blocks: object = None  # pairs of eager/compiled blocks of a compiled cell (None: 30, or runs if fewer)\n"
             'weights: str = "random"  # random (offline, the checkpoint\'s architecture), pretrained or auto\n'
             "seed: int = 0  # seed of the random weights\n"
-            "tf32: bool = False  # allow TF32 for float32 math (recorded)\n"
+            'tf32: str = "default"  # float32 TF32 policy: default (PyTorch\'s, as the guide), strict or on\n'
             'backend: str = "inductor"  # torch.compile backend\n'
             "fullgraph: bool = False  # fullgraph option of torch.compile\n"
             "dynamic: object = None  # dynamic option of torch.compile: None, True or False\n"

@@ -78,7 +78,8 @@ def test_cell_runs_and_appends_a_record(capsys, tmp_path):
     assert "latency   mean" in text
     record = json.loads(results.read_text())
     assert record["cell"]["model"] == "mobilenet" and record["latency"]["count"] == 3
-    assert record["config"]["weights"] == "random" and record["config"]["tf32"] is False
+    assert record["config"]["weights"] == "random" and record["config"]["tf32"] == "default"
+    assert record["config"]["sync"] == "per-call" and record["latency"]["sync"] == "per-call"
 
 
 @pytest.mark.parametrize("args, message", [

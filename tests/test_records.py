@@ -75,12 +75,13 @@ def test_identity_and_environment_key():
 def test_the_settings_a_cell_was_measured_with_belong_to_its_key():
     from bench_utils.records import measurement_settings, record_key, settings_hash
 
-    base = measurement_settings(runs=300, warmup=10, blocks=10, weights="auto", seed=0, tf32=False,
+    base = measurement_settings(runs=300, warmup=10, blocks=10, weights="auto", seed=0, tf32="default",
                                 backend="inductor", fullgraph=False, dynamic=None)
     keys = {record_key(ok_record(config={**base, **change})) for change in (
         {}, {"runs": 100}, {"warmup": 5}, {"blocks": 30}, {"weights_requested": "random"}, {"seed": 1},
-        {"tf32": True}, {"backend": "aot_eager"}, {"fullgraph": True}, {"dynamic": True})}
-    assert len(keys) == 10
+        {"tf32": "strict"}, {"backend": "aot_eager"}, {"fullgraph": True}, {"dynamic": True},
+        {"sync": "pipelined"})}
+    assert len(keys) == 11
     # eager cells do not compile: compile options are no part of their measurement
     assert settings_hash(base, "eager") == settings_hash({**base, "fullgraph": True}, "eager")
     assert settings_hash(base, "default") != settings_hash({**base, "fullgraph": True}, "default")

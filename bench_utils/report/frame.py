@@ -90,7 +90,10 @@ def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
         memory = record.get("memory") or {}
         eager_memory = memory.get("eager") or {}
         cuda = cell["device"].startswith("cuda")
-        peak_key = "cuda_peak_allocated_bytes" if cuda else "rss_peak_increase_bytes"
+        # the region's own memory: the increase over what was alive at entry
+        peak_key = "cuda_peak_allocated_increase_bytes" if cuda else "rss_peak_increase_bytes"
+        compute = record.get("compute") or {}
+        energy = record.get("energy") or {}
         count = latency.get("count") or 0
         rows.append({
             "device_name": device_name(record),
@@ -111,13 +114,24 @@ def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
             "ci_high": (speedup.get("mean_ci95") or [np.nan, np.nan])[1],
             "eager_interleaved_ms": speedup.get("eager_mean_ms", np.nan),
             "parity": (record.get("parity") or {}).get("parity"),
+            "pvalue": speedup.get("paired_pvalue"), "pairs": speedup.get("pairs"),
+            "agreement": (record.get("agreement") or {}).get("value"),
             "compile_s": (compiled["compile_time_ms"] / 1e3
                           if compiled.get("compile_time_ms") is not None else np.nan),
+            "compile_warm_s": (compiled["warm_ms"] / 1e3 if compiled.get("warm_ms") is not None else np.nan),
             "graphs": compiled.get("graphs"), "graph_breaks": compiled.get("graph_breaks"),
             "recompiles": compiled.get("recompiles"),
             "break_even": compiled.get("break_even_calls"),
             "peak_bytes": memory.get(peak_key), "eager_peak_bytes": eager_memory.get(peak_key),
-            "reserved_bytes": memory.get("cuda_peak_reserved_bytes"),
+            "reserved_bytes": memory.get("cuda_peak_reserved_increase_bytes"),
+            "graph_pool_bytes": memory.get("cuda_graph_pool_bytes"),
+            "flops": compute.get("flops"),
+            "tflops": compute.get("tflops"), "percent_of_peak": compute.get("percent_of_peak"),
+            "eager_tflops": compute.get("eager_tflops"),
+            "eager_percent_of_peak": compute.get("eager_percent_of_peak"),
+            "joules": (energy.get("eager" if cell["compile_mode"] == "eager" else "compiled")
+                       or {}).get("joules_per_inference"),
+            "eager_joules": (energy.get("eager") or {}).get("joules_per_inference"),
             "throughput": (record.get("throughput") or {}).get("value", np.nan),
             "weights": (record.get("config") or {}).get("weights"),
             "timer": latency.get("timer"), "warmup": latency.get("warmup"), "runs": count or None,

@@ -39,6 +39,8 @@ def speedup_cells(row: pd.Series, catalog: Catalog) -> tuple[str, str]:
     if pd.isna(row["speedup"]):
         return "–", "–"
     value = ltr(catalog.number(row["speedup"], 2) + "×", catalog)
+    if pd.isna(row["ci_low"]):  # one pair of blocks: no interval exists, none is shown
+        return value, "–"
     interval = ltr(f"{catalog.number(row['ci_low'], 2)}–{catalog.number(row['ci_high'], 2)}", catalog)
     return value, interval
 
@@ -47,6 +49,13 @@ def integer(value: Any, catalog: Catalog) -> str:
     if value is None or pd.isna(value):
         return "–"
     return ltr(str(int(value)), catalog)
+
+
+def number(value: Any, digits: int, catalog: Catalog) -> str:
+    """A number, or a dash where nothing was measured."""
+    if value is None or pd.isna(value):
+        return "–"
+    return ltr(catalog.number(value, digits), catalog)
 
 
 def mib(value: Any, catalog: Catalog) -> str:

@@ -89,7 +89,9 @@ class ReportView:
     def memory(self) -> None:
         t = self.catalog.t
         self._markdown(f"## {t('memory_heading')}\n\n{t('memory_text')}\n\n"
-                       f"{tables.memory_table(self.data, self.catalog)}")
+                       f"{tables.memory_table(self.data, self.catalog)}\n\n"
+                       f"### {t('hardware_heading')}\n\n{t('hardware_text')}\n\n"
+                       f"{tables.hardware_table(self.data, self.catalog)}")
 
     def reference(self) -> None:
         t = self.catalog.t

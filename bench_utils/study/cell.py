@@ -1,30 +1,41 @@
 """One cell of the study: a model, a batch size and a compile mode, measured.
 
-An eager cell is timed with ``measure``. A compiled cell is timed against eager
-with ``compare`` (interleaved blocks, so drift cannot fake a speed-up), after its
-first call, which compiles, is timed alone. It also reports the compile cost
-(compile time, graphs, graph breaks, recompiles), the accuracy gate and the
-memory of both variants. ``cell_record`` turns the result into a result record.
+An eager cell is timed with ``measure``. A compiled cell compiles cold, then warm
+(``variants.compile_cost``), and is timed against eager with ``compare`` (random-order
+pairs of blocks, so drift cannot fake a speed-up) with recompiles forbidden. Each
+timed call starts from an idle device (``sync="per-call"``): a request's latency.
+Outside every timed region: the FLOPs of one forward pass, the accuracy gate
+(against an fp64 eager reference, with a task-level agreement figure), energy where
+NVML has it, and the memory of both variants, probed after the reference outputs
+are freed. ``cell_record`` (``cell_record.py``) turns the result into a record.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+import gc
+import math
 from typing import Any, Callable
 
 import torch
 
 from ..measurement.compare import Comparison, compare
 from ..measurement.devices import quiet_toolchain_logs
+from ..measurement.flops import FlopCount, compute_block, count_forward_flops
 from ..measurement.memory import MemoryProbe
-from ..measurement.timing import Measurement, measure, time_first_call
-from ..records import make_record
+from ..measurement.power import EnergyProbe, per_inference
+from ..measurement.timing import SYNC_PER_CALL, Measurement, make_timer, measure
 from ..variants import modes as compile_module
-from ..variants.parity import compare_outputs
+from ..variants.agreement import task_agreement
+from ..variants.compile_cost import compile_cold_then_warm, fresh_caches, no_recompile
+from ..variants.parity import compare_outputs, fp64_reference
+from ..variants.precision import tf32_in_force
 from ..zoo.loading import LoadedModel
 
-MEMORY_CALLS = 3  # calls inside the memory probe, after warm-up
+MEMORY_CALLS = 3        # calls inside the memory probe, after warm-up
+ENERGY_MIN_S = 0.5      # NVML's energy counter refreshes every few tens of ms: time enough calls
+ENERGY_MAX_CALLS = 5_000
 
 
 @dataclass
@@ -35,8 +46,11 @@ class CellResult:
     comparison: Comparison | None = None     # compiled vs interleaved eager
     compile: dict[str, Any] = field(default_factory=dict)
     parity: dict[str, Any] | None = None
+    agreement: dict[str, Any] | None = None
     memory: dict[str, Any] | None = None
     eager_memory: dict[str, Any] | None = None
+    compute: dict[str, Any] | None = None
+    energy: dict[str, Any] | None = None
 
 
 def _forward(model: Callable, inputs: dict[str, torch.Tensor], mode: str) -> Callable[[], Any]:
@@ -57,85 +71,100 @@ def _memory(fn: Callable[[], Any], device: torch.device, loaded: LoadedModel,
     return probe.report
 
 
+def _energy(device: torch.device, sides: dict[str, tuple[Callable[[], Any], float]], sync: str,
+            clocks: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """Joules per inference of each side, over enough calls for NVML's counter (CUDA only),
+    and the clocks, temperatures and throttle reasons at the start and end of the timed runs."""
+    if device.type != "cuda":
+        return None
+    energy: dict[str, Any] = {"timed_runs": clocks}
+    for side, (fn, mean_ms) in sides.items():
+        calls = min(ENERGY_MAX_CALLS, max(10, math.ceil(ENERGY_MIN_S * 1000.0 / max(mean_ms, 1e-3))))
+        with EnergyProbe(device) as probe:
+            make_timer(device, sync).time_calls(fn, calls)
+        energy[side] = {**probe.report, "calls": calls,
+                        "joules_per_inference": per_inference(probe.report, calls)}
+    return energy
+
+
+def _gpu_name(device: torch.device) -> str | None:
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else None
+
+
 def run_cell(loaded: LoadedModel, *, batch_size: int, mode: str, runs: int = 300,
-             warmup: int = 10, blocks: int = 10, backend: str = "inductor",
-             fullgraph: bool = False, dynamic: bool | None = None) -> CellResult:
-    """Measure ``loaded`` at ``batch_size`` in ``mode`` (eager, or a compile mode)."""
+             warmup: int = 10, blocks: int | None = None, backend: str = "inductor",
+             fullgraph: bool = False, dynamic: bool | None = None, sync: str = SYNC_PER_CALL,
+             seed: int = 0, math_settings: dict[str, Any] | None = None) -> CellResult:
+    """Measure ``loaded`` at ``batch_size`` in ``mode`` (eager, or a compile mode).
+
+    ``math_settings`` are the float32 settings in force (``configure_fp32_math``'s
+    result): the accuracy gate's tolerances and the peak figure follow TF32.
+    """
     compile_module.check_mode(mode)
     device = torch.device(loaded.device)
+    tf32 = tf32_in_force(math_settings or {}, device, loaded.dtype)
     inputs = loaded.inputs(batch_size)  # built once, outside every timed region
     eager_fn = _forward(loaded.model, inputs, "eager")
     with torch.no_grad():  # inference, as the guide measures it
+        flops = count_forward_flops(eager_fn)
         if mode == "eager":
-            measurement = measure(eager_fn, warmup=warmup, runs=runs, device=device)
+            with EnergyProbe(device) as clocks:  # clocks and throttling at the start and end
+                measurement = measure(eager_fn, warmup=warmup, runs=runs, device=device, sync=sync)
             return CellResult(mode, batch_size, measurement,
-                              memory=_memory(eager_fn, device, loaded, inputs))
+                              memory=_memory(eager_fn, device, loaded, inputs),
+                              compute=compute_block(flops, gpu_name=_gpu_name(device), dtype=loaded.dtype,
+                                                    tf32=tf32, latency_ms=measurement.mean_ms),
+                              energy=_energy(device, {"eager": (eager_fn, measurement.mean_ms)}, sync,
+                                             clocks.report))
+        return _compiled_cell(loaded, inputs, eager_fn, flops, device, tf32, batch_size=batch_size,
+                              mode=mode, runs=runs, warmup=warmup, blocks=blocks, backend=backend,
+                              fullgraph=fullgraph, dynamic=dynamic, sync=sync, seed=seed)
 
-        compile_module.reset()  # no graph of an earlier model or cell may be reused
-        quiet_toolchain_logs()
-        reference = compile_module.clone_outputs(eager_fn())
-        compiled = compile_module.compile_model(loaded.model, mode, backend=backend,
-                                                fullgraph=fullgraph, dynamic=dynamic)
-        compiled_fn = _forward(compiled, inputs, mode)
-        at_start = compile_module.dynamo_snapshot()
-        first_call_ms = time_first_call(compiled_fn, device)  # this call compiles
-        after_first = compile_module.dynamo_snapshot()
-        comparison = compare(eager_fn, compiled_fn, warmup=warmup, runs=runs, blocks=blocks,
-                             device=device)
-        parity = compare_outputs(reference, compile_module.clone_outputs(compiled_fn()),
-                                 loaded.dtype)
+
+def _compiled_cell(loaded: LoadedModel, inputs: dict[str, torch.Tensor], eager_fn: Callable[[], Any],
+                   flops: FlopCount, device: torch.device, tf32: bool, *, batch_size: int, mode: str,
+                   runs: int, warmup: int, blocks: int | None, backend: str, fullgraph: bool,
+                   dynamic: bool | None, sync: str, seed: int) -> CellResult:
+    compile_module.reset()  # no graph of an earlier model or cell may be reused
+    quiet_toolchain_logs()
+    eager_out = compile_module.clone_outputs(eager_fn())
+    fp64_out, fp64_missing = fp64_reference(loaded.model, inputs)
+    if mode in compile_module.CUDA_GRAPH_MODES:
+        warmup = max(warmup, 2)  # replays settle after the recording call
+    with fresh_caches():  # cold compile; open for the whole cell, so nothing falls back to the shared cache
+        compiled = compile_cold_then_warm(loaded.model, mode, lambda m: _forward(m, inputs, mode), device,
+                                          backend=backend, fullgraph=fullgraph, dynamic=dynamic)
+        compiled_fn = compiled.forward
+        with no_recompile(), EnergyProbe(device) as clocks:
+            comparison = compare(eager_fn, compiled_fn, warmup=warmup, runs=runs, blocks=blocks,
+                                 device=device, sync=sync, order_seed=seed)
+        with no_recompile():
+            energy = _energy(device, {"eager": (eager_fn, comparison.baseline.mean_ms),
+                                      "compiled": (compiled_fn, comparison.candidate.mean_ms)},
+                             sync, clocks.report)
+        compiled_out = compile_module.clone_outputs(compiled_fn())
+        parity = compare_outputs(eager_out, compiled_out, loaded.dtype, tf32=tf32, fp64=fp64_out,
+                                 fp64_missing=fp64_missing)
+        agreement = task_agreement(loaded.task, eager_out, compiled_out)
+        del eager_out, compiled_out, fp64_out  # the memory probes must not count them
+        gc.collect()
         eager_memory = _memory(eager_fn, device, loaded, inputs)
         memory = _memory(compiled_fn, device, loaded, inputs)
         at_end = compile_module.dynamo_snapshot()
 
-    measurement = dataclasses.replace(comparison.candidate, first_call_ms=first_call_ms)
-    report = compile_module.compile_report(at_start, after_first, at_end)
-    report["compile_time_ms"] = compile_module.compile_time_ms(first_call_ms,
-                                                               comparison.baseline.mean_ms)
-    report["break_even_calls"] = compile_module.break_even_calls(
-        report["compile_time_ms"], comparison.baseline.mean_ms, measurement.mean_ms)
+    eager_ms = comparison.baseline.mean_ms
+    # the cell's first call is the cold compiling one, not compare's own first (warm) call
+    measurement = dataclasses.replace(comparison.candidate, first_call_ms=compiled.cold_calls_ms[0])
+    report = dict(compiled.cold_stats)
+    report["recompiles"] = at_end["graphs"] - compiled.after_warm["graphs"]
+    report["warm_fx_graph_cache_hits"] = compiled.warm_stats["fx_graph_cache_hits"]
+    report.update(compiled.costs(eager_ms))
+    report["compile_time_ms"] = report["cold_ms"]  # the cost a first user pays
+    report["first_call_ms"] = compiled.cold_calls_ms[0]
+    report["break_even_calls"] = compile_module.break_even_calls(report["cold_ms"], eager_ms,
+                                                                 measurement.mean_ms)
     return CellResult(mode, batch_size, measurement, comparison=comparison, compile=report,
-                      parity=parity, memory=memory, eager_memory=eager_memory)
-
-
-def speedup_block(comparison: Comparison) -> dict[str, Any]:
-    """The speed-up over interleaved eager, and the eager latency it was measured against."""
-    eager = comparison.baseline
-    return {
-        "baseline": "eager, interleaved",
-        "mean": comparison.speedup_mean,
-        "mean_ci95": list(comparison.speedup_mean_ci95),
-        "median": comparison.speedup_median,
-        "median_ci95": list(comparison.speedup_median_ci95),
-        "excludes_one": comparison.excludes_one,
-        "welch_pvalue": comparison.pvalue,
-        "blocks": comparison.blocks,
-        "eager_mean_ms": eager.mean_ms,
-        "eager_median_ms": eager.median_ms,
-        "eager_p99_ms": eager.p99_ms,
-        "eager_ci95_mean_ms": list(eager.ci95_mean_ms),
-        "eager_outliers": eager.outliers,
-    }
-
-
-def cell_record(result: CellResult, loaded: LoadedModel, *, study: str,
-                config: dict[str, Any] | None = None,
-                compile_options: dict[str, Any] | None = None,
-                environment: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The result record of a measured cell."""
-    compile_block = {**(compile_options or compile_module.options(result.mode)), **result.compile}
-    extra: dict[str, Any] = {"model": loaded.info()}
-    if result.comparison is not None:
-        extra["speedup"] = speedup_block(result.comparison)
-    if result.parity is not None:
-        extra["parity"] = result.parity
-    memory = result.memory
-    if result.eager_memory is not None:
-        memory = {**(memory or {}), "eager": result.eager_memory}
-    return make_record(
-        study=study, task=loaded.task, model=loaded.key, batch_size=result.batch_size,
-        compile_mode=result.mode, dtype=loaded.dtype, device=loaded.device, status="ok",
-        measurement=result.measurement, memory=memory, compile=compile_block,
-        # the weights measured, never the request ("auto" resolves to random or pretrained)
-        config={**(config or {}), "weights": loaded.weights}, environment=environment,
-        extra=extra)
+                      parity=parity, agreement=agreement, memory=memory, eager_memory=eager_memory,
+                      compute=compute_block(flops, gpu_name=_gpu_name(device), dtype=loaded.dtype, tf32=tf32,
+                                            latency_ms=measurement.mean_ms, eager_latency_ms=eager_ms),
+                      energy=energy)

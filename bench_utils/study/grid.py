@@ -25,20 +25,20 @@ import re
 from typing import Any
 
 from ..variants import modes as compile_module
-from ..variants.precision import parse_dtype
+from ..variants.precision import parse_dtype, tf32_policy
 from ..zoo.registry import TASKS, WEIGHTS, resolve_key
 from .grid_yaml import GridFileError, read_yaml
 
 TOP_LEVEL = {
     "study": str, "description": str, "runs": int, "warmup": int, "blocks": int,
-    "weights": str, "seed": int, "devices": list, "tf32": bool, "backend": str,
+    "weights": str, "seed": int, "devices": list, "tf32": (str, bool), "backend": str,
     "fullgraph": bool, "dynamic": (bool, type(None)), "grids": list,
 }
 GRID_KEYS = {"models": list, "batch_sizes": list, "compile_modes": list, "dtypes": list,
              "task": str, "runs": int, "warmup": int, "blocks": int}
 REQUIRED_GRID_KEYS = ("models", "batch_sizes", "compile_modes")
-DEFAULTS = {"runs": 300, "warmup": 10, "blocks": 10, "weights": "random", "seed": 0,
-            "devices": ["cpu"], "tf32": False, "backend": "inductor", "fullgraph": False,
+DEFAULTS = {"runs": 300, "warmup": 10, "blocks": 30, "weights": "random", "seed": 0,
+            "devices": ["cpu"], "tf32": "default", "backend": "inductor", "fullgraph": False,
             "dynamic": None, "description": ""}
 NOTEBOOKS = {"image-classification": "classification.ipynb",
              "image-segmentation": "segmentation.ipynb",
@@ -66,7 +66,7 @@ class Cell:
     blocks: int
     weights: str
     seed: int
-    tf32: bool
+    tf32: str                    # the TF32 policy: default, strict or on
     backend: str
     fullgraph: bool
     dynamic: bool | None
@@ -196,6 +196,10 @@ def parse_grid(data: Any, path: str = "<grid>") -> Grid:
         raise _fail(path, "warmup", f"must be >= 0, got {settings['warmup']}")
     if settings["weights"] not in WEIGHTS:
         raise _fail(path, "weights", f"unknown weights {settings['weights']!r}: use one of {', '.join(WEIGHTS)}")
+    try:
+        settings["tf32"] = tf32_policy(settings["tf32"])
+    except ValueError as exc:
+        raise _fail(path, "tf32", str(exc)) from None
     devices = _check_devices(path, settings["devices"])
     try:
         if settings["backend"] != "inductor":
@@ -231,7 +235,7 @@ def _expand(path: str, index: int, item: Any, settings: dict, kinds: list[str],
     dtypes = item.get("dtypes", ["float32"])
     _non_empty(path, where + "dtypes", dtypes)
     local = {key: item.get(key, settings[key]) for key in ("runs", "warmup", "blocks")}
-    if not (blocks_given or "blocks" in item):  # the default (10) never asks for more blocks than runs
+    if not (blocks_given or "blocks" in item):  # the default (30 pairs) never asks for more than runs
         local["blocks"] = min(local["blocks"], local["runs"])
     for key in ("runs", "blocks"):
         _positive(path, where + key, local[key])

@@ -30,7 +30,8 @@ from ..results import append_record
 from ..variants import modes as compile_module
 from ..variants.precision import configure_fp32_math, parse_dtype
 from ..zoo.loading import load
-from .cell import cell_record, run_cell
+from .cell import run_cell
+from .cell_record import cell_record
 from .lease import lease_is_current, start_watchdog
 
 FAULT_ENV = "BENCH_UTILS_INJECT_FAULT"
@@ -75,8 +76,8 @@ def _error_text(exc: BaseException) -> str:
 
 def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[int],
         compile_modes: Iterable[str], dtypes: Iterable[str] = ("float32",), device: str = "cpu",
-        runs: int = 300, warmup: int = 10, blocks: int = 10, weights: str = "random",
-        seed: int = 0, results_path: str | os.PathLike, tf32: bool = False,
+        runs: int = 300, warmup: int = 10, blocks: int | None = None, weights: str = "random",
+        seed: int = 0, results_path: str | os.PathLike, tf32: str | bool = "default",
         backend: str = "inductor", fullgraph: bool = False, dynamic: bool | None = None,
         runner_pid: int | None = None, run_id: str | None = None) -> list[dict[str, Any]]:
     """Measure every cell of models x dtypes x modes x batch sizes; return their records."""
@@ -90,7 +91,7 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
     # Set once for the whole run (global torch state); every record carries the settings.
     config = {**measurement_settings(runs=runs, warmup=warmup, blocks=blocks, weights=weights, seed=seed,
                                      tf32=tf32, backend=backend, fullgraph=fullgraph, dynamic=dynamic),
-              **configure_fp32_math(tf32)}
+              **configure_fp32_math(tf32)}  # the policy's name, and what it set
     written = []
     for model_key in models:
         for dtype in dtypes:
@@ -130,7 +131,8 @@ def _run_model(*, study, task, model_key, dtype, device, batch_sizes, compile_mo
                             raise
                     result = run_cell(loaded, batch_size=batch_size, mode=mode, runs=runs,
                                       warmup=warmup, blocks=blocks, backend=backend,
-                                      fullgraph=fullgraph, dynamic=dynamic)
+                                      fullgraph=fullgraph, dynamic=dynamic, seed=seed,
+                                      math_settings=config)
                     options = compile_module.options(mode, backend, fullgraph, dynamic)
                     record = cell_record(result, loaded, study=study, config=config,
                                          compile_options=options)

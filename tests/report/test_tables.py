@@ -167,6 +167,9 @@ def test_two_records_claiming_one_row_warn_and_the_later_is_shown(tmp_path):
         record["environment"]["timestamp_utc"] = "2026-11-23T00:00:00+00:00"
         changed.append(json.dumps(record))
     (second / "results.jsonl").write_text("\n".join(changed) + "\n")
-    with pytest.warns(DuplicateCellWarning, match="two records claim one cell .*a/results.jsonl:2 and b/results.jsonl:2"):
+    with pytest.warns(DuplicateCellWarning) as caught:
         records = latest_records([first, second])
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 2 and all("two records claim one cell" in m for m in messages)
+    assert any("a/results.jsonl:2 and b/results.jsonl:2" in m for m in messages)
     assert len(records) == 2 and {r["cell"]["study"] for r in records} == {"b"}

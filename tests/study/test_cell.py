@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from bench_utils.records import validate_record
-from bench_utils.study.cell import cell_record, run_cell
+from bench_utils.study.cell import run_cell
+from bench_utils.study.cell_record import cell_record
 from bench_utils.zoo.loading import LoadedModel
 
 ENV = {"torch_version": torch.__version__, "gpus": []}
@@ -34,18 +35,31 @@ def test_compiled_cell_reports_speedup_compile_cost_and_parity(loaded):
     result = run_cell(loaded, batch_size=2, mode="default", runs=12, warmup=2, blocks=3,
                       backend="aot_eager")
     assert result.comparison.baseline.runs == 12 and result.comparison.blocks == 3
-    # the compiled first call, timed alone, is the cell's first call
-    assert result.measurement.first_call_ms == pytest.approx(
-        result.compile["compile_time_ms"] + result.comparison.baseline.mean_ms)
+    # the cold compiling call, timed alone, is the cell's first call; cost = it - one eager call
+    eager_ms = result.comparison.baseline.mean_ms
+    assert result.measurement.first_call_ms == result.compile["cold_calls_ms"][0]
+    assert result.compile["cold_ms"] == pytest.approx(result.measurement.first_call_ms - eager_ms)
+    assert result.compile["warm_ms"] == pytest.approx(result.compile["warm_calls_ms"][0] - eager_ms)
+    assert result.compile["compile_time_ms"] == result.compile["cold_ms"]
     assert result.compile["graphs"] == 1 and result.compile["graph_breaks"] == 0
     assert result.compile["recompiles"] == 0
-    assert result.parity["parity"] == "pass"
+    # the gate: against an fp64 eager reference, with the task's agreement figure
+    assert result.parity["parity"] == "pass" and result.parity["reference"] == "float64"
+    assert result.agreement["metric"] == "top1_agreement" and result.agreement["value"] == 1.0
+    # FLOPs of the forward pass, counted outside timing; no peak figure on a CPU
+    assert result.compute["flops"] > 0 and result.compute["peak_tflops"] is None
+    assert result.compute["tflops"] == pytest.approx(
+        result.compute["flops"] / (result.measurement.mean_ms * 1e-3) / 1e12)
+    assert result.compute["eager_tflops"] == pytest.approx(result.compute["flops"] / (eager_ms * 1e-3) / 1e12)
+    assert result.energy is None  # no NVML on a CPU: not measured, not zero
     record = cell_record(result, loaded, study="t", environment=ENV,
                          config={"seed": 0, "tf32": False})
     validate_record(record)
     json.dumps(record, allow_nan=False)
     assert record["compile"]["mode"] == "default" and record["compile"]["compile_time_ms"] > 0
-    assert record["speedup"]["baseline"] == "eager, interleaved"
+    assert record["speedup"]["pairs"] == 3 and "paired" in record["speedup"]["method"]
+    assert len(record["speedup"]["order"]) == 3 and record["latency"]["sync"] == "per-call"
+    assert record["agreement"]["value"] == 1.0 and record["compute"]["flops"] > 0
     low, high = record["speedup"]["mean_ci95"]
     assert low <= record["speedup"]["mean"] <= high
     assert record["parity"]["parity"] == "pass" and record["memory"]["eager"]["param_count"]
@@ -67,3 +81,30 @@ def test_a_wrong_compiled_model_is_flagged_but_keeps_its_timing(loaded, monkeypa
     assert result.parity["parity"] == "fail" and result.measurement.runs == 6
     record = cell_record(result, loaded, study="t", environment=ENV)
     assert record["status"] == "ok" and record["parity"]["parity"] == "fail"
+
+
+def test_a_recompile_during_the_timed_runs_stops_the_cell(loaded, monkeypatch):
+    from bench_utils.variants import modes as compile_module
+    from bench_utils.variants.compile_cost import RecompiledDuringTiming
+
+    real_compile = compile_module.compile_model
+
+    def compile_then_change_shape(model, mode, **kwargs):
+        compiled, calls = real_compile(model, mode, **kwargs), []
+
+        def forward(**inputs):  # the compiling calls see one shape; the timed runs another
+            calls.append(1)
+            if len(calls) > 3:
+                inputs = {"pixel_values": inputs["pixel_values"][:1]}
+            return compiled(**inputs)
+        return forward
+
+    monkeypatch.setattr(compile_module, "compile_model", compile_then_change_shape)
+    with pytest.raises(RecompiledDuringTiming, match="recompiled during the timed runs"):
+        run_cell(loaded, batch_size=2, mode="default", runs=6, warmup=1, blocks=2, backend="aot_eager")
+
+
+def test_eager_cell_counts_flops_and_reports_the_sync_mode(loaded):
+    result = run_cell(loaded, batch_size=2, mode="eager", runs=5, warmup=1, sync="pipelined")
+    assert result.measurement.sync == "pipelined" and result.compute["flops"] > 0
+    assert "eager_tflops" not in result.compute and result.energy is None

@@ -33,7 +33,9 @@ def test_repo_grids_are_valid():
     guide = load_grid("params/hf-guide.yaml")
     assert len(guide.cells) == 12 * 3 * 2 + 4 * 2
     assert {c.compile_mode for c in guide.cells} == {"eager", "default", "reduce-overhead"}
-    assert all(c.runs == 300 and c.dtype == "float32" and not c.tf32 for c in guide.cells)
+    # the guide ran PyTorch's defaults (cuDNN TF32 on, matmul TF32 off), 30 pairs of 10 runs
+    assert all(c.runs == 300 and c.dtype == "float32" and c.tf32 == "default" and c.blocks == 30
+               for c in guide.cells)
     quick = load_grid("params/cpu-quick.yaml")
     assert {c.task for c in quick.cells} == {"image-classification", "image-segmentation", "object-detection"}
     assert {c.compile_mode for c in quick.cells} == {"eager", "default"}
@@ -45,6 +47,15 @@ def test_overlapping_subgrids_give_each_cell_once_and_overrides_apply():
         {"models": ["resnet"], "batch_sizes": [1], "compile_modes": ["eager"]},
         {"models": ["resnet"], "batch_sizes": [1, 2], "compile_modes": ["eager"], "runs": 7}]})
     assert [(c.batch_size, c.runs) for c in grid.cells] == [(1, 300), (2, 7)]
+
+
+@pytest.mark.parametrize("value, policy", [(None, "default"), ("strict", "strict"), ("on", "on"),
+                                           (False, "strict"), (True, "on")])
+def test_tf32_policy_defaults_to_pytorchs_and_reads_the_former_booleans(value, policy):
+    data = {"study": "t", "grids": [{"models": ["resnet"], "batch_sizes": [1], "compile_modes": ["eager"]}]}
+    if value is not None:
+        data["tf32"] = value
+    assert {c.tf32 for c in parse_grid(data).cells} == {policy}
 
 
 def test_devices_pin_workers():
@@ -72,6 +83,7 @@ def test_devices_pin_workers():
     (BASE + "devices: [tpu]\n", "grid.yaml: devices: unknown device 'tpu'"),
     (BASE + "devices: [cuda:0, cuda:0]\n", "grid.yaml: devices: cuda:0 is listed twice"),
     (BASE + "weights: imagenet\n", "grid.yaml: weights: unknown weights 'imagenet'"),
+    (BASE + "tf32: fast\n", "grid.yaml: tf32: unknown tf32 policy 'fast'"),
     (BASE.replace("runs: 5", "runs: 5\nblocks: 9"), "grid.yaml: grids[0].blocks: must not exceed runs (5), got 9"),
     (BASE.replace("[resnet, detr]", "[org/other-model]"), "grid.yaml: grids[0].task: model 'org/other-model' is not in the registry"),
     ("study: t\ngrids: [\n", "grid.yaml: line 3: not valid YAML"),

@@ -116,7 +116,7 @@ def test_resume_measures_nothing_again_and_force_measures_all(tmp_path):
     assert len(forced.calls) == 7
 
 
-@pytest.mark.parametrize("change", [{"runs": 4}, {"warmup": 2}, {"blocks": 3}, {"tf32": True},
+@pytest.mark.parametrize("change", [{"runs": 4}, {"warmup": 2}, {"blocks": 3}, {"tf32": "strict"},
                                     {"weights": "auto"}, {"seed": 1}])
 def test_a_changed_measurement_setting_is_measured_again(tmp_path, change):
     Runner(parse_grid(GRID), tmp_path, executor=FakeNotebook()).run()

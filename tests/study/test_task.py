@@ -19,7 +19,7 @@ def test_cells_are_measured_and_recorded(tmp_path):
     assert all(r["latency"]["mean"] > 0 for r in returned)
     records = read_records(tmp_path / "results.jsonl")
     assert [r["cell"]["batch_size"] for r in records] == [1, 2]
-    assert records[0]["config"]["tf32"] is False and records[0]["model"]["weights"] == "random"
+    assert records[0]["config"]["tf32"] == "default" and records[0]["model"]["weights"] == "random"
 
 
 def test_out_of_memory_records_oom_and_skips_larger_batches(tmp_path, monkeypatch):
@@ -68,7 +68,8 @@ def test_a_notebook_of_a_replaced_runner_writes_nothing(tmp_path, monkeypatch):
 
 def test_auto_weights_record_the_weights_measured_not_the_request(tmp_path):
     # Offline (the tests force it), "auto" falls back to random: records must say "random".
-    returned = run(tmp_path, models=["resnet"], weights="auto", batch_sizes=[1], runs=1)
+    with pytest.warns(UserWarning, match="falling back to random weights"):
+        returned = run(tmp_path, models=["resnet"], weights="auto", batch_sizes=[1], runs=1)
     assert [r["status"] for r in returned] == ["ok"]
     config = read_records(tmp_path / "results.jsonl")[0]["config"]
     assert config["weights"] == "random" and config["weights_requested"] == "auto"
