@@ -99,17 +99,37 @@ def achieved_tflops(flops: int | float | None, latency_ms: float | None) -> floa
     return flops / (latency_ms * 1e-3) / 1e12
 
 
-def compute_block(count: FlopCount, *, gpu_name: str | None, dtype: str, tf32: bool,
-                  latency_ms: float, eager_latency_ms: float | None = None) -> dict[str, Any]:
+def effective_peak(count: FlopCount, gpu_name: str | None, dtype: str, *, tf32_matmul: bool,
+                   tf32_conv: bool) -> float | None:
+    """The device's dense peak for this forward pass's mix of work (TFLOP/s), or None.
+
+    TF32 may be allowed for convolutions and not for matmuls (PyTorch's defaults): each
+    class of FLOPs is then held to its own peak, and the pass's peak is the rate at which
+    it would run if every class ran at its own: total / sum(flops_c / peak_c)."""
+    from .peaks import peak_tflops
+
+    if not gpu_name or not count.flops:
+        return None
+    conv = sum(n for op, n in count.by_operator.items() if "convolution" in op)
+    parts = [(conv, peak_tflops(gpu_name, dtype, tf32_conv)),
+             (count.flops - conv, peak_tflops(gpu_name, dtype, tf32_matmul))]
+    if any(flops > 0 and not peak for flops, peak in parts):
+        return None
+    return count.flops / sum(flops / peak for flops, peak in parts if flops > 0)
+
+
+def compute_block(count: FlopCount, *, gpu_name: str | None, dtype: str, tf32_matmul: bool,
+                  tf32_conv: bool, latency_ms: float, eager_latency_ms: float | None = None) -> dict[str, Any]:
     """A record's hardware-normalized figures: FLOPs of one forward pass, the TFLOP/s the
     cell's mean latency implies (and eager's, for a compiled cell) and their share of the
     device's dense peak for the dtype and TF32 state (None on CPUs and unknown GPUs)."""
-    from .peaks import gpu_key, peak_tflops, percent_of_peak
+    from .peaks import gpu_key, percent_of_peak
 
-    peak = peak_tflops(gpu_name, dtype, tf32) if gpu_name else None
+    peak = effective_peak(count, gpu_name, dtype, tf32_matmul=tf32_matmul, tf32_conv=tf32_conv)
     tflops = achieved_tflops(count.flops, latency_ms)
     block = {"flops": count.flops, "flops_note": count.note, "peak_tflops": peak,
-             "peak_of": gpu_key(gpu_name) if gpu_name else None, "peak_tf32": tf32,
+             "peak_of": gpu_key(gpu_name) if gpu_name else None,
+             "peak_tf32": {"matmul": tf32_matmul, "convolution": tf32_conv},
              "tflops": tflops, "percent_of_peak": percent_of_peak(tflops, peak)}
     if eager_latency_ms is not None:
         eager = achieved_tflops(count.flops, eager_latency_ms)

@@ -160,9 +160,12 @@ class CudaEventTimer:
     def time_calls(self, fn: Callable[[], Any], runs: int) -> list[float]:
         backend = self.backend
         with backend.device_context():
-            # Events are created up front so that no allocation happens inside the loop.
+            # torch.cuda.Event creates its CUDA event lazily, on its first record: each is
+            # recorded once here, so that no event is created inside a timed interval.
             starts = [backend.event() for _ in range(runs)]
             ends = [backend.event() for _ in range(runs)]
+            for event in starts + ends:
+                event.record()
             backend.synchronize()  # start from an idle device
             per_call = self.sync == SYNC_PER_CALL
             for start, end in zip(starts, ends):

@@ -16,13 +16,14 @@ import dataclasses
 from dataclasses import dataclass, field
 import gc
 import math
+import time
 from typing import Any, Callable
 
 import torch
 
 from ..measurement.compare import Comparison, compare
 from ..measurement.devices import quiet_toolchain_logs
-from ..measurement.flops import FlopCount, compute_block, count_forward_flops
+from ..measurement.flops import compute_block, count_forward_flops
 from ..measurement.memory import MemoryProbe
 from ..measurement.power import EnergyProbe, per_inference
 from ..measurement.timing import SYNC_PER_CALL, Measurement, make_timer, measure
@@ -51,6 +52,7 @@ class CellResult:
     eager_memory: dict[str, Any] | None = None
     compute: dict[str, Any] | None = None
     energy: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)   # figures not measured, and why
 
 
 def _forward(model: Callable, inputs: dict[str, torch.Tensor], mode: str) -> Callable[[], Any]:
@@ -73,18 +75,42 @@ def _memory(fn: Callable[[], Any], device: torch.device, loaded: LoadedModel,
 
 def _energy(device: torch.device, sides: dict[str, tuple[Callable[[], Any], float]], sync: str,
             clocks: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """Joules per inference of each side, over enough calls for NVML's counter (CUDA only),
-    and the clocks, temperatures and throttle reasons at the start and end of the timed runs."""
+    """Joules per inference (one call: a whole batch) of each side, over at least
+    ``ENERGY_MIN_S`` of calls for NVML's counter (CUDA only), and the clocks, temperatures
+    and throttle reasons at the start and end of the timed runs."""
     if device.type != "cuda":
         return None
     energy: dict[str, Any] = {"timed_runs": clocks}
+    timer = make_timer(device, sync)
     for side, (fn, mean_ms) in sides.items():
-        calls = min(ENERGY_MAX_CALLS, max(10, math.ceil(ENERGY_MIN_S * 1000.0 / max(mean_ms, 1e-3))))
+        chunk = max(1, min(ENERGY_MAX_CALLS, math.ceil(100.0 / max(mean_ms, 1e-3))))  # ~0.1 s
+        calls = 0
         with EnergyProbe(device) as probe:
-            make_timer(device, sync).time_calls(fn, calls)
+            start = time.perf_counter()
+            while time.perf_counter() - start < ENERGY_MIN_S and calls < ENERGY_MAX_CALLS:
+                timer.time_calls(fn, chunk)
+                calls += chunk
         energy[side] = {**probe.report, "calls": calls,
                         "joules_per_inference": per_inference(probe.report, calls)}
     return energy
+
+
+def _outside_timing(what: str, notes: list[str], device: torch.device, fn: Callable[[], Any]) -> Any:
+    """A figure taken after the timed runs: if it fails (an OOM, say), that figure is missing,
+    with a note; the latency measured before it stands."""
+    try:
+        return fn()
+    except Exception as exc:
+        first_line = (str(exc).strip().splitlines() or [""])[0]
+        notes.append(f"{what} not measured: {type(exc).__name__}: {first_line}"[:300])
+        _release(device)
+        return None
+
+
+def _release(device: torch.device) -> None:
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
 
 
 def _gpu_name(device: torch.device) -> str | None:
@@ -102,55 +128,82 @@ def run_cell(loaded: LoadedModel, *, batch_size: int, mode: str, runs: int = 300
     """
     compile_module.check_mode(mode)
     device = torch.device(loaded.device)
-    tf32 = tf32_in_force(math_settings or {}, device, loaded.dtype)
+    settings = math_settings or {}
+    tf32 = tf32_in_force(settings, device, loaded.dtype)
+    fp32_cuda = device.type == "cuda" and loaded.dtype == "float32"
     inputs = loaded.inputs(batch_size)  # built once, outside every timed region
     eager_fn = _forward(loaded.model, inputs, "eager")
+
+    def compute(latency_ms: float, eager_latency_ms: float | None = None) -> dict[str, Any]:
+        return compute_block(flops, gpu_name=_gpu_name(device), dtype=loaded.dtype,
+                             tf32_matmul=fp32_cuda and bool(settings.get("tf32_matmul")),
+                             tf32_conv=fp32_cuda and bool(settings.get("tf32_cudnn")),
+                             latency_ms=latency_ms, eager_latency_ms=eager_latency_ms)
+
     with torch.no_grad():  # inference, as the guide measures it
         flops = count_forward_flops(eager_fn)
-        if mode == "eager":
-            with EnergyProbe(device) as clocks:  # clocks and throttling at the start and end
-                measurement = measure(eager_fn, warmup=warmup, runs=runs, device=device, sync=sync)
-            return CellResult(mode, batch_size, measurement,
-                              memory=_memory(eager_fn, device, loaded, inputs),
-                              compute=compute_block(flops, gpu_name=_gpu_name(device), dtype=loaded.dtype,
-                                                    tf32=tf32, latency_ms=measurement.mean_ms),
-                              energy=_energy(device, {"eager": (eager_fn, measurement.mean_ms)}, sync,
-                                             clocks.report))
-        return _compiled_cell(loaded, inputs, eager_fn, flops, device, tf32, batch_size=batch_size,
-                              mode=mode, runs=runs, warmup=warmup, blocks=blocks, backend=backend,
-                              fullgraph=fullgraph, dynamic=dynamic, sync=sync, seed=seed)
+        if mode != "eager":
+            return _compiled_cell(loaded, inputs, eager_fn, compute, device, tf32, batch_size=batch_size,
+                                  mode=mode, runs=runs, warmup=warmup, blocks=blocks, backend=backend,
+                                  fullgraph=fullgraph, dynamic=dynamic, sync=sync, seed=seed)
+        with EnergyProbe(device) as clocks:  # clocks and throttling at the start and end
+            measurement = measure(eager_fn, warmup=warmup, runs=runs, device=device, sync=sync)
+        notes: list[str] = []
+        return CellResult(mode, batch_size, measurement,
+                          memory=_outside_timing("memory", notes, device,
+                                                 lambda: _memory(eager_fn, device, loaded, inputs)),
+                          compute=compute(measurement.mean_ms),
+                          energy=_outside_timing("energy", notes, device, lambda: _energy(
+                              device, {"eager": (eager_fn, measurement.mean_ms)}, sync, clocks.report)),
+                          notes=notes)
 
 
 def _compiled_cell(loaded: LoadedModel, inputs: dict[str, torch.Tensor], eager_fn: Callable[[], Any],
-                   flops: FlopCount, device: torch.device, tf32: bool, *, batch_size: int, mode: str,
-                   runs: int, warmup: int, blocks: int | None, backend: str, fullgraph: bool,
-                   dynamic: bool | None, sync: str, seed: int) -> CellResult:
+                   compute: Callable[..., dict[str, Any]], device: torch.device, tf32: bool, *,
+                   batch_size: int, mode: str, runs: int, warmup: int, blocks: int | None, backend: str,
+                   fullgraph: bool, dynamic: bool | None, sync: str, seed: int) -> CellResult:
     compile_module.reset()  # no graph of an earlier model or cell may be reused
     quiet_toolchain_logs()
-    eager_out = compile_module.clone_outputs(eager_fn())
+    notes: list[str] = []
+    # references are kept on the host: the measured device holds nothing but the models
+    eager_out = compile_module.clone_outputs(eager_fn(), "cpu")
     fp64_out, fp64_missing = fp64_reference(loaded.model, inputs)
+    fp64_out = compile_module.clone_outputs(fp64_out, "cpu")
+    _release(device)
+    # eager's memory before anything is compiled: no CUDA-graph pool is alive yet
+    eager_memory = _outside_timing("eager memory", notes, device,
+                                   lambda: _memory(eager_fn, device, loaded, inputs))
     if mode in compile_module.CUDA_GRAPH_MODES:
         warmup = max(warmup, 2)  # replays settle after the recording call
-    with fresh_caches():  # cold compile; open for the whole cell, so nothing falls back to the shared cache
-        compiled = compile_cold_then_warm(loaded.model, mode, lambda m: _forward(m, inputs, mode), device,
-                                          backend=backend, fullgraph=fullgraph, dynamic=dynamic)
-        compiled_fn = compiled.forward
-        with no_recompile(), EnergyProbe(device) as clocks:
-            comparison = compare(eager_fn, compiled_fn, warmup=warmup, runs=runs, blocks=blocks,
-                                 device=device, sync=sync, order_seed=seed)
-        with no_recompile():
-            energy = _energy(device, {"eager": (eager_fn, comparison.baseline.mean_ms),
-                                      "compiled": (compiled_fn, comparison.candidate.mean_ms)},
-                             sync, clocks.report)
-        compiled_out = compile_module.clone_outputs(compiled_fn())
-        parity = compare_outputs(eager_out, compiled_out, loaded.dtype, tf32=tf32, fp64=fp64_out,
-                                 fp64_missing=fp64_missing)
-        agreement = task_agreement(loaded.task, eager_out, compiled_out)
-        del eager_out, compiled_out, fp64_out  # the memory probes must not count them
-        gc.collect()
-        eager_memory = _memory(eager_fn, device, loaded, inputs)
-        memory = _memory(compiled_fn, device, loaded, inputs)
-        at_end = compile_module.dynamo_snapshot()
+    try:
+        with fresh_caches():  # cold compile; open for the whole cell: nothing falls back to the shared cache
+            compiled = compile_cold_then_warm(loaded.model, mode, lambda m: _forward(m, inputs, mode), device,
+                                              backend=backend, fullgraph=fullgraph, dynamic=dynamic)
+            compiled_fn = compiled.forward
+            with no_recompile(), EnergyProbe(device) as clocks:
+                comparison = compare(eager_fn, compiled_fn, warmup=warmup, runs=runs, blocks=blocks,
+                                     device=device, sync=sync, order_seed=seed)
+
+            def energy() -> dict[str, Any] | None:
+                with no_recompile():
+                    return _energy(device, {"eager": (eager_fn, comparison.baseline.mean_ms),
+                                            "compiled": (compiled_fn, comparison.candidate.mean_ms)},
+                                   sync, clocks.report)
+
+            def gate() -> tuple[dict[str, Any], dict[str, Any] | None]:
+                compiled_out = compile_module.clone_outputs(compiled_fn(), "cpu")
+                return (compare_outputs(eager_out, compiled_out, loaded.dtype, tf32=tf32, fp64=fp64_out,
+                                        fp64_missing=fp64_missing),
+                        task_agreement(loaded.task, eager_out, compiled_out))
+
+            energy_block = _outside_timing("energy", notes, device, energy)
+            parity, agreement = _outside_timing("accuracy gate", notes, device, gate) or (None, None)
+            memory = _outside_timing("memory", notes, device,
+                                     lambda: _memory(compiled_fn, device, loaded, inputs))
+            at_end = compile_module.dynamo_snapshot()
+    finally:  # this cell's graphs and CUDA-graph pools must not outlive it
+        compile_module.reset()
+        _release(device)
 
     eager_ms = comparison.baseline.mean_ms
     # the cell's first call is the cold compiling one, not compare's own first (warm) call
@@ -165,6 +218,4 @@ def _compiled_cell(loaded: LoadedModel, inputs: dict[str, torch.Tensor], eager_f
                                                                  measurement.mean_ms)
     return CellResult(mode, batch_size, measurement, comparison=comparison, compile=report,
                       parity=parity, agreement=agreement, memory=memory, eager_memory=eager_memory,
-                      compute=compute_block(flops, gpu_name=_gpu_name(device), dtype=loaded.dtype, tf32=tf32,
-                                            latency_ms=measurement.mean_ms, eager_latency_ms=eager_ms),
-                      energy=energy)
+                      compute=compute(measurement.mean_ms, eager_ms), energy=energy_block, notes=notes)

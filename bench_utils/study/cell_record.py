@@ -48,6 +48,8 @@ def cell_record(result: CellResult, loaded: LoadedModel, *, study: str,
     for name in ("parity", "agreement", "compute", "energy"):
         if getattr(result, name) is not None:
             extra[name] = getattr(result, name)
+    if result.notes:  # figures taken after the timed runs that could not be taken
+        extra["notes"] = list(result.notes)
     memory = result.memory
     if result.eager_memory is not None:
         memory = {**(memory or {}), "eager": result.eager_memory}

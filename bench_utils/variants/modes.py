@@ -134,14 +134,15 @@ def break_even_calls(compile_ms: float, eager_ms: float, compiled_ms: float) -> 
 
 # --- outputs -------------------------------------------------------------------------
 
-def clone_outputs(outputs: Any) -> Any:
-    """A deep copy of every tensor in ``outputs`` (dicts, ModelOutputs, lists, tuples)."""
+def clone_outputs(outputs: Any, device: str | torch.device | None = None) -> Any:
+    """A deep copy of every tensor in ``outputs`` (dicts, ModelOutputs, lists, tuples), on
+    ``device`` if given (kept references move to the host, off the measured device's memory)."""
     if isinstance(outputs, torch.Tensor):
-        return outputs.detach().clone()
+        return outputs.detach().to(device, copy=True) if device is not None else outputs.detach().clone()
     if isinstance(outputs, Mapping):
-        return {key: clone_outputs(value) for key, value in outputs.items()}
+        return {key: clone_outputs(value, device) for key, value in outputs.items()}
     if isinstance(outputs, tuple) and hasattr(outputs, "_fields"):  # a namedtuple
-        return type(outputs)(*(clone_outputs(value) for value in outputs))
+        return type(outputs)(*(clone_outputs(value, device) for value in outputs))
     if isinstance(outputs, (list, tuple)):
-        return type(outputs)(clone_outputs(value) for value in outputs)
+        return type(outputs)(clone_outputs(value, device) for value in outputs)
     return outputs

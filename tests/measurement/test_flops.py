@@ -99,3 +99,21 @@ def test_achieved_tflops():
     for flops, latency in [(None, 1.0), (1e9, None), (1e9, 0.0), (1e9, -1.0), (0, 1.0),
                            (1e9, math.nan), (math.inf, 1.0)]:
         assert achieved_tflops(flops, latency) is None, (flops, latency)
+
+
+def test_effective_peak_holds_each_class_of_work_to_its_own_tf32_state():
+    from bench_utils.measurement.flops import FlopCount, compute_block, effective_peak
+
+    h100 = "NVIDIA H100 80GB HBM3"  # fp32 67, tf32 494.5 TFLOP/s dense
+    count = FlopCount(3_000, None, {"aten.convolution": 1_000, "aten.mm": 2_000})
+    # PyTorch's defaults: convolutions may use TF32, matmuls not
+    mixed = effective_peak(count, h100, "float32", tf32_matmul=False, tf32_conv=True)
+    assert mixed == pytest.approx(3_000 / (1_000 / 494.5 + 2_000 / 67.0))
+    assert effective_peak(count, h100, "float32", tf32_matmul=True, tf32_conv=True) == pytest.approx(494.5)
+    assert effective_peak(count, h100, "float32", tf32_matmul=False, tf32_conv=False) == pytest.approx(67.0)
+    assert effective_peak(count, None, "float32", tf32_matmul=False, tf32_conv=False) is None  # a CPU
+    block = compute_block(count, gpu_name=h100, dtype="float32", tf32_matmul=False, tf32_conv=True,
+                          latency_ms=1.0, eager_latency_ms=2.0)
+    assert block["peak_tflops"] == pytest.approx(mixed)
+    assert block["percent_of_peak"] == pytest.approx(100 * 3_000 / 1e-3 / 1e12 / mixed)
+    assert block["eager_tflops"] == pytest.approx(block["tflops"] / 2)

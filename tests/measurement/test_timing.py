@@ -153,9 +153,10 @@ def test_cuda_event_timer_waits_for_the_device_after_each_call_by_default():
     times = timer.time_calls(lambda: (calls.append(1), busy_wait(0.001)), runs=25)
     assert len(times) == 25 and len(calls) == 25
     assert backend.events == 50
-    # an idle device first; then each call is bracketed by its events and followed by a wait,
-    # outside the interval: start, end, synchronize
-    assert backend.log == ["synchronize"] + ["record", "record", "synchronize"] * 25
+    # every event recorded once (CUDA creates events lazily, on their first record), an idle
+    # device; then each call is bracketed by its events and followed by a wait, outside the
+    # interval: start, end, synchronize
+    assert backend.log == ["record"] * 50 + ["synchronize"] + ["record", "record", "synchronize"] * 25
     assert all(t >= 1.0 for t in times)  # each event pair brackets its 1 ms call
 
 
@@ -164,7 +165,7 @@ def test_pipelined_timer_synchronizes_once_after_the_loop():
     timer = CudaEventTimer(torch.device("cpu"), backend=backend, sync="pipelined")
     times = timer.time_calls(lambda: None, runs=10)
     assert len(times) == 10
-    assert backend.log == ["synchronize"] + ["record"] * 20 + ["synchronize"]
+    assert backend.log == ["record"] * 20 + ["synchronize"] + ["record"] * 20 + ["synchronize"]
 
 
 class SimulatedGpu:

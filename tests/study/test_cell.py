@@ -108,3 +108,23 @@ def test_eager_cell_counts_flops_and_reports_the_sync_mode(loaded):
     result = run_cell(loaded, batch_size=2, mode="eager", runs=5, warmup=1, sync="pipelined")
     assert result.measurement.sync == "pipelined" and result.compute["flops"] > 0
     assert "eager_tflops" not in result.compute and result.energy is None
+
+
+def test_a_figure_that_fails_after_the_timed_runs_costs_that_figure_not_the_cell(loaded, monkeypatch):
+    from bench_utils.study import cell as cell_module
+
+    real_memory, calls = cell_module._memory, []
+
+    def memory_fails_the_second_time(*args):  # eager's probe works, the compiled one runs out
+        calls.append(1)
+        if len(calls) == 2:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real_memory(*args)
+
+    monkeypatch.setattr(cell_module, "_memory", memory_fails_the_second_time)
+    result = run_cell(loaded, batch_size=1, mode="default", runs=4, warmup=1, blocks=2, backend="aot_eager")
+    assert result.measurement.runs == 4 and result.parity["parity"] == "pass"
+    assert result.memory is None and result.eager_memory["param_count"]
+    assert result.notes == ["memory not measured: OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"]
+    record = cell_record(result, loaded, study="t", environment=ENV)
+    assert record["status"] == "ok" and record["notes"] == result.notes
