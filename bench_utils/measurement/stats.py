@@ -120,36 +120,6 @@ def bootstrap_ci(values: Sequence[float] | np.ndarray, statistic: str = "mean", 
                      confidence, n_resamples, seed)
 
 
-def ratio(baseline: Sequence[float] | np.ndarray, candidate: Sequence[float] | np.ndarray,
-          statistic: str = "mean") -> float:
-    """statistic(baseline) / statistic(candidate): the speed-up of candidate over baseline."""
-    func = _statistic(statistic)
-    return float(func(as_sample(baseline)) / func(as_sample(candidate)))
-
-
-def ratio_ci(baseline: Sequence[float] | np.ndarray, candidate: Sequence[float] | np.ndarray,
-             statistic: str = "mean", *, confidence: float = CONFIDENCE,
-             n_resamples: int = N_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
-    """Bootstrap interval of ``ratio(baseline, candidate)``, resampling each side apart."""
-    base, cand = as_sample(baseline), as_sample(candidate)
-    func = _statistic(statistic)
-    method = "BCa" if statistic == "mean" else "percentile"
-
-    def stat(x, y, axis):
-        return func(x, axis=axis) / func(y, axis=axis)
-
-    return _interval((base, cand), stat, ratio(base, cand, statistic), method,
-                     confidence, n_resamples, seed)
-
-
-def welch_pvalue(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> float | None:
-    """Two-sided Welch t-test p-value (PyTorch's harness reports a t-test too); None if undefined."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        pvalue = float(scipy_stats.ttest_ind(as_sample(a), as_sample(b), equal_var=False).pvalue)
-    return pvalue if math.isfinite(pvalue) else None
-
-
 def geometric_mean(values: Sequence[float] | np.ndarray) -> float:
     """Geometric mean of positive ratios (the harness's summary of speed-ups)."""
     sample = as_sample(values)

@@ -99,33 +99,44 @@ def geomean_table(data: pd.DataFrame, catalog: Catalog) -> str:
     return markdown_table(headers, rows) if rows else catalog.t("no_results")
 
 
+def _compiled_rows(data: pd.DataFrame) -> list[pd.Series]:
+    """The measured compiled cells, in the order every per-cell table lists them."""
+    if data.empty:
+        return []
+    compiled = data[(data["mode"] != "eager") & (data["status"] == "ok")]
+    return [row for _, row in compiled.sort_values(["environment", "task_rank", "label", "mode",
+                                                    "batch_size"]).iterrows()]
+
+
+def _cell_columns(row: pd.Series, catalog: Catalog) -> list[str]:
+    return [ltr(row["environment"], catalog), ltr(row["label"], catalog), ltr(row["mode"], catalog),
+            ltr(str(row["batch_size"]), catalog)]
+
+
+def _cell_headers(catalog: Catalog) -> list[str]:
+    return [catalog.t("col_device"), catalog.t("col_model"), catalog.t("col_mode"), catalog.t("col_batch")]
+
+
 def compile_table(data: pd.DataFrame, catalog: Catalog) -> str:
-    compiled = data[(data["mode"] != "eager") & (data["status"] == "ok")] if not data.empty else data
     rows = []
-    for _, row in compiled.sort_values(["environment", "task_rank", "label", "mode", "batch_size"]).iterrows():
+    for row in _compiled_rows(data):
         even = row["break_even"]
-        rows.append([ltr(row["environment"], catalog), ltr(row["label"], catalog), ltr(row["mode"], catalog),
-                     ltr(str(row["batch_size"]), catalog), number(row["compile_s"], 1, catalog),
-                     number(row["compile_warm_s"], 1, catalog), integer(row["graphs"], catalog), integer(row["graph_breaks"], catalog),
-                     integer(row["recompiles"], catalog),
+        rows.append([*_cell_columns(row, catalog), number(row["compile_s"], 1, catalog),
+                     number(row["compile_warm_s"], 1, catalog), integer(row["graphs"], catalog),
+                     integer(row["graph_breaks"], catalog), integer(row["recompiles"], catalog),
                      catalog.t("never") if even is None or pd.isna(even) else ltr(catalog.number(even, 0), catalog)])
-    headers = [catalog.t("col_device"), catalog.t("col_model"), catalog.t("col_mode"), catalog.t("col_batch"),
-               catalog.t("col_compile_s"), catalog.t("col_compile_warm_s"), catalog.t("col_graphs"),
-               catalog.t("col_breaks"),
-               catalog.t("col_recompiles"), catalog.t("col_break_even")]
+    headers = [*_cell_headers(catalog), catalog.t("col_compile_s"), catalog.t("col_compile_warm_s"),
+               catalog.t("col_graphs"), catalog.t("col_breaks"), catalog.t("col_recompiles"),
+               catalog.t("col_break_even")]
     return markdown_table(headers, rows) if rows else catalog.t("no_results")
 
 
 def memory_table(data: pd.DataFrame, catalog: Catalog) -> str:
-    compiled = data[(data["mode"] != "eager") & (data["status"] == "ok")] if not data.empty else data
-    rows = [[ltr(row["environment"], catalog), ltr(row["label"], catalog), ltr(row["mode"], catalog),
-             ltr(str(row["batch_size"]), catalog), mib(row["eager_peak_bytes"], catalog),
+    rows = [[*_cell_columns(row, catalog), mib(row["eager_peak_bytes"], catalog),
              mib(row["peak_bytes"], catalog), mib(row["graph_pool_bytes"], catalog),
              mib(row["reserved_bytes"], catalog), ltr(catalog.number(row["throughput"], 1), catalog)]
-            for _, row in compiled.sort_values(["environment", "task_rank", "label", "mode",
-                                                "batch_size"]).iterrows()]
-    headers = [catalog.t("col_device"), catalog.t("col_model"), catalog.t("col_mode"), catalog.t("col_batch"),
-               catalog.t("col_memory_eager"), catalog.t("col_memory_compiled"), catalog.t("col_graph_pool"),
+            for row in _compiled_rows(data)]
+    headers = [*_cell_headers(catalog), catalog.t("col_memory_eager"), catalog.t("col_memory_compiled"), catalog.t("col_graph_pool"),
                catalog.t("col_reserved"), catalog.t("col_throughput")]
     return markdown_table(headers, rows) if rows else catalog.t("no_results")
 
@@ -133,22 +144,17 @@ def memory_table(data: pd.DataFrame, catalog: Catalog) -> str:
 def hardware_table(data: pd.DataFrame, catalog: Catalog) -> str:
     """FLOPs of a forward pass, achieved TFLOP/s and % of the device's dense peak, joules per
     inference, eager beside compiled; a dash wherever a figure was not measured."""
-    compiled = data[(data["mode"] != "eager") & (data["status"] == "ok")] if not data.empty else data
-
     def with_peak(tflops, percent):
         text = number(tflops, 2, catalog)
         return text if percent is None or pd.isna(percent) else f"{text} ({catalog.percent(percent / 100)})"
 
-    rows = [[ltr(row["environment"], catalog), ltr(row["label"], catalog), ltr(row["mode"], catalog),
-             ltr(str(row["batch_size"]), catalog),
+    rows = [[*_cell_columns(row, catalog),
              number(row["flops"] / 1e9 if row["flops"] is not None and pd.notna(row["flops"]) else None, 2, catalog),
              with_peak(row["eager_tflops"], row["eager_percent_of_peak"]),
              with_peak(row["tflops"], row["percent_of_peak"]),
              number(row["eager_joules"], 3, catalog), number(row["joules"], 3, catalog)]
-            for _, row in compiled.sort_values(["environment", "task_rank", "label", "mode",
-                                                "batch_size"]).iterrows()]
-    headers = [catalog.t("col_device"), catalog.t("col_model"), catalog.t("col_mode"), catalog.t("col_batch"),
-               catalog.t("col_gflop"), catalog.t("col_tflops_eager"), catalog.t("col_tflops_compiled"),
+            for row in _compiled_rows(data)]
+    headers = [*_cell_headers(catalog), catalog.t("col_gflop"), catalog.t("col_tflops_eager"), catalog.t("col_tflops_compiled"),
                catalog.t("col_joules_eager"), catalog.t("col_joules_compiled")]
     return markdown_table(headers, rows) if rows else catalog.t("no_results")
 

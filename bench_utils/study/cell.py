@@ -128,16 +128,14 @@ def run_cell(loaded: LoadedModel, *, batch_size: int, mode: str, runs: int = 300
     """
     compile_module.check_mode(mode)
     device = torch.device(loaded.device)
-    settings = math_settings or {}
-    tf32 = tf32_in_force(settings, device, loaded.dtype)
-    fp32_cuda = device.type == "cuda" and loaded.dtype == "float32"
+    tf32_by_work = tf32_in_force(math_settings or {}, device, loaded.dtype)
+    tf32 = any(tf32_by_work.values())
     inputs = loaded.inputs(batch_size)  # built once, outside every timed region
     eager_fn = _forward(loaded.model, inputs, "eager")
 
     def compute(latency_ms: float, eager_latency_ms: float | None = None) -> dict[str, Any]:
         return compute_block(flops, gpu_name=_gpu_name(device), dtype=loaded.dtype,
-                             tf32_matmul=fp32_cuda and bool(settings.get("tf32_matmul")),
-                             tf32_conv=fp32_cuda and bool(settings.get("tf32_cudnn")),
+                             tf32_matmul=tf32_by_work["matmul"], tf32_conv=tf32_by_work["convolution"],
                              latency_ms=latency_ms, eager_latency_ms=eager_latency_ms)
 
     with torch.no_grad():  # inference, as the guide measures it

@@ -119,11 +119,6 @@ def compile_report(at_start: dict[str, Any], after_first_call: dict[str, Any],
             "fx_graph_cache_hits": after_first_call["fx_graph_cache_hits"] - at_start["fx_graph_cache_hits"]}
 
 
-def compile_time_ms(compiled_first_call_ms: float, eager_call_ms: float) -> float:
-    """Compilation's own cost: the compiled first call minus one eager call."""
-    return compiled_first_call_ms - eager_call_ms
-
-
 def break_even_calls(compile_ms: float, eager_ms: float, compiled_ms: float) -> int | None:
     """Calls after which compiling has paid for itself; None if it never does."""
     saving = eager_ms - compiled_ms

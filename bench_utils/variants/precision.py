@@ -63,10 +63,12 @@ def configure_fp32_math(policy: str | bool = "default") -> dict[str, Any]:
             "float32_matmul_precision": torch.get_float32_matmul_precision()}
 
 
-def tf32_in_force(settings: dict[str, Any], device: torch.device, dtype: str) -> bool:
-    """Whether float32 results on ``device`` may carry TF32 rounding (parity and peaks follow it)."""
-    return (device.type == "cuda" and dtype == "float32"
-            and bool(settings.get("tf32_matmul") or settings.get("tf32_cudnn")))
+def tf32_in_force(settings: dict[str, Any], device: torch.device, dtype: str) -> dict[str, bool]:
+    """Which float32 work on ``device`` may carry TF32 rounding: ``matmul`` and ``convolution``
+    (the accuracy gate loosens where either does; the peak follows each class)."""
+    fp32_cuda = device.type == "cuda" and dtype == "float32"
+    return {"matmul": fp32_cuda and bool(settings.get("tf32_matmul")),
+            "convolution": fp32_cuda and bool(settings.get("tf32_cudnn"))}
 
 
 def _probe(dtype: torch.dtype, device: torch.device) -> None:

@@ -48,11 +48,11 @@ def test_explicit_policies_set_and_report_what_is_in_force(policy, matmul, cudnn
 def test_unknown_policy_is_refused_and_tf32_applies_only_to_cuda_fp32():
     with pytest.raises(ValueError, match="tf32 policy 'off'"):
         configure_fp32_math("off")
-    settings = {"tf32_matmul": False, "tf32_cudnn": True}
-    assert tf32_in_force(settings, torch.device("cuda"), "float32")
-    assert not tf32_in_force(settings, torch.device("cpu"), "float32")
-    assert not tf32_in_force(settings, torch.device("cuda"), "float16")
-    assert not tf32_in_force({"tf32_matmul": False, "tf32_cudnn": False}, torch.device("cuda"), "float32")
+    settings = {"tf32_matmul": False, "tf32_cudnn": True}  # PyTorch's defaults
+    assert tf32_in_force(settings, torch.device("cuda"), "float32") == {"matmul": False, "convolution": True}
+    none = {"matmul": False, "convolution": False}
+    assert tf32_in_force(settings, torch.device("cpu"), "float32") == none
+    assert tf32_in_force(settings, torch.device("cuda"), "float16") == none
 
 
 def test_supported_dtypes_pass_on_cpu():
