@@ -34,7 +34,8 @@ for name, (task, title, models, batches, runs, guide_models) in TASKS.items():
             "Every measured cell is appended as a record to `results_path`.\n\n"
             "Run All with the defaults for a small CPU-friendly exploration; the grid runner "
             "(`python -m bench_utils run params/....yaml`) executes this notebook with papermill, "
-            "one cell per execution. All logic lives in `bench_utils`."),
+            "once per model (its batch sizes and modes in one kernel), drawing nothing. "
+            "All logic lives in `bench_utils`."),
         new_code_cell(
             'study: str = "notebook"  # study name: records are grouped by it\n'
             f"models: list = {models}  # registry keys (python -m bench_utils models), 'org/name' or 'timm:<name>'\n"
@@ -52,23 +53,22 @@ for name, (task, title, models, batches, runs, guide_models) in TASKS.items():
             "fullgraph: bool = False  # fullgraph option of torch.compile\n"
             "dynamic: object = None  # dynamic option of torch.compile: None, True or False\n"
             f'results_path: str = "reports/notebook-{name}/results.jsonl"  # records are appended here (relative to the project root)\n'
+            "only_cells: list = []  # [compile_mode, batch_size] pairs to measure (empty: every mode x batch size); set by the grid runner\n"
+            "show: bool = True  # draw the table and the plot (the grid runner measures only)\n"
             "runner_pid: int = 0  # set by the grid runner; 0 when run by hand\n"
             'run_id: str = ""  # set by the grid runner\n',
             metadata={"tags": ["parameters"]}),
         new_code_cell(
-            "from bench_utils.report.frame import tidy\n"
             "from bench_utils.study import task\n\n"
             f'records = task.run(study=study, task="{task}", models=models, batch_sizes=batch_sizes,\n'
             "                   compile_modes=compile_modes, dtypes=dtypes, device=device, runs=runs,\n"
             "                   warmup=warmup, blocks=blocks, weights=weights, seed=seed,\n"
             "                   results_path=results_path, tf32=tf32, backend=backend,\n"
-            "                   fullgraph=fullgraph, dynamic=dynamic, runner_pid=runner_pid,\n"
-            "                   run_id=run_id)\n"
-            "results = tidy(records)\n"
-            "results"),
-        new_code_cell("from bench_utils.report.plots import latency_bars\n"
-                      "from bench_utils.report.sections import show_figure\n\n"
-                      "show_figure(latency_bars(results))"),
+            "                   fullgraph=fullgraph, dynamic=dynamic, only_cells=only_cells,\n"
+            "                   runner_pid=runner_pid, run_id=run_id)"),
+        new_code_cell("if show:  # a grid run skips drawing (and importing pandas and matplotlib)\n"
+                      "    from bench_utils.report.sections import show_records\n\n"
+                      "    show_records(records)"),
         new_markdown_cell(
             "Latencies are means over `runs` timed calls (the guide's statistic); `speedup` is eager "
             "mean over compiled mean, measured interleaved, with its bootstrap 95 % interval; "

@@ -26,6 +26,15 @@ def show_figure(figure) -> None:
     display(Image(data=plots.png_bytes(figure), format="png"))
 
 
+def show_records(records: list[dict]) -> None:
+    """A task notebook's records as a table and a latency plot (none when nothing was measured)."""
+    from .frame import tidy
+
+    results = tidy(records)
+    display(results)
+    show_figure(plots.latency_bars(results))
+
+
 class ReportView:
     """The report of one or more study folders in one locale, shown section by section."""
 

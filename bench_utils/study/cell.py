@@ -8,6 +8,10 @@ Outside every timed region: the FLOPs of one forward pass, the accuracy gate
 (against an fp64 eager reference, with a task-level agreement figure), energy where
 NVML has it, and the memory of both variants, probed after the reference outputs
 are freed. ``cell_record`` (``cell_record.py``) turns the result into a record.
+
+A compiled cell's eager side is a measurement of eager in its own right: its
+``shared_eager`` result is what an eager cell of the same batch size records, so
+that eager is not timed twice (``task``). Where the time went is in ``phases``.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from ..variants.compile_cost import compile_cold_then_warm, fresh_caches, no_rec
 from ..variants.parity import compare_outputs, fp64_reference
 from ..variants.precision import tf32_in_force
 from ..zoo.loading import LoadedModel
+from .phases import Phases
 
 MEMORY_CALLS = 3        # calls inside the memory probe, after warm-up
 ENERGY_MIN_S = 0.5      # NVML's energy counter refreshes every few tens of ms: time enough calls
@@ -53,6 +58,9 @@ class CellResult:
     compute: dict[str, Any] | None = None
     energy: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)   # figures not measured, and why
+    phases: Phases = field(default_factory=Phases)   # where the cell's time went
+    shared_eager: "CellResult | None" = None         # a compiled cell's eager side, as an eager cell
+    shared_from: str | None = None                   # an eager result taken from that mode's pairs
 
 
 def _forward(model: Callable, inputs: dict[str, torch.Tensor], mode: str) -> Callable[[], Any]:
@@ -66,8 +74,8 @@ def _forward(model: Callable, inputs: dict[str, torch.Tensor], mode: str) -> Cal
 
 
 def _memory(fn: Callable[[], Any], device: torch.device, loaded: LoadedModel,
-            inputs: dict[str, torch.Tensor]) -> dict[str, Any]:
-    with MemoryProbe(device, model=loaded.model, inputs=inputs) as probe:
+            inputs: dict[str, torch.Tensor], phases: Phases) -> dict[str, Any]:
+    with phases.timing("memory"), MemoryProbe(device, model=loaded.model, inputs=inputs) as probe:
         for _ in range(MEMORY_CALLS):
             fn()
     return probe.report
@@ -120,12 +128,16 @@ def _gpu_name(device: torch.device) -> str | None:
 def run_cell(loaded: LoadedModel, *, batch_size: int, mode: str, runs: int = 300,
              warmup: int = 10, blocks: int | None = None, backend: str = "inductor",
              fullgraph: bool = False, dynamic: bool | None = None, sync: str = SYNC_PER_CALL,
-             seed: int = 0, math_settings: dict[str, Any] | None = None) -> CellResult:
+             seed: int = 0, math_settings: dict[str, Any] | None = None,
+             warm_compile: bool = True) -> CellResult:
     """Measure ``loaded`` at ``batch_size`` in ``mode`` (eager, or a compile mode).
 
     ``math_settings`` are the float32 settings in force (``configure_fp32_math``'s
-    result): the accuracy gate's tolerances and the peak figure follow TF32.
+    result): the accuracy gate's tolerances and the peak figure follow TF32. With
+    ``warm_compile`` False a compiled cell compiles cold only (its warm cost was
+    measured at another batch size of the same model and mode).
     """
+    phases = Phases()
     compile_module.check_mode(mode)
     device = torch.device(loaded.device)
     tf32_by_work = tf32_in_force(math_settings or {}, device, loaded.dtype)
@@ -139,48 +151,60 @@ def run_cell(loaded: LoadedModel, *, batch_size: int, mode: str, runs: int = 300
                              latency_ms=latency_ms, eager_latency_ms=eager_latency_ms)
 
     with torch.no_grad():  # inference, as the guide measures it
-        flops = count_forward_flops(eager_fn)
+        with phases.timing("flops"):
+            flops = count_forward_flops(eager_fn)
         if mode != "eager":
-            return _compiled_cell(loaded, inputs, eager_fn, compute, device, tf32, batch_size=batch_size,
-                                  mode=mode, runs=runs, warmup=warmup, blocks=blocks, backend=backend,
-                                  fullgraph=fullgraph, dynamic=dynamic, sync=sync, seed=seed)
+            return _compiled_cell(loaded, inputs, eager_fn, compute, device, tf32, phases,
+                                  batch_size=batch_size, mode=mode, runs=runs, warmup=warmup,
+                                  blocks=blocks, backend=backend, fullgraph=fullgraph, dynamic=dynamic,
+                                  sync=sync, seed=seed, warm_compile=warm_compile)
         with EnergyProbe(device) as clocks:  # clocks and throttling at the start and end
+            start = time.perf_counter()
             measurement = measure(eager_fn, warmup=warmup, runs=runs, device=device, sync=sync)
+            phases.add_loop(time.perf_counter() - start, sum(measurement.times_ms))
         notes: list[str] = []
-        return CellResult(mode, batch_size, measurement,
-                          memory=_outside_timing("memory", notes, device,
-                                                 lambda: _memory(eager_fn, device, loaded, inputs)),
-                          compute=compute(measurement.mean_ms),
-                          energy=_outside_timing("energy", notes, device, lambda: _energy(
-                              device, {"eager": (eager_fn, measurement.mean_ms)}, sync, clocks.report)),
-                          notes=notes)
+        memory = _outside_timing("memory", notes, device,
+                                 lambda: _memory(eager_fn, device, loaded, inputs, phases))
+        with phases.timing("energy"):
+            energy = _outside_timing("energy", notes, device, lambda: _energy(
+                device, {"eager": (eager_fn, measurement.mean_ms)}, sync, clocks.report))
+        return CellResult(mode, batch_size, measurement, memory=memory,
+                          compute=compute(measurement.mean_ms), energy=energy, notes=notes,
+                          phases=phases)
 
 
 def _compiled_cell(loaded: LoadedModel, inputs: dict[str, torch.Tensor], eager_fn: Callable[[], Any],
-                   compute: Callable[..., dict[str, Any]], device: torch.device, tf32: bool, *,
-                   batch_size: int, mode: str, runs: int, warmup: int, blocks: int | None, backend: str,
-                   fullgraph: bool, dynamic: bool | None, sync: str, seed: int) -> CellResult:
+                   compute: Callable[..., dict[str, Any]], device: torch.device, tf32: bool,
+                   phases: Phases, *, batch_size: int, mode: str, runs: int, warmup: int,
+                   blocks: int | None, backend: str, fullgraph: bool, dynamic: bool | None, sync: str,
+                   seed: int, warm_compile: bool) -> CellResult:
     compile_module.reset()  # no graph of an earlier model or cell may be reused
     quiet_toolchain_logs()
     notes: list[str] = []
-    # references are kept on the host: the measured device holds nothing but the models
-    eager_out = compile_module.clone_outputs(eager_fn(), "cpu")
-    fp64_out, fp64_missing = fp64_reference(loaded.model, inputs)
-    fp64_out = compile_module.clone_outputs(fp64_out, "cpu")
+    with phases.timing("parity"):
+        # references are kept on the host: the measured device holds nothing but the models
+        eager_out = compile_module.clone_outputs(eager_fn(), "cpu")
+        fp64_out, fp64_missing = fp64_reference(loaded.model, inputs)
+        fp64_out = compile_module.clone_outputs(fp64_out, "cpu")
     _release(device)
     # eager's memory before anything is compiled: no CUDA-graph pool is alive yet
     eager_memory = _outside_timing("eager memory", notes, device,
-                                   lambda: _memory(eager_fn, device, loaded, inputs))
+                                   lambda: _memory(eager_fn, device, loaded, inputs, phases))
     if mode in compile_module.CUDA_GRAPH_MODES:
         warmup = max(warmup, 2)  # replays settle after the recording call
     try:
         with fresh_caches():  # cold compile; open for the whole cell: nothing falls back to the shared cache
-            compiled = compile_cold_then_warm(loaded.model, mode, lambda m: _forward(m, inputs, mode), device,
-                                              backend=backend, fullgraph=fullgraph, dynamic=dynamic)
+            with phases.timing("compile"):
+                compiled = compile_cold_then_warm(loaded.model, mode, lambda m: _forward(m, inputs, mode),
+                                                  device, backend=backend, fullgraph=fullgraph,
+                                                  dynamic=dynamic, warm=warm_compile)
             compiled_fn = compiled.forward
             with no_recompile(), EnergyProbe(device) as clocks:
+                start = time.perf_counter()
                 comparison = compare(eager_fn, compiled_fn, warmup=warmup, runs=runs, blocks=blocks,
                                      device=device, sync=sync, order_seed=seed)
+                phases.add_loop(time.perf_counter() - start, sum(comparison.baseline.times_ms)
+                                + sum(comparison.candidate.times_ms))
 
             def energy() -> dict[str, Any] | None:
                 with no_recompile():
@@ -194,10 +218,12 @@ def _compiled_cell(loaded: LoadedModel, inputs: dict[str, torch.Tensor], eager_f
                                         fp64_missing=fp64_missing),
                         task_agreement(loaded.task, eager_out, compiled_out))
 
-            energy_block = _outside_timing("energy", notes, device, energy)
-            parity, agreement = _outside_timing("accuracy gate", notes, device, gate) or (None, None)
+            with phases.timing("energy"):
+                energy_block = _outside_timing("energy", notes, device, energy)
+            with phases.timing("parity"):
+                parity, agreement = _outside_timing("accuracy gate", notes, device, gate) or (None, None)
             memory = _outside_timing("memory", notes, device,
-                                     lambda: _memory(compiled_fn, device, loaded, inputs))
+                                     lambda: _memory(compiled_fn, device, loaded, inputs, phases))
             at_end = compile_module.dynamo_snapshot()
     finally:  # this cell's graphs and CUDA-graph pools must not outlive it
         compile_module.reset()
@@ -208,12 +234,20 @@ def _compiled_cell(loaded: LoadedModel, inputs: dict[str, torch.Tensor], eager_f
     measurement = dataclasses.replace(comparison.candidate, first_call_ms=compiled.cold_calls_ms[0])
     report = dict(compiled.cold_stats)
     report["recompiles"] = at_end["graphs"] - compiled.after_warm["graphs"]
-    report["warm_fx_graph_cache_hits"] = compiled.warm_stats["fx_graph_cache_hits"]
+    report["warm_fx_graph_cache_hits"] = (compiled.warm_stats or {}).get("fx_graph_cache_hits")
     report.update(compiled.costs(eager_ms))
     report["compile_time_ms"] = report["cold_ms"]  # the cost a first user pays
     report["first_call_ms"] = compiled.cold_calls_ms[0]
     report["break_even_calls"] = compile_module.break_even_calls(report["cold_ms"], eager_ms,
                                                                  measurement.mean_ms)
+    eager_energy = None
+    if energy_block is not None and energy_block.get("eager") is not None:
+        eager_energy = {"timed_runs": energy_block.get("timed_runs"), "eager": energy_block["eager"]}
+    # eager, as the pairs measured it: an eager cell of this batch size need not time it again
+    shared_eager = CellResult("eager", batch_size, comparison.baseline, memory=eager_memory,
+                              compute=compute(eager_ms), energy=eager_energy, shared_from=mode,
+                              notes=[note for note in notes if note.startswith("eager memory")])
     return CellResult(mode, batch_size, measurement, comparison=comparison, compile=report,
                       parity=parity, agreement=agreement, memory=memory, eager_memory=eager_memory,
-                      compute=compute(measurement.mean_ms, eager_ms), energy=energy_block, notes=notes)
+                      compute=compute(measurement.mean_ms, eager_ms), energy=energy_block, notes=notes,
+                      phases=phases, shared_eager=shared_eager)

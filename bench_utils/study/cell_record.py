@@ -48,6 +48,11 @@ def cell_record(result: CellResult, loaded: LoadedModel, *, study: str,
     for name in ("parity", "agreement", "compute", "energy"):
         if getattr(result, name) is not None:
             extra[name] = getattr(result, name)
+    if result.shared_from is not None:  # one measurement, two records: say so
+        extra["shared_measurement"] = {
+            "with_compile_mode": result.shared_from,
+            "design": f"eager side of the {result.shared_from} cell's random-order pairs of blocks, "
+                      "measured there interleaved with the compiled runs; not timed again"}
     if result.notes:  # figures taken after the timed runs that could not be taken
         extra["notes"] = list(result.notes)
     memory = result.memory

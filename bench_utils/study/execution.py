@@ -14,14 +14,15 @@ from pathlib import Path
 import signal
 import subprocess
 import sys
-from typing import Any
+from typing import Any, Callable
 
 from ..kernel import KERNEL_NAME
 from ..paths import NOTEBOOK_DIR, PROJECT_ROOT, scrub_file
-from .grid import Cell
-from .stopping import RunningProcesses
+from .groups import KernelGroup
+from .stopping import RunningProcesses, end_tree
 
 LOG_TAIL_LINES = 40
+POLL_S = 0.25  # how often a running kernel's records are read (the per-cell wall times' resolution)
 
 
 def _die_with_parent() -> None:
@@ -71,40 +72,49 @@ def oom_kill_count() -> int | None:
     return None
 
 
-def notebook_parameters(cell: Cell, results_path: Path, run_id: str) -> dict[str, Any]:
-    """The task notebook's parameters for one cell (papermill injects them).
+def notebook_parameters(group: KernelGroup, results_path: Path, run_id: str) -> dict[str, Any]:
+    """The task notebook's parameters for one kernel group (papermill injects them).
 
-    ``results_path`` is given relative to the project root, which the kernel runs from.
+    ``only_cells`` lists the group's ``[compile_mode, batch_size]`` pairs in the order the
+    kernel measures them, which is how the runner knows which cell a dead kernel was on;
+    ``show`` is off: a grid run draws no table and no plot. ``results_path`` is given relative
+    to the project root, which the kernel runs from.
     """
-    return {"study": cell.study, "models": [cell.model], "batch_sizes": [cell.batch_size],
-            "compile_modes": [cell.compile_mode], "dtypes": [cell.dtype], "device": cell.device,
+    cell = group.first
+    return {"study": cell.study, "models": [cell.model],
+            "batch_sizes": sorted({c.batch_size for c in group.cells}),
+            "compile_modes": list(dict.fromkeys(c.compile_mode for c in group.cells)),
+            "only_cells": group.pairs(), "dtypes": [cell.dtype], "device": cell.device,
             "runs": cell.runs, "warmup": cell.warmup, "blocks": cell.blocks,
             "weights": cell.weights, "seed": cell.seed, "tf32": cell.tf32,
             "backend": cell.backend, "fullgraph": cell.fullgraph, "dynamic": cell.dynamic,
-            "results_path": os.path.relpath(results_path, PROJECT_ROOT), "runner_pid": os.getpid(), "run_id": run_id}
+            "results_path": os.path.relpath(results_path, PROJECT_ROOT), "show": False,
+            "runner_pid": os.getpid(), "run_id": run_id}
 
 
-def execute_with_papermill(cell: Cell, device: str, parameters: dict[str, Any], out_dir: Path,
-                           timeout: int | None = None, running: RunningProcesses | None = None,
+def execute_with_papermill(group: KernelGroup, device: str, parameters: dict[str, Any], out_dir: Path, *,
+                           poll: Callable[[], bool] | None = None, attempt: int = 1,
+                           running: RunningProcesses | None = None,
                            cpus: set[int] | None = None) -> tuple[int, Path]:
-    """Run the cell's notebook; return papermill's exit status and the log's path.
+    """Run the group's notebook in one kernel; return papermill's exit status and the log's path.
 
-    ``running``, if given, holds the papermill process while it runs, so that a stop
-    request can end it and its kernel; ``cpus``, if given, are the only cores it and its
-    kernel may use.
+    ``poll``, if given, is called about every second while the kernel runs; when it returns
+    True the kernel is ended (a stalled cell, a stop request). ``running``, if given, holds the
+    papermill process while it runs, so that a stop request can end it and its kernel;
+    ``cpus``, if given, are the only cores it and its kernel may use. A second attempt at a
+    group (after its kernel died) gets files of its own: the first one's log is evidence.
     """
-    executed = out_dir / "notebooks" / f"{cell.cell_id}.ipynb"
-    log_path = out_dir / "logs" / f"{cell.cell_id}.log"
+    name = group.group_id if attempt == 1 else f"{group.group_id}.{attempt}"
+    executed = out_dir / "notebooks" / f"{name}.ipynb"
+    log_path = out_dir / "logs" / f"{name}.log"
     executed.parent.mkdir(parents=True, exist_ok=True)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     # Paths relative to the kernel's working folder (the project root), so that the executed
     # notebook names no absolute path; what is left is scrubbed once it has run.
-    command = [sys.executable, "-m", "papermill", os.path.relpath(NOTEBOOK_DIR / cell.notebook, PROJECT_ROOT),
+    command = [sys.executable, "-m", "papermill", os.path.relpath(NOTEBOOK_DIR / group.first.notebook, PROJECT_ROOT),
                os.path.relpath(executed, PROJECT_ROOT),
                "-k", KERNEL_NAME, "--cwd", str(PROJECT_ROOT), "--no-progress-bar",
                "--log-level", "WARNING", "-y", json.dumps(parameters)]
-    if timeout:
-        command += ["--execution-timeout", str(timeout)]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     if device.startswith("cuda"):
         env["CUDA_VISIBLE_DEVICES"] = visible_devices_for(device, os.environ.get("CUDA_VISIBLE_DEVICES"))
@@ -114,13 +124,23 @@ def execute_with_papermill(cell: Cell, device: str, parameters: dict[str, Any], 
         if running is not None:
             running.add(process)
         try:
-            returncode = process.wait()
+            returncode = _wait(process, poll)
         finally:
             if running is not None:
                 running.discard(process)
     for written in (executed, log_path):  # both are published with the study folder
         scrub_file(written, {str(out_dir): ".."})
     return returncode, log_path
+
+
+def _wait(process: subprocess.Popen, poll: Callable[[], bool] | None) -> int:
+    while True:
+        try:
+            return process.wait(timeout=POLL_S)
+        except subprocess.TimeoutExpired:
+            if poll is not None and poll():
+                end_tree(process.pid)  # papermill and the kernel it started
+                return process.wait()
 
 
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:

@@ -2,26 +2,33 @@
 
 ``python -m bench_utils run PARAMS.yaml [--out DIR] [--force] [--devices cuda:0,cuda:1]``
 
-Each cell runs as its own papermill execution of its task notebook, in its own
-kernel process (a papermill subprocess that dies with the runner), so an
-out-of-memory error, a segfault or a killed kernel loses at most that cell:
+The cells are run in kernel groups (``groups``): one papermill execution of the task
+notebook, in its own kernel process, measures every pending cell of one (task, model,
+dtype, device), so torch is imported and the model built once per group, not once
+per cell. The kernel appends one record per cell as soon as it is measured (``ok``,
+``oom`` or ``error``; the notebook's own OOM rule skips a mode's larger batches), and
+the runner follows the results file while it runs:
 
-- the notebook records ``ok``, ``oom`` or ``error`` itself; a cell that ends with no
-  record (the kernel died) is recorded as ``error`` with the end of its log;
-- after an ``oom``, the larger batch sizes of the same model, mode and dtype are
-  recorded as ``oom`` without running (a group of cells runs in batch order on
-  one worker, so this holds with several devices too);
+- a kernel that dies (a segfault, a killed process) loses only the cell it was
+  measuring, which is the first cell of its group without a record: a new kernel
+  takes up the group's unfinished cells; a cell that kills its kernel twice is
+  recorded as ``error`` with the end of its log, and the group goes on;
+- a kernel ended by the operating system's OOM killer records that cell ``oom`` and
+  its mode's larger batches as skipped;
+- a cell that records nothing for ``timeout`` seconds is stopped and recorded as
+  ``error``; the group goes on in a new kernel;
 - cells already recorded ``ok`` or ``oom`` for the same environment (torch version,
-  and the GPU model or CPU model) are skipped: running again resumes;
+  and the GPU model or CPU model) are skipped: running again resumes; an earlier
+  OOM still rules out that mode's larger batches;
 - one worker per device, each pinned with CUDA_VISIBLE_DEVICES: never two
   measurements on one device at once.
 
-Executing a notebook is ``execution``; what the person watching sees is ``progress``.
+Executing a notebook is ``execution``, following it ``watch``; the person watching sees ``progress``.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 import os
 from pathlib import Path
 import queue
@@ -33,26 +40,28 @@ from typing import Any, Callable
 from ..env import capture_environment
 from ..kernel import ensure_kernel
 from ..paths import REPORTS_DIR
-from ..records import (cell_identity, environment_key, failure_record, measurement_settings,
+from ..records import (environment_key, failure_record, measurement_settings,
                        settings_hash, skipped_after_oom)
-from ..results import append_record, iter_records, locked
+from ..results import append_record, locked
 from .device_lock import device_lock, split_cpus
 from .execution import execute_with_papermill, log_tail, notebook_parameters, oom_kill_count
 from .grid import Cell, Grid
+from .groups import KernelGroup, kernel_groups
+from .watch import KernelWatch
 from .lease import RunnerLease
 from .progress import Outcome, Progress, RunOutcome
 from .resume import group_key, oom_batches, read_done
 from .stopping import RunningProcesses, StopOnSignal
 
-
-
-Executor = Callable[[Cell, str, dict[str, Any], Path], "tuple[int, Path]"]
+# executor(group, device, parameters, out_dir, poll, attempt) -> (exit status, log path);
+# it calls poll() every second or so while the kernel runs, and ends the kernel when it is True.
+Executor = Callable[[KernelGroup, str, dict[str, Any], Path, Callable[[], bool], int], "tuple[int, Path]"]
+KILLS_BEFORE_ERROR = 2   # a cell that ends its kernel this often is an error, not bad luck
 
 
 def default_cell_timeout(grid: Grid) -> int:
-    """Seconds a cell may run before it is stopped: 30 minutes for loading and compiling, plus
-    20 s for each call it times (warm-up and runs, eager and compiled interleaved): hours
-    where a cell could take them, never unbounded."""
+    """Seconds a cell may go without a record before it is stopped: 30 minutes to load and compile,
+    plus 20 s per call it times (warm-up and runs): hours where a cell may need them, never unbounded."""
     return max(1800 + 20 * (cell.warmup + cell.runs) for cell in grid.cells)
 
 
@@ -76,10 +85,12 @@ class Runner:
         self.uses_papermill = executor is None
         self.running = RunningProcesses()
         self.affinity: dict[str, set[int]] = {}
-        self.executor = executor or (lambda cell, device, params, out: execute_with_papermill(
-            cell, device, params, out, self.timeout, self.running, self.affinity.get(device)))
+        self.executor = executor or (lambda group, device, params, out, poll, attempt: execute_with_papermill(
+            group, device, params, out, poll=poll, attempt=attempt, running=self.running,
+            cpus=self.affinity.get(device)))
         self.stream = stream or sys.stderr
         self.environment = capture_environment()
+        self.earlier_ooms: dict[tuple, int] = {}
         self._lock = threading.Lock()
 
     def workers(self, kind: str) -> list[str]:
@@ -124,6 +135,11 @@ class Runner:
         pending = [cell for cell in self.grid.cells if self.key(cell) not in done]
         return pending, len(self.grid.cells) - len(pending)
 
+    def earlier_oom(self, cell: Cell) -> int | None:
+        """The batch size that ran out of memory in an earlier run, if it rules this cell out."""
+        oom_at = self.earlier_ooms.get(group_key(self.key(cell)))
+        return oom_at if oom_at is not None and cell.batch_size > oom_at else None
+
     def run(self) -> RunOutcome:
         workers = self.check_devices()
         if len(workers) > 1:  # disjoint cores per worker: two kernels never share one
@@ -138,15 +154,12 @@ class Runner:
             if not pending:
                 return tally
             progress = Progress(len(pending), self.stream)
-            groups: dict[str, queue.Queue] = defaultdict(queue.Queue)
-            by_group: dict[tuple, list[Cell]] = defaultdict(list)
-            for cell in pending:
-                by_group[cell.group].append(cell)
-            for group_cells in by_group.values():
-                groups[group_cells[0].device].put(sorted(group_cells, key=lambda c: c.batch_size))
-            threads = [threading.Thread(target=self._work, args=(groups[kind], device, tally, progress),
+            queues: dict[str, queue.Queue] = defaultdict(queue.Queue)
+            for group in kernel_groups(pending):
+                queues[group.device].put(group)
+            threads = [threading.Thread(target=self._work, args=(queues[kind], device, tally, progress),
                                         name=f"worker-{device}")
-                       for kind in groups for device in self.workers(kind)]
+                       for kind in queues for device in self.workers(kind)]
             for thread in threads:
                 thread.start()
             for thread in threads:
@@ -156,92 +169,119 @@ class Runner:
             tally.signal = self.stop.signal
         return tally
 
-    def _work(self, groups: queue.Queue, device: str, tally: RunOutcome, progress: "Progress") -> None:
+    def _work(self, groups: queue.Queue, device: str, tally: RunOutcome, progress: Progress) -> None:
         try:
-            self._work_through(groups, device, tally, progress)
+            while not self.stop.requested.is_set():
+                try:
+                    group = groups.get_nowait()
+                except queue.Empty:
+                    return
+                self._run_group(group, device, tally, progress)
         except BaseException as exc:  # a full disk, say: stop the run and say so, never die silently
             with self._lock:
                 tally.worker_errors.append(f"worker {device}: {type(exc).__name__}: {exc}")
             self.stop.requested.set()
             self.running.end_all()
 
-    def _work_through(self, groups: queue.Queue, device: str, tally: RunOutcome,
-                      progress: "Progress") -> None:
-        while not self.stop.requested.is_set():
-            try:
-                cells = groups.get_nowait()
-            except queue.Empty:
-                return
-            oom_at = self.earlier_ooms.get(group_key(self.key(cells[0])))
-            for cell in cells:
-                if self.stop.requested.is_set():
-                    return  # no new cell once a stop was asked for
-                progress.start(cell, device)
-                started = time.monotonic()
-                if oom_at is not None and cell.batch_size > oom_at:
-                    self._append(skipped_after_oom(self._cell_fields(cell), oom_at, self._config(cell),
-                                                   environment=self.environment))
-                    outcome = Outcome(cell, "skipped", 0.0, device, f"after OOM at batch {oom_at}")
-                else:
-                    with device_lock(device, say=lambda line: print(f"[run] {line}", file=self.stream),
-                                     cancelled=self.stop.requested.is_set) as held:
-                        outcome = self._execute(cell, device, started) if held else None
-                    if outcome is None:  # cut short by a stop request: no record, measured next run
-                        return
-                    if outcome.status == "oom":
-                        oom_at = min(cell.batch_size, oom_at or cell.batch_size)
-                with self._lock:
-                    tally.outcomes.append(outcome)
-                progress.finish(outcome)
+    def _finish(self, outcome: Outcome, tally: RunOutcome, progress: Progress) -> None:
+        with self._lock:
+            tally.outcomes.append(outcome)
+        progress.finish(outcome)
 
-    def _execute(self, cell: Cell, device: str, started: float) -> Outcome | None:
-        parameters = notebook_parameters(cell, self.results_path, self.run_id)
-        offset = self._size()  # the notebook's record, if any, is appended after this
+    def _record_skipped(self, cells: list[Cell], oom_at: int, device: str, tally: RunOutcome,
+                        progress: Progress) -> None:
+        for cell in cells:
+            self._append(skipped_after_oom(self._cell_fields(cell), oom_at, self._config(cell),
+                                           environment=self.environment))
+            self._finish(Outcome(cell, "skipped", 0.0, device, f"after OOM at batch {oom_at}"),
+                         tally, progress)
+
+    def _run_group(self, group: KernelGroup, device: str, tally: RunOutcome, progress: Progress) -> None:
+        """Measure a group's cells in as few kernels as its failures allow."""
+        ruled_out = [cell for cell in group.cells if self.earlier_oom(cell) is not None]
+        for cell in ruled_out:
+            self._record_skipped([cell], self.earlier_oom(cell), device, tally, progress)
+        remaining = [cell for cell in group.cells if cell not in ruled_out]
+        kills: Counter = Counter()
+        attempt = 0
+        while remaining and not self.stop.requested.is_set():
+            attempt += 1
+            with device_lock(device, say=lambda line: print(f"[run] {line}", file=self.stream),
+                             cancelled=self.stop.requested.is_set) as held:
+                if not held:
+                    return  # a stop request while waiting for the device
+                remaining = self._run_kernel(group, remaining, device, attempt, kills, tally, progress)
+
+    def _run_kernel(self, group: KernelGroup, cells: list[Cell], device: str, attempt: int,
+                    kills: Counter, tally: RunOutcome, progress: Progress) -> list[Cell]:
+        """One kernel over ``cells``; returns the cells left for the next kernel."""
+        this_kernel = KernelGroup(group.group_id, tuple(cells))
+
+        def on_record(cell: Cell, record: dict[str, Any], seconds: float) -> None:
+            status = "skipped" if record.get("skipped_after_oom") is not None else record["status"]
+            error = (record.get("error") or "").strip().splitlines()
+            self._finish(Outcome(cell, status, seconds, device, error[-1][:160] if error else ""),
+                         tally, progress)
+            if watch.remaining:
+                progress.start(watch.remaining[0], device)
+
+        watch = KernelWatch(self.results_path, cells, self._size(), self.timeout,
+                            self.stop.requested.is_set, on_record)
+        parameters = notebook_parameters(this_kernel, self.results_path, self.run_id)
         oom_kills = oom_kill_count()
+        progress.start(cells[0], device)
         try:
-            returncode, log_path = self.executor(cell, device, parameters, self.out_dir)
-        except Exception as exc:  # the executor itself failed: still one record for the cell
-            returncode, log_path = -1, None
-            failure = f"{type(exc).__name__}: {exc}"
+            returncode, log_path = self.executor(this_kernel, device, parameters, self.out_dir,
+                                                 watch.poll, attempt)
+        except Exception as exc:  # the executor itself failed: the cell still gets its record
+            returncode, log_path, failure = -1, None, f"{type(exc).__name__}: {exc}"
         else:
             failure = None
-        seconds = time.monotonic() - started
-        record = self._new_record(cell, offset)
-        if record is not None:
-            return Outcome(cell, record["status"], seconds, device,
-                           (record.get("error") or "").strip().splitlines()[-1][:160]
-                           if record.get("error") else "")
-        if self.stop.requested.is_set():
-            return None  # ended by the stop request, not by a fault of its own
+        watch.read_new_records()
+        remaining = watch.remaining
+        if not remaining or self.stop.requested.is_set():
+            return remaining  # done; or stopped: the cell cut short is measured on the next run
+        cell = remaining[0]  # the kernel ended while measuring this one
+        seconds = time.monotonic() - watch.last_event
         tail = failure or (log_tail(log_path) if log_path else "(no log)")
-        if "CellTimeoutError" in tail or "Cell execution timed out" in tail:
-            tail = f"the cell ran longer than {self.timeout} s (--timeout) and was stopped.\n{tail}"
-        killed_for_memory = returncode != 0 and oom_kills is not None and (oom_kill_count() or 0) > oom_kills
-        status = "oom" if killed_for_memory else "error"
-        cause = ("the operating system's out-of-memory killer ended a process meanwhile: the kernel "
-                 "ran out of host memory" if killed_for_memory else "the kernel may have died")
-        message = (f"the notebook ended (exit status {returncode}) without recording the cell; "
-                   f"{cause}. Last lines of its log:\n{tail}")
+        log = str(log_path) if log_path else None
+        if watch.timed_out:
+            self._record_failure(cell, "error", f"the cell recorded nothing for {self.timeout} s "
+                                 f"(--timeout) and its kernel was stopped.\n{tail}", log)
+            self._finish(Outcome(cell, "error", seconds, device, f"timed out after {self.timeout} s"),
+                         tally, progress)
+            return remaining[1:]
+        if returncode != 0 and oom_kills is not None and (oom_kill_count() or 0) > oom_kills:
+            self._record_failure(cell, "oom", "the kernel was ended by the operating system's "
+                                 "out-of-memory killer: it ran out of host memory. Last lines of its "
+                                 f"log:\n{tail}", log)
+            self._finish(Outcome(cell, "oom", seconds, device, "killed by the OOM killer"), tally, progress)
+            larger = [c for c in remaining[1:] if c.compile_mode == cell.compile_mode
+                      and c.batch_size > cell.batch_size]
+            self._record_skipped(larger, cell.batch_size, device, tally, progress)
+            return [c for c in remaining[1:] if c not in larger]
+        kills[cell] += 1
+        if kills[cell] < KILLS_BEFORE_ERROR:
+            print(f"[run] the kernel of {group.group_id} ended (exit status {returncode}) while "
+                  f"measuring {cell.cell_id}: a new kernel takes up its {len(remaining)} unfinished "
+                  "cell(s)", file=self.stream, flush=True)
+            return remaining
+        self._record_failure(cell, "error", f"the notebook's kernel ended (exit status {returncode}) "
+                             f"while measuring this cell, {kills[cell]} times; the kernel may have "
+                             f"died. Last lines of its log:\n{tail}", log)
+        self._finish(Outcome(cell, "error", seconds, device, f"no record (exit status {returncode})"),
+                     tally, progress)
+        return remaining[1:]
+
+    def _record_failure(self, cell: Cell, status: str, message: str, log: str | None) -> None:
         self._append(failure_record(**self._cell_fields(cell), status=status, error=message,
-                                    config=self._config(cell), environment=self.environment,
-                                    log=str(log_path) if log_path else None))
-        return Outcome(cell, status, seconds, device, f"no record (exit status {returncode})")
+                                    config=self._config(cell), environment=self.environment, log=log))
 
     def _size(self) -> int:
         if not self.results_path.exists():
             return 0
         with locked(self.results_path, shared=True):  # a size between whole lines
             return self.results_path.stat().st_size
-
-    def _new_record(self, cell: Cell, offset: int) -> dict[str, Any] | None:
-        """The record the notebook appended for ``cell`` after ``offset``, if any."""
-        if not self.results_path.exists():
-            return None
-        with locked(self.results_path, shared=True):
-            for _, record in iter_records(self.results_path, start=offset):
-                if cell_identity(record) == cell.identity():
-                    return record
-        return None
 
     def _append(self, record: dict[str, Any]) -> None:
         with self._lock:

@@ -1,10 +1,15 @@
 """What a task notebook does: measure its cells and write their records.
 
 The notebooks stay thin: a parameters cell, then ``task.run(...)``, whose records
-they show as a table and a plot (``bench_utils.report``). Every cell gets exactly
-one record: ``ok``; ``oom`` (and the larger batch sizes of that model, mode and
-dtype are recorded as ``oom`` without running); or ``error`` with the end of the
-traceback. Under the grid runner, records are
+they show as a table and a plot (``bench_utils.report``) when a person runs them.
+One kernel measures many cells (the grid runner's kernel groups): the environment is
+captured and the model built once, each compiled cell still starts from a dynamo
+reset and fresh compile caches. Every cell gets exactly one record, appended as soon
+as it is measured: ``ok``; ``oom`` (and the larger batch sizes of that model, mode
+and dtype are recorded as ``oom`` without running); or ``error`` with the end of the
+traceback. An eager cell whose batch size a compiled cell has just measured takes
+its latency from that cell's interleaved eager runs instead of timing eager again.
+Each record's ``phases`` say where the time went. Under the grid runner, records are
 written only while the runner's lease is this run's (see ``lease``).
 
 Tests reach the failure paths through ``BENCH_UTILS_INJECT_FAULT``, a list of
@@ -15,14 +20,20 @@ blocks for ever after touching the file named by ``BENCH_UTILS_HANG_MARKER``).
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 import gc
 import os
 import threading
+import time
 from pathlib import Path
 import traceback
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
+import psutil
 import torch
+
+from ..env import capture_environment
 
 from ..paths import PROJECT_ROOT
 from ..records import failure_record, measurement_settings, skipped_after_oom
@@ -30,8 +41,10 @@ from ..results import append_record
 from ..variants import modes as compile_module
 from ..variants.precision import configure_fp32_math, parse_dtype
 from ..zoo.loading import load
-from .cell import run_cell
+from .cell import CellResult, run_cell
 from .cell_record import cell_record
+from .groups import execution_order
+from .phases import Phases
 from .lease import lease_is_current, start_watchdog
 
 FAULT_ENV = "BENCH_UTILS_INJECT_FAULT"
@@ -79,8 +92,15 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
         runs: int = 300, warmup: int = 10, blocks: int | None = None, weights: str = "random",
         seed: int = 0, results_path: str | os.PathLike, tf32: str | bool = "default",
         backend: str = "inductor", fullgraph: bool = False, dynamic: bool | None = None,
-        runner_pid: int | None = None, run_id: str | None = None) -> list[dict[str, Any]]:
-    """Measure every cell of models x dtypes x modes x batch sizes; return their records."""
+        only_cells: Iterable[Sequence] | None = None, runner_pid: int | None = None,
+        run_id: str | None = None) -> list[dict[str, Any]]:
+    """Measure every cell of models x dtypes x modes x batch sizes; return their records.
+
+    ``only_cells``, if given, are the ``(compile_mode, batch_size)`` pairs to measure instead
+    of every mode x batch size (the grid runner's kernel groups); either way they are measured
+    in ``groups.execution_order``: compiled modes first, eager last, batch sizes ascending.
+    """
+    started = time.perf_counter()
     results_path = Path(results_path)
     if not results_path.is_absolute():  # the same default from JupyterLab and the runner
         results_path = PROJECT_ROOT / results_path
@@ -88,66 +108,109 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
     if runner_pid:  # under the grid runner: never outlive it, never write for a stale run
         start_watchdog(int(runner_pid), results_path.parent, str(run_id))
         guard = lambda: lease_is_current(results_path.parent, str(run_id))  # noqa: E731
+    pairs = execution_order(_cell_pairs(only_cells) if only_cells else
+                            [(mode, batch) for mode in compile_modes for batch in batch_sizes])
     # Set once for the whole run (global torch state); every record carries the settings.
     config = {**measurement_settings(runs=runs, warmup=warmup, blocks=blocks, weights=weights, seed=seed,
                                      tf32=tf32, backend=backend, fullgraph=fullgraph, dynamic=dynamic),
               **configure_fp32_math(tf32)}  # the policy's name, and what it set
+    kernel = _Kernel(environment=capture_environment(),
+                     startup_s=_kernel_startup_s(started) if runner_pid else 0.0)
     written = []
     for model_key in models:
         for dtype in dtypes:
             dtype = parse_dtype(dtype)[0]
             written += _run_model(study=study, task=task, model_key=model_key, dtype=dtype,
-                                  device=device, batch_sizes=sorted(batch_sizes),
-                                  compile_modes=list(compile_modes), runs=runs, warmup=warmup,
+                                  device=device, pairs=pairs, runs=runs, warmup=warmup,
                                   blocks=blocks, weights=weights, seed=seed, config=config,
                                   backend=backend, fullgraph=fullgraph, dynamic=dynamic,
-                                  results_path=results_path, guard=guard)
+                                  results_path=results_path, guard=guard, kernel=kernel)
     return written
 
 
-def _run_model(*, study, task, model_key, dtype, device, batch_sizes, compile_modes, runs,
-               warmup, blocks, weights, seed, config, backend, fullgraph, dynamic, results_path,
-               guard) -> list[dict[str, Any]]:
+def _cell_pairs(only_cells: Iterable[Sequence]) -> list[tuple[str, int]]:
+    pairs = []
+    for item in only_cells:
+        if isinstance(item, str) or len(item) != 2:
+            raise ValueError(f"only_cells: each item is [compile_mode, batch_size], got {item!r}")
+        pairs.append((str(item[0]), int(item[1])))
+    return pairs
+
+
+def _kernel_startup_s(now: float) -> float:
+    """Seconds from this kernel process's start to ``now`` (perf_counter): imports and boot."""
+    age = time.time() - psutil.Process().create_time()
+    return max(0.0, age - (time.perf_counter() - now))
+
+
+@dataclass
+class _Kernel:
+    """What one kernel captures once and reports once."""
+
+    environment: dict[str, Any]
+    startup_s: float                 # reported in the first record, then 0
+
+    def phases(self, cell_phases: dict[str, float], load_s: float) -> dict[str, float]:
+        startup, self.startup_s = self.startup_s, 0.0
+        return {"startup_s": round(startup, 4), "load_s": round(load_s, 4), **cell_phases}
+
+
+def _run_model(*, study, task, model_key, dtype, device, pairs, runs, warmup, blocks, weights,
+               seed, config, backend, fullgraph, dynamic, results_path, guard,
+               kernel: _Kernel) -> list[dict[str, Any]]:
     loaded, load_error = None, None
     written = []
-    for mode in compile_modes:
-        oom_at = None
-        for batch_size in batch_sizes:
-            cell = dict(study=study, task=task, model=model_key, batch_size=batch_size,
-                        compile_mode=mode, dtype=dtype, device=device)
-            if oom_at is not None:
-                record = skipped_after_oom(cell, oom_at, _failure_config(config, loaded))
-            else:
-                try:
-                    _inject_fault(model_key, batch_size)
-                    if load_error is not None:
-                        raise load_error
-                    if loaded is None:
-                        try:
-                            loaded = load(model_key, weights=weights, dtype=dtype, device=device,
-                                          task=task, seed=seed)
-                        except Exception as exc:
-                            load_error = exc
-                            raise
+    oom_at: dict[str, int] = {}            # per mode: the batch size that ran out of memory
+    warm_measured: set[str] = set()        # modes whose warm compile this kernel has measured
+    shared_eager: dict[int, CellResult] = {}
+    for mode, batch_size in pairs:
+        cell = dict(study=study, task=task, model=model_key, batch_size=batch_size,
+                    compile_mode=mode, dtype=dtype, device=device)
+        phases, load_s = Phases(), 0.0
+        if mode in oom_at:
+            record = skipped_after_oom(cell, oom_at[mode], _failure_config(config, loaded),
+                                       environment=kernel.environment)
+        else:
+            try:
+                _inject_fault(model_key, batch_size)
+                if load_error is not None:
+                    raise load_error
+                if loaded is None:
+                    load_started = time.perf_counter()
+                    try:
+                        loaded = load(model_key, weights=weights, dtype=dtype, device=device,
+                                      task=task, seed=seed)
+                    except Exception as exc:
+                        load_error = exc
+                        raise
+                    finally:
+                        load_s = time.perf_counter() - load_started
+                if mode == "eager" and batch_size in shared_eager:
+                    result = dataclasses.replace(shared_eager.pop(batch_size), phases=phases)
+                else:
                     result = run_cell(loaded, batch_size=batch_size, mode=mode, runs=runs,
                                       warmup=warmup, blocks=blocks, backend=backend,
                                       fullgraph=fullgraph, dynamic=dynamic, seed=seed,
-                                      math_settings=config)
-                    options = compile_module.options(mode, backend, fullgraph, dynamic)
-                    record = cell_record(result, loaded, study=study, config=config,
-                                         compile_options=options)
-                except Exception as exc:
-                    status = "oom" if is_out_of_memory(exc) else "error"
-                    if status == "oom":
-                        oom_at = batch_size
-                    record = failure_record(**cell, status=status, config=_failure_config(config, loaded),
-                                            error=_error_text(exc))
-                    _free_memory()
-            append_record(results_path, record, guard=guard)
-            written.append(record)
+                                      math_settings=config, warm_compile=mode not in warm_measured)
+                    phases = result.phases
+                    if mode != "eager":
+                        warm_measured.add(mode)
+                        if result.shared_eager is not None:
+                            shared_eager.setdefault(batch_size, result.shared_eager)
+                options = compile_module.options(mode, backend, fullgraph, dynamic)
+                record = cell_record(result, loaded, study=study, config=config,
+                                     compile_options=options, environment=kernel.environment)
+            except Exception as exc:
+                status = "oom" if is_out_of_memory(exc) else "error"
+                if status == "oom":  # batches ascend within a mode: the rest of it is larger
+                    oom_at[mode] = batch_size
+                record = failure_record(**cell, status=status, config=_failure_config(config, loaded),
+                                        error=_error_text(exc), environment=kernel.environment)
+                _free_memory()
+        record["phases"] = kernel.phases(phases.to_dict(), load_s)
+        append_record(results_path, record, guard=guard)
+        written.append(record)
     return written
-
-
 def _failure_config(config: dict[str, Any], loaded: Any) -> dict[str, Any]:
     """A failed cell's settings: the weights of the model if it was built, else none measured."""
     return {**config, "weights": loaded.weights if loaded is not None else None}

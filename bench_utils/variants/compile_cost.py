@@ -8,7 +8,8 @@ A compiled cell compiles twice, as a user meets it twice:
   "first" compilation look cheap;
 - **warm**: after a dynamo reset and with the in-memory caches cleared again, the
   same model compiles once more from the now populated folder, as a second process
-  on that machine would.
+  on that machine would. A study measures it once per model and mode (``warm=False``
+  elsewhere): loading the cache costs much the same at every batch size.
 
 The calls that compile are timed by the host clock with the device idle on both
 sides: the first call, and for CUDA-graph modes the second too, on which the graph
@@ -65,18 +66,21 @@ class CompiledCell:
 
     forward: Callable[[], Any]
     cold_calls_ms: list[float]
-    warm_calls_ms: list[float]
+    warm_calls_ms: list[float] | None   # None: not compiled warm here
     cold_stats: dict[str, Any]          # graphs, breaks, reasons of the cold compilation
-    warm_stats: dict[str, Any]          # the same for the warm one (its cache hits, mostly)
+    warm_stats: dict[str, Any] | None   # the same for the warm one (its cache hits, mostly)
     after_warm: dict[str, Any] = field(default_factory=dict)
 
     def costs(self, eager_ms: float) -> dict[str, Any]:
         """Cold and warm compile cost, given one eager call's time (ms)."""
         calls = len(self.cold_calls_ms)
+        warm = self.warm_calls_ms
         return {"cold_ms": sum(self.cold_calls_ms) - calls * eager_ms,
-                "warm_ms": sum(self.warm_calls_ms) - calls * eager_ms,
-                "cold_calls_ms": list(self.cold_calls_ms), "warm_calls_ms": list(self.warm_calls_ms),
-                "compiling_calls": calls, "cache": "cold, then warm from the cold run's cache"}
+                "warm_ms": None if warm is None else sum(warm) - calls * eager_ms,
+                "cold_calls_ms": list(self.cold_calls_ms),
+                "warm_calls_ms": None if warm is None else list(warm), "compiling_calls": calls,
+                "cache": ("cold, then warm from the cold run's cache" if warm is not None else
+                          "cold (warm measured at another batch size of this model and mode)")}
 
 
 def _compile_and_time(model: torch.nn.Module, mode: str, make_forward: Callable, device: torch.device,
@@ -91,15 +95,21 @@ def _compile_and_time(model: torch.nn.Module, mode: str, make_forward: Callable,
 
 def compile_cold_then_warm(model: torch.nn.Module, mode: str, make_forward: Callable,
                            device: torch.device, *, backend: str = "inductor", fullgraph: bool = False,
-                           dynamic: bool | None = None) -> CompiledCell:
+                           dynamic: bool | None = None, warm: bool = True) -> CompiledCell:
     """Compile ``model`` cold, then warm; ``make_forward(compiled)`` gives the zero-argument call.
+
+    With ``warm`` False the cold compilation is the one returned, and none is made warm.
 
     Call it inside ``fresh_caches()`` (kept open for the whole cell, so that a later
     compilation never falls back to the shared cache folder).
     """
     options = {"backend": backend, "fullgraph": fullgraph, "dynamic": dynamic}
     clear_in_memory_caches()
-    _, cold_ms, cold_stats = _compile_and_time(model, mode, make_forward, device, options)
+    cold_forward, cold_ms, cold_stats = _compile_and_time(model, mode, make_forward, device, options)
+    if not warm:
+        return CompiledCell(forward=cold_forward, cold_calls_ms=cold_ms, warm_calls_ms=None,
+                            cold_stats=cold_stats, warm_stats=None, after_warm=modes.dynamo_snapshot())
+    del cold_forward  # its graphs (and CUDA-graph pool) go before the warm ones are made
     clear_in_memory_caches()
     forward, warm_ms, warm_stats = _compile_and_time(model, mode, make_forward, device, options)
     return CompiledCell(forward=forward, cold_calls_ms=cold_ms, warm_calls_ms=warm_ms,

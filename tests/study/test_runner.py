@@ -1,5 +1,4 @@
 from collections import Counter
-import json
 import os
 from pathlib import Path
 import signal
@@ -11,7 +10,7 @@ import time
 import pytest
 
 from bench_utils.measurement.timing import Measurement
-from bench_utils.records import failure_record, make_record, measurement_settings
+from bench_utils.records import failure_record, make_record, measurement_settings, skipped_after_oom
 from bench_utils.results import append_record, read_records
 from bench_utils.paths import PROJECT_ROOT
 from bench_utils.study.grid import parse_grid
@@ -24,37 +23,55 @@ GRID = {"study": "t", "runs": 3, "warmup": 1, "blocks": 1, "grids": [
 
 
 class FakeNotebook:
-    """Stands in for papermill: writes the record a notebook would, or fails as told."""
+    """Stands in for papermill and the kernel: measures a kernel group's cells in order, writing
+    the records a notebook would (its own OOM rule included), or fails as told."""
 
-    def __init__(self, oom=(), error=(), crash=(), delay=0.0):
+    def __init__(self, oom=(), error=(), crash=(), crash_once=(), hang=(), delay=0.0):
         self.oom, self.error, self.crash, self.delay = set(oom), set(error), set(crash), delay
-        self.calls, self.active, self.lock = [], Counter(), threading.Lock()
+        self.crash_once, self.hang = set(crash_once), set(hang)
+        self.calls, self.kernels, self.active, self.lock = [], [], Counter(), threading.Lock()
         self.overlaps = []
 
-    def __call__(self, cell, device, parameters, out_dir):
+    def __call__(self, group, device, parameters, out_dir, poll, attempt):
+        assert parameters["only_cells"] == [[c.compile_mode, c.batch_size] for c in group.cells]
+        assert parameters["show"] is False
         with self.lock:
             self.active[device] += 1
             if self.active[device] > 1:
                 self.overlaps.append(device)
-            self.calls.append((cell.model, cell.batch_size, cell.compile_mode, device))
-        time.sleep(self.delay)
-        key = (cell.model, cell.batch_size)
-        fields = dict(study=cell.study, task=cell.task, model=cell.model, batch_size=cell.batch_size,
-                      compile_mode=cell.compile_mode, dtype=cell.dtype, device=cell.device)
-        config = measurement_settings(**{key: parameters[key] for key in (
-            "runs", "warmup", "blocks", "weights", "seed", "tf32", "backend", "fullgraph", "dynamic")})
-        log = out_dir / "logs" / f"{cell.cell_id}.log"
+            self.kernels.append((group.group_id, attempt, [(c.compile_mode, c.batch_size) for c in group.cells]))
+        log = out_dir / "logs" / f"{group.group_id}.{attempt}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         log.write_text("line one\nSegmentation fault (core dumped)\n")
+        oom_at = {}
         try:
-            if key in self.crash:
-                return 139, log
-            if key in self.oom or key in self.error:
-                status = "oom" if key in self.oom else "error"
-                record = failure_record(**fields, status=status, config=config, error=f"{status}!")
-            else:
-                record = make_record(**fields, measurement=Measurement([1.0, 2.0, 3.0], 5.0), config=config)
-            append_record(PROJECT_ROOT / parameters["results_path"], record)  # as the kernel resolves it
+            for cell in group.cells:
+                key = (cell.model, cell.batch_size)
+                fields = dict(study=cell.study, task=cell.task, model=cell.model, batch_size=cell.batch_size,
+                              compile_mode=cell.compile_mode, dtype=cell.dtype, device=cell.device)
+                config = measurement_settings(**{key: parameters[key] for key in (
+                    "runs", "warmup", "blocks", "weights", "seed", "tf32", "backend", "fullgraph", "dynamic")})
+                if cell.compile_mode not in oom_at:  # a cell the notebook measures
+                    with self.lock:
+                        self.calls.append((cell.model, cell.batch_size, cell.compile_mode, device))
+                    time.sleep(self.delay)
+                if key in self.crash or (key in self.crash_once and attempt == 1):
+                    return 139, log
+                if key in self.hang:
+                    while not poll():
+                        time.sleep(0.02)
+                    return -9, log
+                if cell.compile_mode in oom_at:
+                    record = skipped_after_oom(fields, oom_at[cell.compile_mode], config)
+                elif key in self.oom or key in self.error:
+                    status = "oom" if key in self.oom else "error"
+                    if status == "oom":
+                        oom_at[cell.compile_mode] = cell.batch_size
+                    record = failure_record(**fields, status=status, config=config, error=f"{status}!")
+                else:
+                    record = make_record(**fields, measurement=Measurement([1.0, 2.0, 3.0], 5.0), config=config)
+                append_record(PROJECT_ROOT / parameters["results_path"], record)  # as the kernel resolves it
+                poll()
             return 0, log
         finally:
             with self.lock:
@@ -76,6 +93,11 @@ def test_every_cell_runs_once_with_the_notebooks_parameters(tmp_path):
     summary, runner = run(tmp_path, notebook)
     assert len(notebook.calls) == 7 and summary.counts() == {"ok": 7}
     assert set(statuses(tmp_path).values()) == {"ok"}
+    # one kernel per model: compiled modes first, then eager, batch sizes ascending
+    assert [(kernel[0], kernel[2]) for kernel in notebook.kernels] == [
+        ("image-classification__resnet__float32__cpu",
+         [("default", 1), ("default", 4), ("default", 16), ("eager", 1), ("eager", 4), ("eager", 16)]),
+        ("image-segmentation__segformer__float32__cpu", [("eager", 1)])]
     assert "7 run now: 7 ok" in format_run_outcome(summary, runner.results_path)
 
 
@@ -86,8 +108,34 @@ def test_an_error_is_recorded_and_the_grid_goes_on(tmp_path):
     assert found[("resnet", 4, "eager")] == "error" and found[("resnet", 16, "eager")] == "ok"
     assert found[("segformer", 1, "eager")] == "error"
     crash = [r for r in read_records(tmp_path / "results.jsonl") if r["cell"]["model"] == "segformer"][0]
-    assert "without recording the cell" in crash["error"] and "Segmentation fault" in crash["error"]
-    assert summary.counts()["error"] == 3 and len(notebook.calls) == 7
+    assert "while measuring this cell, 2 times" in crash["error"] and "Segmentation fault" in crash["error"]
+    assert crash["log"].endswith(".2.log")  # each kernel's own log; the first one's is kept
+    # a cell that kills its kernel is tried once more in a new kernel, then recorded as an error
+    assert summary.counts()["error"] == 3 and len(notebook.calls) == 8
+    assert [kernel[1] for kernel in notebook.kernels] == [1, 1, 2]
+
+
+def test_a_dead_kernel_is_replaced_for_the_unfinished_cells_only(tmp_path):
+    notebook = FakeNotebook(crash_once={("resnet", 4)})
+    summary, _ = run(tmp_path, notebook)
+    assert summary.counts() == {"ok": 7}
+    resnet = [kernel for kernel in notebook.kernels if "resnet" in kernel[0]]
+    assert [attempt for _, attempt, _ in resnet] == [1, 2]
+    assert resnet[1][2] == [("default", 4), ("default", 16), ("eager", 1), ("eager", 4), ("eager", 16)]
+    records = read_records(tmp_path / "results.jsonl")
+    assert len(records) == 7 and len({(r["cell"]["model"], r["cell"]["batch_size"], r["cell"]["compile_mode"])
+                                      for r in records}) == 7
+
+
+def test_a_cell_that_records_nothing_for_the_timeout_is_stopped_and_the_group_goes_on(tmp_path):
+    notebook = FakeNotebook(hang={("resnet", 4)})
+    summary, runner = run(tmp_path, notebook, timeout=1)
+    found = statuses(tmp_path)
+    assert found[("resnet", 4, "default")] == "error" and found[("resnet", 4, "eager")] == "error"
+    assert found[("resnet", 16, "default")] == "ok" and found[("segformer", 1, "eager")] == "ok"
+    hung = [r for r in read_records(tmp_path / "results.jsonl") if r["status"] == "error"][0]
+    assert "recorded nothing for 1 s (--timeout)" in hung["error"]
+    assert summary.counts() == {"ok": 5, "error": 2}
 
 
 def test_out_of_memory_skips_the_larger_batches(tmp_path):
@@ -173,9 +221,9 @@ def test_a_relative_out_is_resolved_where_the_runner_was_started(tmp_path, monke
     monkeypatch.chdir(tmp_path)  # not the project root, where the kernels run
     notebook, seen = FakeNotebook(), []
 
-    def executor(cell, device, parameters, out_dir):
+    def executor(group, device, parameters, out_dir, poll, attempt):
         seen.append((parameters["results_path"], out_dir))
-        return notebook(cell, device, parameters, out_dir)
+        return notebook(group, device, parameters, out_dir, poll, attempt)
 
     runner = Runner(parse_grid(GRID), "studies/mine", executor=executor)
     runner.run()
@@ -209,8 +257,11 @@ def test_a_kernel_ended_by_the_oom_killer_is_oom_and_larger_batches_are_skipped(
     summary, _ = run(tmp_path, FakeNotebook(crash={("resnet", 4)}))
     found = statuses(tmp_path)
     assert found[("resnet", 4, "eager")] == "oom" and found[("resnet", 16, "eager")] == "oom"
-    assert "out-of-memory killer" in read_records(tmp_path / "results.jsonl")[1]["error"]
-    assert summary.counts()["skipped"] == 2
+    assert found[("resnet", 4, "default")] == "oom" and found[("resnet", 16, "default")] == "oom"
+    killed = [r for r in read_records(tmp_path / "results.jsonl") if r["status"] == "oom"
+              and not r.get("skipped_after_oom")]
+    assert len(killed) == 2 and all("out-of-memory killer" in r["error"] for r in killed)
+    assert summary.counts()["skipped"] == 2 and found[("resnet", 1, "eager")] == "ok"
 
 
 def test_a_crash_without_oom_kills_stays_an_error(tmp_path, monkeypatch):
@@ -241,18 +292,17 @@ def test_sigterm_stops_the_run_no_new_cell_and_exit_143(tmp_path):
     runner = Runner(parse_grid(GRID), tmp_path, executor=None)
     notebook = FakeNotebook()
 
-    def executor(cell, device, parameters, out_dir):
-        result = notebook(cell, device, parameters, out_dir)
-        if len(notebook.calls) == 2:
-            os.kill(os.getpid(), signal.SIGTERM)  # handled in the main thread, which joins the workers
-            assert runner.stop.requested.wait(timeout=60)  # synchronise on the stop, not on a sleep
+    def executor(group, device, parameters, out_dir, poll, attempt):
+        result = notebook(group, device, parameters, out_dir, poll, attempt)
+        os.kill(os.getpid(), signal.SIGTERM)  # handled in the main thread, which joins the workers
+        assert runner.stop.requested.wait(timeout=60)  # synchronise on the stop, not on a sleep
         return result
 
     runner.executor = executor
     outcome = runner.run()
-    assert len(notebook.calls) == 2 and outcome.signal == signal.SIGTERM and outcome.exit_status() == 143
-    assert outcome.not_run == 5
-    assert "stopped by SIGTERM: 5 cell(s) not run" in format_run_outcome(outcome, runner.results_path)
+    assert len(notebook.kernels) == 1 and outcome.signal == signal.SIGTERM and outcome.exit_status() == 143
+    assert outcome.not_run == 1  # no new kernel once a stop was asked for
+    assert "stopped by SIGTERM: 1 cell(s) not run" in format_run_outcome(outcome, runner.results_path)
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # handlers restored
 
 
@@ -297,8 +347,13 @@ def test_papermill_executes_each_task_notebook_with_smoke_parameters(tmp_path):
     assert all(r["latency"]["count"] == 4 for r in records)  # params/smoke.yaml: runs 4, 2 pairs
     compiled = [r for r in records if r["cell"]["compile_mode"] == "default"]
     assert compiled and compiled[0]["parity"]["parity"] == "pass" and "speedup" in compiled[0]
+    eager = next(r for r in records if r["cell"]["model"] == "mobilenet" and r["cell"]["compile_mode"] == "eager")
+    assert eager["shared_measurement"]["with_compile_mode"] == "default"  # eager timed once, in the pairs
     executed = sorted(p.name for p in (tmp_path / "notebooks").glob("*.ipynb"))
-    assert len(executed) == 5
+    assert len(executed) == 3  # one kernel per model
+    first = [r["phases"] for r in records if r["phases"]["startup_s"] > 0]
+    assert len(first) == 3 and all(p["load_s"] > 0 for p in first)  # each kernel's first record
+    assert result.stderr.count("measuring ") == 5
     for audit in [*(tmp_path / "notebooks").glob("*.ipynb"), *(tmp_path / "logs").glob("*.log")]:
         text = audit.read_text(encoding="utf-8")  # published with the study folder
         assert str(tmp_path) not in text and str(PROJECT_ROOT) not in text, audit.name

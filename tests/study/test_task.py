@@ -73,3 +73,39 @@ def test_auto_weights_record_the_weights_measured_not_the_request(tmp_path):
     assert [r["status"] for r in returned] == ["ok"]
     config = read_records(tmp_path / "results.jsonl")[0]["config"]
     assert config["weights"] == "random" and config["weights_requested"] == "auto"
+
+
+def test_only_cells_are_measured_in_execution_order_with_their_phases(tmp_path):
+    returned = run(tmp_path, only_cells=[["eager", 4], ["eager", 1]])
+    assert [(r["cell"]["compile_mode"], r["cell"]["batch_size"]) for r in returned] == [("eager", 1), ("eager", 4)]
+    first, second = (r["phases"] for r in returned)
+    assert first["load_s"] > 0 and second["load_s"] == 0  # the model is built once per kernel
+    assert first["startup_s"] == 0  # reported under the grid runner only
+    for phases in (first, second):
+        assert phases["timed_s"] > 0 and phases["cell_s"] >= phases["timed_s"] + phases["warmup_s"]
+    with pytest.raises(ValueError, match="only_cells"):
+        run(tmp_path, only_cells=["eager"])
+
+
+def test_an_eager_cell_takes_the_eager_side_of_the_compiled_cells_pairs(tmp_path):
+    returned = run(tmp_path, compile_modes=["eager", "default"], batch_sizes=[1, 2], runs=4, blocks=2,
+                   backend="aot_eager")
+    order = [(r["cell"]["compile_mode"], r["cell"]["batch_size"]) for r in returned]
+    assert order == [("default", 1), ("default", 2), ("eager", 1), ("eager", 2)]  # compiled first
+    by_cell = dict(zip(order, returned))
+    for batch in (1, 2):
+        compiled, eager = by_cell[("default", batch)], by_cell[("eager", batch)]
+        assert eager["status"] == "ok" and eager["shared_measurement"]["with_compile_mode"] == "default"
+        assert eager["latency"]["mean"] * 1e3 == pytest.approx(compiled["speedup"]["eager_mean_ms"])
+        assert eager["latency"]["count"] == 4 and eager["phases"]["timed_s"] == 0
+        assert eager["memory"] is not None and eager["compute"]["flops"] == compiled["compute"]["flops"]
+    # the warm compile is measured once per model and mode
+    assert by_cell[("default", 1)]["compile"]["warm_ms"] is not None
+    assert by_cell[("default", 2)]["compile"]["warm_ms"] is None
+
+
+def test_an_eager_cell_without_a_compiled_one_is_timed_itself(tmp_path):
+    returned = run(tmp_path, only_cells=[["default", 1], ["eager", 1], ["eager", 2]], runs=2, blocks=1,
+                   backend="aot_eager")
+    eager_two = returned[-1]
+    assert "shared_measurement" not in eager_two and eager_two["phases"]["timed_s"] > 0

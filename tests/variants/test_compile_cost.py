@@ -46,6 +46,18 @@ def test_cuda_graph_modes_count_the_recording_call_as_compilation():
     assert compiled.costs(eager_ms=1.0)["warm_ms"] == pytest.approx(3.0)
 
 
+def test_without_warm_the_cold_compilation_is_the_one_timed():
+    calls = []
+    with torch.no_grad():
+        compiled = compile_cost.compile_cold_then_warm(
+            tiny_model(), "default", lambda f: (lambda: calls.append(1)), torch.device("cpu"),
+            backend="eager", warm=False)
+    assert len(calls) == 1 and compiled.warm_calls_ms is None and compiled.warm_stats is None
+    costs = compiled.costs(eager_ms=0.0)
+    assert costs["warm_ms"] is None and costs["cold_ms"] == pytest.approx(compiled.cold_calls_ms[0])
+    assert "another batch size" in costs["cache"]
+
+
 def test_a_recompile_inside_the_timed_runs_invalidates_the_cell():
     modes.reset()
     model = torch.compile(tiny_model(), backend="eager", dynamic=False)

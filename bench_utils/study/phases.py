@@ -1,0 +1,45 @@
+"""Where a cell's time goes: seconds per kind of work, carried by its record as ``phases``.
+
+The study-cost benchmark (``benchmarks/study_cost.py``) subtracts these from the
+runner's wall time per cell; what is left is overhead. Keys, all in seconds:
+``startup_s`` (the kernel's start to the task's: imports, kernel boot; in the first
+record a kernel writes), ``load_s`` (building the model; in the record of the cell
+that built it), ``cell_s`` (the cell itself) and its parts ``compile_s``,
+``warmup_s``, ``timed_s``, ``parity_s``, ``memory_s``, ``flops_s``, ``energy_s``.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+import time
+from typing import Iterator
+
+PARTS = ("compile", "warmup", "timed", "parity", "memory", "flops", "energy")
+
+
+class Phases:
+    """Seconds spent per part of one cell's work."""
+
+    def __init__(self) -> None:
+        self.seconds = dict.fromkeys(PARTS, 0.0)
+        self.started = time.perf_counter()
+
+    @contextmanager
+    def timing(self, part: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[part] += time.perf_counter() - start
+
+    def add_loop(self, seconds: float, timed_ms: float) -> None:
+        """A timing loop of ``seconds``: its timed calls' own time (``timed_ms``, their summed
+        latencies) is ``timed``; the rest (warm-up and first calls) is ``warmup``."""
+        timed = min(seconds, max(0.0, timed_ms / 1000.0))
+        self.seconds["timed"] += timed
+        self.seconds["warmup"] += seconds - timed
+
+    def to_dict(self) -> dict[str, float]:
+        """The parts, and ``cell_s``: the whole cell so far."""
+        parts = {f"{part}_s": round(seconds, 4) for part, seconds in self.seconds.items()}
+        return {"cell_s": round(time.perf_counter() - self.started, 4), **parts}
