@@ -104,8 +104,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
     grid = load_grid(args.params)  # GridError (a ValueError): one line, exit 2
     devices = _check_devices(args.devices) if args.devices else None
     runner = Runner(grid, args.out, force=args.force, devices=devices, timeout=args.timeout)
+    if args.dry_run:  # nothing measured, no kernel, no lease, no file written
+        from .study.estimate import format_plan, plan_run
+
+        print(format_plan(plan_run(runner)))
+        return 0
     print(f"[run] study {grid.study}: {len(grid.cells)} cells from {args.params}; "
-          f"results in {runner.results_path}; a cell is stopped after {runner.timeout / 60:.0f} min "
+          f"results in {runner.results_path}; a cell that records nothing for "
+          f"{runner.timeout / 60:.0f} min is stopped "
           f"({'--timeout' if args.timeout else 'default from the runs per cell; --timeout to change'})",
           file=sys.stderr)
     try:
@@ -245,6 +251,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--timeout", type=_positive_int, default=None,
                      help="seconds a cell may run before it is stopped (default: 30 min plus 20 s "
                           "per timed call)")
+    run.add_argument("--dry-run", action="store_true",
+                     help="list the kernels and cells the run would measure, with an estimate from "
+                          "earlier records of this environment; run nothing")
     run.set_defaults(handler=_cmd_run)
 
     rep = commands.add_parser("report", help="render the localized HTML and Markdown report")
