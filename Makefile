@@ -7,11 +7,13 @@ PY     := $(VENV)/bin/python
 # Re-install when the dependency list changes.
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: setup test report env validate-timer clean-venv help
+.PHONY: setup test bench report env validate-timer clean-venv help
 
 help:
 	@echo "make report   set up, then run the study and build the report (main job)"
 	@echo "make test     set up, then run the test suite"
+	@echo "make bench    set up, then measure what a study costs beyond its measurements"
+	@echo "              (BENCH_GRID=grid.yaml; RESULTS=results.jsonl from a GPU projects the guide's grid)"
 	@echo "make setup    create $(VENV)/ and install bench_utils with its dependencies"
 
 setup: $(STAMP)
@@ -27,6 +29,12 @@ $(STAMP): pyproject.toml
 
 test: setup
 	$(PY) -m pytest
+
+# Per-cell wall time split into measured parts and overhead; see benchmarks/README.md.
+BENCH_GRID ?= benchmarks/grids/resnet18-eager.yaml
+
+bench: setup
+	$(PY) benchmarks/study_cost.py $(BENCH_GRID) $(if $(RESULTS),--results $(RESULTS))
 
 # The study grid: the guide's where CUDA is available, the CPU one otherwise (override: PARAMS=...).
 PARAMS ?= $(shell $(PY) -c 'import torch; print("params/hf-guide.yaml" if torch.cuda.is_available() else "params/cpu-quick.yaml")' 2>/dev/null || echo params/cpu-quick.yaml)
