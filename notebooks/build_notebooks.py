@@ -55,6 +55,7 @@ for name, (task, title, models, batches, runs, guide_models) in TASKS.items():
             f'results_path: str = "reports/notebook-{name}/results.jsonl"  # records are appended here (relative to the project root)\n'
             "only_cells: list = []  # [compile_mode, batch_size] pairs to measure (empty: every mode x batch size); set by the grid runner\n"
             "show: bool = True  # draw the table and the plot (the grid runner measures only)\n"
+            'progress_file: str = ""  # set by the grid runner: the kernel names the cell it begins here\n'
             "runner_pid: int = 0  # set by the grid runner; 0 when run by hand\n"
             'run_id: str = ""  # set by the grid runner\n',
             metadata={"tags": ["parameters"]}),
@@ -65,7 +66,7 @@ for name, (task, title, models, batches, runs, guide_models) in TASKS.items():
             "                   warmup=warmup, blocks=blocks, weights=weights, seed=seed,\n"
             "                   results_path=results_path, tf32=tf32, backend=backend,\n"
             "                   fullgraph=fullgraph, dynamic=dynamic, only_cells=only_cells,\n"
-            "                   runner_pid=runner_pid, run_id=run_id)"),
+            "                   progress_file=progress_file, runner_pid=runner_pid, run_id=run_id)"),
         new_code_cell("if show:  # a grid run skips drawing (and importing pandas and matplotlib)\n"
                       "    from bench_utils.report.sections import show_records\n\n"
                       "    show_records(records)"),

@@ -129,15 +129,16 @@ def run_cell(loaded: LoadedModel, *, batch_size: int, mode: str, runs: int = 300
              warmup: int = 10, blocks: int | None = None, backend: str = "inductor",
              fullgraph: bool = False, dynamic: bool | None = None, sync: str = SYNC_PER_CALL,
              seed: int = 0, math_settings: dict[str, Any] | None = None,
-             warm_compile: bool = True) -> CellResult:
+             warm_compile: bool = True, phases: Phases | None = None) -> CellResult:
     """Measure ``loaded`` at ``batch_size`` in ``mode`` (eager, or a compile mode).
 
     ``math_settings`` are the float32 settings in force (``configure_fp32_math``'s
     result): the accuracy gate's tolerances and the peak figure follow TF32. With
     ``warm_compile`` False a compiled cell compiles cold only (its warm cost was
-    measured at another batch size of the same model and mode).
+    measured at another batch size of the same model and mode). ``phases``, if given, collects
+    where the time goes (the caller keeps it, even when the cell fails).
     """
-    phases = Phases()
+    phases = phases if phases is not None else Phases()
     compile_module.check_mode(mode)
     device = torch.device(loaded.device)
     tf32_by_work = tf32_in_force(math_settings or {}, device, loaded.dtype)
@@ -190,6 +191,7 @@ def _compiled_cell(loaded: LoadedModel, inputs: dict[str, torch.Tensor], eager_f
     # eager's memory before anything is compiled: no CUDA-graph pool is alive yet
     eager_memory = _outside_timing("eager memory", notes, device,
                                    lambda: _memory(eager_fn, device, loaded, inputs, phases))
+    requested_warmup = warmup
     if mode in compile_module.CUDA_GRAPH_MODES:
         warmup = max(warmup, 2)  # replays settle after the recording call
     try:
@@ -244,9 +246,11 @@ def _compiled_cell(loaded: LoadedModel, inputs: dict[str, torch.Tensor], eager_f
     if energy_block is not None and energy_block.get("eager") is not None:
         eager_energy = {"timed_runs": energy_block.get("timed_runs"), "eager": energy_block["eager"]}
     # eager, as the pairs measured it: an eager cell of this batch size need not time it again
-    shared_eager = CellResult("eager", batch_size, comparison.baseline, memory=eager_memory,
-                              compute=compute(eager_ms), energy=eager_energy, shared_from=mode,
-                              notes=[note for note in notes if note.startswith("eager memory")])
+    # (unless this mode's warm-up differs from the one the eager cell asks for)
+    shared_eager = None if warmup != requested_warmup else CellResult(
+        "eager", batch_size, comparison.baseline, memory=eager_memory, compute=compute(eager_ms),
+        energy=eager_energy, shared_from=mode,
+        notes=[note for note in notes if note.startswith("eager memory")])
     return CellResult(mode, batch_size, measurement, comparison=comparison, compile=report,
                       parity=parity, agreement=agreement, memory=memory, eager_memory=eager_memory,
                       compute=compute(measurement.mean_ms, eager_ms), energy=energy_block, notes=notes,

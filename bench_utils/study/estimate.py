@@ -75,18 +75,25 @@ def _calls(record: dict[str, Any]) -> int | None:
     return runs + warmup if isinstance(runs, int) and runs + warmup > 0 else None
 
 
-def estimate_cell_seconds(cell: Cell, records: list[dict[str, Any]]) -> float | None:
-    """Seconds ``cell`` would take inside its kernel, from the most recent record of the same cell
-    (task, model, batch size, mode, dtype, device kind): its ``cell_s``, with the timed and warm-up
-    part scaled by the cell's calls over the record's. None when no record has it."""
+def estimate_cell_seconds(cell: Cell, records: list[dict[str, Any]],
+                          shares_pairs: bool = False) -> float | None:
+    """Seconds ``cell`` would take inside its kernel, from the most recent ``ok`` record of the
+    same cell (task, model, batch size, mode, dtype, device kind): its ``cell_s``, with the timed
+    and warm-up part scaled by the cell's calls over the record's. An eager cell that will take a
+    compiled cell's pairs (``shares_pairs``) costs no timed runs; one that will be timed by itself
+    is not estimated from a record that was not. None when no record has it: an error's time to
+    failure, or a cell not run, says nothing of a measurement's cost."""
     for record in reversed(records):  # the last in file order is the most recent
-        if not _same_cell(cell, record) or "cell_s" not in record["phases"]:
+        if (not _same_cell(cell, record) or record.get("status") != "ok"
+                or "cell_s" not in record["phases"]):
             continue
+        if "shared_measurement" in record and not shares_pairs:
+            continue  # its eager runs were timed in another cell
         repeated = sum(_phase(record, name) for name in REPEATED_PHASES)
         calls = _calls(record)
-        if repeated and calls is None:
+        if repeated and calls is None and not shares_pairs:
             continue  # a timed part that cannot be scaled: not this cell's cost
-        scale = (cell.runs + cell.warmup) / calls if repeated else 1.0
+        scale = 0.0 if shares_pairs else (cell.runs + cell.warmup) / calls if repeated else 1.0
         return _phase(record, "cell_s") - repeated + repeated * scale
     return None
 
@@ -198,7 +205,10 @@ def plan_run(runner: Runner, reports_dir: str | os.PathLike | None = None) -> Pl
         if not group.cells:
             continue  # every cell ruled out: no kernel starts
         start = estimate_kernel_start_seconds(group.first, records)
-        kernels.append(KernelPlan(group, [estimate_cell_seconds(cell, records) for cell in group.cells],
+        compiled_batches = {c.batch_size for c in group.cells if c.compile_mode != "eager"}
+        shares = [cell.compile_mode == "eager" and cell.batch_size in compiled_batches for cell in group.cells]
+        kernels.append(KernelPlan(group, [estimate_cell_seconds(cell, records, share)
+                                          for cell, share in zip(group.cells, shares)],
                                   start, bool(_start_and_load(group.first, records))))
     grid = runner.grid
     return Plan(study=grid.study, grid_path=str(grid.path), results_path=runner.results_path,

@@ -72,13 +72,15 @@ def oom_kill_count() -> int | None:
     return None
 
 
-def notebook_parameters(group: KernelGroup, results_path: Path, run_id: str) -> dict[str, Any]:
+def notebook_parameters(group: KernelGroup, results_path: Path, run_id: str,
+                        progress_path: Path) -> dict[str, Any]:
     """The task notebook's parameters for one kernel group (papermill injects them).
 
     ``only_cells`` lists the group's ``[compile_mode, batch_size]`` pairs in the order the
     kernel measures them, which is how the runner knows which cell a dead kernel was on;
-    ``show`` is off: a grid run draws no table and no plot. ``results_path`` is given relative
-    to the project root, which the kernel runs from.
+    ``show`` is off: a grid run draws no table and no plot; the kernel names the cell it begins in
+    ``progress_file`` (``watch``). Paths are given relative to the project root, which the kernel
+    runs from.
     """
     cell = group.first
     return {"study": cell.study, "models": [cell.model],
@@ -89,6 +91,7 @@ def notebook_parameters(group: KernelGroup, results_path: Path, run_id: str) -> 
             "weights": cell.weights, "seed": cell.seed, "tf32": cell.tf32,
             "backend": cell.backend, "fullgraph": cell.fullgraph, "dynamic": cell.dynamic,
             "results_path": os.path.relpath(results_path, PROJECT_ROOT), "show": False,
+            "progress_file": os.path.relpath(progress_path, PROJECT_ROOT),
             "runner_pid": os.getpid(), "run_id": run_id}
 
 
@@ -125,6 +128,9 @@ def execute_with_papermill(group: KernelGroup, device: str, parameters: dict[str
             running.add(process)
         try:
             returncode = _wait(process, poll)
+        except BaseException:  # never leave a kernel measuring behind the runner's back
+            end_tree(process.pid)
+            raise
         finally:
             if running is not None:
                 running.discard(process)

@@ -44,10 +44,11 @@ from ..records import (environment_key, failure_record, measurement_settings,
                        settings_hash, skipped_after_oom)
 from ..results import append_record, locked
 from .device_lock import device_lock, split_cpus
-from .execution import execute_with_papermill, log_tail, notebook_parameters, oom_kill_count
+from .execution import execute_with_papermill, log_tail, notebook_parameters
 from .grid import Cell, Grid
 from .groups import KernelGroup, kernel_groups
-from .watch import KernelWatch
+from .workers import check_workers, workers_of
+from .watch import DONE, OOM_KILLED, STOPPED, TIMED_OUT, KernelWatch
 from .lease import RunnerLease
 from .progress import Outcome, Progress, RunOutcome
 from .resume import group_key, oom_batches, read_done
@@ -94,34 +95,10 @@ class Runner:
         self._lock = threading.Lock()
 
     def workers(self, kind: str) -> list[str]:
-        if self.devices:
-            chosen = [device for device in self.devices if device.split(":")[0] == kind]
-            if chosen:
-                return chosen
-        return self.grid.workers(kind)
+        return workers_of(self.grid, self.devices, kind)
 
     def check_devices(self) -> list[str]:
-        """Every worker's device, checked against this machine before anything runs.
-
-        A GPU that is not there, or one device listed twice (two measurements on one
-        device at once), is refused in one line rather than failing every cell.
-        """
-        kinds = sorted({cell.device for cell in self.grid.cells})
-        unused = [device for device in self.devices or [] if device.split(":")[0] not in kinds]
-        if unused:
-            raise ValueError(f"--devices {unused[0]}: the grid has no {unused[0].split(':')[0]} cells "
-                             f"(its devices: {', '.join(kinds)})")
-        workers = [device for kind in kinds for device in self.workers(kind)]
-        twice = sorted({device for device in workers if workers.count(device) > 1})
-        if twice:
-            raise ValueError(f"device {twice[0]} is listed twice: one worker per device, so that "
-                             "no two measurements share it")
-        visible = self.environment.get("gpu_count") or 0
-        for device in workers:
-            if device.startswith("cuda") and int(device.partition(":")[2] or 0) >= visible:
-                raise ValueError(f"the grid needs {device}, but this machine shows {visible} CUDA "
-                                 f"device(s){'' if visible else ': run a CPU grid, or on a GPU machine'}")
-        return workers
+        return check_workers(self.grid, self.devices, self.environment)
 
     def key(self, cell: Cell) -> tuple:
         """The cell's identity on this machine's environment (see ``records.record_key``)."""
@@ -225,41 +202,54 @@ class Runner:
             if watch.remaining:
                 progress.start(watch.remaining[0], device)
 
-        watch = KernelWatch(self.results_path, cells, self._size(), self.timeout,
+        progress_path = self.out_dir / "logs" / f"{group.group_id}.{attempt}.progress"
+        progress_path.unlink(missing_ok=True)
+        watch = KernelWatch(self.results_path, progress_path, cells, self._size(), self.timeout,
                             self.stop.requested.is_set, on_record)
-        parameters = notebook_parameters(this_kernel, self.results_path, self.run_id)
-        oom_kills = oom_kill_count()
+        parameters = notebook_parameters(this_kernel, self.results_path, self.run_id, progress_path)
         progress.start(cells[0], device)
         try:
             returncode, log_path = self.executor(this_kernel, device, parameters, self.out_dir,
                                                  watch.poll, attempt)
-        except Exception as exc:  # the executor itself failed: the cell still gets its record
+        except Exception as exc:  # the executor itself failed: the cells still get their records
             returncode, log_path, failure = -1, None, f"{type(exc).__name__}: {exc}"
         else:
             failure = None
         watch.read_new_records()
+        ending, cell = watch.ending(returncode)
+        progress_path.unlink(missing_ok=True)
         remaining = watch.remaining
-        if not remaining or self.stop.requested.is_set():
-            return remaining  # done; or stopped: the cell cut short is measured on the next run
-        cell = remaining[0]  # the kernel ended while measuring this one
+        if ending in (DONE, STOPPED):
+            return remaining
         seconds = time.monotonic() - watch.last_event
         tail = failure or (log_tail(log_path) if log_path else "(no log)")
         log = str(log_path) if log_path else None
-        if watch.timed_out:
+        if cell is None:  # it began no cell: its start failed (or hung), not a cell's measurement
+            kills[None] += 1
+            if kills[None] < KILLS_BEFORE_ERROR:
+                return remaining
+            for cell in remaining:
+                self._record_failure(cell, "error", f"the notebook's kernel ended (exit status "
+                                     f"{returncode}) before it began any cell, {kills[None]} times: "
+                                     f"its start fails. Last lines of its log:\n{tail}", log)
+                self._finish(Outcome(cell, "error", seconds, device, "the kernel did not start"),
+                             tally, progress)
+            return []
+        rest = [c for c in remaining if c != cell]
+        if ending == TIMED_OUT:
             self._record_failure(cell, "error", f"the cell recorded nothing for {self.timeout} s "
                                  f"(--timeout) and its kernel was stopped.\n{tail}", log)
             self._finish(Outcome(cell, "error", seconds, device, f"timed out after {self.timeout} s"),
                          tally, progress)
-            return remaining[1:]
-        if returncode != 0 and oom_kills is not None and (oom_kill_count() or 0) > oom_kills:
+            return rest
+        if ending == OOM_KILLED:
             self._record_failure(cell, "oom", "the kernel was ended by the operating system's "
                                  "out-of-memory killer: it ran out of host memory. Last lines of its "
                                  f"log:\n{tail}", log)
             self._finish(Outcome(cell, "oom", seconds, device, "killed by the OOM killer"), tally, progress)
-            larger = [c for c in remaining[1:] if c.compile_mode == cell.compile_mode
-                      and c.batch_size > cell.batch_size]
+            larger = [c for c in rest if c.compile_mode == cell.compile_mode and c.batch_size > cell.batch_size]
             self._record_skipped(larger, cell.batch_size, device, tally, progress)
-            return [c for c in remaining[1:] if c not in larger]
+            return [c for c in rest if c not in larger]
         kills[cell] += 1
         if kills[cell] < KILLS_BEFORE_ERROR:
             print(f"[run] the kernel of {group.group_id} ended (exit status {returncode}) while "
@@ -271,7 +261,7 @@ class Runner:
                              f"died. Last lines of its log:\n{tail}", log)
         self._finish(Outcome(cell, "error", seconds, device, f"no record (exit status {returncode})"),
                      tally, progress)
-        return remaining[1:]
+        return rest
 
     def _record_failure(self, cell: Cell, status: str, message: str, log: str | None) -> None:
         self._append(failure_record(**self._cell_fields(cell), status=status, error=message,

@@ -45,6 +45,7 @@ from .cell import CellResult, run_cell
 from .cell_record import cell_record
 from .groups import execution_order
 from .phases import Phases
+from .watch import write_progress
 from .lease import lease_is_current, start_watchdog
 
 FAULT_ENV = "BENCH_UTILS_INJECT_FAULT"
@@ -92,18 +93,21 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
         runs: int = 300, warmup: int = 10, blocks: int | None = None, weights: str = "random",
         seed: int = 0, results_path: str | os.PathLike, tf32: str | bool = "default",
         backend: str = "inductor", fullgraph: bool = False, dynamic: bool | None = None,
-        only_cells: Iterable[Sequence] | None = None, runner_pid: int | None = None,
-        run_id: str | None = None) -> list[dict[str, Any]]:
+        only_cells: Iterable[Sequence] | None = None, progress_file: str | os.PathLike | None = None,
+        runner_pid: int | None = None, run_id: str | None = None) -> list[dict[str, Any]]:
     """Measure every cell of models x dtypes x modes x batch sizes; return their records.
 
     ``only_cells``, if given, are the ``(compile_mode, batch_size)`` pairs to measure instead
     of every mode x batch size (the grid runner's kernel groups); either way they are measured
     in ``groups.execution_order``: compiled modes first, eager last, batch sizes ascending.
+    ``progress_file``, if given, names the cell being begun (the grid runner reads it).
     """
     started = time.perf_counter()
     results_path = Path(results_path)
     if not results_path.is_absolute():  # the same default from JupyterLab and the runner
         results_path = PROJECT_ROOT / results_path
+    if progress_file and not Path(progress_file).is_absolute():
+        progress_file = PROJECT_ROOT / progress_file
     guard = None
     if runner_pid:  # under the grid runner: never outlive it, never write for a stale run
         start_watchdog(int(runner_pid), results_path.parent, str(run_id))
@@ -124,7 +128,8 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
                                   device=device, pairs=pairs, runs=runs, warmup=warmup,
                                   blocks=blocks, weights=weights, seed=seed, config=config,
                                   backend=backend, fullgraph=fullgraph, dynamic=dynamic,
-                                  results_path=results_path, guard=guard, kernel=kernel)
+                                  results_path=results_path, guard=guard,
+                                  progress_file=progress_file, kernel=kernel)
     return written
 
 
@@ -156,7 +161,7 @@ class _Kernel:
 
 
 def _run_model(*, study, task, model_key, dtype, device, pairs, runs, warmup, blocks, weights,
-               seed, config, backend, fullgraph, dynamic, results_path, guard,
+               seed, config, backend, fullgraph, dynamic, results_path, guard, progress_file,
                kernel: _Kernel) -> list[dict[str, Any]]:
     loaded, load_error = None, None
     written = []
@@ -166,8 +171,11 @@ def _run_model(*, study, task, model_key, dtype, device, pairs, runs, warmup, bl
     for mode, batch_size in pairs:
         cell = dict(study=study, task=task, model=model_key, batch_size=batch_size,
                     compile_mode=mode, dtype=dtype, device=device)
+        if progress_file:  # the runner learns which cell a dying kernel was on
+            write_progress(progress_file, mode, batch_size)
         phases, load_s = Phases(), 0.0
-        if mode in oom_at:
+        shared = shared_eager.pop(batch_size, None) if mode == "eager" else None
+        if mode in oom_at and shared is None:
             record = skipped_after_oom(cell, oom_at[mode], _failure_config(config, loaded),
                                        environment=kernel.environment)
         else:
@@ -176,7 +184,6 @@ def _run_model(*, study, task, model_key, dtype, device, pairs, runs, warmup, bl
                 if load_error is not None:
                     raise load_error
                 if loaded is None:
-                    load_started = time.perf_counter()
                     try:
                         loaded = load(model_key, weights=weights, dtype=dtype, device=device,
                                       task=task, seed=seed)
@@ -184,22 +191,22 @@ def _run_model(*, study, task, model_key, dtype, device, pairs, runs, warmup, bl
                         load_error = exc
                         raise
                     finally:
-                        load_s = time.perf_counter() - load_started
-                if mode == "eager" and batch_size in shared_eager:
-                    result = dataclasses.replace(shared_eager.pop(batch_size), phases=phases)
+                        load_s, phases = time.perf_counter() - phases.started, Phases()
+                if shared is not None:
+                    result = dataclasses.replace(shared, phases=phases)
                 else:
                     result = run_cell(loaded, batch_size=batch_size, mode=mode, runs=runs,
                                       warmup=warmup, blocks=blocks, backend=backend,
                                       fullgraph=fullgraph, dynamic=dynamic, seed=seed,
-                                      math_settings=config, warm_compile=mode not in warm_measured)
-                    phases = result.phases
-                    if mode != "eager":
-                        warm_measured.add(mode)
-                        if result.shared_eager is not None:
-                            shared_eager.setdefault(batch_size, result.shared_eager)
+                                      math_settings=config, warm_compile=mode not in warm_measured,
+                                      phases=phases)
                 options = compile_module.options(mode, backend, fullgraph, dynamic)
                 record = cell_record(result, loaded, study=study, config=config,
                                      compile_options=options, environment=kernel.environment)
+                if mode != "eager":  # only a recorded cell's compile and pairs count
+                    warm_measured.add(mode)
+                    if result.shared_eager is not None:
+                        shared_eager.setdefault(batch_size, result.shared_eager)
             except Exception as exc:
                 status = "oom" if is_out_of_memory(exc) else "error"
                 if status == "oom":  # batches ascend within a mode: the rest of it is larger
@@ -211,6 +218,8 @@ def _run_model(*, study, task, model_key, dtype, device, pairs, runs, warmup, bl
         append_record(results_path, record, guard=guard)
         written.append(record)
     return written
+
+
 def _failure_config(config: dict[str, Any], loaded: Any) -> dict[str, Any]:
     """A failed cell's settings: the weights of the model if it was built, else none measured."""
     return {**config, "weights": loaded.weights if loaded is not None else None}

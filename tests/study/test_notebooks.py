@@ -10,7 +10,7 @@ import pytest
 NOTEBOOKS = ["classification", "segmentation", "detection"]
 EXPECTED = ["study", "models", "batch_sizes", "compile_modes", "dtypes", "device", "runs", "warmup",
             "blocks", "weights", "seed", "tf32", "backend", "fullgraph", "dynamic", "results_path",
-            "only_cells", "show", "runner_pid", "run_id"]
+            "only_cells", "show", "progress_file", "runner_pid", "run_id"]
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)

@@ -119,19 +119,19 @@ def test_unknown_cells_and_starts_are_counted_and_left_out_of_the_total(runner, 
                          {"startup_s": 20.0, "load_s": 10.0, "cell_s": 60.0}),
                   record(grid[("resnet", "default", 4)], env, {"cell_s": 90.0}),
                   record(grid[("resnet", "eager", 1)], env, {"cell_s": 30.0, "timed_s": 10.0},
-                         runs=10, warmup=0))  # 40 calls now: 30 - 10 + 40 = 60
+                         runs=10, warmup=0))  # eager 1 takes default 1's pairs: 30 - 10 = 20
     plan = plan_of(runner, tmp_path)
     assert plan.records_used == 3  # another study's records count: same machine, same cells
     assert [k.group.group_id for k in plan.kernels] == ["image-classification__resnet__float32__cpu",
                                                         "image-segmentation__segformer__float32__cpu"]
     resnet, segformer = plan.kernels
-    assert resnet.cell_seconds == [60.0, 90.0, None, 60.0, None, None]
+    assert resnet.cell_seconds == [60.0, 90.0, None, 20.0, None, None]
     assert resnet.start_seconds == 30.0 and resnet.start_includes_load
     assert segformer.cell_seconds == [None] and segformer.start_seconds == 20.0
     assert not segformer.start_includes_load
-    assert plan.estimated_seconds == pytest.approx(30 + 60 + 90 + 60 + 20)
+    assert plan.estimated_seconds == pytest.approx(30 + 60 + 90 + 20 + 20)
     text = format_plan(plan)
-    assert ("estimated duration: ~4.3 min for 3 of 7 cells (4 cells and 0 kernel starts without an "
+    assert ("estimated duration: ~3.7 min for 3 of 7 cells (4 cells and 0 kernel starts without an "
             "earlier record: not included); the model build of 1 kernel is unknown: not included") in text
     assert "default 1, default 4, default 16, eager 1, eager 4, eager 16" in text
     assert "segformer__float32__cpu (cpu): eager 1\n  estimate: ~20 s (start 20 s, model build unknown; " \
@@ -151,7 +151,7 @@ def test_earlier_oom_cells_are_skipped_and_measured_cells_not_listed(runner, tmp
     resnet = plan.kernels[0]
     assert [(c.compile_mode, c.batch_size) for c in resnet.group.cells] == [
         ("default", 4), ("default", 16), ("eager", 1)]
-    assert resnet.cell_seconds == [3.0, None, None] and plan.cells_to_run == 4
+    assert resnet.cell_seconds == [None, None, None] and plan.cells_to_run == 4  # an error's time says nothing
     text = format_plan(plan)
     assert "resnet__float32__cpu (cpu): default 4, default 16, eager 1\n" in text
     assert "  resnet float32 cpu: eager 16 (out of memory at batch 4)" in text
@@ -178,9 +178,9 @@ def test_force_plans_every_cell_again(runner, tmp_path):
 
 def test_records_of_another_environment_give_no_estimate(runner, tmp_path, monkeypatch):
     grid = cells()
-    # errors, so that every cell is measured again, and estimated from them on this environment
+    # measured with other runs, so that every cell is measured again, and estimated from them
     write(runner.results_path, *[record(cell, runner.environment, {"startup_s": 5.0, "cell_s": 5.0},
-                                        status="error") for cell in grid.values()])
+                                        runs=7) for cell in grid.values()])
     assert plan_of(runner, tmp_path).estimated_seconds == 2 * 5.0 + 7 * 5.0
     monkeypatch.setattr(runner, "environment", {**runner.environment, "torch_version": "9.9.9"})
     plan = plan_of(runner, tmp_path)
@@ -219,3 +219,16 @@ def test_dry_run_lists_every_kernel_and_writes_nothing(tmp_path):
         assert f"kernel {group.group_id} (" in result.stdout
     assert f"{len(grid.cells)} cells in the grid" in result.stdout
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_eager_cell_is_estimated_as_the_run_will_measure_it(runner, tmp_path):
+    grid = cells()
+    eager = grid[("resnet", "eager", 1)]
+    shared = record(eager, ENV, {"cell_s": 0.5, "timed_s": 0.0})
+    shared["shared_measurement"] = {"with_compile_mode": "default"}
+    standalone = record(eager, ENV, {"cell_s": 9.0, "timed_s": 6.0, "warmup_s": 2.0})
+    assert estimate_cell_seconds(eager, [shared], shares_pairs=True) == 0.5
+    assert estimate_cell_seconds(eager, [shared], shares_pairs=False) is None  # timed elsewhere then
+    assert estimate_cell_seconds(eager, [standalone], shares_pairs=True) == pytest.approx(1.0)  # no runs
+    assert estimate_cell_seconds(eager, [standalone, shared], shares_pairs=False) == pytest.approx(9.0)
+    assert estimate_cell_seconds(eager, [record(eager, ENV, {"cell_s": 3.0}, status="error")]) is None

@@ -15,7 +15,9 @@ from bench_utils.results import append_record, read_records
 from bench_utils.paths import PROJECT_ROOT
 from bench_utils.study.grid import parse_grid
 from bench_utils.study.progress import format_run_outcome
+from bench_utils.study.groups import execution_order
 from bench_utils.study.runner import Runner
+from bench_utils.study.watch import write_progress
 
 GRID = {"study": "t", "runs": 3, "warmup": 1, "blocks": 1, "grids": [
     {"models": ["resnet"], "batch_sizes": [1, 4, 16], "compile_modes": ["eager", "default"]},
@@ -26,15 +28,18 @@ class FakeNotebook:
     """Stands in for papermill and the kernel: measures a kernel group's cells in order, writing
     the records a notebook would (its own OOM rule included), or fails as told."""
 
-    def __init__(self, oom=(), error=(), crash=(), crash_once=(), hang=(), delay=0.0):
+    def __init__(self, oom=(), error=(), crash=(), crash_once=(), hang=(), delay=0.0, no_start=False):
         self.oom, self.error, self.crash, self.delay = set(oom), set(error), set(crash), delay
+        self.no_start = no_start
         self.crash_once, self.hang = set(crash_once), set(hang)
         self.calls, self.kernels, self.active, self.lock = [], [], Counter(), threading.Lock()
         self.overlaps = []
 
     def __call__(self, group, device, parameters, out_dir, poll, attempt):
-        assert parameters["only_cells"] == [[c.compile_mode, c.batch_size] for c in group.cells]
         assert parameters["show"] is False
+        by_pair = {(c.compile_mode, c.batch_size): c for c in group.cells}
+        # the kernel's order is the notebook's own (task.run), from its parameters alone
+        ordered = [by_pair[pair] for pair in execution_order(map(tuple, parameters["only_cells"]))]
         with self.lock:
             self.active[device] += 1
             if self.active[device] > 1:
@@ -45,7 +50,10 @@ class FakeNotebook:
         log.write_text("line one\nSegmentation fault (core dumped)\n")
         oom_at = {}
         try:
-            for cell in group.cells:
+            if self.no_start:  # dies before it begins any cell (a broken environment, say)
+                return 1, log
+            for cell in ordered:
+                write_progress(PROJECT_ROOT / parameters["progress_file"], cell.compile_mode, cell.batch_size)
                 key = (cell.model, cell.batch_size)
                 fields = dict(study=cell.study, task=cell.task, model=cell.model, batch_size=cell.batch_size,
                               compile_mode=cell.compile_mode, dtype=cell.dtype, device=cell.device)
@@ -125,6 +133,17 @@ def test_a_dead_kernel_is_replaced_for_the_unfinished_cells_only(tmp_path):
     records = read_records(tmp_path / "results.jsonl")
     assert len(records) == 7 and len({(r["cell"]["model"], r["cell"]["batch_size"], r["cell"]["compile_mode"])
                                       for r in records}) == 7
+
+
+def test_a_kernel_that_never_begins_a_cell_is_tried_twice_then_its_cells_are_errors(tmp_path):
+    notebook = FakeNotebook(no_start=True)
+    summary, _ = run(tmp_path, notebook)
+    assert [(kernel[0].split("__")[1], kernel[1]) for kernel in notebook.kernels] == [
+        ("resnet", 1), ("resnet", 2), ("segformer", 1), ("segformer", 2)]  # not two per cell
+    records = read_records(tmp_path / "results.jsonl")
+    assert len(records) == 7 and {r["status"] for r in records} == {"error"}
+    assert all("before it began any cell, 2 times" in r["error"] for r in records)
+    assert summary.counts() == {"error": 7}
 
 
 def test_a_cell_that_records_nothing_for_the_timeout_is_stopped_and_the_group_goes_on(tmp_path):
@@ -250,10 +269,10 @@ def test_devices_are_checked_against_the_machine_before_any_cell(tmp_path, devic
 
 
 def test_a_kernel_ended_by_the_oom_killer_is_oom_and_larger_batches_are_skipped(tmp_path, monkeypatch):
-    import bench_utils.study.runner as runner_module
+    import bench_utils.study.watch as watch_module
 
     kills = iter(range(100))  # the system's OOM-kill count rises during every cell
-    monkeypatch.setattr(runner_module, "oom_kill_count", lambda: next(kills))
+    monkeypatch.setattr(watch_module, "oom_kill_count", lambda: next(kills))
     summary, _ = run(tmp_path, FakeNotebook(crash={("resnet", 4)}))
     found = statuses(tmp_path)
     assert found[("resnet", 4, "eager")] == "oom" and found[("resnet", 16, "eager")] == "oom"
@@ -265,12 +284,22 @@ def test_a_kernel_ended_by_the_oom_killer_is_oom_and_larger_batches_are_skipped(
 
 
 def test_a_crash_without_oom_kills_stays_an_error(tmp_path, monkeypatch):
-    import bench_utils.study.runner as runner_module
+    import bench_utils.study.watch as watch_module
 
-    monkeypatch.setattr(runner_module, "oom_kill_count", lambda: 7)
+    monkeypatch.setattr(watch_module, "oom_kill_count", lambda: 7)
     run(tmp_path, FakeNotebook(crash={("resnet", 4)}))
     assert statuses(tmp_path)[("resnet", 4, "eager")] == "error"
     assert statuses(tmp_path)[("resnet", 16, "eager")] == "ok"
+
+
+def test_an_oom_kill_during_an_earlier_cell_of_the_kernel_is_not_this_cells(tmp_path, monkeypatch):
+    import bench_utils.study.watch as watch_module
+
+    counts = iter([0] + [5] * 100)  # the OOM killer struck while batch 1 ran, then never again
+    monkeypatch.setattr(watch_module, "oom_kill_count", lambda: next(counts))
+    run(tmp_path, FakeNotebook(crash={("resnet", 4)}))
+    found = statuses(tmp_path)
+    assert found[("resnet", 1, "default")] == "ok" and found[("resnet", 4, "default")] == "error"
 
 
 def test_a_resumed_run_still_skips_batches_larger_than_an_earlier_oom(tmp_path):
