@@ -51,7 +51,7 @@ def environment_tables(records: Iterable[dict[str, Any]], catalog: Catalog) -> l
             value = environment.get(key)
             if key == "ram_total_bytes" and value:
                 value = f"{value / 2**30:.1f} GiB"
-            rows.append([key, ltr("n/a" if value is None else str(value), catalog)])
+            rows.append([key, ltr(catalog.t("not_available") if value is None else str(value), catalog)])
         tables.append((ltr(device, catalog), markdown_table([catalog.t("col_key"), catalog.t("col_value")], rows)))
     return tables
 

@@ -3,7 +3,8 @@
 Messages live in one small JSON catalog per locale (``bench_utils/locales/<locale>.json``,
 UTF-8); every locale has every key (a test checks it) and a missing key is an error,
 never a silent fallback to English. Numbers are formatted for the locale with Babel,
-at render time only: result files always hold plain numbers.
+at render time only: result files always hold plain numbers; the text direction and
+the language's own name come from Babel's locale data (CLDR), not from the catalogs.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import functools
 import json
 from pathlib import Path
 
+from babel import Locale, UnknownLocaleError
 from babel.numbers import format_decimal, format_percent
 
 LOCALES_DIR = Path(__file__).parent / "locales"
@@ -36,7 +38,14 @@ class Catalog:
     def __init__(self, locale: str) -> None:
         self.locale = locale
         self.messages = _load(locale)
-        self.direction = self.messages["direction"]
+        try:
+            cldr = Locale.parse(locale)
+        except (ValueError, UnknownLocaleError):
+            raise ValueError(f"Babel has no locale data for {locale!r} (its text direction and "
+                             "name): use a CLDR locale code such as en, ar or es") from None
+        self.direction = cldr.text_direction            # "rtl" or "ltr"
+        name = cldr.get_display_name()                  # in the language itself: "العربية", "español"
+        self.language_name = name[:1].upper() + name[1:]  # a label of its own: "Español"
 
     def t(self, key: str, **values) -> str:
         try:

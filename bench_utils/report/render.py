@@ -78,7 +78,7 @@ def index_page(locales: list[str], formats: Iterable[str]) -> str:
             links.append(f'<a href="{locale}/index.html">HTML</a>')
         if "md" in formats:
             links.append(f'<a href="{locale}/README.md">Markdown</a>')
-        items.append(f'<li lang="{locale}" dir="{catalog.direction}">{html.escape(catalog.t("language_name"))}: '
+        items.append(f'<li lang="{locale}" dir="{catalog.direction}">{html.escape(catalog.language_name)}: '
                      f'{" · ".join(links)}</li>')
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             f"<title>{html.escape(english.t('index_title'))}</title>\n</head>\n<body>\n"

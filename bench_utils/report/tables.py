@@ -94,7 +94,7 @@ def geomean_table(data: pd.DataFrame, catalog: Catalog) -> str:
         rows.append([ltr(device, catalog), ltr(dtype, catalog), ltr(str(batch), catalog), ltr(mode, catalog),
                      ltr(catalog.number(stats.geometric_mean(group["speedup"].to_numpy()), 2) + "×", catalog),
                      ltr(str(len(group)), catalog)])
-    headers = [catalog.t("col_device"), "dtype", catalog.t("col_batch"), catalog.t("col_mode"),
+    headers = [catalog.t("col_device"), catalog.t("col_dtype"), catalog.t("col_batch"), catalog.t("col_mode"),
                catalog.t("col_geomean"), catalog.t("col_models")]
     return markdown_table(headers, rows) if rows else catalog.t("no_results")
 
@@ -205,6 +205,6 @@ def comparison_table(data: pd.DataFrame, catalog: Catalog) -> str | None:
             else:
                 row.append(catalog.t("status_missing"))
         rows.append(row)
-    headers = [catalog.t("col_model"), catalog.t("col_batch"), catalog.t("col_mode"), "dtype",
+    headers = [catalog.t("col_model"), catalog.t("col_batch"), catalog.t("col_mode"), catalog.t("col_dtype"),
                *(ltr(environment, catalog) for environment in environments)]
     return markdown_table(headers, rows)

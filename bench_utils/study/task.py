@@ -44,6 +44,7 @@ from ..zoo.loading import load
 from .cell import CellResult, run_cell
 from .cell_record import cell_record
 from .groups import execution_order
+from .parameters import positive_int_list, text_list
 from .phases import Phases
 from .watch import write_progress
 from .lease import lease_is_current, start_watchdog
@@ -103,6 +104,9 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
     ``progress_file``, if given, names the cell being begun (the grid runner reads it).
     """
     started = time.perf_counter()
+    models, compile_modes, dtypes = (text_list(name, value) for name, value in (
+        ("models", models), ("compile_modes", compile_modes), ("dtypes", dtypes)))
+    batch_sizes = positive_int_list("batch_sizes", batch_sizes)
     results_path = Path(results_path)
     if not results_path.is_absolute():  # the same default from JupyterLab and the runner
         results_path = PROJECT_ROOT / results_path

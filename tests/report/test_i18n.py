@@ -28,19 +28,24 @@ def test_a_locale_missing_a_key_fails(tmp_path, monkeypatch):
     english = json.loads((i18n.LOCALES_DIR / "en.json").read_text(encoding="utf-8"))
     (tmp_path / "en.json").write_text(json.dumps(english), encoding="utf-8")
     del english["col_model"]
-    (tmp_path / "xx.json").write_text(json.dumps(english), encoding="utf-8")
+    (tmp_path / "fr.json").write_text(json.dumps(english), encoding="utf-8")
     monkeypatch.setattr(i18n, "LOCALES_DIR", tmp_path)
     i18n._load.cache_clear()
     try:
-        assert missing_keys("xx") == {"col_model"}
-        with pytest.raises(KeyError, match="locale 'xx' has no message 'col_model'"):
-            Catalog("xx").t("col_model")
+        assert missing_keys("fr") == {"col_model"}
+        with pytest.raises(KeyError, match="locale 'fr' has no message 'col_model'"):
+            Catalog("fr").t("col_model")
+        (tmp_path / "xx.json").write_text(json.dumps(english), encoding="utf-8")
+        with pytest.raises(ValueError, match="Babel has no locale data for 'xx'"):
+            Catalog("xx")
     finally:
         i18n._load.cache_clear()
 
 
 def test_directions_and_number_formats():
     assert Catalog("ar").direction == "rtl" and Catalog("en").direction == "ltr"
+    # from Babel's locale data, in the language itself
+    assert (Catalog("ar").language_name, Catalog("es").language_name) == ("العربية", "Español")
     assert Catalog("en").number(1234.567) == "1,234.57"
     assert Catalog("es").number(1234.567) == "1.234,57"
     assert Catalog("en").percent(0.05) == "5%"

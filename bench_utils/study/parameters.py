@@ -1,0 +1,38 @@
+"""A task notebook's list parameters, as a person or papermill's command line gives them.
+
+``papermill nb.ipynb out.ipynb -p models vit`` injects the string ``"vit"``, which a
+loop would take as the models "v", "i" and "t". Every list parameter therefore also
+accepts one plain string: one item, or several separated by commas
+(``-p models vit,resnet``, ``-p batch_sizes 1,4,16``); a lone number is one item too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def text_list(name: str, value: Any) -> list[str]:
+    """``value`` as a list of non-empty strings: a list as given, or a string split on commas."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        items = [part.strip() for part in value.split(",")]
+    elif isinstance(value, (list, tuple)):
+        items = [str(part).strip() for part in value]
+    else:
+        items = [str(value).strip()]
+    if any(not item for item in items):
+        raise ValueError(f"{name}: an empty item in {value!r}")
+    return items
+
+
+def positive_int_list(name: str, value: Any) -> list[int]:
+    """``value`` as a list of positive integers (``4``, ``"1,4,16"``, ``[1, 4]`` alike)."""
+    items = [value] if isinstance(value, int) and not isinstance(value, bool) else text_list(name, value)
+    numbers = []
+    for item in items:
+        text = str(item)
+        if isinstance(item, bool) or not text.isdigit() or int(text) < 1:
+            raise ValueError(f"{name}: positive integers only, got {item!r} in {value!r}")
+        numbers.append(int(text))
+    return numbers
