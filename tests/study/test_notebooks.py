@@ -44,3 +44,17 @@ def test_notebooks_match_their_generator(tmp_path):
     for name in NOTEBOOKS + ["report"]:
         assert json.loads((tmp_path / "notebooks" / f"{name}.ipynb").read_text()) == \
             json.loads(committed[name]), f"notebooks/{name}.ipynb differs from build_notebooks.py"
+
+
+def test_the_report_notebooks_run_all_works_on_a_fresh_clone(tmp_path):
+    # its default is the checked-in example, read from notebooks/ as JupyterLab runs it
+    example = Path("notebooks/examples/cpu-quick.jsonl")
+    assert example.is_file() and subprocess.run(["git", "ls-files", "--error-unmatch", str(example)],
+                                                capture_output=True).returncode == 0
+    out = tmp_path / "report.ipynb"
+    done = subprocess.run([sys.executable, "-m", "papermill", "notebooks/report.ipynb", str(out), "-k", "bench-utils",
+                           "--cwd", "notebooks"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    executed = nbformat.read(out, as_version=4)
+    shown = json.dumps([cell.outputs for cell in executed.cells if cell.cell_type == "code"])
+    assert "torch.compile" in shown and "Traceback" not in shown and "image/png" in shown
