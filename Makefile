@@ -7,14 +7,18 @@ PY     := $(VENV)/bin/python
 # Re-install when the dependency list changes.
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: setup test bench report env validate-timer clean-venv help
+.PHONY: setup test bench report lab env validate-timer clean-venv help
 
 help:
 	@echo "make report   set up, then run the study and build the report (main job)"
 	@echo "make test     set up, then run the test suite"
 	@echo "make bench    set up, then measure what a study costs beyond its measurements"
 	@echo "              (BENCH_GRID=grid.yaml; RESULTS=results.jsonl from a GPU projects the guide's grid)"
+	@echo "make lab      set up, then start JupyterLab on the project with its kernel (LAB_PORT=8888)"
+	@echo "make env      print what every record says about this machine"
+	@echo "make validate-timer  check the timer against torch.utils.benchmark and do_bench"
 	@echo "make setup    create $(VENV)/ and install bench_utils with its dependencies"
+	@echo "make clean-venv      remove $(VENV)/"
 
 setup: $(STAMP)
 
@@ -53,6 +57,16 @@ report: setup
 	echo "[report] rendering the report ($(LOCALES)):"; \
 	$(PY) -m bench_utils report $(STUDY_DIR) --locales $(LOCALES) || exit $$?; \
 	echo "[report] done: open $(STUDY_DIR)/index.html"; exit $$status
+
+# JupyterLab on this machine only (127.0.0.1; as root too, as in containers); from elsewhere, tunnel the port:
+#   ssh -N -L 8888:localhost:8888 USER@GPU-HOST   then open the URL it prints, on your own machine.
+LAB_PORT ?= 8888
+
+lab: setup
+	@echo "[lab] JupyterLab on $(CURDIR), kernel \"Python (bench-utils)\"; open the URL below."
+	@echo "[lab] on a remote machine: ssh -N -L $(LAB_PORT):localhost:$(LAB_PORT) USER@HOST from yours first."
+	$(PY) -m jupyterlab --no-browser --ip=127.0.0.1 --port=$(LAB_PORT) --ServerApp.root_dir="$(CURDIR)" \
+		--MultiKernelManager.default_kernel_name=bench-utils $(if $(filter 0,$(shell id -u)),--allow-root)
 
 env: setup
 	$(PY) -m bench_utils env
