@@ -227,12 +227,7 @@ def eager_cells_sharing_pairs(cells: Iterable) -> set:
     size (the eager side of its interleaved pairs): they time nothing of their own."""
     from bench_utils.study.groups import kernel_groups
 
-    sharing = set()
-    for group in kernel_groups(cells):
-        compiled_batches = {c.batch_size for c in group.cells if c.compile_mode != EAGER}
-        sharing |= {c for c in group.cells
-                    if c.compile_mode == EAGER and c.batch_size in compiled_batches}
-    return sharing
+    return {cell for group in kernel_groups(cells) for cell in group.eager_sharing_pairs()}
 
 
 def work_from_phases(cell, record: dict[str, Any], shares_pairs: bool) -> CellWork | None:

@@ -205,10 +205,9 @@ def plan_run(runner: Runner, reports_dir: str | os.PathLike | None = None) -> Pl
         if not group.cells:
             continue  # every cell ruled out: no kernel starts
         start = estimate_kernel_start_seconds(group.first, records)
-        compiled_batches = {c.batch_size for c in group.cells if c.compile_mode != "eager"}
-        shares = [cell.compile_mode == "eager" and cell.batch_size in compiled_batches for cell in group.cells]
-        kernels.append(KernelPlan(group, [estimate_cell_seconds(cell, records, share)
-                                          for cell, share in zip(group.cells, shares)],
+        sharing = group.eager_sharing_pairs()
+        kernels.append(KernelPlan(group, [estimate_cell_seconds(cell, records, cell in sharing)
+                                          for cell in group.cells],
                                   start, bool(_start_and_load(group.first, records))))
     grid = runner.grid
     return Plan(study=grid.study, grid_path=str(grid.path), results_path=runner.results_path,

@@ -58,6 +58,12 @@ class KernelGroup:
         cell = self.first
         return f"{cell.model} {cell.dtype} on {cell.device} ({len(self.cells)} cells)"
 
+    def eager_sharing_pairs(self) -> set[Cell]:
+        """Eager cells that take their latency from a compiled cell of this group at the same
+        batch size (the eager side of its interleaved pairs, ``task``): they time nothing of their own."""
+        compiled = {cell.batch_size for cell in self.cells if cell.compile_mode != EAGER}
+        return {cell for cell in self.cells if cell.compile_mode == EAGER and cell.batch_size in compiled}
+
     def pairs(self) -> list[list]:
         """The notebook's ``only_cells`` parameter: ``[compile_mode, batch_size]`` in order."""
         return [[cell.compile_mode, cell.batch_size] for cell in self.cells]

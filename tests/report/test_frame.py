@@ -10,7 +10,7 @@ def records():
     ok = make_record(study="s", task="image-classification", model="resnet", batch_size=1,
                      compile_mode="default", dtype="float32", device="cpu", environment={},
                      measurement=Measurement(times_ms=[10.0, 12.0], first_call_ms=900.0),
-                     compile={"compile_time_ms": 880.0},
+                     compile={"cold_ms": 880.0},
                      extra={"speedup": {"mean": 1.5, "mean_ci95": [1.4, 1.6]}, "parity": {"parity": "pass"}})
     oom = make_record(study="s", task="image-classification", model="resnet", batch_size=16,
                       compile_mode="default", dtype="float32", device="cpu", environment={},

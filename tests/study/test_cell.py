@@ -40,7 +40,7 @@ def test_compiled_cell_reports_speedup_compile_cost_and_parity(loaded):
     assert result.measurement.first_call_ms == result.compile["cold_calls_ms"][0]
     assert result.compile["cold_ms"] == pytest.approx(result.measurement.first_call_ms - eager_ms)
     assert result.compile["warm_ms"] == pytest.approx(result.compile["warm_calls_ms"][0] - eager_ms)
-    assert result.compile["compile_time_ms"] == result.compile["cold_ms"]
+    assert "compile_time_ms" not in result.compile  # cold_ms is the cost a first user pays
     assert result.compile["graphs"] == 1 and result.compile["graph_breaks"] == 0
     assert result.compile["recompiles"] == 0
     # the gate: against an fp64 eager reference, with the task's agreement figure
@@ -56,7 +56,7 @@ def test_compiled_cell_reports_speedup_compile_cost_and_parity(loaded):
                          config={"seed": 0, "tf32": False})
     validate_record(record)
     json.dumps(record, allow_nan=False)
-    assert record["compile"]["mode"] == "default" and record["compile"]["compile_time_ms"] > 0
+    assert record["compile"]["mode"] == "default" and record["compile"]["cold_ms"] > 0
     assert record["speedup"]["pairs"] == 3 and "paired" in record["speedup"]["method"]
     assert len(record["speedup"]["order"]) == 3 and record["latency"]["sync"] == "per-call"
     assert record["agreement"]["value"] == 1.0 and record["compute"]["flops"] > 0
