@@ -71,8 +71,8 @@ for name, (task, title, models, batches, runs, guide_models) in TASKS.items():
                       "    from bench_utils.report.sections import show_records\n\n"
                       "    show_records(records)"),
         new_markdown_cell(
-            "Latencies are means over `runs` timed calls (the guide's statistic); `speedup` is eager "
-            "mean over compiled mean, measured interleaved, with its bootstrap 95 % interval; "
+            "Latencies are means over `runs` timed calls (the guide's statistic); `speedup` is measured "
+            "against eager in random-order pairs of blocks, with its paired 95 % interval; "
             "`parity` is the accuracy gate (compiled vs eager outputs). Full records, with "
             "percentiles, memory, compile cost and the environment, are in `results_path`."),
     ]
@@ -92,7 +92,7 @@ report.cells = [
     new_code_cell(
         "# The default is a small example checked in with the project (make report's CPU grid: 6 cells,\n"
         "# random weights), so that Run All works on a fresh clone; point it at your own study folders.\n"
-        'results_paths: list = ["notebooks/examples/cpu-quick.jsonl"]  # study folders or results.jsonl files (several merge runs)\n'
+        'results_paths: list = ["notebooks/examples/cpu-quick.jsonl"]  # study folders or results.jsonl files, relative to the project root (several merge runs; also "a,b")\n'
         'locale: str = "en"  # en, ar or es (bench_utils/report/locales)\n'
         'reference_csv: str = ""  # the guide\'s published figures; empty: the copy in bench_utils/report/data\n',
         metadata={"tags": ["parameters"]}),
@@ -115,3 +115,50 @@ nbformat.validate(report)
 out = Path("notebooks") / "report.ipynb"
 nbformat.write(report, out)
 print("wrote report")
+
+
+# --- the exploration notebook: one or more studies, a slice at a time, two environments compared ---
+explore = new_notebook()
+explore.metadata = dict(METADATA)
+explore.cells = [
+    new_markdown_cell(
+        "# Explore torch.compile study results\n\n"
+        "Point `results_paths` at one or more study folders (`reports/<study>/`) or `results.jsonl` "
+        "files; several are merged, the latest record of each cell winning. The notebook shows a "
+        "summary, then one slice (device, batch size, compile mode and dtype): latency, speed-up "
+        "with its 95 % interval, compile cost and memory; then two environments (two GPUs, or two "
+        "torch versions) side by side, with the regressions in red.\n\n"
+        "In JupyterLab, the controls under each view redraw it; under papermill, the parameters "
+        "name the slice (`papermill notebooks/explore.ipynb out.ipynb -p results_paths "
+        "reports/a,reports/b -p batch_size 16`). The default is a small example checked in with "
+        "the project, so that Run All works on a fresh clone. All logic lives in "
+        "`bench_utils.report.explorer`."),
+    new_code_cell(
+        'results_paths: list = ["notebooks/examples/cpu-quick.jsonl"]  # study folders or results.jsonl files, relative to the project root (several merge; also "a,b")\n'
+        'environment: str = ""  # device to show, as the summary names it (with the torch version where several); empty: the first\n'
+        "batch_size: int = 0  # batch size to show; 0: the smallest measured\n"
+        'compile_mode: str = ""  # compiled mode shown against eager (default, reduce-overhead, max-autotune, ...); empty: the first measured\n'
+        'dtype: str = ""  # float32, float16 or bfloat16; empty: the first measured\n'
+        'baseline: str = ""  # environment the comparison starts from; empty: the first\n'
+        'candidate: str = ""  # environment compared with it; empty: the next one\n'
+        "tolerance: float = 0.10  # a lower speed-up is a regression only beyond this fraction (and outside its interval)\n"
+        "controls: bool = True  # ipywidgets under each view to pick another (a live kernel); papermill draws what the parameters name\n",
+        metadata={"tags": ["parameters"]}),
+    new_code_cell(
+        "from bench_utils.report.explorer import Explorer\n\n"
+        "explorer = Explorer(results_paths)\n"
+        "explorer.summary()"),
+    new_markdown_cell("## One slice\n\nLatencies are means of the timed runs; the speed-up is measured "
+                      "against eager in random-order pairs of blocks, with its paired 95 % interval; `parity` is the "
+                      "accuracy gate."),
+    new_code_cell("explorer.show(environment or None, batch_size or None, compile_mode or None, dtype or None,\n"
+                  "              controls=controls)"),
+    new_markdown_cell("## Two environments\n\nShown when the results hold more than one device or torch "
+                      "version."),
+    new_code_cell("explorer.compare(baseline or None, candidate or None, tolerance, controls=controls)"),
+]
+for index, cell in enumerate(explore.cells):
+    cell.id = f"explore-{index}"
+nbformat.validate(explore)
+nbformat.write(explore, Path("notebooks") / "explore.ipynb")
+print("wrote explore")

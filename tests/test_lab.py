@@ -1,16 +1,49 @@
-"""``make lab``: JupyterLab on the project, with the project's kernel, started the way a user does."""
+"""``make lab``: JupyterLab on the project, with the project's kernel, started the way a user does.
 
+One server (``make -s lab`` on a free port) is shared by the tests of this module and stopped at the
+end, whatever happens. Through it:
+
+* the REST API serves the project with ``bench-utils`` as the default kernel;
+* a real notebook (``notebooks/report.ipynb``) runs through that server's kernel, over the
+  kernel websocket as Lab itself talks to it (not through nbclient, which starts its own kernel);
+* headless Chromium (Debian's, driven by Playwright) loads Lab with ``explore.ipynb`` open and
+  shows its title, without console errors.
+"""
+
+from __future__ import annotations
+
+import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import threading
 import time
 import urllib.request
+import uuid
+from dataclasses import dataclass, field
 
-from bench_utils.paths import PROJECT_ROOT
+import nbformat
+import psutil
+import pytest
+
+from bench_utils.paths import NOTEBOOK_DIR, PROJECT_ROOT
+from bench_utils.report.i18n import Catalog
+
+STARTUP_TIMEOUT_S = 300  # a first start on a busy 2-core machine takes 20-60 s; leave room
+CELL_TIMEOUT_S = 300  # the report's first cell imports pandas, matplotlib and the report package
+PAGE_TIMEOUT_S = 90  # Lab shows a notebook in ~10 s here; under its 120 s autosave (see below)
+# The notebook the browser opens, and the title (its first Markdown heading) that must show.
+BROWSER_NOTEBOOK = "notebooks/explore.ipynb"
+BROWSER_TITLE = "Explore torch.compile study results"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+# The flags of tests/report/test_render.py: on this closed network Chromium's own background
+# services (updates, sync, QUIC probes) would otherwise keep trying, and failing, to reach out.
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 def free_port() -> int:
@@ -19,44 +52,231 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def get(url: str) -> tuple[int, str]:
-    with urllib.request.urlopen(url, timeout=30) as response:
-        return response.status, response.read().decode("utf-8", errors="replace")
+@dataclass
+class Lab:
+    port: int
+    token: str
+    output: list[str] = field(repr=False)  # what make lab printed (read on by a thread)
+
+    def url(self, path: str, scheme: str = "http") -> str:
+        joiner = "&" if "?" in path else "?"
+        return f"{scheme}://127.0.0.1:{self.port}{path}{joiner}token={self.token}"
+
+    def request(self, path: str, method: str = "GET", body: dict | None = None) -> tuple[int, str]:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(self.url(path), data=data, method=method,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.read().decode("utf-8", errors="replace")
 
 
-def test_make_lab_serves_the_project_with_its_kernel_selected():
-    port = free_port()
-    lab = subprocess.Popen(["make", "-s", "lab", f"LAB_PORT={port}"], cwd=PROJECT_ROOT, text=True,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(lab.stdout), daemon=True)
-    reader.start()
+def stop(process: subprocess.Popen) -> None:
+    """Ends ``make lab``: make, the server and the server's kernels, whatever state they are in.
+
+    SIGTERM to the group (make and the server) first: the server then shuts its kernels down, which
+    run in sessions of their own. Waiting for make is not enough (it exits at once), nor waiting for
+    the server: after its cleanup it can hang at interpreter exit, joining an idle AnyIO worker
+    thread (jupyterlab/jupyterlab#10442; seen here after the browser test). So: wait for the kernels
+    to go, give the server a moment more, then SIGKILL whatever is left.
+    """
     try:
-        url = None
-        deadline = time.monotonic() + 300
-        while url is None and time.monotonic() < deadline and lab.poll() is None:
+        tree = [psutil.Process(process.pid), *psutil.Process(process.pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        tree = []
+    group = [p for p in tree if p.pid != process.pid and in_group(p, process.pid)]  # the server
+    kernels = [p for p in tree if p.pid != process.pid and p not in group]
+    signal_group(process.pid, signal.SIGTERM)
+    psutil.wait_procs(kernels, timeout=30)  # shut down by the server
+    psutil.wait_procs(group, timeout=5)
+    # What is left of the group (make is not reaped yet, so its pid, the group's id, is not reused).
+    signal_group(process.pid, signal.SIGKILL)
+    for lingering in psutil.wait_procs(group + kernels, timeout=30)[1]:  # a kernel outliving its server
+        with contextlib.suppress(psutil.NoSuchProcess):
+            lingering.kill()
+    process.wait()
+
+
+def in_group(proc: psutil.Process, pgid: int) -> bool:
+    try:
+        return os.getpgid(proc.pid) == pgid
+    except ProcessLookupError:
+        return False
+
+
+def signal_group(pgid: int, signum: int) -> None:
+    try:
+        os.killpg(pgid, signum)
+    except ProcessLookupError:
+        pass  # already gone
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    port = free_port()
+    # Lab saves its layout (workspace) and settings under ~/.jupyter, and restores them on the next
+    # start (notebooks left open included): the tests get fresh ones and leave the user's alone.
+    state = tmp_path_factory.mktemp("lab-state")
+    env = {**os.environ, "JUPYTERLAB_WORKSPACES_DIR": str(state / "workspaces"),
+           "JUPYTERLAB_SETTINGS_DIR": str(state / "settings"), "JUPYTER_RUNTIME_DIR": str(state / "runtime")}
+    # Its own session, so that make and the server can be signalled as one group.
+    process = subprocess.Popen(["make", "-s", "lab", f"LAB_PORT={port}"], cwd=PROJECT_ROOT, env=env, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True).start()
+    try:
+        token = None
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while token is None and time.monotonic() < deadline and process.poll() is None:
             found = re.search(rf"http://127\.0\.0\.1:{port}/lab\?token=(\w+)", "".join(lines))
-            url = found and found.group(0)
+            token = found and found.group(1)
             time.sleep(0.2)
-        assert url, "".join(lines)[-3000:]
-        assert "ssh -N -L" in "".join(lines)  # how to reach it from another machine
-        token = url.rsplit("=", 1)[1]
-        status, body = get(f"http://127.0.0.1:{port}/api/kernelspecs?token={token}")
-        specs = json.loads(body)
-        assert status == 200 and specs["default"] == "bench-utils" and "bench-utils" in specs["kernelspecs"]
-        status, body = get(f"http://127.0.0.1:{port}/api/contents/notebooks?token={token}")
-        names = {item["name"] for item in json.loads(body)["content"]}
-        assert {"classification.ipynb", "report.ipynb"} <= names  # rooted at the project
-        status, page = get(f"http://127.0.0.1:{port}/lab/tree/notebooks/classification.ipynb?token={token}")
-        assert status == 200 and "JupyterLab" in page
+        assert token, "".join(lines)[-3000:]
+        yield Lab(port, token, lines)
     finally:  # the server goes, whatever happened
-        for signum in (signal.SIGTERM, signal.SIGKILL):
+        stop(process)
+
+
+def test_make_lab_serves_the_project_with_its_kernel_selected(lab):
+    assert "ssh -N -L" in "".join(lab.output)  # how to reach it from another machine
+    status, body = lab.request("/api/kernelspecs")
+    specs = json.loads(body)
+    assert status == 200 and specs["default"] == "bench-utils" and "bench-utils" in specs["kernelspecs"]
+    status, body = lab.request("/api/contents/notebooks")
+    names = {item["name"] for item in json.loads(body)["content"]}
+    assert {"classification.ipynb", "report.ipynb"} <= names  # rooted at the project
+    status, page = lab.request("/lab/tree/notebooks/classification.ipynb")
+    assert status == 200 and "JupyterLab" in page
+
+
+def execute_request(code: str, session: str) -> dict:
+    """A Jupyter messaging protocol ``execute_request`` in the server's default ("legacy") JSON framing."""
+    header = {"msg_id": uuid.uuid4().hex, "msg_type": "execute_request", "session": session,
+              "username": "test", "version": "5.3", "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    content = {"code": code, "silent": False, "store_history": True, "user_expressions": {},
+               "allow_stdin": False, "stop_on_error": True}
+    return {"header": header, "parent_header": {}, "metadata": {}, "content": content,
+            "channel": "shell", "buffers": []}
+
+
+def run_cell(ws, code: str, session: str) -> tuple[dict, list[dict]]:
+    """Sends one cell; returns its ``execute_reply`` and its iopub messages, up to ``status: idle``."""
+    request = execute_request(code, session)
+    msg_id = request["header"]["msg_id"]
+    ws.send(json.dumps(request))
+    reply, iopub, idle = None, [], False
+    while reply is None or not idle:  # the reply (shell) and the idle status (iopub) come in either order
+        message = json.loads(ws.recv())
+        if message.get("parent_header", {}).get("msg_id") != msg_id:
+            continue  # another request's, or the kernel's own (e.g. its "starting" status)
+        if message["channel"] == "shell" and message["msg_type"] == "execute_reply":
+            reply = message
+        elif message["channel"] == "iopub":
+            iopub.append(message)
+            idle = message["msg_type"] == "status" and message["content"]["execution_state"] == "idle"
+    return reply, iopub
+
+
+def test_report_notebook_runs_through_the_servers_kernel(lab):
+    # websocket-client: a dependency of jupyter_server itself, so nothing to add.
+    import websocket
+
+    notebook = nbformat.read(NOTEBOOK_DIR / "report.ipynb", as_version=4)
+    cells = [cell.source for cell in notebook.cells if cell.cell_type == "code"]  # default parameters
+    # The kernel the server starts (its working directory: notebooks/, as when Lab opens the notebook).
+    status, body = lab.request("/api/kernels", "POST", {"name": "bench-utils", "path": "notebooks"})
+    kernel = json.loads(body)
+    assert status == 201 and kernel["name"] == "bench-utils", body
+    ws = None
+    try:
+        ws = websocket.create_connection(
+            lab.url(f"/api/kernels/{kernel['id']}/channels", scheme="ws"), timeout=CELL_TIMEOUT_S)
+        session = uuid.uuid4().hex
+        outputs = []
+        for code in cells:
+            reply, iopub = run_cell(ws, code, session)
+            errors = [m["content"] for m in iopub if m["msg_type"] == "error"]
+            assert not errors and reply["content"]["status"] == "ok", (code, errors or reply["content"])
+            outputs += [m["content"] for m in iopub if m["msg_type"] in ("display_data", "execute_result")]
+    finally:  # the kernel goes, whatever happened (the server's end would take it too)
+        if ws is not None:
+            ws.close()
+        deleted, _ = lab.request(f"/api/kernels/{kernel['id']}", "DELETE")
+    assert deleted == 204
+    markdown = [output["data"]["text/markdown"] for output in outputs if "text/markdown" in output["data"]]
+    en = Catalog("en").t
+    assert any(text.startswith(f"# {en('title')}") for text in markdown)  # the header
+    assert any(text.startswith(f"## {en('summary_heading')}") for text in markdown)  # the summary
+    assert any("image/png" in output["data"] for output in outputs)  # the plots
+
+
+@contextlib.contextmanager
+def lab_page(lab, shot):
+    """A headless Chromium page on the Lab server; on leaving: a screenshot (on a failure too), and
+    no console error, no uncaught exception and no write to the project's files."""
+    from playwright.sync_api import sync_playwright
+
+    errors: list[str] = []  # the page's console errors and uncaught exceptions
+    writes: list[str] = []
+
+    def refuse_writes(route):
+        # Lab marks the notebook changed once the kernel reports its language_info and would autosave
+        # it (after 120 s), and running cells changes it: the test leaves the project's files alone.
+        if route.request.method == "GET":
+            route.continue_()
+        else:
+            writes.append(f"{route.request.method} {route.request.url}")
+            route.abort()
+
+    # Debian's Chromium, never a downloaded one (`playwright install` cannot reach out here).
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("console", lambda message: message.type == "error" and errors.append(
+                f"console: {message.text} ({message.location.get('url')})"))
+            page.on("pageerror", lambda error: errors.append(f"pageerror: {error}"))
+            page.route("**/api/contents/**", refuse_writes)
             try:
-                os.killpg(lab.pid, signum)
-                lab.wait(timeout=30)
-                break
-            except ProcessLookupError:
-                break  # already gone
-            except subprocess.TimeoutExpired:
-                continue
-        lab.wait()
+                yield page
+            finally:  # on a failure too: what the page showed
+                page.screenshot(path=shot)
+        except AssertionError as failure:
+            raise AssertionError(f"{failure}\nscreenshot: {shot}\npage errors: {errors}\n"
+                                 f"server: {''.join(lab.output)[-2000:]}") from None
+        finally:
+            browser.close()
+    assert not writes, writes
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000, shot.stat().st_size
+    assert not errors, errors
+
+
+def open_notebook(page, lab) -> None:
+    from playwright.sync_api import expect
+
+    page.goto(lab.url(f"/lab/tree/{BROWSER_NOTEBOOK}"), wait_until="domcontentloaded")
+    # The notebook's first Markdown cell, rendered (its <h1> also holds Lab's "¶" anchor).
+    title = page.locator(".jp-Notebook .jp-RenderedMarkdown h1", has_text=BROWSER_TITLE).first
+    expect(title).to_be_visible(timeout=PAGE_TIMEOUT_S * 1000)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (.ci/run installs Debian's)")
+def test_lab_opens_the_explore_notebook_in_headless_chromium(lab, tmp_path):
+    with lab_page(lab, tmp_path / "lab.png") as page:
+        open_notebook(page, lab)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (.ci/run installs Debian's)")
+def test_the_explore_notebooks_controls_render_live_in_lab(lab, tmp_path):
+    from playwright.sync_api import expect
+
+    with lab_page(lab, tmp_path / "run-all.png") as page:
+        open_notebook(page, lab)
+        expect(page.get_by_text("Python (bench-utils) | Idle")).to_be_visible(timeout=PAGE_TIMEOUT_S * 1000)
+        page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()  # Run > Run All Cells, as a person
+        page.locator(".lm-Menu-itemLabel").get_by_text("Run All Cells", exact=True).click()
+        # The slice's view, then its four ipywidgets dropdowns drawn by Lab's widget manager.
+        expect(page.get_by_text("Latency (ms) and speed-up")).to_be_visible(timeout=PAGE_TIMEOUT_S * 1000)
+        dropdowns = page.locator(".jp-OutputArea .widget-dropdown select")
+        expect(dropdowns).to_have_count(4, timeout=PAGE_TIMEOUT_S * 1000)
+        assert dropdowns.nth(0).input_value().startswith("CPU (")  # the example's environment
+        expect(page.get_by_text("Error displaying widget")).to_have_count(0)

@@ -19,7 +19,7 @@ import pytest
 import bench_utils
 
 PACKAGE = Path(bench_utils.__file__).parent
-TOP_MODULES = {"paths", "env", "records", "results", "kernel"}  # the base every layer may use
+TOP_MODULES = {"paths", "parameters", "env", "records", "results", "kernel"}  # the base every layer may use
 
 # What each part may import of the package (besides itself and the base).
 ALLOWED = {
@@ -33,15 +33,15 @@ ALLOWED = {
     "__init__": {"measurement", "variants", "zoo", "study", "report"},
 }
 # Within the base, the order in which its modules may import each other.
-BASE_ORDER = ["paths", "kernel", "env", "records", "results"]
+BASE_ORDER = ["paths", "parameters", "kernel", "env", "records", "results"]
 # Modules that must load neither torch nor (where listed) pandas: the runner's lease,
 # the records, the model registry and the whole report read results without them.
-NO_TORCH = ["bench_utils.paths", "bench_utils.kernel", "bench_utils.env", "bench_utils.records",
+NO_TORCH = ["bench_utils.paths", "bench_utils.parameters", "bench_utils.kernel", "bench_utils.env", "bench_utils.records",
             "bench_utils.results", "bench_utils.study.lease", "bench_utils.zoo.registry",
             "bench_utils.zoo.architectures", "bench_utils.report.frame", "bench_utils.report.tables",
             "bench_utils.report.context", "bench_utils.report.plots", "bench_utils.report.sections",
             "bench_utils.report.render", "bench_utils.cli", "bench_utils"]
-NO_PANDAS = ["bench_utils.records", "bench_utils.results", "bench_utils.study.lease", "bench_utils.kernel"]
+NO_PANDAS = ["bench_utils.parameters", "bench_utils.records", "bench_utils.results", "bench_utils.study.lease", "bench_utils.kernel"]
 MAX_LINES = 300
 
 

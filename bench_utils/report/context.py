@@ -14,7 +14,7 @@ import pandas as pd
 
 from .frame import device_name
 from .i18n import Catalog
-from .markdown import ltr, markdown_table
+from .markdown import environment_label, ltr, markdown_table
 
 
 def methodology_text(data: pd.DataFrame, catalog: Catalog) -> str:
@@ -52,7 +52,8 @@ def environment_tables(records: Iterable[dict[str, Any]], catalog: Catalog) -> l
             if key == "ram_total_bytes" and value:
                 value = f"{value / 2**30:.1f} GiB"
             rows.append([key, ltr(catalog.t("not_available") if value is None else str(value), catalog)])
-        tables.append((ltr(device, catalog), markdown_table([catalog.t("col_key"), catalog.t("col_value")], rows)))
+        tables.append((environment_label(device, catalog),
+                       markdown_table([catalog.t("col_key"), catalog.t("col_value")], rows)))
     return tables
 
 

@@ -15,11 +15,22 @@ import numpy as np
 import pandas as pd
 
 from ..env import gpu_name
+from ..paths import PROJECT_ROOT
 from ..records import record_key
 from ..results import read_records
+from ..parameters import text_list
 from ..zoo.registry import label_of
 
 TASK_ORDER = ["image-classification", "image-segmentation", "object-detection"]
+
+
+def project_paths(results_paths: Iterable[str | os.PathLike] | str) -> list[Path]:
+    """A notebook's ``results_paths`` as paths: a list, or one string of comma-separated paths
+    (papermill's ``-p``); relative ones are the project's (JupyterLab runs from notebooks/)."""
+    if not isinstance(results_paths, str):
+        results_paths = [os.fspath(path) for path in results_paths]
+    paths = [Path(item) for item in text_list("results_paths", results_paths)]
+    return [path if path.is_absolute() else PROJECT_ROOT / path for path in paths]
 
 
 def results_files(paths: Iterable[str | os.PathLike]) -> list[Path]:

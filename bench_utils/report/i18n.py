@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 from pathlib import Path
+from typing import Callable
 
 from babel import Locale, UnknownLocaleError
 from babel.numbers import format_decimal, format_percent
@@ -33,7 +34,8 @@ def _load(locale: str) -> dict[str, str]:
 
 
 class Catalog:
-    """``t(key, **values)`` for messages; ``number``, ``percent`` for figures."""
+    """``t(key, **values)`` for messages; ``mode_name`` for compile modes; ``number``, ``percent``
+    for figures."""
 
     def __init__(self, locale: str) -> None:
         self.locale = locale
@@ -53,6 +55,13 @@ class Catalog:
         except KeyError:
             raise KeyError(f"locale {self.locale!r} has no message {key!r}") from None
         return message.format(**values) if values else message
+
+    def mode_name(self, mode: str, code: Callable[[str], str] = str) -> str:
+        """A compile mode (torch.compile's ``mode=``, or eager) in the locale's words, with the
+        option's own name kept recognisable (``code`` wraps it, e.g. to keep it left-to-right);
+        a mode the catalog does not know is shown as written."""
+        key = f"mode_{mode}"
+        return self.t(key, mode=code(mode)) if key in self.messages else code(mode)
 
     def number(self, value: float, digits: int = 2) -> str:
         pattern = "#,##0" + ("." + "0" * digits if digits else "")

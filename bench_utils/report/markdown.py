@@ -1,4 +1,5 @@
-"""Markdown for the report: tables, and numbers kept left-to-right inside right-to-left text."""
+"""Markdown for the report: tables, numbers kept left-to-right inside right-to-left text, and
+the names of environments and compile modes in the report's language."""
 
 from __future__ import annotations
 
@@ -9,11 +10,37 @@ import pandas as pd
 from .i18n import Catalog
 
 LRI, PDI = "\u2066", "\u2069"   # Unicode isolates: keep a run left-to-right in RTL text
+TORCH_SEPARATOR = " · torch "  # frame.environments: a device, and its torch version where several
 
 
 def ltr(text: str, catalog: Catalog) -> str:
     """Keep numbers, model names and code left-to-right inside right-to-left text."""
     return f"{LRI}{text}{PDI}" if catalog.direction == "rtl" else text
+
+
+def environment_label(environment: str, catalog: Catalog, isolate: bool = True) -> str:
+    """An environment as ``frame`` names it, in the catalog's words.
+
+    ``frame`` keeps its names locale-neutral (they group and sort the rows): "CPU (<model>)",
+    "CPU (unknown)", "GPU" where the GPU's name is not recorded, or the GPU's name; then
+    " · torch <version>" where several versions were measured. The words CPU, GPU and unknown
+    become the catalog's ``device_*`` messages; names and versions are kept left-to-right
+    (``isolate=False`` for figures, whose text takes no isolates)."""
+    code = (lambda text: ltr(text, catalog)) if isolate else str
+    device, torch, version = environment.partition(TORCH_SEPARATOR)
+    if device == "GPU":
+        label = catalog.t("device_gpu")
+    elif device.startswith("CPU (") and device.endswith(")"):
+        model = device[len("CPU ("):-1]
+        label = catalog.t("device_cpu", model=catalog.t("device_unknown") if model == "unknown" else code(model))
+    else:
+        label = code(device)
+    return label + (" · " + code("torch " + version) if torch else "")
+
+
+def mode_label(mode: str, catalog: Catalog) -> str:
+    """A compile mode in the catalog's words, its torch.compile name kept left-to-right."""
+    return catalog.mode_name(mode, lambda name: ltr(name, catalog))
 
 
 def markdown_table(headers: list[str], rows: list[list[str]]) -> str:

@@ -23,6 +23,7 @@ import pandas as pd
 import seaborn as sns
 
 from .i18n import Catalog
+from .markdown import environment_label
 
 FONT = "DejaVu Sans"
 
@@ -60,6 +61,13 @@ def _label(axis, catalog: Catalog, y_key: str) -> None:
     axis.tick_params(axis="x", rotation=30)
 
 
+def _title(catalog: Catalog, key: str, device: str, mode: str, **values) -> str:
+    """A plot's title: the environment and the compile mode in the catalog's words (a figure's
+    text takes no Unicode isolates: matplotlib lays out the mixed directions itself)."""
+    return (catalog.t(key, device=environment_label(device, catalog, isolate=False), **values)
+            + " — " + catalog.mode_name(mode))
+
+
 def batch_comparison(data: pd.DataFrame, device: str, mode: str, catalog: Catalog):
     """Improvement per model, one bar per batch size (the guide's first plot kind)."""
     ok = _improvement(data[(data["environment"] == device) & (data["mode"] == mode)])
@@ -73,7 +81,7 @@ def batch_comparison(data: pd.DataFrame, device: str, mode: str, catalog: Catalo
             axis.legend(title=catalog.t("legend_batch"))
             axis.axhline(0, color="black", linewidth=0.8)
             _label(axis, catalog, "axis_improvement")
-        axis.set_title(catalog.t("plot_batch_title", device=device) + f" ({mode})")
+        axis.set_title(_title(catalog, "plot_batch_title", device, mode))
         figure.tight_layout()
     return figure
 
@@ -96,7 +104,7 @@ def duration(data: pd.DataFrame, device: str, batch: int, mode: str, catalog: Ca
             sns.barplot(data=pd.DataFrame(rows), x="label", y="mean_ms", hue="variant", ax=axis)
             axis.legend(title="")
             _label(axis, catalog, "axis_duration")
-        axis.set_title(catalog.t("plot_duration_title", device=device, batch=batch) + f" ({mode})")
+        axis.set_title(_title(catalog, "plot_duration_title", device, mode, batch=batch))
         figure.tight_layout()
     return figure
 
@@ -118,7 +126,7 @@ def percentage(data: pd.DataFrame, device: str, batch: int, mode: str, catalog: 
                           fmt="none", ecolor="black", capsize=3, linewidth=1)
             axis.axhline(0, color="black", linewidth=0.8)
             _label(axis, catalog, "axis_improvement")
-        axis.set_title(catalog.t("plot_percentage_title", device=device, batch=batch) + f" ({mode})")
+        axis.set_title(_title(catalog, "plot_percentage_title", device, mode, batch=batch))
         figure.tight_layout()
     return figure
 

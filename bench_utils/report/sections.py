@@ -7,17 +7,15 @@ The notebook only calls these methods; the content comes from ``tables`` and
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Iterable
 
 from IPython.display import Image, Markdown, display
 
 from . import context, plots, tables
 from ..measurement import stats
-from ..paths import PROJECT_ROOT
-from .frame import compiled_modes, frame, latest_records
+from .frame import compiled_modes, frame, latest_records, project_paths
 from .i18n import Catalog
-from .markdown import ltr
+from .markdown import environment_label, ltr
 
 
 def show_figure(figure) -> None:
@@ -38,11 +36,10 @@ def show_records(records: list[dict]) -> None:
 class ReportView:
     """The report of one or more study folders in one locale, shown section by section."""
 
-    def __init__(self, results_paths: Iterable[str | os.PathLike], locale: str,
+    def __init__(self, results_paths: Iterable[str | os.PathLike] | str, locale: str,
                  reference_csv: str | os.PathLike | None = None) -> None:
         self.catalog = Catalog(locale)
-        # Relative paths are the project's (the notebook runs from notebooks/ in JupyterLab).
-        self.paths = [Path(p) if Path(p).is_absolute() else PROJECT_ROOT / p for p in results_paths]
+        self.paths = project_paths(results_paths)
         self.records = latest_records(self.paths)
         self.data = frame(self.records)
         self.reference_csv = reference_csv or tables.REFERENCE_CSV
@@ -55,7 +52,7 @@ class ReportView:
 
     def header(self) -> None:
         t, devices = self.catalog.t, sorted(set(self.data["environment"])) if not self.data.empty else []
-        listed = ", ".join(ltr(device, self.catalog) for device in devices) or "–"
+        listed = ", ".join(environment_label(device, self.catalog) for device in devices) or "–"
         self._markdown(f"# {t('title')}\n\n{t('intro', devices=listed)}")
 
     def summary(self) -> None:

@@ -17,7 +17,8 @@ import pandas as pd
 from ..measurement import stats
 from .frame import compiled_modes
 from .i18n import Catalog
-from .markdown import integer, ltr, markdown_table, mib, ms, number, speedup_cells, status_text
+from .markdown import (environment_label, integer, ltr, markdown_table, mib, mode_label, ms, number,
+                       speedup_cells, status_text)
 
 REFERENCE_CSV = Path(__file__).parent / "data" / "hf_torch_compile_reference.csv"
 
@@ -39,7 +40,8 @@ def guide_tables(data: pd.DataFrame, catalog: Catalog) -> list[tuple[str, str]]:
             cells = per_device[per_device["batch_size"] == batch].set_index(["model", "mode"])
             headers = [catalog.t("col_task"), catalog.t("col_model"), catalog.t("col_eager_ms")]
             for mode in modes:
-                headers += [catalog.t("col_compiled_ms", mode=mode), catalog.t("col_speedup", mode=mode),
+                headers += [catalog.t("col_compiled_ms", mode=mode_label(mode, catalog)),
+                            catalog.t("col_speedup", mode=mode_label(mode, catalog)),
                             catalog.t("col_ci95")]
             headers += [catalog.t("col_p50"), catalog.t("col_p99"), catalog.t("col_flags")]
             rows = []
@@ -67,7 +69,8 @@ def guide_tables(data: pd.DataFrame, catalog: Catalog) -> list[tuple[str, str]]:
                         ms(source["p99_ms"], catalog) if ok else "–",
                         ", ".join(sorted(flags)) or ""]
                 rows.append(row)
-            caption = catalog.t("table_caption", device=ltr(device, catalog), batch=ltr(str(batch), catalog))
+            caption = catalog.t("table_caption", device=environment_label(device, catalog),
+                                batch=ltr(str(batch), catalog))
             if data["dtype"].nunique() > 1:
                 caption += f" ({ltr(dtype, catalog)})"
             tables.append((caption, markdown_table(headers, rows)))
@@ -91,7 +94,8 @@ def geomean_table(data: pd.DataFrame, catalog: Catalog) -> str:
     rows = []
     ok = data[(data["status"] == "ok") & data["speedup"].notna()] if not data.empty else data
     for (device, dtype, batch, mode), group in ok.groupby(["environment", "dtype", "batch_size", "mode"]):
-        rows.append([ltr(device, catalog), ltr(dtype, catalog), ltr(str(batch), catalog), ltr(mode, catalog),
+        rows.append([environment_label(device, catalog), ltr(dtype, catalog), ltr(str(batch), catalog),
+                     mode_label(mode, catalog),
                      ltr(catalog.number(stats.geometric_mean(group["speedup"].to_numpy()), 2) + "×", catalog),
                      ltr(str(len(group)), catalog)])
     headers = [catalog.t("col_device"), catalog.t("col_dtype"), catalog.t("col_batch"), catalog.t("col_mode"),
@@ -109,8 +113,8 @@ def _compiled_rows(data: pd.DataFrame) -> list[pd.Series]:
 
 
 def _cell_columns(row: pd.Series, catalog: Catalog) -> list[str]:
-    return [ltr(row["environment"], catalog), ltr(row["label"], catalog), ltr(row["mode"], catalog),
-            ltr(str(row["batch_size"]), catalog)]
+    return [environment_label(row["environment"], catalog), ltr(row["label"], catalog),
+            mode_label(row["mode"], catalog), ltr(str(row["batch_size"]), catalog)]
 
 
 def _cell_headers(catalog: Catalog) -> list[str]:
@@ -173,10 +177,10 @@ def reference_table(data: pd.DataFrame, catalog: Catalog,
                             & (reference["compile_mode"] == mine["mode"])]
         for _, guide in matches.sort_values(["gpu", "torch_version"]).iterrows():
             rows.append([ltr(mine["label"], catalog), ltr(str(mine["batch_size"]), catalog),
-                         ltr(mine["mode"], catalog),
+                         mode_label(mine["mode"], catalog),
                          ltr(f"{guide['gpu']} (torch {guide['torch_version']})", catalog),
                          ltr(catalog.number(guide["guide_speedup"], 2) + "×", catalog),
-                         ltr(mine["environment"], catalog),
+                         environment_label(mine["environment"], catalog),
                          ltr(catalog.number(mine["speedup"], 2) + "×", catalog)])
     headers = [catalog.t("col_model"), catalog.t("col_batch"), catalog.t("col_mode"), catalog.t("col_guide_gpu"),
                catalog.t("col_guide_speedup"), catalog.t("col_our_device"), catalog.t("col_our_speedup")]
@@ -197,7 +201,7 @@ def comparison_table(data: pd.DataFrame, catalog: Catalog) -> str | None:
     rows = []
     for (_, label, batch, mode, dtype), group in ok.groupby(["task_rank", "label", "batch_size", "mode", "dtype"]):
         by_environment = group.set_index("environment")
-        row = [ltr(label, catalog), ltr(str(batch), catalog), ltr(mode, catalog), ltr(dtype, catalog)]
+        row = [ltr(label, catalog), ltr(str(batch), catalog), mode_label(mode, catalog), ltr(dtype, catalog)]
         for environment in environments:
             if environment in by_environment.index:
                 value, interval = speedup_cells(by_environment.loc[environment], catalog)
@@ -206,5 +210,5 @@ def comparison_table(data: pd.DataFrame, catalog: Catalog) -> str | None:
                 row.append(catalog.t("status_missing"))
         rows.append(row)
     headers = [catalog.t("col_model"), catalog.t("col_batch"), catalog.t("col_mode"), catalog.t("col_dtype"),
-               *(ltr(environment, catalog) for environment in environments)]
+               *(environment_label(environment, catalog) for environment in environments)]
     return markdown_table(headers, rows)

@@ -32,9 +32,9 @@ from typing import Any, Iterable, Sequence
 
 import psutil
 import torch
+from tqdm.auto import tqdm
 
 from ..env import capture_environment
-
 from ..paths import PROJECT_ROOT
 from ..records import failure_record, measurement_settings, skipped_after_oom
 from ..results import append_record
@@ -44,7 +44,7 @@ from ..zoo.loading import load
 from .cell import CellResult, run_cell
 from .cell_record import cell_record
 from .groups import execution_order
-from .parameters import positive_int_list, text_list
+from ..parameters import positive_int_list, text_list
 from .phases import Phases
 from .watch import write_progress
 from .lease import lease_is_current, start_watchdog
@@ -125,16 +125,24 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
     kernel = _Kernel(environment=capture_environment(),
                      startup_s=_kernel_startup_s(started) if runner_pid else 0.0)
     written = []
-    for model_key in models:
-        for dtype in dtypes:
-            dtype = parse_dtype(dtype)[0]
-            written += _run_model(study=study, task=task, model_key=model_key, dtype=dtype,
-                                  device=device, pairs=pairs, runs=runs, warmup=warmup,
-                                  blocks=blocks, weights=weights, seed=seed, config=config,
-                                  backend=backend, fullgraph=fullgraph, dynamic=dynamic,
-                                  results_path=results_path, guard=guard,
-                                  progress_file=progress_file, kernel=kernel)
+    # A person running the notebook sees a bar over its cells (tqdm's widget in JupyterLab, text
+    # elsewhere); under the grid runner, which shows its own progress, none.
+    with cell_bar(len(models) * len(dtypes) * len(pairs), shown=not runner_pid) as bar:
+        for model_key in models:
+            for dtype in dtypes:
+                dtype = parse_dtype(dtype)[0]
+                written += _run_model(study=study, task=task, model_key=model_key, dtype=dtype,
+                                      device=device, pairs=pairs, runs=runs, warmup=warmup,
+                                      blocks=blocks, weights=weights, seed=seed, config=config,
+                                      backend=backend, fullgraph=fullgraph, dynamic=dynamic,
+                                      results_path=results_path, guard=guard,
+                                      progress_file=progress_file, kernel=kernel, bar=bar)
     return written
+
+
+def cell_bar(total: int, shown: bool):
+    """tqdm.auto's bar over ``total`` cells: the notebook widget in a kernel, text on a terminal."""
+    return tqdm(total=total, unit="cell", desc="cells", disable=not shown, leave=True)
 
 
 def _cell_pairs(only_cells: Iterable[Sequence]) -> list[tuple[str, int]]:
@@ -166,7 +174,7 @@ class _Kernel:
 
 def _run_model(*, study, task, model_key, dtype, device, pairs, runs, warmup, blocks, weights,
                seed, config, backend, fullgraph, dynamic, results_path, guard, progress_file,
-               kernel: _Kernel) -> list[dict[str, Any]]:
+               kernel: _Kernel, bar) -> list[dict[str, Any]]:
     loaded, load_error = None, None
     written = []
     oom_at: dict[str, int] = {}            # per mode: the batch size that ran out of memory
@@ -177,6 +185,7 @@ def _run_model(*, study, task, model_key, dtype, device, pairs, runs, warmup, bl
                     compile_mode=mode, dtype=dtype, device=device)
         if progress_file:  # the runner learns which cell a dying kernel was on
             write_progress(progress_file, mode, batch_size)
+        bar.set_postfix_str(f"{model_key} {dtype} {mode} batch {batch_size}")
         phases, load_s = Phases(), 0.0
         shared = shared_eager.pop(batch_size, None) if mode == "eager" else None
         if mode in oom_at and shared is None:
@@ -221,6 +230,7 @@ def _run_model(*, study, task, model_key, dtype, device, pairs, runs, warmup, bl
         record["phases"] = kernel.phases(phases.to_dict(), load_s)
         append_record(results_path, record, guard=guard)
         written.append(record)
+        bar.update()
     return written
 
 

@@ -34,3 +34,13 @@ def test_plot_shows_measured_cells_and_copes_with_none():
     assert len(figure.axes[0].patches) >= 1
     empty = latency_bars(tidy(records()[1:]))
     assert empty.axes[0].texts[0].get_text() == "no measured cells"
+
+
+def test_results_paths_are_a_list_or_papermills_comma_separated_string_relative_to_the_project(tmp_path):
+    from bench_utils.paths import PROJECT_ROOT
+    from bench_utils.report.frame import project_paths
+
+    expected = [PROJECT_ROOT / "reports" / "a", tmp_path / "b"]
+    assert project_paths(f"reports/a,{tmp_path / 'b'}") == expected
+    assert project_paths(["reports/a", tmp_path / "b"]) == expected
+    assert project_paths("reports/a") == expected[:1]  # one folder, not its letters

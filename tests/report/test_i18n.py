@@ -55,3 +55,29 @@ def test_directions_and_number_formats():
 def test_unknown_locale():
     with pytest.raises(ValueError, match="no catalog for locale 'fr'"):
         Catalog("fr")
+
+
+MODES = ["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs", "eager"]
+
+
+@pytest.mark.parametrize("locale", available_locales())
+def test_every_compile_mode_has_a_name_that_keeps_the_torch_option(locale):
+    catalog = Catalog(locale)
+    for mode in MODES:
+        assert f"mode_{mode}" in catalog.messages and mode in catalog.mode_name(mode)
+    assert catalog.mode_name("some-new-mode") == "some-new-mode"  # unknown: as written
+    assert catalog.mode_name("default", code=lambda name: f"`{name}`").count("`default`") == 1
+
+
+def test_compile_modes_and_device_words_are_translated():
+    assert [Catalog("en").mode_name(mode) for mode in MODES] == MODES
+    for locale in ("ar", "es"):
+        catalog = Catalog(locale)
+        assert catalog.mode_name("default") != "default"
+        assert catalog.mode_name("max-autotune").endswith("(max-autotune)")
+    assert Catalog("es").mode_name("default") == "predeterminado (default)"
+    assert Catalog("ar").mode_name("default") == "الافتراضي (default)"
+    assert Catalog("es").t("device_unknown") == "desconocido"
+    for key in ("device_cpu", "device_gpu", "device_unknown"):
+        text = Catalog("ar").t(key, model="X") if key == "device_cpu" else Catalog("ar").t(key)
+        assert not {"CPU", "GPU", "unknown"} & set(text.replace("(", " ").replace(")", " ").split())

@@ -6,6 +6,7 @@ import textwrap
 from bench_utils.report import frame as report_frame
 from bench_utils.report import plots
 from bench_utils.report.i18n import Catalog
+from bench_utils.report.markdown import environment_label
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "smoke-results.jsonl"
 
@@ -16,13 +17,46 @@ def test_the_guides_three_plots_in_each_locale():
     for locale in ("en", "ar", "es"):
         catalog = Catalog(locale)
         batch = plots.batch_comparison(data, device, "default", catalog)
-        assert batch.axes[0].get_title().startswith(catalog.t("plot_batch_title", device=device))
+        label = environment_label(device, catalog, isolate=False)
+        assert batch.axes[0].get_title() == (catalog.t("plot_batch_title", device=label)
+                                             + " — " + catalog.mode_name("default"))
         assert batch.axes[0].get_ylabel() == catalog.t("axis_improvement")
         duration = plots.duration(data, device, 1, "default", catalog)
         assert duration.axes[0].get_ylabel() == catalog.t("axis_duration")
         assert len(duration.axes[0].patches) >= 2  # eager and compiled bars
         percentage = plots.percentage(data, device, 1, "default", catalog)
         assert percentage.axes[0].get_xlabel() == catalog.t("axis_model")
+
+
+def test_titles_name_the_device_and_the_mode_in_the_pages_language():
+    from bench_utils import make_record
+    from bench_utils.measurement.timing import Measurement
+
+    records = []
+    for device, environment in (("cpu", {"torch_version": "2.15.0"}),  # no CPU model recorded
+                                ("cuda:0", {"torch_version": "2.15.0", "gpus": []})):  # no GPU name
+        cell = dict(study="s", task="image-classification", model="resnet", batch_size=1, dtype="float32",
+                    device=device, environment=environment)
+        records.append(make_record(**cell, compile_mode="eager", measurement=Measurement([10.0] * 3, 1.0)))
+        records.append(make_record(**cell, compile_mode="max-autotune", measurement=Measurement([5.0] * 3, 9.0),
+                                   extra={"speedup": {"mean": 2.0, "mean_ci95": [1.5, 2.5], "eager_mean_ms": 10.0}}))
+    data = report_frame.frame(records)
+    assert set(data["environment"]) == {"CPU (unknown)", "GPU"}  # the data stay locale-neutral
+    expected = {"ar": ("وحدة المعالجة المركزية (غير معروف)", "وحدة معالجة الرسومات", "أقصى ضبط تلقائي (max-autotune)"),
+                "es": ("CPU (desconocido)", "GPU", "ajuste automático máximo (max-autotune)"),
+                "en": ("CPU (unknown)", "GPU", "max-autotune")}
+    for locale, (cpu, gpu, mode) in expected.items():
+        catalog = Catalog(locale)
+        titles = [figure.axes[0].get_title() for environment in ("CPU (unknown)", "GPU") for figure in (
+            plots.batch_comparison(data, environment, "max-autotune", catalog),
+            plots.duration(data, environment, 1, "max-autotune", catalog),
+            plots.percentage(data, environment, 1, "max-autotune", catalog))]
+        assert all(title.endswith(" — " + mode) for title in titles), titles
+        assert all(cpu in title for title in titles[:3]) and all(gpu in title for title in titles[3:]), titles
+        if locale != "en":
+            assert not any("unknown" in title for title in titles), titles
+        if locale == "ar":
+            assert not any("CPU" in title or "GPU" in title for title in titles), titles
 
 
 def test_a_plot_without_data_says_so():

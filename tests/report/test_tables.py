@@ -173,3 +173,39 @@ def test_two_records_claiming_one_row_warn_and_the_later_is_shown(tmp_path):
     assert len(messages) == 2 and all("two records claim one cell" in m for m in messages)
     assert any("a/results.jsonl:2 and b/results.jsonl:2" in m for m in messages)
     assert len(records) == 2 and {r["cell"]["study"] for r in records} == {"b"}
+
+
+def test_device_words_and_mode_names_are_in_the_pages_language(tmp_path):
+    from bench_utils import make_record
+    from bench_utils.measurement.timing import Measurement
+
+    records = []
+    for device, environment in (("cpu", {"torch_version": "2.15.0"}),  # no CPU model recorded
+                                ("cuda:0", {"torch_version": "2.15.0", "gpus": []})):  # no GPU name
+        cell = dict(study="s", task="image-classification", model="resnet", batch_size=1, dtype="float32",
+                    device=device, environment=environment)
+        records.append(make_record(**cell, compile_mode="eager", measurement=Measurement([10.0] * 3, 1.0)))
+        records.append(make_record(
+            **cell, compile_mode="reduce-overhead", measurement=Measurement([5.0] * 3, 900.0),
+            compile={"cold_ms": 800.0},
+            extra={"speedup": {"mean": 2.0, "mean_ci95": [1.5, 2.5], "eager_mean_ms": 10.0}}))
+    data = frame(records)
+    assert set(data["environment"]) == {"CPU (unknown)", "GPU"}  # grouping stays locale-neutral
+
+    def pages(catalog):
+        parts = [caption + "\n" + table for caption, table in report_tables.guide_tables(data, catalog)]
+        parts += [report_tables.geomean_table(data, catalog), report_tables.comparison_table(data, catalog),
+                  report_tables.compile_table(data, catalog), report_tables.memory_table(data, catalog)]
+        parts += [device + "\n" + table for device, table in context.environment_tables(records, catalog)]
+        return "\n".join(parts)
+
+    english = pages(Catalog("en"))
+    assert "CPU (unknown)" in english and "| GPU |" in english and "| reduce-overhead |" in english
+    arabic, spanish = pages(Catalog("ar")), pages(Catalog("es"))
+    for word in ("CPU", "GPU", "unknown"):
+        assert word not in arabic, word
+    assert "وحدة المعالجة المركزية (غير معروف)" in arabic and "وحدة معالجة الرسومات" in arabic
+    assert f"تقليل الحمل الزائد ({LRI}reduce-overhead{PDI})" in arabic
+    assert "unknown" not in spanish and "CPU (desconocido)" in spanish
+    assert "| menos sobrecarga (reduce-overhead) |" in spanish
+    assert "Compilado, menos sobrecarga (reduce-overhead) (ms)" in spanish  # the guide table's header

@@ -38,10 +38,10 @@ def test_report_notebook_is_stripped_and_parameterized():
 
 
 def test_notebooks_match_their_generator(tmp_path):
-    committed = {name: Path(f"notebooks/{name}.ipynb").read_text() for name in NOTEBOOKS + ["report"]}
+    committed = {name: Path(f"notebooks/{name}.ipynb").read_text() for name in NOTEBOOKS + ["report", "explore"]}
     subprocess.run([sys.executable, str(Path("notebooks/build_notebooks.py").resolve())],
                    cwd=tmp_path, check=True, env={"PYTHONPATH": ""} | dict(__import__("os").environ))
-    for name in NOTEBOOKS + ["report"]:
+    for name in NOTEBOOKS + ["report", "explore"]:
         assert json.loads((tmp_path / "notebooks" / f"{name}.ipynb").read_text()) == \
             json.loads(committed[name]), f"notebooks/{name}.ipynb differs from build_notebooks.py"
 
@@ -58,3 +58,55 @@ def test_the_report_notebooks_run_all_works_on_a_fresh_clone(tmp_path):
     executed = nbformat.read(out, as_version=4)
     shown = json.dumps([cell.outputs for cell in executed.cells if cell.cell_type == "code"])
     assert "torch.compile" in shown and "Traceback" not in shown and "image/png" in shown
+
+
+def test_the_explore_notebook_is_stripped_and_documented():
+    nb = nbformat.read("notebooks/explore.ipynb", as_version=4)
+    assert all(not c.outputs and c.execution_count is None for c in nb.cells if c.cell_type == "code")
+    assert nb.cells[0].source.startswith("# Explore torch.compile study results")
+    documented = papermill.inspect_notebook("notebooks/explore.ipynb")
+    assert list(documented) == ["results_paths", "environment", "batch_size", "compile_mode", "dtype",
+                                "baseline", "candidate", "tolerance", "controls"]
+    assert all(parameter["help"] for parameter in documented.values())
+
+
+def executed_outputs(out: Path) -> str:
+    executed = nbformat.read(out, as_version=4)
+    return json.dumps([cell.outputs for cell in executed.cells if cell.cell_type == "code"])
+
+
+def test_the_explore_notebooks_run_all_works_on_the_example(tmp_path):
+    out = tmp_path / "explore.ipynb"
+    done = subprocess.run([sys.executable, "-m", "papermill", "notebooks/explore.ipynb", str(out), "-k", "bench-utils",
+                           "--cwd", "notebooks"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    shown = executed_outputs(out)
+    assert "Latency (ms) and speed-up" in shown and "data:image/png;base64," in shown
+    assert "One environment only" in shown and "Traceback" not in shown
+
+
+def test_the_explore_notebook_compares_two_study_folders_from_papermills_command_line(tmp_path):
+    sys.path.insert(0, str(Path("tests").resolve()))
+    from explore_data import example_records, remeasured, write_study
+
+    first = write_study(tmp_path / "first", example_records())
+    second = write_study(tmp_path / "second", remeasured({"segformer": 1.2}))
+    out = tmp_path / "explore.ipynb"
+    done = subprocess.run([sys.executable, "-m", "papermill", "notebooks/explore.ipynb", str(out), "-k", "bench-utils",
+                           "-p", "results_paths", f"{first},{second}", "-p", "batch_size", "1",
+                           "-p", "compile_mode", "default", "-p", "controls", "False"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    shown = executed_outputs(out)
+    assert "12 cells from first, second" in shown and "torch 2.99.0" in shown
+    assert "1 regressions (red)" in shown and "speed-up 34% lower" in shown
+    assert "application/vnd.jupyter.widget-view+json" not in shown and "Traceback" not in shown
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS + ["report", "explore"])
+def test_papermills_help_notebook_explains_every_parameter(name):
+    done = subprocess.run([sys.executable, "-m", "papermill", "--help-notebook", f"notebooks/{name}.ipynb"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    for parameter, described in papermill.inspect_notebook(f"notebooks/{name}.ipynb").items():
+        assert f"{parameter}: " in done.stdout and described["help"] in " ".join(done.stdout.split())

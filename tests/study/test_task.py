@@ -109,3 +109,35 @@ def test_an_eager_cell_without_a_compiled_one_is_timed_itself(tmp_path):
                    backend="aot_eager")
     eager_two = returned[-1]
     assert "shared_measurement" not in eager_two and eager_two["phases"]["timed_s"] > 0
+
+
+class RecordingBar:
+    """Stands in for tqdm: what the bar was told."""
+
+    made = []
+
+    def __init__(self, total, unit, desc, disable, leave):
+        self.total, self.disable, self.updates, self.postfixes = total, disable, 0, []
+        RecordingBar.made.append(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def update(self):
+        self.updates += 1
+
+    def set_postfix_str(self, text):
+        self.postfixes.append(text)
+
+
+def test_a_person_sees_a_bar_over_the_cells_and_the_grid_runner_none(tmp_path, monkeypatch):
+    monkeypatch.setattr(task, "tqdm", RecordingBar)
+    RecordingBar.made.clear()
+    run(tmp_path, models=["timm:resnet18", "no-such-model"], batch_sizes=[1, 2])
+    bar = RecordingBar.made[-1]
+    assert bar.total == 4 and bar.updates == 4 and not bar.disable  # failed cells count too
+    assert bar.postfixes[0] == "timm:resnet18 float32 eager batch 1"
+    assert bar.postfixes[-1] == "no-such-model float32 eager batch 2"

@@ -1,11 +1,13 @@
+import json
 import subprocess
 import sys
 
+import nbformat
 import pytest
 
 from bench_utils.paths import PROJECT_ROOT
 from bench_utils.results import read_records
-from bench_utils.study.parameters import positive_int_list, text_list
+from bench_utils.parameters import positive_int_list, text_list
 
 
 @pytest.mark.parametrize("given, wanted", [
@@ -37,3 +39,10 @@ def test_papermills_command_line_strings_are_one_item_or_comma_separated(tmp_pat
     records = read_records(results)
     assert [(r["cell"]["model"], r["cell"]["batch_size"], r["status"]) for r in records] == [
         ("timm:resnet18", 1, "ok"), ("timm:resnet18", 2, "ok")]
+    # run by a person (no grid runner): tqdm's notebook bar over the two cells, a widget
+    executed = nbformat.read(tmp_path / "out.ipynb", as_version=4)
+    outputs = json.dumps([cell.outputs for cell in executed.cells if cell.cell_type == "code"])
+    assert "application/vnd.jupyter.widget-view+json" in outputs
+    widgets = executed.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"].values()
+    bars = [w["state"] for w in widgets if w["model_name"] == "FloatProgressModel"]
+    assert [(bar["value"], bar["max"], bar["bar_style"]) for bar in bars] == [(2, 2, "success")]

@@ -1,0 +1,126 @@
+"""One slice of a study, as the exploration notebook shows it: an environment, batch size,
+compiled mode and dtype picked by the reader, and the tables of that slice.
+
+Everything here is pandas on ``frame.frame``'s rows, so the notebook's controls and its
+papermill parameters go through the same code, and tests reach all of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+import pandas as pd
+
+from .frame import compiled_modes
+
+MIB = 2 ** 20
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What the reader looks at; None means the first value the results hold."""
+
+    environment: str | None = None
+    batch_size: int | None = None
+    mode: str | None = None
+    dtype: str | None = None
+
+
+def options(data: pd.DataFrame, environment: str | None = None) -> dict[str, list]:
+    """The values each field of a selection can take, in display order (batch sizes, modes and
+    dtypes are those of ``environment`` when given)."""
+    if data.empty:
+        return {"environment": [], "batch_size": [], "mode": [], "dtype": []}
+    on = data[data["environment"] == environment] if environment in set(data["environment"]) else data
+    return {"environment": sorted(data["environment"].unique()),
+            "batch_size": sorted(int(b) for b in on["batch_size"].unique()),
+            "mode": compiled_modes(on),
+            "dtype": sorted(on["dtype"].unique())}
+
+
+def resolve(data: pd.DataFrame, selection: Selection) -> Selection:
+    """``selection`` with every None filled in; a value the results do not hold is an error that
+    names the values they do hold."""
+    if data.empty:
+        raise ValueError("the results hold no records")
+    resolved = selection
+    for field in fields(Selection):  # environment first: the others depend on it
+        available = options(data, resolved.environment)[field.name]
+        value = getattr(resolved, field.name)
+        if field.name == "batch_size" and value is not None:
+            value = int(value)
+        if value is None:
+            if not available:
+                raise ValueError(f"the results hold no compiled cell ({field.name}: none to choose)")
+            value = available[0]
+        elif value not in available:
+            raise ValueError(f"{field.name} {value!r} is not in the results; "
+                             f"they hold: {', '.join(map(str, available)) or 'none'}")
+        resolved = replace(resolved, **{field.name: value})
+    return resolved
+
+
+def cells(data: pd.DataFrame, selection: Selection) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The compiled rows and the eager rows of a resolved selection."""
+    where = ((data["environment"] == selection.environment) & (data["batch_size"] == selection.batch_size)
+             & (data["dtype"] == selection.dtype))
+    order = ["task_rank", "label"]
+    compiled = data[where & (data["mode"] == selection.mode)].sort_values(order)
+    eager = data[where & (data["mode"] == "eager")].sort_values(order)
+    return compiled, eager
+
+
+def latency_table(data: pd.DataFrame, selection: Selection) -> pd.DataFrame:
+    """One row per model: eager and compiled mean latency, the interleaved speed-up with its
+    95 % interval, the accuracy gate and the status (a cell not measured is left empty)."""
+    compiled, eager = cells(data, selection)
+    table = pd.merge(eager[["task_rank", "label", "mean_ms", "status"]],
+                     compiled[["task_rank", "label", "mean_ms", "p99_ms", "speedup", "ci_low", "ci_high",
+                               "parity", "status", "error"]],
+                     on=["task_rank", "label"], how="outer", suffixes=("_eager", "_compiled"))
+    table = table.sort_values(["task_rank", "label"]).drop(columns="task_rank")
+    if table["error"].isna().all():
+        table = table.drop(columns="error")
+    return table.rename(columns={"label": "model", "mean_ms_eager": "eager_ms", "mean_ms_compiled": "compiled_ms",
+                                 "p99_ms": "compiled_p99_ms", "status_eager": "eager_status",
+                                 "status_compiled": "compiled_status"}).reset_index(drop=True)
+
+
+def compile_table(data: pd.DataFrame, selection: Selection) -> pd.DataFrame:
+    """What compiling cost each model: cold and warm compile, graphs, breaks, recompiles, and
+    the calls after which compiling has paid for itself."""
+    compiled, _ = cells(data, selection)
+    columns = {"label": "model", "compile_s": "cold_compile_s", "compile_warm_s": "warm_compile_s",
+               "graphs": "graphs", "graph_breaks": "graph_breaks", "recompiles": "recompiles",
+               "break_even": "break_even_calls"}
+    table = compiled[list(columns)].rename(columns=columns).reset_index(drop=True)
+    counts = ["graphs", "graph_breaks", "recompiles", "break_even_calls"]
+    table[counts] = table[counts].astype(float).round().astype("Int64")  # counts, missing where unmeasured
+    return table
+
+
+def memory_table(data: pd.DataFrame, selection: Selection) -> pd.DataFrame:
+    """Peak memory of the compiled model against eager's (the dynamo harness's memory ratio)."""
+    compiled, _ = cells(data, selection)
+    table = pd.DataFrame({"model": compiled["label"],
+                          "eager_peak_mib": compiled["eager_peak_bytes"].astype(float) / MIB,
+                          "compiled_peak_mib": compiled["peak_bytes"].astype(float) / MIB})
+    table["memory_ratio"] = table["compiled_peak_mib"] / table["eager_peak_mib"].where(table["eager_peak_mib"] > 0)
+    return table.reset_index(drop=True)
+
+
+def summary_table(data: pd.DataFrame) -> pd.DataFrame:
+    """Per environment: how many cells of each status, and which batch sizes, modes and dtypes."""
+    if data.empty:
+        return pd.DataFrame(columns=["environment", "cells"])
+    rows = []
+    for environment, group in data.groupby("environment"):
+        row = {"environment": environment, "cells": len(group), "models": group["label"].nunique()}
+        row.update(group["status"].value_counts().to_dict())
+        row.update({"batch_sizes": ", ".join(map(str, sorted(group["batch_size"].unique()))),
+                    "modes": ", ".join(["eager", *compiled_modes(group)] if "eager" in set(group["mode"])
+                                       else compiled_modes(group)),
+                    "dtypes": ", ".join(sorted(group["dtype"].unique())),
+                    "weights": ", ".join(sorted(group["weights"].dropna().unique()))})
+        rows.append(row)
+    return pd.DataFrame(rows).fillna(0)

@@ -1,0 +1,82 @@
+import pytest
+
+from bench_utils.report import explorer as explorer_module
+from bench_utils.report.explorer import Explorer
+
+from explore_data import EXAMPLE, remeasured, write_study
+
+
+class Handle:
+    def __init__(self, shown):
+        self.shown = shown
+
+    def update(self, obj):
+        self.shown.append(("update", obj))
+
+
+@pytest.fixture
+def shown(monkeypatch):
+    """What the explorer displays, in order; display ids give a handle whose updates are kept."""
+    outputs = []
+
+    def display(obj, display_id=None):
+        outputs.append(("display", obj))
+        return Handle(outputs) if display_id else None
+
+    monkeypatch.setattr(explorer_module, "display", display)
+    return outputs
+
+
+def html_of(output):
+    return output[1].data
+
+
+@pytest.fixture
+def two_studies(tmp_path):
+    return [EXAMPLE, write_study(tmp_path / "later", remeasured({"segformer": 1.2}))]
+
+
+def test_a_slice_shows_latency_speedup_plot_compile_cost_and_memory(shown):
+    Explorer([str(EXAMPLE)]).show(controls=False)
+    assert len(shown) == 1
+    page = html_of(shown[0])
+    for part in ("batch 1, default vs eager, float32", "Latency (ms) and speed-up", "Segformer",
+                 "data:image/png;base64,", "Compile cost", "Peak memory"):
+        assert part in page
+
+
+def test_the_summary_counts_cells_and_names_their_sources(shown):
+    Explorer("notebooks/examples/cpu-quick.jsonl").summary()  # a string, as papermill's -p gives it
+    page = html_of(shown[0])
+    assert "6 cells from examples/cpu-quick.jsonl" in page and "Geometric-mean speed-up" in page
+
+
+def test_a_slice_the_results_do_not_hold_is_refused(shown):
+    with pytest.raises(ValueError, match="batch_size 16 is not in the results"):
+        Explorer([EXAMPLE]).show(batch_size=16)
+    assert not shown
+
+
+def test_the_controls_redraw_the_slice_in_place(shown, two_studies):
+    explore = Explorer(two_studies)
+    explore.show()
+    first, controls = shown[0], shown[1][1]
+    environment = controls.children[0]
+    assert len(environment.options) == 2 and "torch" in environment.value
+    environment.value = environment.options[1]  # what a reader's click does in JupyterLab
+    updates = [html_of(output) for output in shown if output[0] == "update"]
+    assert len(updates) == 1 and environment.options[1] in updates[0] and environment.options[1] not in html_of(first)
+
+
+def test_two_environments_are_compared_and_the_tolerance_control_redraws(shown, two_studies):
+    Explorer(two_studies).compare()
+    page = html_of(shown[0])
+    assert "1 regressions (red)" in page and "#f8d7da" in page
+    tolerance = shown[1][1].children[2]
+    tolerance.value = 0.5  # a drop of a third is now within the tolerance
+    assert "0 regressions" in html_of(shown[-1]) and shown[-1][0] == "update"
+
+
+def test_one_environment_says_there_is_nothing_to_compare(shown):
+    Explorer([EXAMPLE]).compare()
+    assert "One environment only" in html_of(shown[0]) and len(shown) == 1

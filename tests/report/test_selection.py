@@ -1,0 +1,65 @@
+import pytest
+
+from bench_utils.report import selection
+from bench_utils.report.frame import frame, latest_records
+from bench_utils.report.selection import Selection
+
+from explore_data import EXAMPLE, remeasured, write_study
+
+
+@pytest.fixture(scope="module")
+def data():
+    return frame(latest_records([EXAMPLE]))
+
+
+def test_an_empty_selection_takes_the_first_value_of_each_field(data):
+    chosen = selection.resolve(data, Selection())
+    assert chosen == Selection(data["environment"].iloc[0], 1, "default", "float32")
+
+
+def test_a_value_the_results_do_not_hold_is_an_error_naming_those_they_do(data):
+    with pytest.raises(ValueError, match=r"batch_size 16 is not in the results; they hold: 1"):
+        selection.resolve(data, Selection(batch_size=16))
+    with pytest.raises(ValueError, match="mode 'max-autotune'.*default"):
+        selection.resolve(data, Selection(mode="max-autotune"))
+    with pytest.raises(ValueError, match="no records"):
+        selection.resolve(data.iloc[0:0], Selection())
+
+
+def test_a_batch_size_given_as_text_is_taken(data):  # papermill -p batch_size "1" from a YAML file
+    assert selection.resolve(data, Selection(batch_size="1")).batch_size == 1
+
+
+def test_the_latency_table_pairs_each_models_eager_and_compiled_cells(data):
+    table = selection.latency_table(data, selection.resolve(data, Selection()))
+    assert list(table["model"]) == ["ResNet", "Segformer", "DETR"]  # classification, segmentation, detection
+    for row in table.itertuples():
+        cells = data[data["label"] == row.model].set_index("mode")
+        assert row.eager_ms == cells.loc["eager", "mean_ms"]
+        assert row.compiled_ms == cells.loc["default", "mean_ms"]
+        assert row.ci_low < row.speedup < row.ci_high
+
+
+def test_a_model_with_no_compiled_cell_keeps_its_row_with_nothing_made_up(data):
+    without = data[~((data["label"] == "DETR") & (data["mode"] == "default"))]
+    table = selection.latency_table(without, selection.resolve(without, Selection())).set_index("model")
+    assert table.loc["DETR", "eager_status"] == "ok" and table["speedup"].isna()["DETR"]
+
+
+def test_compile_and_memory_tables(data):
+    chosen = selection.resolve(data, Selection())
+    cost = selection.compile_table(data, chosen).set_index("model")
+    assert (cost["cold_compile_s"] > cost["warm_compile_s"]).all()
+    memory = selection.memory_table(data, chosen).set_index("model")
+    segformer = data[(data["label"] == "Segformer") & (data["mode"] == "default")].iloc[0]
+    assert memory.loc["Segformer", "memory_ratio"] == pytest.approx(segformer["peak_bytes"] / segformer["eager_peak_bytes"])
+
+
+def test_options_and_summary_follow_each_environment(tmp_path, data):
+    second = write_study(tmp_path / "b", remeasured({"resnet": 1.0}))
+    merged = frame(latest_records([EXAMPLE, second]))
+    environments = selection.options(merged)["environment"]
+    assert len(environments) == 2 and any("torch 2.99.0" in e for e in environments)
+    summary = selection.summary_table(merged).set_index("environment")
+    assert list(summary["cells"]) == [6, 6] and list(summary["ok"]) == [6, 6]
+    assert set(summary["modes"]) == {"eager, default"} and set(summary["weights"]) == {"random"}
