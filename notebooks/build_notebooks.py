@@ -137,12 +137,12 @@ explore.cells = [
         'results_paths: list = ["notebooks/examples/cpu-quick.jsonl"]  # study folders or results.jsonl files, relative to the project root (several merge; also "a,b")\n'
         'environment: str = ""  # device to show, as the summary names it (with the torch version where several); empty: the first\n'
         "batch_size: int = 0  # batch size to show; 0: the smallest measured\n"
-        'compile_mode: str = ""  # compiled mode shown against eager (default, reduce-overhead, max-autotune, ...); empty: the first measured\n'
+        'compile_mode: str = ""  # compiled mode shown against eager (default, reduce-overhead, max-autotune, ...); empty: the first of those measured\n'
         'dtype: str = ""  # float32, float16 or bfloat16; empty: the first measured\n'
         'baseline: str = ""  # environment the comparison starts from; empty: the first\n'
         'candidate: str = ""  # environment compared with it; empty: the next one\n'
         "tolerance: float = 0.10  # a lower speed-up is a regression only beyond this fraction (and outside its interval)\n"
-        "controls: bool = True  # ipywidgets under each view to pick another (a live kernel); papermill draws what the parameters name\n",
+        "controls: bool = True  # ipywidgets under each view to pick another (a live kernel); papermill draws what the parameters name (False: no inert controls saved)\n",
         metadata={"tags": ["parameters"]}),
     new_code_cell(
         "from bench_utils.report.explorer import Explorer\n\n"

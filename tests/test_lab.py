@@ -221,10 +221,16 @@ def lab_page(lab, shot):
     def refuse_writes(route):
         # Lab marks the notebook changed once the kernel reports its language_info and would autosave
         # it (after 120 s), and running cells changes it: the test leaves the project's files alone.
-        if route.request.method == "GET":
+        request = route.request
+        if request.method == "GET":
             route.continue_()
+        elif request.method == "POST" and request.url.split("?")[0].endswith("/checkpoints"):
+            # A notebook with no checkpoint (a fresh clone) gets one when opened: answered here as
+            # the server would, so that nothing is written to notebooks/.ipynb_checkpoints.
+            route.fulfill(status=201, content_type="application/json",
+                          body=json.dumps({"id": "checkpoint", "last_modified": "2026-01-01T00:00:00Z"}))
         else:
-            writes.append(f"{route.request.method} {route.request.url}")
+            writes.append(f"{request.method} {request.url}")
             route.abort()
 
     # Debian's Chromium, never a downloaded one (`playwright install` cannot reach out here).
@@ -275,7 +281,8 @@ def test_the_explore_notebooks_controls_render_live_in_lab(lab, tmp_path):
         page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()  # Run > Run All Cells, as a person
         page.locator(".lm-Menu-itemLabel").get_by_text("Run All Cells", exact=True).click()
         # The slice's view, then its four ipywidgets dropdowns drawn by Lab's widget manager.
-        expect(page.get_by_text("Latency (ms) and speed-up")).to_be_visible(timeout=PAGE_TIMEOUT_S * 1000)
+        view = page.locator(".jp-OutputArea h3", has_text="Latency (ms) and speed-up")  # not the table of contents
+        expect(view).to_be_visible(timeout=PAGE_TIMEOUT_S * 1000)
         dropdowns = page.locator(".jp-OutputArea .widget-dropdown select")
         expect(dropdowns).to_have_count(4, timeout=PAGE_TIMEOUT_S * 1000)
         assert dropdowns.nth(0).input_value().startswith("CPU (")  # the example's environment

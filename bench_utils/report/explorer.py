@@ -29,9 +29,9 @@ FIELDS = ("environment", "batch_size", "mode", "dtype")
 def speedup_figure(table: pd.DataFrame, title: str) -> Figure:
     """Speed-up per model with its 95 % interval, a line at 1 (no change)."""
     ok = table[table["speedup"].notna()]
-    figure = Figure(figsize=(7, 0.5 + 0.45 * max(len(ok), 1)))
-    axis = figure.subplots()
-    with plots.style():
+    with plots.style():  # the axes take the style they are made in
+        figure = Figure(figsize=(7, 0.5 + 0.45 * max(len(ok), 1)))
+        axis = figure.subplots()
         if ok.empty:
             axis.text(0.5, 0.5, "no compiled cell measured here", ha="center", va="center")
             axis.set_axis_off()
@@ -60,7 +60,7 @@ def table_html(table: pd.DataFrame) -> str:
 class Explorer:
     """The records of the given study folders or results.jsonl files (latest record per cell)."""
 
-    def __init__(self, results_paths: Iterable[str | os.PathLike] | str) -> None:
+    def __init__(self, results_paths: Iterable[str | os.PathLike] | str | os.PathLike) -> None:
         self.paths = project_paths(results_paths)
         self.data = frame(latest_records(self.paths))
 
@@ -129,20 +129,24 @@ class Explorer:
         counts = table["verdict"].value_counts()
         return (f"<h2>{html.escape(candidate)} against {html.escape(baseline)}</h2>"
                 f"<p>{len(table)} compiled cells measured in both: {counts.get('regression', 0)} regressions "
-                f"(red), {counts.get('improvement', 0)} improvements (green). A regression: the cell no "
-                f"longer runs, fails the accuracy gate it passed, or its speed-up is more than "
-                f"{tolerance:.0%} lower with a ratio interval below 1.</p>"
+                f"(red), {counts.get('improvement', 0)} improvements (green), {counts.get('inconclusive', 0)} "
+                f"inconclusive (yellow). A regression: the cell no longer runs, fails the accuracy gate it "
+                f"passed, or its speed-up over eager is more than {tolerance:.0%} lower with a ratio interval "
+                f"below 1. The compiled latency ratio (above 1: slower) is shown, not judged.</p>"
                 + (regressions.highlighted(table).to_html() if not table.empty else "<p>no cell in common</p>"))
 
     def compare(self, baseline: str | None = None, candidate: str | None = None, tolerance: float = 0.10,
                 controls: bool = True) -> None:
         """Two environments side by side (default: the first two), regressions highlighted."""
         environments = slices.options(self.data)["environment"]
-        if len(environments) < 2 and baseline is None and candidate is None:
-            display(HTML(f"<p>One environment only ({html.escape(', '.join(environments) or 'none')}): "
-                         "give several study folders to compare.</p>"))
-            return
-        baseline = baseline or environments[0]
+        if len(environments) < 2:
+            if baseline is None and candidate is None:
+                display(HTML(f"<p>One environment only ({html.escape(', '.join(environments) or 'none')}): "
+                             "give several study folders to compare.</p>"))
+                return
+            raise ValueError(f"nothing to compare: the results hold one environment only "
+                             f"({', '.join(environments) or 'none'})")
+        baseline = baseline or next(e for e in environments if e != candidate)
         candidate = candidate or next(e for e in environments if e != baseline)
         handle = display(HTML(self.comparison_html(baseline, candidate, tolerance)), display_id=True)
         if controls:
@@ -151,7 +155,7 @@ class Explorer:
             pick = {"baseline": widgets.Dropdown(description="baseline", options=environments, value=baseline),
                     "candidate": widgets.Dropdown(description="candidate", options=environments, value=candidate),
                     "tolerance": widgets.FloatSlider(description="tolerance", value=tolerance, min=0.0,
-                                                     max=0.5, step=0.01)}
+                                                     max=0.99, step=0.01)}  # what compare_environments takes
 
             def changed(_change) -> None:
                 if pick["baseline"].value != pick["candidate"].value:

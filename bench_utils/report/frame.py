@@ -22,11 +22,15 @@ from ..parameters import text_list
 from ..zoo.registry import label_of
 
 TASK_ORDER = ["image-classification", "image-segmentation", "object-detection"]
+TORCH_SEPARATOR = " · torch "  # an environment: its device, then its torch version where several
 
 
-def project_paths(results_paths: Iterable[str | os.PathLike] | str) -> list[Path]:
-    """A notebook's ``results_paths`` as paths: a list, or one string of comma-separated paths
-    (papermill's ``-p``); relative ones are the project's (JupyterLab runs from notebooks/)."""
+def project_paths(results_paths: Iterable[str | os.PathLike] | str | os.PathLike) -> list[Path]:
+    """A notebook's ``results_paths`` as paths: a list, one path, or one string of comma-separated
+    paths (papermill's ``-p``; a path with a comma goes in a list); relative ones are the
+    project's (JupyterLab runs from notebooks/)."""
+    if isinstance(results_paths, os.PathLike):
+        results_paths = [results_paths]
     if not isinstance(results_paths, str):
         results_paths = [os.fspath(path) for path in results_paths]
     paths = [Path(item) for item in text_list("results_paths", results_paths)]
@@ -126,6 +130,7 @@ def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
             "eager_interleaved_ms": speedup.get("eager_mean_ms", np.nan),
             "parity": (record.get("parity") or {}).get("parity"),
             "pvalue": speedup.get("paired_pvalue"), "pairs": speedup.get("pairs"),
+            "speedup_method": speedup.get("method"),
             "agreement": (record.get("agreement") or {}).get("value"),
             "compile_s": (compiled["cold_ms"] / 1e3  # the cost a first user pays
                           if compiled.get("cold_ms") is not None else np.nan),
@@ -159,7 +164,7 @@ def environments(data: pd.DataFrame) -> pd.Series:
     version where the records span several (they are never averaged or overlaid together)."""
     if data["torch_version"].nunique(dropna=False) <= 1:
         return data["device_name"]
-    return data["device_name"] + " · torch " + data["torch_version"].astype(str)
+    return data["device_name"] + TORCH_SEPARATOR + data["torch_version"].astype(str)
 
 
 def compiled_modes(data: pd.DataFrame) -> list[str]:

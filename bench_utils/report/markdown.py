@@ -7,10 +7,10 @@ from typing import Any
 
 import pandas as pd
 
+from .frame import TORCH_SEPARATOR
 from .i18n import Catalog
 
 LRI, PDI = "\u2066", "\u2069"   # Unicode isolates: keep a run left-to-right in RTL text
-TORCH_SEPARATOR = " · torch "  # frame.environments: a device, and its torch version where several
 
 
 def ltr(text: str, catalog: Catalog) -> str:

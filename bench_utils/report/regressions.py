@@ -2,7 +2,12 @@
 
 A cell regresses in the candidate environment when it stops running (``ok`` before, anything
 else now), when it fails the accuracy gate it passed, or when its speed-up is lower by more
-than ``tolerance`` and the interval of the ratio of the two speed-ups lies wholly below 1.
+than ``tolerance`` (the point estimate of the ratio below 1 - tolerance) and the interval of
+the ratio of the two speed-ups lies wholly below 1; an improvement mirrors that (above
+1 / (1 - tolerance), interval above 1). A cell whose speed-ups cannot be compared (no interval,
+one of another method, failed on both sides) is ``inconclusive``, never ``same``. Verdicts judge
+the speed-up over eager; the compiled latency ratio is shown beside it (two GPUs differ in
+latency by design), not judged.
 The ratio's interval is Welch's, in log space: each speed-up's standard error is read off its
 own 95 % t-interval and pair count, the two added in quadrature (tests check its coverage on
 simulated runs measured by ``measurement.paired``, where the true ratio is known).
@@ -18,8 +23,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ..measurement import paired
+
 KEYS = ["task_rank", "label", "batch_size", "mode", "dtype"]
-SHOWN = ["mean_ms", "speedup", "ci_low", "ci_high", "pairs", "parity", "status"]
+SHOWN = ["mean_ms", "speedup", "ci_low", "ci_high", "pairs", "speedup_method", "parity", "status"]
 
 
 def log_standard_error(low, high, pairs):
@@ -59,31 +66,41 @@ def compare_environments(data: pd.DataFrame, baseline: str, candidate: str,
     ratio, low, high = ratio_interval(*(both[f"{field}_{side}"] for side in ("base", "cand")
                                         for field in ("speedup", "ci_low", "ci_high", "pairs")))
     both["speedup_ratio"], both["ratio_low"], both["ratio_high"] = ratio, low, high
-    both["latency_ratio"] = both["mean_ms_cand"] / both["mean_ms_base"]
+    # > 1: the candidate's compiled model is slower (no interval: shown, not judged)
+    both["compiled_latency_ratio"] = both["mean_ms_cand"] / both["mean_ms_base"]
+    both[["pairs_base", "pairs_cand"]] = both[["pairs_base", "pairs_cand"]].astype(float).round().astype("Int64")
     verdicts = [_verdict(row, tolerance) for row in both.itertuples()]
     both["verdict"] = [verdict for verdict, _ in verdicts]
     both["why"] = [why for _, why in verdicts]
-    both = both.sort_values(KEYS).drop(columns="task_rank").rename(columns={"label": "model"})
+    both = both.sort_values(KEYS).drop(columns=["task_rank", "speedup_method_base", "speedup_method_cand"])
+    both = both.rename(columns={"label": "model"})
     return both.reset_index(drop=True)
 
 
 def _verdict(row, tolerance: float) -> tuple[str, str]:
     if row.status_base == "ok" and row.status_cand != "ok":
         return "regression", f"{row.status_cand} (was ok)"
-    if row.parity_base == "pass" and row.parity_cand == "fail":
-        return "regression", "fails the accuracy gate (passed)"
     if row.status_base != "ok" and row.status_cand == "ok":
         return "improvement", f"ok (was {row.status_base})"
-    if np.isfinite(row.ratio_high) and row.ratio_high < 1 and row.speedup_ratio < 1 - tolerance:
+    if row.status_base != "ok":
+        return "inconclusive", f"{row.status_cand} (was {row.status_base})"
+    if row.parity_base == "pass" and row.parity_cand == "fail":
+        return "regression", "fails the accuracy gate (passed)"
+    if row.speedup_method_base != paired.METHOD or row.speedup_method_cand != paired.METHOD:
+        return "inconclusive", "speed-up intervals of another method: not comparable here"
+    if not (np.isfinite(row.ratio_low) and np.isfinite(row.ratio_high)) or row.ratio_low == row.ratio_high:
+        return "inconclusive", "no interval for a speed-up (fewer than 2 pairs, or none recorded)"
+    if row.ratio_high < 1 and row.speedup_ratio < 1 - tolerance:
         return "regression", f"speed-up {1 - row.speedup_ratio:.0%} lower"
-    if np.isfinite(row.ratio_low) and row.ratio_low > 1 and row.speedup_ratio > 1 + tolerance:
+    if row.ratio_low > 1 and row.speedup_ratio > 1 / (1 - tolerance):  # the mirror of 1 - tolerance
         return "improvement", f"speed-up {row.speedup_ratio - 1:.0%} higher"
     return "same", ""
 
 
 def highlighted(comparison: pd.DataFrame):
     """The comparison as a pandas Styler: regressions in red, improvements in green."""
-    colours = {"regression": "background-color: #f8d7da", "improvement": "background-color: #d4edda"}
+    colours = {"regression": "background-color: #f8d7da", "improvement": "background-color: #d4edda",
+               "inconclusive": "background-color: #fff3cd"}
 
     def row_style(row: pd.Series) -> list[str]:
         return [colours.get(row["verdict"], "")] * len(row)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, fields, replace
 
 import pandas as pd
 
+from ..measurement import stats
 from .frame import compiled_modes
 
 MIB = 2 ** 20
@@ -71,19 +72,27 @@ def cells(data: pd.DataFrame, selection: Selection) -> tuple[pd.DataFrame, pd.Da
 
 
 def latency_table(data: pd.DataFrame, selection: Selection) -> pd.DataFrame:
-    """One row per model: eager and compiled mean latency, the interleaved speed-up with its
-    95 % interval, the accuracy gate and the status (a cell not measured is left empty)."""
+    """One row per model: eager and compiled mean latency as the speed-up was measured (the
+    same random-order pairs of blocks), the speed-up with its 95 % interval, the accuracy gate
+    and the status; then eager's own cell, which may come from another run of pairs (the first
+    compiled mode's, or its own where warm-up differed), flagged where the two eager means drift
+    apart. A cell not measured is left empty."""
     compiled, eager = cells(data, selection)
     table = pd.merge(eager[["task_rank", "label", "mean_ms", "status"]],
-                     compiled[["task_rank", "label", "mean_ms", "p99_ms", "speedup", "ci_low", "ci_high",
-                               "parity", "status", "error"]],
+                     compiled[["task_rank", "label", "eager_interleaved_ms", "mean_ms", "p99_ms", "speedup",
+                               "ci_low", "ci_high", "parity", "status", "error"]],
                      on=["task_rank", "label"], how="outer", suffixes=("_eager", "_compiled"))
     table = table.sort_values(["task_rank", "label"]).drop(columns="task_rank")
+    table["eager_drift"] = [stats.drifted(alone, paired) if pd.notna(alone) and pd.notna(paired) else pd.NA
+                            for alone, paired in zip(table["mean_ms_eager"], table["eager_interleaved_ms"])]
     if table["error"].isna().all():
         table = table.drop(columns="error")
-    return table.rename(columns={"label": "model", "mean_ms_eager": "eager_ms", "mean_ms_compiled": "compiled_ms",
-                                 "p99_ms": "compiled_p99_ms", "status_eager": "eager_status",
-                                 "status_compiled": "compiled_status"}).reset_index(drop=True)
+    table = table.rename(columns={"label": "model", "eager_interleaved_ms": "eager_ms", "mean_ms_compiled": "compiled_ms",
+                                  "p99_ms": "compiled_p99_ms", "status_compiled": "compiled_status",
+                                  "mean_ms_eager": "eager_cell_ms", "status_eager": "eager_cell_status"})
+    first = ["model", "eager_ms", "compiled_ms", "compiled_p99_ms", "speedup", "ci_low", "ci_high", "parity",
+             "compiled_status"]
+    return table[first + [c for c in table.columns if c not in first]].reset_index(drop=True)
 
 
 def compile_table(data: pd.DataFrame, selection: Selection) -> pd.DataFrame:
@@ -123,4 +132,7 @@ def summary_table(data: pd.DataFrame) -> pd.DataFrame:
                     "dtypes": ", ".join(sorted(group["dtype"].unique())),
                     "weights": ", ".join(sorted(group["weights"].dropna().unique()))})
         rows.append(row)
-    return pd.DataFrame(rows).fillna(0)
+    table = pd.DataFrame(rows)
+    counts = [c for c in table.columns if c not in ("environment", "batch_sizes", "modes", "dtypes", "weights")]
+    table[counts] = table[counts].fillna(0).astype(int)  # a status an environment never had: 0 cells
+    return table

@@ -80,3 +80,23 @@ def test_two_environments_are_compared_and_the_tolerance_control_redraws(shown, 
 def test_one_environment_says_there_is_nothing_to_compare(shown):
     Explorer([EXAMPLE]).compare()
     assert "One environment only" in html_of(shown[0]) and len(shown) == 1
+
+
+def test_an_environment_with_other_batch_sizes_offers_its_own(shown, tmp_path):
+    later = remeasured({})
+    for record in later:
+        record["cell"]["batch_size"] = 4
+    explore = Explorer([EXAMPLE, write_study(tmp_path / "later", later)])
+    explore.show()
+    environment, batch = shown[1][1].children[:2]
+    assert batch.options == (1,)
+    environment.value = environment.options[1]
+    assert batch.options == (4,) and batch.value == 4
+    updates = [html_of(output) for output in shown if output[0] == "update"]
+    assert len(updates) == 1 and "batch 4, default vs eager" in updates[0]  # redrawn once, not per field
+
+
+def test_comparing_with_one_environment_given_by_name_is_refused(shown):
+    explore = Explorer([EXAMPLE])
+    with pytest.raises(ValueError, match="one environment only"):
+        explore.compare(baseline=explore.data["environment"].iloc[0])

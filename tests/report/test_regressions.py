@@ -92,3 +92,30 @@ def test_with_no_true_change_a_regression_is_called_rarely_and_with_one_it_is_fo
         found += regressions.ratio_interval(*base, 25, *slower, 25)[2] < 1
     assert false_alarms / 600 <= 0.045  # one side of a 95 % interval: 2.5 % expected
     assert found / 600 >= 0.99
+
+
+def test_cells_that_cannot_be_judged_are_inconclusive_never_the_same(tmp_path):
+    later = remeasured({})
+    for record in later:
+        model = record["cell"]["model"]
+        if record["cell"]["compile_mode"] == "eager" or model == "detr":
+            continue
+        if model == "resnet":  # one pair: no interval exists
+            record["speedup"].update(mean_ci95=None, pairs=1)
+        else:  # an interval of another method cannot be read as a t-interval
+            record["speedup"]["method"] = "percentile bootstrap of runs"
+    data = frame(latest_records([EXAMPLE, write_study(tmp_path / "later", later)]))
+    table = regressions.compare_environments(data, *environments(data)).set_index("model")
+    assert table.loc["ResNet", "verdict"] == "inconclusive" and "no interval" in table.loc["ResNet", "why"]
+    assert table.loc["Segformer", "verdict"] == "inconclusive" and "another method" in table.loc["Segformer", "why"]
+    assert table.loc["DETR", "verdict"] == "same"
+
+
+def test_a_cell_failing_on_both_sides_is_inconclusive(tmp_path):
+    first = write_study(tmp_path / "first", remeasured({}, torch_version="2.98.0", statuses={"detr": "oom"}))
+    second = write_study(tmp_path / "second", remeasured({}, statuses={"detr": "error"}))
+    data = frame(latest_records([first, second]))
+    base = next(e for e in data["environment"].unique() if "2.98.0" in e)
+    cand = next(e for e in data["environment"].unique() if "2.99.0" in e)
+    table = regressions.compare_environments(data, base, cand).set_index("model")
+    assert (table.loc["DETR", "verdict"], table.loc["DETR", "why"]) == ("inconclusive", "error (was oom)")

@@ -1,3 +1,4 @@
+import pandas as pd
 import pytest
 
 from bench_utils.report import selection
@@ -30,20 +31,33 @@ def test_a_batch_size_given_as_text_is_taken(data):  # papermill -p batch_size "
     assert selection.resolve(data, Selection(batch_size="1")).batch_size == 1
 
 
-def test_the_latency_table_pairs_each_models_eager_and_compiled_cells(data):
+def test_the_latency_table_shows_the_eager_and_compiled_means_the_speedup_was_measured_from(data):
     table = selection.latency_table(data, selection.resolve(data, Selection()))
     assert list(table["model"]) == ["ResNet", "Segformer", "DETR"]  # classification, segmentation, detection
     for row in table.itertuples():
         cells = data[data["label"] == row.model].set_index("mode")
-        assert row.eager_ms == cells.loc["eager", "mean_ms"]
+        assert row.eager_ms == cells.loc["default", "eager_interleaved_ms"]  # the same pairs as the speed-up
         assert row.compiled_ms == cells.loc["default", "mean_ms"]
+        assert row.eager_cell_ms == cells.loc["eager", "mean_ms"]
         assert row.ci_low < row.speedup < row.ci_high
+
+
+def test_eager_of_another_run_of_pairs_is_kept_apart_and_flagged_when_it_drifts(data):
+    # a second compiled mode, whose pairs timed eager 30 % slower than the eager cell's record says
+    other = data[data["mode"] == "default"].assign(mode="max-autotune")
+    other["eager_interleaved_ms"] = other["eager_interleaved_ms"] * 1.3
+    both = pd.concat([data, other], ignore_index=True)
+    table = selection.latency_table(both, selection.resolve(both, Selection(mode="max-autotune")))
+    assert (table["eager_ms"] > 1.25 * table["eager_cell_ms"]).all() and table["eager_drift"].all()
+    same = selection.latency_table(both, selection.resolve(both, Selection(mode="default")))
+    assert not same["eager_drift"].any()
 
 
 def test_a_model_with_no_compiled_cell_keeps_its_row_with_nothing_made_up(data):
     without = data[~((data["label"] == "DETR") & (data["mode"] == "default"))]
     table = selection.latency_table(without, selection.resolve(without, Selection())).set_index("model")
-    assert table.loc["DETR", "eager_status"] == "ok" and table["speedup"].isna()["DETR"]
+    assert table.loc["DETR", "eager_cell_status"] == "ok" and table["speedup"].isna()["DETR"]
+    assert pd.isna(table.loc["DETR", "eager_ms"]) and pd.isna(table.loc["DETR", "eager_drift"])
 
 
 def test_compile_and_memory_tables(data):
