@@ -218,7 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     cell.add_argument("model", help="a registry key (see `models`), 'org/name' or 'timm:<name>'")
     cell.add_argument("--batch-size", type=_positive_int, default=1)
     cell.add_argument("--mode", default="default", help="eager, default, reduce-overhead, "
-                      "max-autotune or max-autotune-no-cudagraphs")
+                      "max-autotune, max-autotune-no-cudagraphs or aot-inductor (torch.export + AOTInductor)")
     cell.add_argument("--dtype", default="float32", help="float32, float16 or bfloat16")
     cell.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
     cell.add_argument("--weights", default="random", help="random, pretrained or auto")

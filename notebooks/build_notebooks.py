@@ -40,7 +40,7 @@ for name, (task, title, models, batches, runs, guide_models) in TASKS.items():
             'study: str = "notebook"  # study name: records are grouped by it\n'
             f"models: list = {models}  # registry keys (python -m bench_utils models), 'org/name' or 'timm:<name>'; lists also take 'a,b' (papermill -p)\n"
             f"batch_sizes: list = {batches}  # batch sizes, positive integers (the guide: 1, 4, 16; or '1,4,16')\n"
-            'compile_modes: list = ["eager", "default"]  # eager, default, reduce-overhead, max-autotune, max-autotune-no-cudagraphs\n'
+            'compile_modes: list = ["eager", "default"]  # eager, default, reduce-overhead, max-autotune, max-autotune-no-cudagraphs, aot-inductor\n'
             'dtypes: list = ["float32"]  # float32, float16 or bfloat16\n'
             'device: str = "cpu"  # cpu or cuda\n'
             f"runs: int = {runs}  # timed runs per cell after warm-up (the guide: 300{'' if runs == 300 else '; fewer here so Run All is quick on a CPU'})\n"

@@ -168,7 +168,7 @@ def environments(data: pd.DataFrame) -> pd.Series:
 
 
 def compiled_modes(data: pd.DataFrame) -> list[str]:
-    order = ["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
+    order = ["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs", "aot-inductor"]
     present = set(data["mode"]) - {"eager"}
     return [mode for mode in order if mode in present] + sorted(present - set(order))
 

@@ -20,6 +20,7 @@ import dataclasses
 from dataclasses import dataclass, field
 import gc
 import math
+import tempfile
 import time
 from typing import Any, Callable
 
@@ -31,7 +32,7 @@ from ..measurement.flops import compute_block, count_forward_flops
 from ..measurement.memory import MemoryProbe
 from ..measurement.power import EnergyProbe, per_inference
 from ..measurement.timing import SYNC_PER_CALL, Measurement, make_timer, measure
-from ..variants import modes as compile_module
+from ..variants import aot_inductor, modes as compile_module
 from ..variants.agreement import task_agreement
 from ..variants.compile_cost import compile_cold_then_warm, fresh_caches, no_recompile
 from ..variants.parity import compare_outputs, fp64_reference
@@ -195,11 +196,16 @@ def _compiled_cell(loaded: LoadedModel, inputs: dict[str, torch.Tensor], eager_f
     if mode in compile_module.CUDA_GRAPH_MODES:
         warmup = max(warmup, 2)  # replays settle after the recording call
     try:
-        with fresh_caches():  # cold compile; open for the whole cell: nothing falls back to the shared cache
+        # cold compile; open for the whole cell: nothing falls back to the shared cache
+        with fresh_caches(), tempfile.TemporaryDirectory(prefix="aoti-") as package_folder:
             with phases.timing("compile"):
-                compiled = compile_cold_then_warm(loaded.model, mode, lambda m: _forward(m, inputs, mode),
-                                                  device, backend=backend, fullgraph=fullgraph,
-                                                  dynamic=dynamic, warm=warm_compile)
+                if mode in compile_module.AOT_MODES:
+                    compiled = aot_inductor.compiled_cell(loaded.model, inputs, lambda m: _forward(m, inputs, mode),
+                                                          device, package_folder, warm=warm_compile)
+                else:
+                    compiled = compile_cold_then_warm(loaded.model, mode, lambda m: _forward(m, inputs, mode),
+                                                      device, backend=backend, fullgraph=fullgraph,
+                                                      dynamic=dynamic, warm=warm_compile)
             compiled_fn = compiled.forward
             with no_recompile(), EnergyProbe(device) as clocks:
                 start = time.perf_counter()

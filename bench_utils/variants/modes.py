@@ -15,7 +15,9 @@ from typing import Any
 
 import torch
 
-MODES = ("eager", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+MODES = ("eager", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs", "aot-inductor")
+# Modes built ahead of time (``variants.aot_inductor``: torch.export, then AOTInductor), not by torch.compile.
+AOT_MODES = ("aot-inductor",)
 # Modes whose compiled model replays CUDA graphs: outputs live in buffers that the
 # next call overwrites, so they must be cloned before they are kept.
 CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
@@ -54,6 +56,8 @@ def compile_model(model: torch.nn.Module, mode: str = "default", *, backend: str
     check_mode(mode)
     if mode == "eager":
         return model
+    if mode in AOT_MODES:
+        raise ValueError(f"{mode!r} is built ahead of time by bench_utils.variants.aot_inductor, not torch.compile")
     check_backend(backend)
     kwargs: dict[str, Any] = {"backend": backend, "fullgraph": fullgraph, "dynamic": dynamic}
     if backend in BACKENDS_WITH_MODES:
@@ -66,6 +70,8 @@ def compile_model(model: torch.nn.Module, mode: str = "default", *, backend: str
 def options(mode: str, backend: str = "inductor", fullgraph: bool = False,
             dynamic: bool | None = None) -> dict[str, Any]:
     """The compile settings a record carries."""
+    if mode in AOT_MODES:  # one whole graph, exported at fixed shapes, by inductor
+        return {"mode": mode, "backend": "inductor", "fullgraph": True, "dynamic": False, "cuda_graphs": False}
     return {"mode": mode, "backend": None if mode == "eager" else backend,
             "fullgraph": fullgraph if mode != "eager" else None,
             "dynamic": dynamic if mode != "eager" else None,

@@ -128,3 +128,27 @@ def test_a_figure_that_fails_after_the_timed_runs_costs_that_figure_not_the_cell
     assert result.notes == ["memory not measured: OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"]
     record = cell_record(result, loaded, study="t", environment=ENV)
     assert record["status"] == "ok" and record["notes"] == result.notes
+
+
+def test_an_aot_inductor_cell_is_priced_as_a_deployment_and_gated_like_any_compiled_cell(loaded):
+    result = run_cell(loaded, batch_size=2, mode="aot-inductor", runs=6, warmup=1, blocks=3)
+    aot = result.compile["aot"]
+    assert aot["export_s"] > 0 and aot["compile_s"] > 0 and aot["package_bytes"] > 0 and aot["load_s"] > 0
+    assert set(aot["fresh_process"]) == {"import_s", "load_s", "first_call_s"}
+    # cold: export + compile + load + first call, less one eager call; warm: load + first call only
+    assert result.compile["cold_ms"] > 1e3 * (aot["export_s"] + aot["compile_s"]) - result.comparison.baseline.mean_ms
+    assert 0 < result.compile["warm_ms"] + result.comparison.baseline.mean_ms < result.compile["cold_ms"]
+    assert result.compile["graph_breaks"] == 0 and result.compile["recompiles"] == 0
+    assert result.parity["parity"] == "pass" and result.comparison.baseline.runs == 6
+    record = cell_record(result, loaded, study="t", environment=ENV)
+    validate_record(record)
+    assert record["cell"]["compile_mode"] == "aot-inductor" and record["compile"]["fullgraph"] is True
+
+
+def test_a_model_that_cannot_be_exported_fails_its_aot_cell_with_the_reason(loaded, monkeypatch):
+    from bench_utils.variants import aot_inductor
+
+    monkeypatch.setattr(aot_inductor.torch.export, "export",
+                        lambda *a, **k: (_ for _ in ()).throw(RuntimeError("data-dependent branch\nmore")))
+    with pytest.raises(aot_inductor.NotExportable, match="export failed: RuntimeError: data-dependent branch"):
+        run_cell(loaded, batch_size=1, mode="aot-inductor", runs=2, warmup=1, blocks=1)

@@ -23,7 +23,10 @@ class Branchy(torch.nn.Module):
 
 def test_modes_and_errors():
     assert compile_module.MODES == ("eager", "default", "reduce-overhead", "max-autotune",
-                                    "max-autotune-no-cudagraphs")
+                                    "max-autotune-no-cudagraphs", "aot-inductor")
+    with pytest.raises(ValueError, match="built ahead of time"):  # not a torch.compile mode
+        compile_module.compile_model(torch.nn.Linear(2, 2), "aot-inductor")
+    assert compile_module.options("aot-inductor")["fullgraph"] is True
     with pytest.raises(ValueError, match="Did you mean 'reduce-overhead'.*Valid modes"):
         compile_module.check_mode("reduce_overhead")
     with pytest.raises(ValueError, match="unknown compile backend"):
