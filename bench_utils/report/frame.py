@@ -135,6 +135,11 @@ def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
             "compile_s": (compiled["cold_ms"] / 1e3  # the cost a first user pays
                           if compiled.get("cold_ms") is not None else np.nan),
             "compile_warm_s": (compiled["warm_ms"] / 1e3 if compiled.get("warm_ms") is not None else np.nan),
+            # start-up: a compiled model's time to its first answer, as a process meets it
+            "first_answer_s": _seconds(compiled.get("cold_calls_ms")),
+            "warm_first_answer_s": _seconds(compiled.get("warm_calls_ms")),
+            "aot_fresh_process_s": _seconds(list(((compiled.get("aot") or {}).get("fresh_process") or {}).values()),
+                                            scale=1.0),
             "graphs": compiled.get("graphs"), "graph_breaks": compiled.get("graph_breaks"),
             "recompiles": compiled.get("recompiles"),
             "break_even": compiled.get("break_even_calls"),
@@ -157,6 +162,13 @@ def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
         result["task_rank"] = result["task"].map({t: i for i, t in enumerate(TASK_ORDER)}).fillna(9)
         result["environment"] = environments(result)
     return result
+
+
+def _seconds(parts: list | None, scale: float = 1e-3) -> float:
+    """The sum of ``parts`` (ms unless ``scale`` says otherwise) in seconds; NaN if not measured."""
+    if not parts or any(part is None for part in parts):
+        return np.nan
+    return float(sum(parts)) * scale
 
 
 def environments(data: pd.DataFrame) -> pd.Series:

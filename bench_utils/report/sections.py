@@ -90,7 +90,9 @@ class ReportView:
     def compile_cost(self) -> None:
         t = self.catalog.t
         self._markdown(f"## {t('compile_heading')}\n\n{t('compile_text')}\n\n"
-                       f"{tables.compile_table(self.data, self.catalog)}")
+                       f"{tables.compile_table(self.data, self.catalog)}\n\n"
+                       f"### {t('startup_heading')}\n\n{t('startup_text')}\n\n"
+                       f"{tables.startup_table(self.data, self.catalog)}")
 
     def memory(self) -> None:
         t = self.catalog.t

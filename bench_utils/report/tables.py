@@ -135,6 +135,29 @@ def compile_table(data: pd.DataFrame, catalog: Catalog) -> str:
     return markdown_table(headers, rows) if rows else catalog.t("no_results")
 
 
+def startup_table(data: pd.DataFrame, catalog: Catalog) -> str:
+    """Seconds from a process's start of work to the model's first answer, per variant: one eager
+    call; a compiled mode's compiling calls, cold (empty caches) and warm (the caches of an
+    earlier run on this machine); an AOTInductor package's load and first call, here and in a
+    fresh interpreter (imports included)."""
+    ok = data[data["status"] == "ok"] if not data.empty else data
+    rows = []
+    for (environment, _, label, batch, dtype), group in ok.groupby(
+            ["environment", "task_rank", "label", "batch_size", "dtype"], sort=True):
+        by_mode = group.set_index("mode")
+        # eager compiles nothing: one call (its first-ever call's lazy set-up is not measured apart)
+        eager = by_mode.loc["eager", "mean_ms"] / 1e3 if "eager" in by_mode.index else None
+        for mode in compiled_modes(group):
+            row = by_mode.loc[mode]
+            rows.append([environment_label(environment, catalog), ltr(label, catalog), mode_label(mode, catalog),
+                         ltr(str(batch), catalog), number(eager, 2, catalog),
+                         number(row["first_answer_s"], 1, catalog), number(row["warm_first_answer_s"], 2, catalog),
+                         number(row["aot_fresh_process_s"], 2, catalog)])
+    headers = [*_cell_headers(catalog), catalog.t("col_eager_first_s"), catalog.t("col_cold_first_s"),
+               catalog.t("col_warm_first_s"), catalog.t("col_fresh_process_s")]
+    return markdown_table(headers, rows) if rows else catalog.t("no_results")
+
+
 def memory_table(data: pd.DataFrame, catalog: Catalog) -> str:
     rows = [[*_cell_columns(row, catalog), mib(row["eager_peak_bytes"], catalog),
              mib(row["peak_bytes"], catalog), mib(row["graph_pool_bytes"], catalog),

@@ -209,3 +209,28 @@ def test_device_words_and_mode_names_are_in_the_pages_language(tmp_path):
     assert "unknown" not in spanish and "CPU (desconocido)" in spanish
     assert "| menos sobrecarga (reduce-overhead) |" in spanish
     assert "Compilado, menos sobrecarga (reduce-overhead) (ms)" in spanish  # the guide table's header
+
+
+def test_the_startup_table_sets_cold_warm_and_aot_start_ups_beside_one_eager_call():
+    from bench_utils import make_record
+    from bench_utils.measurement.timing import Measurement
+
+    def record(mode, compile_block):
+        return make_record(study="s", task="image-classification", model="resnet", batch_size=1,
+                           compile_mode=mode, dtype="float32", device="cpu",
+                           environment={"torch_version": "2.15.0", "cpu_model": "Test Processor"},
+                           measurement=Measurement(times_ms=[20.0, 20.0], first_call_ms=900.0),
+                           compile=compile_block)
+
+    records = [record("eager", {}),
+               record("default", {"cold_calls_ms": [30_000.0], "warm_calls_ms": [4_000.0]}),
+               record("aot-inductor", {"cold_calls_ms": [50_000.0], "warm_calls_ms": [300.0],
+                                       "aot": {"fresh_process": {"import_s": 4.0, "load_s": 0.5,
+                                                                 "first_call_s": 0.02}}})]
+    table = report_tables.startup_table(frame(records), Catalog("en"))
+    rows = {line.split(" | ")[2]: line for line in table.splitlines()[2:]}
+    assert set(rows) == {"default", "aot-inductor"}
+    assert "| 0.02 | 30.0 | 4.00 | – |" in rows["default"]  # one eager call: 20 ms
+    assert "| 0.02 | 50.0 | 0.30 | 4.52 |" in rows["aot-inductor"]
+    arabic = report_tables.startup_table(frame(records), Catalog("ar"))
+    assert "Eager" not in arabic and "CPU" not in arabic and Catalog("ar").t("col_fresh_process_s") in arabic
