@@ -14,3 +14,19 @@ def ok_record(**overrides):
     fields = {**CELL, "measurement": m, "environment": ENV,
               "config": {"weights": "random", "seed": 0}, **overrides}
     return make_record(**fields)
+
+
+def cpu_and_gpu_records(compiled_mode: str, **compiled) -> list[dict]:
+    """An eager and a ``compiled_mode`` record (speed-up 2x) on a CPU with no model recorded and
+    on a GPU with no name recorded: the environments the report names "CPU (unknown)" and "GPU".
+    ``compiled`` adds fields to the compiled records (``compile=...``, say)."""
+    records = []
+    for device, environment in (("cpu", {"torch_version": "2.15.0"}),
+                                ("cuda:0", {"torch_version": "2.15.0", "gpus": []})):
+        cell = dict(study="s", task="image-classification", model="resnet", batch_size=1, dtype="float32",
+                    device=device, environment=environment)
+        records.append(make_record(**cell, compile_mode="eager", measurement=Measurement([10.0] * 3, 1.0)))
+        records.append(make_record(**cell, compile_mode=compiled_mode, measurement=Measurement([5.0] * 3, 900.0),
+                                   extra={"speedup": {"mean": 2.0, "mean_ci95": [1.5, 2.5], "eager_mean_ms": 10.0}},
+                                   **compiled))
+    return records

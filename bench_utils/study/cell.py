@@ -16,6 +16,7 @@ that eager is not timed twice (``task``). Where the time went is in ``phases``.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 import dataclasses
 from dataclasses import dataclass, field
 import gc
@@ -197,9 +198,10 @@ def _compiled_cell(loaded: LoadedModel, inputs: dict[str, torch.Tensor], eager_f
         warmup = max(warmup, 2)  # replays settle after the recording call
     try:
         # cold compile; open for the whole cell: nothing falls back to the shared cache
-        with fresh_caches(), tempfile.TemporaryDirectory(prefix="aoti-") as package_folder:
+        aot = mode in compile_module.AOT_MODES  # its package lives in a folder of the cell's own
+        with fresh_caches(), (tempfile.TemporaryDirectory(prefix="aoti-") if aot else nullcontext()) as package_folder:
             with phases.timing("compile"):
-                if mode in compile_module.AOT_MODES:
+                if aot:
                     compiled = aot_inductor.compiled_cell(loaded.model, inputs, lambda m: _forward(m, inputs, mode),
                                                           device, package_folder, warm=warm_compile)
                 else:

@@ -29,17 +29,9 @@ def test_the_guides_three_plots_in_each_locale():
 
 
 def test_titles_name_the_device_and_the_mode_in_the_pages_language():
-    from bench_utils import make_record
-    from bench_utils.measurement.timing import Measurement
+    from sample_records import cpu_and_gpu_records
 
-    records = []
-    for device, environment in (("cpu", {"torch_version": "2.15.0"}),  # no CPU model recorded
-                                ("cuda:0", {"torch_version": "2.15.0", "gpus": []})):  # no GPU name
-        cell = dict(study="s", task="image-classification", model="resnet", batch_size=1, dtype="float32",
-                    device=device, environment=environment)
-        records.append(make_record(**cell, compile_mode="eager", measurement=Measurement([10.0] * 3, 1.0)))
-        records.append(make_record(**cell, compile_mode="max-autotune", measurement=Measurement([5.0] * 3, 9.0),
-                                   extra={"speedup": {"mean": 2.0, "mean_ci95": [1.5, 2.5], "eager_mean_ms": 10.0}}))
+    records = cpu_and_gpu_records("max-autotune")
     data = report_frame.frame(records)
     assert set(data["environment"]) == {"CPU (unknown)", "GPU"}  # the data stay locale-neutral
     expected = {"ar": ("وحدة المعالجة المركزية (غير معروف)", "وحدة معالجة الرسومات", "أقصى ضبط تلقائي (max-autotune)"),

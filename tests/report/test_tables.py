@@ -176,19 +176,9 @@ def test_two_records_claiming_one_row_warn_and_the_later_is_shown(tmp_path):
 
 
 def test_device_words_and_mode_names_are_in_the_pages_language(tmp_path):
-    from bench_utils import make_record
-    from bench_utils.measurement.timing import Measurement
+    from sample_records import cpu_and_gpu_records
 
-    records = []
-    for device, environment in (("cpu", {"torch_version": "2.15.0"}),  # no CPU model recorded
-                                ("cuda:0", {"torch_version": "2.15.0", "gpus": []})):  # no GPU name
-        cell = dict(study="s", task="image-classification", model="resnet", batch_size=1, dtype="float32",
-                    device=device, environment=environment)
-        records.append(make_record(**cell, compile_mode="eager", measurement=Measurement([10.0] * 3, 1.0)))
-        records.append(make_record(
-            **cell, compile_mode="reduce-overhead", measurement=Measurement([5.0] * 3, 900.0),
-            compile={"cold_ms": 800.0},
-            extra={"speedup": {"mean": 2.0, "mean_ci95": [1.5, 2.5], "eager_mean_ms": 10.0}}))
+    records = cpu_and_gpu_records("reduce-overhead", compile={"cold_ms": 800.0})
     data = frame(records)
     assert set(data["environment"]) == {"CPU (unknown)", "GPU"}  # grouping stays locale-neutral
 
