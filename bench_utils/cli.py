@@ -76,11 +76,11 @@ def _cmd_cell(args: argparse.Namespace) -> int:
     compile_module.check_mode(args.mode)
     math_settings = configure_fp32_math(args.tf32)
     loaded = load(args.model, weights=args.weights, dtype=args.dtype, device=args.device,
-                  seed=args.seed)
+                  seed=args.seed, memory_format=args.memory_format)
     result = run_cell(loaded, batch_size=args.batch_size, mode=args.mode, runs=args.runs,
                       warmup=args.warmup, blocks=args.blocks, backend=args.backend,
                       fullgraph=args.fullgraph, dynamic=args.dynamic, sync=args.sync,
-                      seed=args.seed, math_settings=math_settings)
+                      seed=args.seed, math_settings=math_settings, portable_cache=args.portable_cache)
     options = compile_module.options(args.mode, args.backend, args.fullgraph, args.dynamic)
     settings = measurement_settings(runs=args.runs, warmup=args.warmup, blocks=args.blocks,
                                     weights=args.weights, seed=args.seed, tf32=args.tf32,
@@ -150,7 +150,7 @@ def format_cell(record: dict) -> str:
     cell, latency = record["cell"], record["latency"]
     lines = [f"{cell['model']} ({record['model']['checkpoint']}, {record['config']['weights']} "
              f"weights) batch {cell['batch_size']}, {cell['dtype']}, {cell['device']}, "
-             f"mode {cell['compile_mode']}",
+             f"mode {cell['compile_mode']}" + (", channels_last" if cell.get("memory_format") == "channels_last" else ""),
              f"latency   mean {latency['mean'] * 1e3:.3f} ms, median {latency['median'] * 1e3:.3f} ms, "
              f"p99 {latency['p99'] * 1e3:.3f} ms over {latency['count']} runs"]
     if "speedup" in record:
@@ -166,6 +166,11 @@ def format_cell(record: dict) -> str:
             f" ({'; '.join(list(compiled['break_reasons'])[:3])})" if compiled["break_reasons"] else "")
         lines.append(f"compile   {compiled['cold_ms'] / 1e3:.1f} s cold, {compiled['warm_ms'] / 1e3:.1f} s "
                      f"warm, {compiled['graphs']} graphs, {breaks}, {compiled['recompiles']} recompiles")
+        fresh = compiled.get("portable_cache")
+        if fresh:
+            lines.append(f"fresh     {fresh['first_answer_s']:.1f} s to the first answer from the portable cache "
+                         f"(+{fresh['import_s']:.1f} s imports; {fresh['fx_graph_cache_hits']} cache hits, "
+                         f"{fresh['fx_graph_cache_misses']} misses)")
         even = compiled["break_even_calls"]
         lines.append("pays off  " + (f"after {even} calls" if even is not None else "never (not faster)"))
         parity = record["parity"]
@@ -235,6 +240,10 @@ def build_parser() -> argparse.ArgumentParser:
     cell.add_argument("--tf32", choices=("default", "strict", "on"), default="default",
                       help="float32 TF32 policy: default (PyTorch's: cuDNN TF32 on, matmul off), "
                            "strict (no TF32) or on (matmul and cuDNN)")
+    cell.add_argument("--memory-format", choices=("contiguous", "channels_last"), default="contiguous",
+                      help="the model's weights and images in this layout, eager and compiled alike")
+    cell.add_argument("--portable-cache", action="store_true",
+                      help="also time a fresh process started from the saved compile cache")
     cell.add_argument("--seed", type=int, default=0)
     cell.add_argument("--study", default="adhoc")
     cell.add_argument("--results", type=Path, default=None, help="append the record to this JSONL file")

@@ -1,4 +1,5 @@
-"""A task notebook's list parameters, as a person or papermill's command line gives them.
+"""A task notebook's list parameters, as a person or papermill's command line gives them, and
+named choices checked with the closest valid name offered.
 
 ``papermill nb.ipynb out.ipynb -p models vit`` injects the string ``"vit"``, which a
 loop would take as the models "v", "i" and "t". Every list parameter therefore also
@@ -8,7 +9,8 @@ accepts one plain string: one item, or several separated by commas
 
 from __future__ import annotations
 
-from typing import Any
+import difflib
+from typing import Any, Sequence
 
 
 def text_list(name: str, value: Any) -> list[str]:
@@ -24,6 +26,15 @@ def text_list(name: str, value: Any) -> list[str]:
     if any(not item for item in items):
         raise ValueError(f"{name}: an empty item in {value!r}")
     return items
+
+
+def one_of(what: str, value: Any, valid: Sequence[str]) -> str:
+    """``value`` if it is one of ``valid``; else a ValueError naming the closest valid one."""
+    if value not in valid:
+        close = difflib.get_close_matches(str(value), list(valid), n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise ValueError(f"unknown {what} {value!r}.{hint} Valid: {', '.join(valid)}")
+    return value
 
 
 def positive_int_list(name: str, value: Any) -> list[int]:

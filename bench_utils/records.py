@@ -29,6 +29,9 @@ if TYPE_CHECKING:  # the measurement layer imports torch; records are read witho
 SCHEMA_VERSION = 2
 STATUSES = ("ok", "oom", "error", "skipped")
 CELL_FIELDS = ("study", "task", "model", "batch_size", "compile_mode", "dtype", "device")
+# A cell's variant beyond the guide's way, with the value a record without it means (records
+# written before variants existed are the guide's cells).
+VARIANT_FIELDS = {"memory_format": ("contiguous", "channels_last"), "shapes": ("static", "dynamic")}
 MAX_ERROR_CHARS = 8_000
 
 
@@ -64,14 +67,15 @@ def latency_block(measurement: Measurement) -> dict[str, Any]:
 
 
 def make_record(*, study: str, task: str, model: str, batch_size: int, compile_mode: str,
-                dtype: str, device: str, status: str = "ok",
-                measurement: Measurement | None = None, memory: dict | None = None,
+                dtype: str, device: str, memory_format: str = "contiguous", shapes: str = "static",
+                status: str = "ok", measurement: Measurement | None = None, memory: dict | None = None,
                 compile: dict | None = None, config: dict | None = None,
                 error: str | None = None, environment: dict | None = None,
                 extra: dict | None = None) -> dict[str, Any]:
     """A validated record for one cell; the environment is captured when not given."""
     cell = {"study": study, "task": task, "model": model, "batch_size": batch_size,
-            "compile_mode": compile_mode, "dtype": dtype, "device": device}
+            "compile_mode": compile_mode, "dtype": dtype, "device": device,
+            "memory_format": memory_format, "shapes": shapes}
     validate_cell(cell)  # before anything is computed from it
     compile_block = dict(compile or {})
     if measurement is not None:
@@ -132,6 +136,9 @@ def validate_cell(cell: Any) -> None:
                 raise ValueError(f"cell.batch_size must be an integer >= 1, got {value!r}")
         elif not isinstance(value, str) or not value:
             raise ValueError(f"cell.{name} must be a non-empty string, got {value!r}")
+    for name, allowed in VARIANT_FIELDS.items():
+        if name in cell and cell[name] not in allowed:
+            raise ValueError(f"cell.{name} must be one of {', '.join(allowed)}, got {cell[name]!r}")
 
 
 def validate_record(record: dict[str, Any]) -> None:
@@ -159,11 +166,17 @@ def validate_record(record: dict[str, Any]) -> None:
 
 # --- identity -------------------------------------------------------------------
 
+def cell_variant(record: dict[str, Any]) -> tuple[str, str]:
+    """(memory_format, shapes) of a record's cell; the guide's (contiguous, static) when not said."""
+    cell = record["cell"]
+    return tuple(cell.get(name) or allowed[0] for name, allowed in VARIANT_FIELDS.items())
+
+
 def cell_identity(record: dict[str, Any]) -> tuple:
-    """(study, task, model, batch_size, compile_mode, dtype, device kind) of a record."""
+    """(study, task, model, batch_size, compile_mode, dtype, memory_format, shapes, device kind)."""
     cell = record["cell"]
     return (cell["study"], cell["task"], cell["model"], cell["batch_size"], cell["compile_mode"],
-            cell["dtype"], cell["device"].split(":")[0])
+            cell["dtype"], *cell_variant(record), cell["device"].split(":")[0])
 
 
 def measurement_settings(*, runs: int, warmup: int, blocks: int | None, weights: str, seed: int,
@@ -210,10 +223,12 @@ def record_key(record: dict[str, Any]) -> tuple:
 
 def failure_record(*, study: str, task: str, model: str, batch_size: int, compile_mode: str,
                    dtype: str, device: str, status: str, error: str, config: dict[str, Any],
-                   environment: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+                   environment: dict[str, Any] | None = None, memory_format: str = "contiguous",
+                   shapes: str = "static", **extra: Any) -> dict[str, Any]:
     """The record of a cell that was not measured (oom, error or skipped)."""
     return make_record(study=study, task=task, model=model, batch_size=batch_size,
-                       compile_mode=compile_mode, dtype=dtype, device=device, status=status,
+                       compile_mode=compile_mode, dtype=dtype, device=device, memory_format=memory_format,
+                       shapes=shapes, status=status,
                        error=error, config=config, environment=environment,
                        extra=extra or None)
 
@@ -223,5 +238,5 @@ def skipped_after_oom(cell: dict[str, Any], oom_at: int, config: dict[str, Any],
     """The record of a cell not run because a smaller batch of its group ran out of memory."""
     return failure_record(**cell, status="oom", config=config, environment=environment,
                           error=f"not run: batch size {oom_at} ran out of memory for this model, "
-                                "mode and dtype",
+                                "mode, dtype and variant",
                           skipped_after_oom=oom_at)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 import warnings
 
-from .records import CELL_FIELDS, SCHEMA_VERSION, validate_record
+from .records import CELL_FIELDS, SCHEMA_VERSION, VARIANT_FIELDS, validate_record
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -161,7 +161,9 @@ def read_results(paths: str | os.PathLike | Iterable[str | os.PathLike], *,
     if not records:
         return pd.DataFrame(columns=[*CELL_FIELDS, "status"])
     frame = pd.json_normalize(records, sep=".")
-    frame = frame.rename(columns={f"cell.{name}": name for name in CELL_FIELDS})
+    frame = frame.rename(columns={f"cell.{name}": name for name in (*CELL_FIELDS, *VARIANT_FIELDS)})
+    for name, allowed in VARIANT_FIELDS.items():  # records older than variants are the guide's cells
+        frame[name] = frame[name].fillna(allowed[0]) if name in frame else allowed[0]
     frame = frame.rename(columns={"_source": "source", "_line": "line"})
     if not include_values and "latency.values" in frame:
         frame = frame.drop(columns=["latency.values"])

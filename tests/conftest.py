@@ -1,4 +1,6 @@
+import atexit
 import os
+import shutil
 import tempfile
 
 # Tests never reach a model hub: forced offline before transformers is imported.
@@ -7,6 +9,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # Tests take device locks of their own: a study running on this machine neither waits for
 # them nor makes them wait (subprocesses inherit this).
 os.environ["BENCH_UTILS_LOCK_DIR"] = tempfile.mkdtemp(prefix="bench_utils-test-locks-")
+atexit.register(shutil.rmtree, os.environ["BENCH_UTILS_LOCK_DIR"], ignore_errors=True)
 
 import socket  # noqa: E402
 

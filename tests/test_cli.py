@@ -80,6 +80,17 @@ def test_cell_runs_and_appends_a_record(capsys, tmp_path):
     assert record["cell"]["model"] == "mobilenet" and record["latency"]["count"] == 3
     assert record["config"]["weights"] == "random" and record["config"]["tf32"] == "default"
     assert record["config"]["sync"] == "per-call" and record["latency"]["sync"] == "per-call"
+    assert record["cell"]["memory_format"] == "contiguous"
+
+
+def test_cell_takes_the_channels_last_layout(capsys, tmp_path):
+    results = tmp_path / "results.jsonl"
+    status, text, err = run_main(capsys, "cell", "timm:test_resnet", "--mode", "eager", "--runs", "2",
+                                 "--warmup", "1", "--memory-format", "channels_last", "--results", str(results))
+    assert status == 0, err
+    assert "channels_last" in text.splitlines()[0]
+    record = json.loads(results.read_text())
+    assert record["cell"]["memory_format"] == "channels_last" == record["model"]["memory_format"]
 
 
 @pytest.mark.parametrize("args, message", [

@@ -46,3 +46,13 @@ def test_papermills_command_line_strings_are_one_item_or_comma_separated(tmp_pat
     widgets = executed.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"].values()
     bars = [w["state"] for w in widgets if w["model_name"] == "FloatProgressModel"]
     assert [(bar["value"], bar["max"], bar["bar_style"]) for bar in bars] == [(2, 2, "success")]
+
+
+def test_one_of_takes_a_valid_name_and_offers_the_closest_for_a_wrong_one():
+    from bench_utils.parameters import one_of
+
+    assert one_of("colour", "red", ("red", "green")) == "red"
+    with pytest.raises(ValueError, match=r"unknown colour 'gren'\. Did you mean 'green'\? Valid: red, green"):
+        one_of("colour", "gren", ("red", "green"))
+    with pytest.raises(ValueError, match=r"unknown colour 'blue'\. Valid: red, green"):
+        one_of("colour", "blue", ("red", "green"))

@@ -20,7 +20,8 @@ def test_ok_record_has_optimum_benchmark_latency_block():
     assert latency["stdev_"] == pytest.approx(latency["stdev"] / latency["mean"] * 100)
     assert record["throughput"] == {"unit": "samples/s", "value": pytest.approx(4 / 0.0115)}
     assert record["compile"]["first_call_ms"] == 900.0
-    assert record["cell"] == CELL and record["config"]["weights"] == "random"
+    assert record["cell"] == {**CELL, "memory_format": "contiguous", "shapes": "static"}
+    assert record["config"]["weights"] == "random"
 
 
 def test_error_text_does_not_name_the_home_directory():
@@ -65,7 +66,8 @@ def test_identity_and_environment_key():
     record = ok_record(device="cuda:1", environment={
         "torch_version": "2.15.0", "cpu_model": "EPYC", "driver_version": "580.1",
         "gpus": [{"index": 0, "name": "NVIDIA H100"}]})
-    assert cell_identity(record) == ("test", "image-classification", "resnet", 4, "default", "float32", "cuda")
+    assert cell_identity(record) == ("test", "image-classification", "resnet", 4, "default", "float32",
+                                     "contiguous", "static", "cuda")
     assert record_key(record)[-3:] == ("2.15.0", "NVIDIA H100", "580.1")
     cpu = ok_record(environment={"torch_version": "2.15.0", "cpu_model": "EPYC", "cpu_count_logical": 2,
                                  "gpus": []})
@@ -87,3 +89,23 @@ def test_the_settings_a_cell_was_measured_with_belong_to_its_key():
     assert settings_hash(base, "default") != settings_hash({**base, "fullgraph": True}, "default")
 
 
+
+
+def test_a_variant_is_another_cell_and_old_records_are_the_guides_cells():
+    from bench_utils.records import cell_identity, record_key
+
+    guide = ok_record()
+    older = ok_record()
+    del older["cell"]["memory_format"], older["cell"]["shapes"]  # written before variants existed
+    nhwc = ok_record(memory_format="channels_last")
+    dynamic = ok_record(shapes="dynamic")
+    assert cell_identity(older) == cell_identity(guide)
+    assert record_key(older) == record_key(guide)
+    assert len({record_key(record) for record in (guide, nhwc, dynamic)}) == 3
+    assert cell_identity(nhwc)[6:8] == ("channels_last", "static")
+    assert cell_identity(dynamic)[6:8] == ("contiguous", "dynamic")
+
+
+def test_an_unknown_variant_is_refused():
+    with pytest.raises(ValueError, match="cell.memory_format must be one of contiguous, channels_last"):
+        ok_record(memory_format="nhwc")

@@ -16,13 +16,19 @@ import pandas as pd
 
 from ..env import gpu_name
 from ..paths import PROJECT_ROOT
-from ..records import record_key
+from ..records import cell_variant, record_key
 from ..results import read_records
 from ..parameters import text_list
 from ..zoo.registry import label_of
+from .i18n import DYNAMIC_BATCH_SUFFIX
 
 TASK_ORDER = ["image-classification", "image-segmentation", "object-detection"]
 TORCH_SEPARATOR = " · torch "  # an environment: its device, then its torch version where several
+# Variants are folded into the names tables group by, so that each is a row or a column of its own
+# beside the guide's way: channels_last into the model's label, one compilation for all batch sizes
+# into the mode's name (the catalog translates the suffix).
+DYNAMIC_BATCH = DYNAMIC_BATCH_SUFFIX
+CHANNELS_LAST_LABEL = " (channels_last)"
 
 
 def project_paths(results_paths: Iterable[str | os.PathLike] | str | os.PathLike) -> list[Path]:
@@ -71,7 +77,7 @@ def latest_records(paths: Iterable[str | os.PathLike]) -> list[dict[str, Any]]:
     for record in latest.values():
         cell = record["cell"]
         row = (cell["task"], cell["model"], cell["batch_size"], cell["compile_mode"], cell["dtype"],
-               device_name(record), (record.get("environment") or {}).get("torch_version"))
+               *cell_variant(record), device_name(record), (record.get("environment") or {}).get("torch_version"))
         if row in shown:
             earlier = shown[row]
             warnings.warn(f"two records claim one cell ({cell['model']}, batch {cell['batch_size']}, "
@@ -110,13 +116,16 @@ def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
         compute = record.get("compute") or {}
         energy = record.get("energy") or {}
         count = latency.get("count") or 0
+        memory_format, shapes = cell_variant(record)
         rows.append({
             "device_name": device_name(record),
             "torch_version": (record.get("environment") or {}).get("torch_version"),
-            "task": cell["task"], "model": cell["model"], "label": label_of(cell["model"]),
-            "device": cell["device"],
+            "task": cell["task"], "model": cell["model"],
+            "label": label_of(cell["model"]) + (CHANNELS_LAST_LABEL if memory_format == "channels_last" else ""),
+            "device": cell["device"], "memory_format": memory_format, "shapes": shapes,
             "error": ((record.get("error") or "").strip().splitlines() or [None])[-1],
-            "batch_size": cell["batch_size"], "mode": cell["compile_mode"], "dtype": cell["dtype"],
+            "batch_size": cell["batch_size"], "compile_mode": cell["compile_mode"],
+            "mode": cell["compile_mode"] + (DYNAMIC_BATCH if shapes == "dynamic" else ""), "dtype": cell["dtype"],
             "status": record["status"],
             "mean_ms": latency["mean"] * 1e3 if latency else np.nan,
             "p50_ms": latency["p50"] * 1e3 if latency else np.nan,
@@ -138,8 +147,10 @@ def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
             # start-up: a compiled model's time to its first answer, as a process meets it
             "first_answer_s": _seconds(compiled.get("cold_calls_ms")),
             "warm_first_answer_s": _seconds(compiled.get("warm_calls_ms")),
-            "aot_fresh_process_s": _seconds(list(((compiled.get("aot") or {}).get("fresh_process") or {}).values()),
-                                            scale=1.0),
+            "fresh_process_s": fresh_process_seconds(compiled),
+            "fresh_cache_hits": (compiled.get("portable_cache") or {}).get("fx_graph_cache_hits"),
+            "batch_recompiles": (compiled.get("batch_shapes") or {}).get("recompiles_at_this_batch_size"),
+            "compiled_at_batch": (compiled.get("batch_shapes") or {}).get("compiled_at_batch_size"),
             "graphs": compiled.get("graphs"), "graph_breaks": compiled.get("graph_breaks"),
             "recompiles": compiled.get("recompiles"),
             "break_even": compiled.get("break_even_calls"),
@@ -171,6 +182,19 @@ def _seconds(parts: list | None, scale: float = 1e-3) -> float:
     return float(sum(parts)) * scale
 
 
+def fresh_process_seconds(compiled: dict[str, Any]) -> float:
+    """A new interpreter's imports, load and first answer (s): from an AOTInductor package, or from a
+    torch.compile mode's portable cache (model build, cache load and compiling calls); NaN if neither."""
+    aot = (compiled.get("aot") or {}).get("fresh_process")
+    if aot:
+        return _seconds(list(aot.values()), scale=1.0)
+    portable = compiled.get("portable_cache")
+    if portable:
+        return _seconds([portable.get("import_s"), portable.get("model_load_s"), portable.get("first_answer_s")],
+                        scale=1.0)
+    return np.nan
+
+
 def environments(data: pd.DataFrame) -> pd.Series:
     """What each row was measured on, as tables and plots group it: the device, and the torch
     version where the records span several (they are never averaged or overlaid together)."""
@@ -181,6 +205,7 @@ def environments(data: pd.DataFrame) -> pd.Series:
 
 def compiled_modes(data: pd.DataFrame) -> list[str]:
     order = ["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs", "aot-inductor"]
+    order = [name for mode in order for name in (mode, mode + DYNAMIC_BATCH)]  # each beside its static self
     present = set(data["mode"]) - {"eager"}
     return [mode for mode in order if mode in present] + sorted(present - set(order))
 
@@ -197,7 +222,9 @@ def tidy(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
     data = frame(list(records))
     if data.empty:
         return pd.DataFrame(columns=TIDY_COLUMNS)
-    data = data.rename(columns={"mode": "compile_mode"})
+    # the variants folded as the report folds them: a channels_last model and a dynamic-batch mode apart
+    data["model"] = data["model"].where(data["memory_format"] != "channels_last", data["model"] + CHANNELS_LAST_LABEL)
+    data = data.drop(columns=["compile_mode"]).rename(columns={"mode": "compile_mode"})
     data["speedup_ci95"] = [f"{low:.2f}-{high:.2f}" if pd.notna(low) else None
                             for low, high in zip(data["ci_low"], data["ci_high"])]
     data["error"] = data["error"].str.slice(0, 120)

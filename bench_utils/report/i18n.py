@@ -17,6 +17,8 @@ from typing import Callable
 from babel import Locale, UnknownLocaleError
 from babel.numbers import format_decimal, format_percent
 
+DYNAMIC_BATCH_SUFFIX = "+dynamic-batch"  # a mode compiled once for all batch sizes, as ``frame`` names it
+
 LOCALES_DIR = Path(__file__).parent / "locales"
 REFERENCE_LOCALE = "en"
 
@@ -60,6 +62,8 @@ class Catalog:
         """A compile mode (torch.compile's ``mode=``, or eager) in the locale's words, with the
         option's own name kept recognisable (``code`` wraps it, e.g. to keep it left-to-right);
         a mode the catalog does not know is shown as written."""
+        if mode.endswith(DYNAMIC_BATCH_SUFFIX):  # one compilation for all batch sizes (``frame``)
+            return self.t("mode_dynamic_batch", mode=self.mode_name(mode[: -len(DYNAMIC_BATCH_SUFFIX)], code))
         key = f"mode_{mode}"
         return self.t(key, mode=code(mode)) if key in self.messages else code(mode)
 

@@ -93,6 +93,9 @@ class ReportView:
                        f"{tables.compile_table(self.data, self.catalog)}\n\n"
                        f"### {t('startup_heading')}\n\n{t('startup_text')}\n\n"
                        f"{tables.startup_table(self.data, self.catalog)}")
+        if not self.data.empty and (self.data["shapes"] == "dynamic").any():  # only where a grid asked for it
+            self._markdown(f"### {t('dynamic_batch_heading')}\n\n{t('dynamic_batch_text')}\n\n"
+                           f"{tables.dynamic_batch_table(self.data, self.catalog)}")
 
     def memory(self) -> None:
         t = self.catalog.t

@@ -34,10 +34,11 @@ def guide_tables(data: pd.DataFrame, catalog: Catalog) -> list[tuple[str, str]]:
         return tables
     modes = compiled_modes(data)
     for (device, dtype), per_device in data.groupby(["environment", "dtype"], sort=True, dropna=False):
+        # by label: a variant of a model (channels_last) is a row of its own
         models = (per_device.sort_values(["task_rank", "label"])
-                  .drop_duplicates("model")[["task", "model", "label"]].values.tolist())
+                  .drop_duplicates("label")[["task", "label", "label"]].values.tolist())
         for batch in sorted(per_device["batch_size"].unique()):
-            cells = per_device[per_device["batch_size"] == batch].set_index(["model", "mode"])
+            cells = per_device[per_device["batch_size"] == batch].set_index(["label", "mode"])
             headers = [catalog.t("col_task"), catalog.t("col_model"), catalog.t("col_eager_ms")]
             for mode in modes:
                 headers += [catalog.t("col_compiled_ms", mode=mode_label(mode, catalog)),
@@ -139,7 +140,9 @@ def startup_table(data: pd.DataFrame, catalog: Catalog) -> str:
     """Seconds from a process's start of work to the model's first answer, per variant: one eager
     call; a compiled mode's compiling calls, cold (empty caches) and warm (the caches of an
     earlier run on this machine); an AOTInductor package's load and first call, here and in a
-    fresh interpreter (imports included)."""
+    fresh interpreter (imports included); a fresh interpreter started from a torch.compile mode's
+    portable cache (its imports, model build, cache load and compiling calls), marked where the
+    carried cache missed."""
     ok = data[data["status"] == "ok"] if not data.empty else data
     rows = []
     for (environment, _, label, batch, dtype), group in ok.groupby(
@@ -152,9 +155,34 @@ def startup_table(data: pd.DataFrame, catalog: Catalog) -> str:
             rows.append([environment_label(environment, catalog), ltr(label, catalog), mode_label(mode, catalog),
                          ltr(str(batch), catalog), number(eager, 2, catalog),
                          number(row["first_answer_s"], 1, catalog), number(row["warm_first_answer_s"], 2, catalog),
-                         number(row["aot_fresh_process_s"], 2, catalog)])
+                         _fresh_process(row, catalog)])
     headers = [*_cell_headers(catalog), catalog.t("col_eager_first_s"), catalog.t("col_cold_first_s"),
                catalog.t("col_warm_first_s"), catalog.t("col_fresh_process_s")]
+    return markdown_table(headers, rows) if rows else catalog.t("no_results")
+
+
+def _fresh_process(row: pd.Series, catalog: Catalog) -> str:
+    text = number(row["fresh_process_s"], 2, catalog)
+    missed = row["fresh_cache_hits"] is not None and pd.notna(row["fresh_cache_hits"]) and row["fresh_cache_hits"] == 0
+    return f"{text} ({catalog.t('flag_cache_missed')})" if missed else text
+
+
+def dynamic_batch_table(data: pd.DataFrame, catalog: Catalog) -> str:
+    """One compilation for all batch sizes beside a compilation per batch size: the speed-up of
+    each at every batch size, and the graphs the one compilation still compiled there."""
+    ok = data[(data["status"] == "ok") & (data["shapes"] == "dynamic")] if not data.empty else data
+    rows = []
+    for _, one in ok.sort_values(["environment", "task_rank", "label", "mode", "batch_size"]).iterrows():
+        static_mode = one["compile_mode"]
+        static = data[(data["environment"] == one["environment"]) & (data["label"] == one["label"])
+                      & (data["batch_size"] == one["batch_size"]) & (data["dtype"] == one["dtype"])
+                      & (data["mode"] == static_mode) & (data["status"] == "ok")]
+        static_cells = speedup_cells(static.iloc[0], catalog) if not static.empty else ("–", "–")
+        rows.append([*_cell_columns(one, catalog), *static_cells, *speedup_cells(one, catalog),
+                     integer(one["compiled_at_batch"], catalog), integer(one["batch_recompiles"], catalog)])
+    headers = [*_cell_headers(catalog), catalog.t("col_static_speedup"), catalog.t("col_ci95"),
+               catalog.t("col_dynamic_speedup"), catalog.t("col_ci95"), catalog.t("col_compiled_at"),
+               catalog.t("col_batch_recompiles")]
     return markdown_table(headers, rows) if rows else catalog.t("no_results")
 
 

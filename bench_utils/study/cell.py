@@ -12,6 +12,9 @@ are freed. ``cell_record`` (``cell_record.py``) turns the result into a record.
 A compiled cell's eager side is a measurement of eager in its own right: its
 ``shared_eager`` result is what an eager cell of the same batch size records, so
 that eager is not timed twice (``task``). Where the time went is in ``phases``.
+The deployment variants (``channels_last`` is the loaded model's layout) branch here: an
+``aot-inductor`` cell builds its package instead of compiling, a ``dynamic`` one calls the
+compilation of a smaller batch size, and a portable cache is timed in a fresh process.
 """
 
 from __future__ import annotations
@@ -19,8 +22,6 @@ from __future__ import annotations
 from contextlib import nullcontext
 import dataclasses
 from dataclasses import dataclass, field
-import gc
-import math
 import tempfile
 import time
 from typing import Any, Callable
@@ -30,20 +31,17 @@ import torch
 from ..measurement.compare import Comparison, compare
 from ..measurement.devices import quiet_toolchain_logs
 from ..measurement.flops import compute_block, count_forward_flops
-from ..measurement.memory import MemoryProbe
-from ..measurement.power import EnergyProbe, per_inference
-from ..measurement.timing import SYNC_PER_CALL, Measurement, make_timer, measure
-from ..variants import aot_inductor, modes as compile_module
+from ..measurement.power import EnergyProbe
+from ..measurement.timing import SYNC_PER_CALL, Measurement, measure
+from ..variants import aot_inductor, modes as compile_module, portable_cache as portable
 from ..variants.agreement import task_agreement
-from ..variants.compile_cost import compile_cold_then_warm, fresh_caches, no_recompile
+from ..variants.batch_shapes import DYNAMIC, STATIC, SharedCompilation, check_shapes, mark_batch_dynamic
+from ..variants.compile_cost import compile_cold_then_warm, fresh_caches, no_recompile, reuse_compiled
 from ..variants.parity import compare_outputs, fp64_reference
 from ..variants.precision import tf32_in_force
 from ..zoo.loading import LoadedModel
+from .after_timing import energy_per_inference, memory_of, outside_timing, release
 from .phases import Phases
-
-MEMORY_CALLS = 3        # calls inside the memory probe, after warm-up
-ENERGY_MIN_S = 0.5      # NVML's energy counter refreshes every few tens of ms: time enough calls
-ENERGY_MAX_CALLS = 5_000
 
 
 @dataclass
@@ -63,6 +61,8 @@ class CellResult:
     phases: Phases = field(default_factory=Phases)   # where the cell's time went
     shared_eager: "CellResult | None" = None         # a compiled cell's eager side, as an eager cell
     shared_from: str | None = None                   # an eager result taken from that mode's pairs
+    shapes: str = STATIC                             # dynamic: one compilation for all batch sizes
+    compilation: SharedCompilation | None = None     # that compilation, for the next batch sizes
 
 
 def _forward(model: Callable, inputs: dict[str, torch.Tensor], mode: str) -> Callable[[], Any]:
@@ -75,54 +75,6 @@ def _forward(model: Callable, inputs: dict[str, torch.Tensor], mode: str) -> Cal
     return lambda: model(**inputs)
 
 
-def _memory(fn: Callable[[], Any], device: torch.device, loaded: LoadedModel,
-            inputs: dict[str, torch.Tensor], phases: Phases) -> dict[str, Any]:
-    with phases.timing("memory"), MemoryProbe(device, model=loaded.model, inputs=inputs) as probe:
-        for _ in range(MEMORY_CALLS):
-            fn()
-    return probe.report
-
-
-def _energy(device: torch.device, sides: dict[str, tuple[Callable[[], Any], float]], sync: str,
-            clocks: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """Joules per inference (one call: a whole batch) of each side, over at least
-    ``ENERGY_MIN_S`` of calls for NVML's counter (CUDA only), and the clocks, temperatures
-    and throttle reasons at the start and end of the timed runs."""
-    if device.type != "cuda":
-        return None
-    energy: dict[str, Any] = {"timed_runs": clocks}
-    timer = make_timer(device, sync)
-    for side, (fn, mean_ms) in sides.items():
-        chunk = max(1, min(ENERGY_MAX_CALLS, math.ceil(100.0 / max(mean_ms, 1e-3))))  # ~0.1 s
-        calls = 0
-        with EnergyProbe(device) as probe:
-            start = time.perf_counter()
-            while time.perf_counter() - start < ENERGY_MIN_S and calls < ENERGY_MAX_CALLS:
-                timer.time_calls(fn, chunk)
-                calls += chunk
-        energy[side] = {**probe.report, "calls": calls,
-                        "joules_per_inference": per_inference(probe.report, calls)}
-    return energy
-
-
-def _outside_timing(what: str, notes: list[str], device: torch.device, fn: Callable[[], Any]) -> Any:
-    """A figure taken after the timed runs: if it fails (an OOM, say), that figure is missing,
-    with a note; the latency measured before it stands."""
-    try:
-        return fn()
-    except Exception as exc:
-        first_line = (str(exc).strip().splitlines() or [""])[0]
-        notes.append(f"{what} not measured: {type(exc).__name__}: {first_line}"[:300])
-        _release(device)
-        return None
-
-
-def _release(device: torch.device) -> None:
-    gc.collect()
-    if device.type == "cuda":
-        torch.cuda.empty_cache()
-
-
 def _gpu_name(device: torch.device) -> str | None:
     return torch.cuda.get_device_name(device) if device.type == "cuda" else None
 
@@ -131,17 +83,25 @@ def run_cell(loaded: LoadedModel, *, batch_size: int, mode: str, runs: int = 300
              warmup: int = 10, blocks: int | None = None, backend: str = "inductor",
              fullgraph: bool = False, dynamic: bool | None = None, sync: str = SYNC_PER_CALL,
              seed: int = 0, math_settings: dict[str, Any] | None = None,
-             warm_compile: bool = True, phases: Phases | None = None) -> CellResult:
+             warm_compile: bool = True, phases: Phases | None = None, shapes: str = STATIC,
+             compilation: SharedCompilation | None = None, portable_cache: bool = False) -> CellResult:
     """Measure ``loaded`` at ``batch_size`` in ``mode`` (eager, or a compile mode).
 
     ``math_settings`` are the float32 settings in force (``configure_fp32_math``'s
     result): the accuracy gate's tolerances and the peak figure follow TF32. With
     ``warm_compile`` False a compiled cell compiles cold only (its warm cost was
     measured at another batch size of the same model and mode). ``phases``, if given, collects
-    where the time goes (the caller keeps it, even when the cell fails).
+    where the time goes (the caller keeps it, even when the cell fails). With ``shapes``
+    ``dynamic`` the batch dimension is marked dynamic and ``compilation`` (the result's, from a
+    smaller batch size of the same mode) is called instead of compiling again; the caller
+    discards it (and resets dynamo) when the mode is done. With ``portable_cache`` a torch.compile
+    cell of static shapes also saves its compile cache and times a fresh process started from it
+    (``variants.portable_cache``), after the timed runs.
     """
     phases = phases if phases is not None else Phases()
     compile_module.check_mode(mode)
+    if check_shapes(shapes) == DYNAMIC and (mode == "eager" or mode in compile_module.AOT_MODES):
+        raise ValueError(f"shapes 'dynamic' needs a torch.compile mode, not {mode!r}")
     device = torch.device(loaded.device)
     tf32_by_work = tf32_in_force(math_settings or {}, device, loaded.dtype)
     tf32 = any(tf32_by_work.values())
@@ -160,28 +120,46 @@ def run_cell(loaded: LoadedModel, *, batch_size: int, mode: str, runs: int = 300
             return _compiled_cell(loaded, inputs, eager_fn, compute, device, tf32, phases,
                                   batch_size=batch_size, mode=mode, runs=runs, warmup=warmup,
                                   blocks=blocks, backend=backend, fullgraph=fullgraph, dynamic=dynamic,
-                                  sync=sync, seed=seed, warm_compile=warm_compile)
+                                  sync=sync, seed=seed, warm_compile=warm_compile,
+                                  compilation=compilation if shapes == DYNAMIC else None,
+                                  dynamic_batch=shapes == DYNAMIC, portable_cache=portable_cache)
         with EnergyProbe(device) as clocks:  # clocks and throttling at the start and end
             start = time.perf_counter()
             measurement = measure(eager_fn, warmup=warmup, runs=runs, device=device, sync=sync)
             phases.add_loop(time.perf_counter() - start, sum(measurement.times_ms))
         notes: list[str] = []
-        memory = _outside_timing("memory", notes, device,
-                                 lambda: _memory(eager_fn, device, loaded, inputs, phases))
+        memory = outside_timing("memory", notes, device,
+                                lambda: memory_of(eager_fn, device, loaded, inputs, phases))
         with phases.timing("energy"):
-            energy = _outside_timing("energy", notes, device, lambda: _energy(
+            energy = outside_timing("energy", notes, device, lambda: energy_per_inference(
                 device, {"eager": (eager_fn, measurement.mean_ms)}, sync, clocks.report))
         return CellResult(mode, batch_size, measurement, memory=memory,
                           compute=compute(measurement.mean_ms), energy=energy, notes=notes,
                           phases=phases)
 
 
+def _fresh_start(model: torch.nn.Module, inputs: dict[str, torch.Tensor], artifacts: bytes | None, mode: str,
+                 backend: str, fullgraph: bool, dynamic: bool | None, device: torch.device,
+                 dynamic_batch: bool) -> dict[str, Any]:
+    """A fresh process started from this cell's saved compile cache (``variants.portable_cache``)."""
+    if dynamic_batch:
+        raise ValueError("a dynamic-batch compilation is timed in this process only")
+    if artifacts is None:
+        raise ValueError(f"the {backend} compilation left no cache artifacts to carry")
+    return portable.startup_from_artifacts(model, inputs, artifacts, mode=mode, backend=backend,
+                                           fullgraph=fullgraph, dynamic=dynamic, device=device.type)
+
+
 def _compiled_cell(loaded: LoadedModel, inputs: dict[str, torch.Tensor], eager_fn: Callable[[], Any],
                    compute: Callable[..., dict[str, Any]], device: torch.device, tf32: bool,
                    phases: Phases, *, batch_size: int, mode: str, runs: int, warmup: int,
                    blocks: int | None, backend: str, fullgraph: bool, dynamic: bool | None, sync: str,
-                   seed: int, warm_compile: bool) -> CellResult:
-    compile_module.reset()  # no graph of an earlier model or cell may be reused
+                   seed: int, warm_compile: bool, compilation: SharedCompilation | None,
+                   dynamic_batch: bool, portable_cache: bool) -> CellResult:
+    if compilation is None:
+        compile_module.reset()  # no graph of an earlier model or cell may be reused
+    if dynamic_batch:
+        mark_batch_dynamic(inputs)
     quiet_toolchain_logs()
     notes: list[str] = []
     with phases.timing("parity"):
@@ -189,11 +167,12 @@ def _compiled_cell(loaded: LoadedModel, inputs: dict[str, torch.Tensor], eager_f
         eager_out = compile_module.clone_outputs(eager_fn(), "cpu")
         fp64_out, fp64_missing = fp64_reference(loaded.model, inputs)
         fp64_out = compile_module.clone_outputs(fp64_out, "cpu")
-    _release(device)
+    release(device)
     # eager's memory before anything is compiled: no CUDA-graph pool is alive yet
-    eager_memory = _outside_timing("eager memory", notes, device,
-                                   lambda: _memory(eager_fn, device, loaded, inputs, phases))
+    eager_memory = outside_timing("eager memory", notes, device,
+                                  lambda: memory_of(eager_fn, device, loaded, inputs, phases))
     requested_warmup = warmup
+    artifacts = fresh = None  # the portable cache's, where asked for
     if mode in compile_module.CUDA_GRAPH_MODES:
         warmup = max(warmup, 2)  # replays settle after the recording call
     try:
@@ -201,13 +180,27 @@ def _compiled_cell(loaded: LoadedModel, inputs: dict[str, torch.Tensor], eager_f
         aot = mode in compile_module.AOT_MODES  # its package lives in a folder of the cell's own
         with fresh_caches(), (tempfile.TemporaryDirectory(prefix="aoti-") if aot else nullcontext()) as package_folder:
             with phases.timing("compile"):
+                made: list[Any] = []  # the compiled model the last forward calls
+
+                def make_forward(model: Callable) -> Callable[[], Any]:
+                    made[:] = [model]
+                    return _forward(model, inputs, mode)
+
                 if aot:
-                    compiled = aot_inductor.compiled_cell(loaded.model, inputs, lambda m: _forward(m, inputs, mode),
+                    compiled = aot_inductor.compiled_cell(loaded.model, inputs, make_forward,
                                                           device, package_folder, warm=warm_compile)
+                elif compilation is not None:
+                    compiled = reuse_compiled(compilation.model, mode, make_forward, device,
+                                              compilation.compiled_at_batch_size)
                 else:
-                    compiled = compile_cold_then_warm(loaded.model, mode, lambda m: _forward(m, inputs, mode),
-                                                      device, backend=backend, fullgraph=fullgraph,
-                                                      dynamic=dynamic, warm=warm_compile)
+                    with portable.recording():  # this compilation's cache artifacts, none older
+                        compiled = compile_cold_then_warm(loaded.model, mode, make_forward,
+                                                          device, backend=backend, fullgraph=fullgraph,
+                                                          dynamic=dynamic, warm=warm_compile)
+                    if portable_cache and not dynamic_batch:
+                        artifacts = portable.saved_artifacts()
+            if dynamic_batch:
+                compilation = compilation or SharedCompilation(mode, made[0], batch_size)
             compiled_fn = compiled.forward
             with no_recompile(), EnergyProbe(device) as clocks:
                 start = time.perf_counter()
@@ -218,7 +211,7 @@ def _compiled_cell(loaded: LoadedModel, inputs: dict[str, torch.Tensor], eager_f
 
             def energy() -> dict[str, Any] | None:
                 with no_recompile():
-                    return _energy(device, {"eager": (eager_fn, comparison.baseline.mean_ms),
+                    return energy_per_inference(device, {"eager": (eager_fn, comparison.baseline.mean_ms),
                                             "compiled": (compiled_fn, comparison.candidate.mean_ms)},
                                    sync, clocks.report)
 
@@ -229,15 +222,20 @@ def _compiled_cell(loaded: LoadedModel, inputs: dict[str, torch.Tensor], eager_f
                         task_agreement(loaded.task, eager_out, compiled_out))
 
             with phases.timing("energy"):
-                energy_block = _outside_timing("energy", notes, device, energy)
+                energy_block = outside_timing("energy", notes, device, energy)
             with phases.timing("parity"):
-                parity, agreement = _outside_timing("accuracy gate", notes, device, gate) or (None, None)
-            memory = _outside_timing("memory", notes, device,
-                                     lambda: _memory(compiled_fn, device, loaded, inputs, phases))
+                parity, agreement = outside_timing("accuracy gate", notes, device, gate) or (None, None)
+            memory = outside_timing("memory", notes, device,
+                                    lambda: memory_of(compiled_fn, device, loaded, inputs, phases))
             at_end = compile_module.dynamo_snapshot()
-    finally:  # this cell's graphs and CUDA-graph pools must not outlive it
-        compile_module.reset()
-        _release(device)
+            if portable_cache and not aot:
+                with phases.timing("compile"):
+                    fresh = outside_timing("portable cache", notes, device, lambda: _fresh_start(
+                        loaded.model, inputs, artifacts, mode, backend, fullgraph, dynamic, device, dynamic_batch))
+    finally:  # this cell's graphs and CUDA-graph pools must not outlive it (unless shared on)
+        if not dynamic_batch:
+            compile_module.reset()
+        release(device)
 
     eager_ms = comparison.baseline.mean_ms
     # the cell's first call is the cold compiling one, not compare's own first (warm) call
@@ -249,6 +247,10 @@ def _compiled_cell(loaded: LoadedModel, inputs: dict[str, torch.Tensor], eager_f
     report["first_call_ms"] = compiled.cold_calls_ms[0]
     report["break_even_calls"] = compile_module.break_even_calls(report["cold_ms"], eager_ms,
                                                                  measurement.mean_ms)
+    if portable_cache and not aot and fresh is not None:
+        report["portable_cache"] = fresh
+    if compilation is not None:
+        report["batch_shapes"] = compilation.describe(batch_size, compiled.cold_stats["graphs"])
     eager_energy = None
     if energy_block is not None and energy_block.get("eager") is not None:
         eager_energy = {"timed_runs": energy_block.get("timed_runs"), "eager": energy_block["eager"]}
@@ -261,4 +263,5 @@ def _compiled_cell(loaded: LoadedModel, inputs: dict[str, torch.Tensor], eager_f
     return CellResult(mode, batch_size, measurement, comparison=comparison, compile=report,
                       parity=parity, agreement=agreement, memory=memory, eager_memory=eager_memory,
                       compute=compute(measurement.mean_ms, eager_ms), energy=energy_block, notes=notes,
-                      phases=phases, shared_eager=shared_eager)
+                      phases=phases, shared_eager=shared_eager, shapes=DYNAMIC if dynamic_batch else STATIC,
+                      compilation=compilation)

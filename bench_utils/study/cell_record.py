@@ -60,7 +60,8 @@ def cell_record(result: CellResult, loaded: LoadedModel, *, study: str,
         memory = {**(memory or {}), "eager": result.eager_memory}
     return make_record(
         study=study, task=loaded.task, model=loaded.key, batch_size=result.batch_size,
-        compile_mode=result.mode, dtype=loaded.dtype, device=loaded.device, status="ok",
+        compile_mode=result.mode, dtype=loaded.dtype, device=loaded.device,
+        memory_format=loaded.memory_format, shapes=result.shapes, status="ok",
         measurement=result.measurement, memory=memory, compile=compile_block,
         # the weights measured, never the request ("auto" resolves to random or pretrained)
         config={**(config or {}), "weights": loaded.weights}, environment=environment,

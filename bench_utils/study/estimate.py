@@ -22,7 +22,7 @@ import statistics
 from typing import TYPE_CHECKING, Any, Iterable
 import warnings
 
-from ..records import environment_key
+from ..records import cell_identity, environment_key
 from ..results import CorruptRecordWarning, read_records
 from .resume import group_key
 
@@ -62,10 +62,8 @@ def records_of_environment(paths: Iterable[str | os.PathLike],
 
 
 def _same_cell(cell: Cell, record: dict[str, Any]) -> bool:
-    measured = record["cell"]
-    return (measured["task"], measured["model"], measured["batch_size"], measured["compile_mode"],
-            measured["dtype"], _kind(measured["device"])) == (
-        cell.task, cell.model, cell.batch_size, cell.compile_mode, cell.dtype, _kind(cell.device))
+    """The same cell, whatever the study: [1:] leaves the study's name out of both identities."""
+    return cell_identity(record)[1:] == cell.identity()[1:]
 
 
 def _calls(record: dict[str, Any]) -> int | None:

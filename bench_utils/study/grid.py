@@ -11,7 +11,11 @@ batch sizes x compile modes x dtypes, measured on each device kind listed::
         batch_sizes: [1, 4, 16]
         compile_modes: [eager, default]
         dtypes: [float32]
+        memory_formats: [contiguous, channels_last]   # optional (default: contiguous)
+        shapes: [static, dynamic]   # optional: dynamic is one compilation for all batch sizes
 
+Eager cells are always ``static`` (nothing compiles); ``aot-inductor`` packages are exported at
+fixed shapes, so ``dynamic`` applies to the torch.compile modes only.
 Every mistake is reported before anything runs, in one line naming the file and
 the key (``GridError``).
 """
@@ -19,35 +23,35 @@ the key (``GridError``).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-import difflib
 from pathlib import Path
 import re
 from typing import Any
 
 from ..variants import modes as compile_module
+from ..variants.batch_shapes import DYNAMIC, STATIC, check_shapes
+from ..variants.memory_format import CONTIGUOUS, check_memory_format
 from ..variants.precision import parse_dtype, tf32_policy
 from ..zoo.registry import TASKS, WEIGHTS, resolve_key
+from .grid_checks import (GridError, check_devices, check_timm, check_type, checked_names, fail, non_empty,
+                          positive, unknown_keys)
 from .grid_yaml import GridFileError, read_yaml
 
 TOP_LEVEL = {
     "study": str, "description": str, "runs": int, "warmup": int, "blocks": int,
     "weights": str, "seed": int, "devices": list, "tf32": (str, bool), "backend": str,
-    "fullgraph": bool, "dynamic": (bool, type(None)), "grids": list,
+    "fullgraph": bool, "dynamic": (bool, type(None)), "portable_cache": bool, "grids": list,
 }
 GRID_KEYS = {"models": list, "batch_sizes": list, "compile_modes": list, "dtypes": list,
-             "task": str, "runs": int, "warmup": int, "blocks": int}
+             "task": str, "runs": int, "warmup": int, "blocks": int, "memory_formats": list,
+             "shapes": list, "portable_cache": bool}
 REQUIRED_GRID_KEYS = ("models", "batch_sizes", "compile_modes")
 DEFAULTS = {"runs": 300, "warmup": 10, "blocks": 30, "weights": "random", "seed": 0,
             "devices": ["cpu"], "tf32": "default", "backend": "inductor", "fullgraph": False,
-            "dynamic": None, "description": ""}
+            "dynamic": None, "portable_cache": False, "description": ""}
 NOTEBOOKS = {"image-classification": "classification.ipynb",
              "image-segmentation": "segmentation.ipynb",
              "object-detection": "detection.ipynb"}
 _STUDY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-
-
-class GridError(ValueError):
-    """A grid file that cannot be run; the message is one line naming file and key."""
 
 
 @dataclass(frozen=True)
@@ -70,17 +74,27 @@ class Cell:
     backend: str
     fullgraph: bool
     dynamic: bool | None
+    memory_format: str = CONTIGUOUS   # or channels_last
+    shapes: str = STATIC              # or dynamic: one compilation for all batch sizes
+    portable_cache: bool = False      # also time a fresh process started from the saved compile cache
+
+    @property
+    def variant(self) -> tuple[str, ...]:
+        """What sets the cell apart from the guide's way (empty for the guide's cells)."""
+        return tuple(part for part, default in ((self.memory_format, CONTIGUOUS), (self.shapes, STATIC))
+                     if part != default)
 
     @property
     def cell_id(self) -> str:
-        """A file-name-safe identifier, unique within a study."""
-        raw = f"{self.task}__{self.model}__bs{self.batch_size}__{self.compile_mode}__{self.dtype}__{self.device}"
+        """A file-name-safe identifier, unique within a study (the guide's cells keep their old ids)."""
+        raw = "__".join((self.task, self.model, f"bs{self.batch_size}", self.compile_mode, *self.variant,
+                         self.dtype, self.device))
         return re.sub(r"[^A-Za-z0-9_.-]+", "-", raw)
 
     @property
-    def group(self) -> tuple[str, str, str, str]:
+    def group(self) -> tuple[str, ...]:
         """Cells that differ only in batch size (an OOM at one batch skips the larger ones)."""
-        return (self.model, self.compile_mode, self.dtype, self.device)
+        return (self.model, self.compile_mode, self.dtype, self.memory_format, self.shapes, self.device)
 
     @property
     def notebook(self) -> str:
@@ -88,7 +102,7 @@ class Cell:
 
     def identity(self) -> tuple:
         return (self.study, self.task, self.model, self.batch_size, self.compile_mode,
-                self.dtype, self.device)
+                self.dtype, self.memory_format, self.shapes, self.device)
 
     def to_parameters(self) -> dict[str, Any]:
         return asdict(self)
@@ -112,62 +126,6 @@ class Grid:
         return pinned or [kind if kind == "cpu" else f"{kind}:0"]
 
 
-def _fail(path: str, key: str, message: str) -> GridError:
-    return GridError(f"{path}: {key}: {message}")
-
-
-def _check_type(path: str, key: str, value: Any, expected) -> None:
-    if expected is int and (isinstance(value, bool) or not isinstance(value, int)):
-        raise _fail(path, key, f"must be an integer, got {value!r}")
-    if expected is list and not isinstance(value, list):
-        raise _fail(path, key, f"must be a list, got {value!r}")
-    if expected not in (int, list) and not isinstance(value, expected):
-        names = (" or ".join(t.__name__ for t in expected) if isinstance(expected, tuple)
-                 else expected.__name__)
-        raise _fail(path, key, f"must be {names}, got {value!r}")
-
-
-def _unknown_keys(path: str, where: str, mapping: dict, known) -> None:
-    for key in mapping:
-        if key not in known:
-            close = difflib.get_close_matches(str(key), list(known), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise _fail(path, f"{where}{key}", f"unknown key{hint}; known keys: {', '.join(known)}")
-
-
-def _non_empty(path: str, key: str, values: list) -> None:
-    if not values:
-        raise _fail(path, key, "must not be empty")
-
-
-def _positive(path: str, key: str, value: int) -> None:
-    if value < 1:
-        raise _fail(path, key, f"must be >= 1, got {value}")
-
-
-def _check_devices(path: str, devices: list) -> list[str]:
-    _non_empty(path, "devices", devices)
-    checked = []
-    for device in devices:
-        if not isinstance(device, str) or not re.fullmatch(r"cpu|cuda(:\d+)?", device):
-            raise _fail(path, "devices", f"unknown device {device!r}: use cpu, cuda or cuda:N")
-        if device in checked:
-            raise _fail(path, "devices", f"{device} is listed twice: one worker per device")
-        checked.append(device)
-    return checked
-
-
-def _check_timm(path: str, where: str, model: str) -> str:
-    import timm  # only for grids that name a timm model
-
-    name = model[len("timm:"):]
-    if not timm.is_model(name):
-        close = difflib.get_close_matches(name, timm.list_models(), n=1)
-        hint = f" Did you mean 'timm:{close[0]}'?" if close else ""
-        raise _fail(path, where + "models", f"unknown timm model {name!r}.{hint}")
-    return model
-
-
 def load_grid(path: str | Path) -> Grid:
     """Read, validate and expand a grid file; GridError on any mistake."""
     try:
@@ -180,33 +138,33 @@ def load_grid(path: str | Path) -> Grid:
 def parse_grid(data: Any, path: str = "<grid>") -> Grid:
     if not isinstance(data, dict):
         raise GridError(f"{path}: the grid file must be a mapping of keys (study, grids, ...)")
-    _unknown_keys(path, "", data, TOP_LEVEL)
+    unknown_keys(path, "", data, TOP_LEVEL)
     for key, expected in TOP_LEVEL.items():
         if key in data:
-            _check_type(path, key, data[key], expected)
+            check_type(path, key, data[key], expected)
     for key in ("study", "grids"):
         if key not in data:
-            raise _fail(path, key, "is required")
+            raise fail(path, key, "is required")
     settings = {**DEFAULTS, **{k: v for k, v in data.items() if k != "grids"}}
     if not _STUDY_NAME.match(settings["study"]):
-        raise _fail(path, "study", f"must be a file-name-safe name, got {settings['study']!r}")
+        raise fail(path, "study", f"must be a file-name-safe name, got {settings['study']!r}")
     for key in ("runs", "blocks"):
-        _positive(path, key, settings[key])
+        positive(path, key, settings[key])
     if settings["warmup"] < 0:
-        raise _fail(path, "warmup", f"must be >= 0, got {settings['warmup']}")
+        raise fail(path, "warmup", f"must be >= 0, got {settings['warmup']}")
     if settings["weights"] not in WEIGHTS:
-        raise _fail(path, "weights", f"unknown weights {settings['weights']!r}: use one of {', '.join(WEIGHTS)}")
+        raise fail(path, "weights", f"unknown weights {settings['weights']!r}: use one of {', '.join(WEIGHTS)}")
     try:
         settings["tf32"] = tf32_policy(settings["tf32"])
     except ValueError as exc:
-        raise _fail(path, "tf32", str(exc)) from None
-    devices = _check_devices(path, settings["devices"])
+        raise fail(path, "tf32", str(exc)) from None
+    devices = check_devices(path, settings["devices"])
     try:
         if settings["backend"] != "inductor":
             compile_module.check_backend(settings["backend"])
     except ValueError as exc:
-        raise _fail(path, "backend", str(exc)) from None
-    _non_empty(path, "grids", data["grids"])
+        raise fail(path, "backend", str(exc)) from None
+    non_empty(path, "grids", data["grids"])
 
     grid = Grid(path=path, study=settings["study"], description=settings["description"],
                 devices=devices)
@@ -223,71 +181,85 @@ def _expand(path: str, index: int, item: Any, settings: dict, kinds: list[str],
             blocks_given: bool) -> list[Cell]:
     where = f"grids[{index}]."
     if not isinstance(item, dict):
-        raise _fail(path, f"grids[{index}]", "must be a mapping with models, batch_sizes, compile_modes")
-    _unknown_keys(path, where, item, GRID_KEYS)
+        raise fail(path, f"grids[{index}]", "must be a mapping with models, batch_sizes, compile_modes")
+    unknown_keys(path, where, item, GRID_KEYS)
     for key, expected in GRID_KEYS.items():
         if key in item:
-            _check_type(path, where + key, item[key], expected)
+            check_type(path, where + key, item[key], expected)
     for key in REQUIRED_GRID_KEYS:
         if key not in item:
-            raise _fail(path, where + key, "is required")
-        _non_empty(path, where + key, item[key])
+            raise fail(path, where + key, "is required")
+        non_empty(path, where + key, item[key])
     dtypes = item.get("dtypes", ["float32"])
-    _non_empty(path, where + "dtypes", dtypes)
-    local = {key: item.get(key, settings[key]) for key in ("runs", "warmup", "blocks")}
+    non_empty(path, where + "dtypes", dtypes)
+    local = {key: item.get(key, settings[key]) for key in ("runs", "warmup", "blocks", "portable_cache")}
     if not (blocks_given or "blocks" in item):  # the default (30 pairs) never asks for more than runs
         local["blocks"] = min(local["blocks"], local["runs"])
     for key in ("runs", "blocks"):
-        _positive(path, where + key, local[key])
+        positive(path, where + key, local[key])
     if local["blocks"] > local["runs"]:
-        raise _fail(path, where + "blocks", f"must not exceed runs ({local['runs']}), got {local['blocks']}")
+        raise fail(path, where + "blocks", f"must not exceed runs ({local['runs']}), got {local['blocks']}")
     for value in item["batch_sizes"]:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise _fail(path, where + "batch_sizes", f"must be positive integers, got {value!r}")
+            raise fail(path, where + "batch_sizes", f"must be positive integers, got {value!r}")
     modes = []
     for mode in item["compile_modes"]:
         try:
             modes.append(compile_module.check_mode(str(mode)))
         except ValueError as exc:
-            raise _fail(path, where + "compile_modes", str(exc)) from None
+            raise fail(path, where + "compile_modes", str(exc)) from None
     dtype_names = []
     for dtype in dtypes:
         try:
             dtype_names.append(parse_dtype(str(dtype))[0])
         except ValueError as exc:
-            raise _fail(path, where + "dtypes", str(exc)) from None
+            raise fail(path, where + "dtypes", str(exc)) from None
+    memory_formats = checked_names(path, where + "memory_formats", item.get("memory_formats", [CONTIGUOUS]),
+                                    check_memory_format)
+    shapes = checked_names(path, where + "shapes", item.get("shapes", [STATIC]), check_shapes)
+    if DYNAMIC in shapes:
+        if any(mode in compile_module.AOT_MODES for mode in modes):
+            raise fail(path, where + "shapes", "dynamic needs a torch.compile mode: aot-inductor packages "
+                        "are exported at fixed shapes (put aot-inductor in a sub-grid of its own)")
+        if settings["dynamic"] is False:
+            raise fail(path, where + "shapes", "dynamic marks the batch dimension dynamic, but the grid "
+                        "sets dynamic: false (torch.compile's own setting); remove one of them")
     task_override = item.get("task")
     if task_override is not None and task_override not in TASKS:
-        raise _fail(path, where + "task", f"unknown task {task_override!r}: use one of {', '.join(TASKS)}")
+        raise fail(path, where + "task", f"unknown task {task_override!r}: use one of {', '.join(TASKS)}")
     cells = []
     for model in item["models"]:
         try:
             spec = resolve_key(str(model))
         except ValueError as exc:
-            raise _fail(path, where + "models", str(exc)) from None
+            raise fail(path, where + "models", str(exc)) from None
         if spec is not None or str(model).startswith("timm:"):
-            key, task = (spec.key, spec.task) if spec else (_check_timm(path, where, str(model)),
+            key, task = (spec.key, spec.task) if spec else (check_timm(path, where, str(model)),
                                                             "image-classification")
             if task_override is not None and task_override != task:
-                raise _fail(path, where + "task", f"{model!r} is an {task} model: the sub-grid's "
+                raise fail(path, where + "task", f"{model!r} is an {task} model: the sub-grid's "
                             f"task ({task_override}) applies only to checkpoints outside the registry")
         elif task_override:
             key, task = str(model), task_override
         else:
-            raise _fail(path, where + "task", f"model {model!r} is not in the registry: "
+            raise fail(path, where + "task", f"model {model!r} is not in the registry: "
                         "give the sub-grid's task (image-classification, image-segmentation "
                         "or object-detection)")
         for kind in kinds:
             for dtype in dtype_names:
-                for mode in modes:
-                    for batch_size in sorted(set(item["batch_sizes"])):
-                        cells.append(Cell(
-                            study=settings["study"], task=task, model=key, batch_size=batch_size,
-                            compile_mode=mode, dtype=dtype, device=kind, runs=local["runs"],
-                            warmup=local["warmup"], blocks=local["blocks"],
-                            weights=settings["weights"], seed=settings["seed"],
-                            tf32=settings["tf32"], backend=settings["backend"],
-                            fullgraph=settings["fullgraph"], dynamic=settings["dynamic"]))
+                for memory_format in memory_formats:
+                    for shape in shapes:
+                        for mode in modes:
+                            for batch_size in sorted(set(item["batch_sizes"])):
+                                cells.append(Cell(
+                                    study=settings["study"], task=task, model=key, batch_size=batch_size,
+                                    compile_mode=mode, dtype=dtype, device=kind, runs=local["runs"],
+                                    warmup=local["warmup"], blocks=local["blocks"],
+                                    weights=settings["weights"], seed=settings["seed"],
+                                    tf32=settings["tf32"], backend=settings["backend"],
+                                    fullgraph=settings["fullgraph"], dynamic=settings["dynamic"],
+                                    memory_format=memory_format,
+                                    portable_cache=local["portable_cache"],
+                                    # eager compiles nothing: the same cell whatever the shapes
+                                    shapes=STATIC if mode == "eager" else shape))
     return cells
-
-

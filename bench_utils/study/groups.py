@@ -1,7 +1,7 @@
 """Kernel groups: the cells one kernel measures, and the order it measures them in.
 
-A group is every cell of one (task, model, dtype, device) with the same measurement
-settings: one kernel starts, imports torch and builds the model once for all of
+A group is every cell of one (task, model, dtype, memory format, shapes, device) with the same
+measurement settings: one kernel starts, imports torch and builds the model once for all of
 them. Within a group the compiled modes come first, in the grid's order, then eager;
 each mode by ascending batch size, so that an out-of-memory error skips that mode's
 larger batches, and an eager cell can take its latency from the eager side of the
@@ -24,7 +24,7 @@ def kernel_key(cell: Cell) -> tuple:
     """What the cells of one kernel share: all but batch size and compile mode."""
     return (cell.study, cell.task, cell.model, cell.dtype, cell.device, cell.runs, cell.warmup,
             cell.blocks, cell.weights, cell.seed, cell.tf32, cell.backend, cell.fullgraph,
-            cell.dynamic)
+            cell.dynamic, cell.memory_format, cell.shapes, cell.portable_cache)
 
 
 def execution_order(pairs: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
@@ -56,7 +56,8 @@ class KernelGroup:
     @property
     def label(self) -> str:
         cell = self.first
-        return f"{cell.model} {cell.dtype} on {cell.device} ({len(self.cells)} cells)"
+        variant = "".join(f" {part}" for part in cell.variant)
+        return f"{cell.model} {cell.dtype}{variant} on {cell.device} ({len(self.cells)} cells)"
 
     def eager_sharing_pairs(self) -> set[Cell]:
         """Eager cells that take their latency from a compiled cell of this group at the same
@@ -86,7 +87,8 @@ def kernel_groups(cells: Iterable[Cell]) -> list[KernelGroup]:
     groups, used = [], set()
     for members in grouped.values():
         first = members[0]
-        base = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{first.task}__{first.model}__{first.dtype}__{first.device}")
+        base = re.sub(r"[^A-Za-z0-9_.-]+", "-", "__".join((first.task, first.model, first.dtype, *first.variant,
+                                                            first.device)))
         group_id, suffix = base, 2
         while group_id in used:  # the same model in sub-grids of different settings
             group_id, suffix = f"{base}__{suffix}", suffix + 1

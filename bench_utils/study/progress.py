@@ -59,7 +59,8 @@ class Progress:
 
     def start(self, cell: Cell, device: str) -> None:
         with self.lock:
-            text = f"{cell.model} bs{cell.batch_size} {cell.compile_mode} {cell.dtype} on {device}"
+            variant = "".join(f" {part}" for part in cell.variant)  # channels_last, dynamic
+            text = f"{cell.model} bs{cell.batch_size} {cell.compile_mode}{variant} {cell.dtype} on {device}"
             if self.bar is not None:
                 self.bar.set_description(text)
             else:

@@ -8,7 +8,9 @@ reset and fresh compile caches. Every cell gets exactly one record, appended as 
 as it is measured: ``ok``; ``oom`` (and the larger batch sizes of that model, mode
 and dtype are recorded as ``oom`` without running); or ``error`` with the end of the
 traceback. An eager cell whose batch size a compiled cell has just measured takes
-its latency from that cell's interleaved eager runs instead of timing eager again.
+its latency from that cell's interleaved eager runs instead of timing eager again. With
+``shapes="dynamic"`` a mode is compiled once, at its smallest batch size, and that compilation
+serves its larger batch sizes (``variants.batch_shapes``) until the kernel moves to the next mode.
 Each record's ``phases`` say where the time went. Under the grid runner, records are
 written only while the runner's lease is this run's (see ``lease``).
 
@@ -94,6 +96,7 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
         runs: int = 300, warmup: int = 10, blocks: int | None = None, weights: str = "random",
         seed: int = 0, results_path: str | os.PathLike, tf32: str | bool = "default",
         backend: str = "inductor", fullgraph: bool = False, dynamic: bool | None = None,
+        memory_format: str = "contiguous", shapes: str = "static", portable_cache: bool = False,
         only_cells: Iterable[Sequence] | None = None, progress_file: str | os.PathLike | None = None,
         runner_pid: int | None = None, run_id: str | None = None) -> list[dict[str, Any]]:
     """Measure every cell of models x dtypes x modes x batch sizes; return their records.
@@ -135,7 +138,8 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
                                       device=device, pairs=pairs, runs=runs, warmup=warmup,
                                       blocks=blocks, weights=weights, seed=seed, config=config,
                                       backend=backend, fullgraph=fullgraph, dynamic=dynamic,
-                                      results_path=results_path, guard=guard,
+                                      memory_format=memory_format, shapes=shapes,
+                                      portable_cache=portable_cache, results_path=results_path, guard=guard,
                                       progress_file=progress_file, kernel=kernel, bar=bar)
     return written
 
@@ -173,16 +177,23 @@ class _Kernel:
 
 
 def _run_model(*, study, task, model_key, dtype, device, pairs, runs, warmup, blocks, weights,
-               seed, config, backend, fullgraph, dynamic, results_path, guard, progress_file,
-               kernel: _Kernel, bar) -> list[dict[str, Any]]:
+               seed, config, backend, fullgraph, dynamic, memory_format, shapes, portable_cache,
+               results_path, guard,
+               progress_file, kernel: _Kernel, bar) -> list[dict[str, Any]]:
     loaded, load_error = None, None
     written = []
     oom_at: dict[str, int] = {}            # per mode: the batch size that ran out of memory
     warm_measured: set[str] = set()        # modes whose warm compile this kernel has measured
     shared_eager: dict[int, CellResult] = {}
+    compilation = None                     # shapes "dynamic": the mode's one compilation so far
     for mode, batch_size in pairs:
+        if compilation is not None and compilation.mode != mode:  # that mode is done
+            compilation = None
+            compile_module.reset()
+        cell_shapes = "static" if mode == "eager" else shapes  # eager compiles nothing
         cell = dict(study=study, task=task, model=model_key, batch_size=batch_size,
-                    compile_mode=mode, dtype=dtype, device=device)
+                    compile_mode=mode, dtype=dtype, device=device, memory_format=memory_format,
+                    shapes=cell_shapes)
         if progress_file:  # the runner learns which cell a dying kernel was on
             write_progress(progress_file, mode, batch_size)
         bar.set_postfix_str(f"{model_key} {dtype} {mode} batch {batch_size}")
@@ -199,7 +210,7 @@ def _run_model(*, study, task, model_key, dtype, device, pairs, runs, warmup, bl
                 if loaded is None:
                     try:
                         loaded = load(model_key, weights=weights, dtype=dtype, device=device,
-                                      task=task, seed=seed)
+                                      task=task, seed=seed, memory_format=memory_format)
                     except Exception as exc:
                         load_error = exc
                         raise
@@ -212,7 +223,11 @@ def _run_model(*, study, task, model_key, dtype, device, pairs, runs, warmup, bl
                                       warmup=warmup, blocks=blocks, backend=backend,
                                       fullgraph=fullgraph, dynamic=dynamic, seed=seed,
                                       math_settings=config, warm_compile=mode not in warm_measured,
-                                      phases=phases)
+                                      phases=phases, shapes=cell_shapes, compilation=compilation,
+                                      # once per mode; a dynamic compilation's marks would not travel
+                                      portable_cache=(portable_cache and mode not in warm_measured
+                                                      and cell_shapes == "static"))
+                    compilation = result.compilation
                 options = compile_module.options(mode, backend, fullgraph, dynamic)
                 record = cell_record(result, loaded, study=study, config=config,
                                      compile_options=options, environment=kernel.environment)

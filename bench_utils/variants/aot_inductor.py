@@ -15,12 +15,8 @@ AOTInductor's documentation says unless dimensions are marked dynamic.
 from __future__ import annotations
 
 from dataclasses import dataclass
-import json
 import os
 from pathlib import Path
-import subprocess
-import sys
-import textwrap
 import time
 from typing import Any, Callable
 
@@ -29,17 +25,10 @@ import torch
 from ..measurement.timing import time_first_call
 from . import modes
 from .compile_cost import CompiledCell
+from .fresh_process import run_script
 
 # The interpreter a serving process would be: it loads the package and calls it once.
-_STARTUP_SCRIPT = textwrap.dedent("""
-    import json, sys, time
-    started = time.perf_counter()
-    import torch, torch._inductor
-    try:  # a Hugging Face model's outputs are its ModelOutput classes: a Python server imports them too
-        import transformers.modeling_outputs
-    except ImportError:
-        pass
-    imported = time.perf_counter()
+_STARTUP_SCRIPT = """
     package, inputs_path, device = sys.argv[1], sys.argv[2], sys.argv[3]
     model = torch._inductor.aoti_load_package(package)
     loaded = time.perf_counter()
@@ -55,7 +44,7 @@ _STARTUP_SCRIPT = textwrap.dedent("""
     done = time.perf_counter()
     print(json.dumps({"import_s": imported - started, "load_s": loaded - imported,
                       "first_call_s": done - first}))
-""")
+"""
 
 
 @dataclass(frozen=True)
@@ -103,11 +92,18 @@ def build(model: torch.nn.Module, example_kwargs: dict[str, torch.Tensor], packa
     except Exception as exc:  # noqa: BLE001 - the exporter's refusal is a result
         return ExportFailure("export", _reason(exc))
     exported_at = clock()
+    from torch._inductor import config as inductor_config
+
+    # AOTInductor writes its package metadata into the process's inductor config and leaves it there:
+    # every later compilation's cache key would differ from another process's (a portable cache misses)
+    before = inductor_config.get_config_copy()
     try:
         written = torch._inductor.aoti_compile_and_package(
             exported, package_path=str(package_path), inductor_configs=inductor_configs or {})
     except Exception as exc:  # noqa: BLE001
         return ExportFailure("compile", _reason(exc))
+    finally:
+        inductor_config.load_config(before)
     done = clock()
     path = Path(written)
     return AotPackage(path=path, export_s=exported_at - started, compile_s=done - exported_at,
@@ -130,13 +126,10 @@ def startup_in_fresh_process(package: AotPackage | str | os.PathLike, example_kw
     inputs_path = path.with_suffix(".inputs.pt")
     torch.save({name: tensor.detach().cpu() for name, tensor in example_kwargs.items()}, inputs_path)
     try:
-        done = subprocess.run([sys.executable, "-c", _STARTUP_SCRIPT, str(path), str(inputs_path), device],
-                              capture_output=True, text=True, timeout=timeout_s)
+        return run_script(_STARTUP_SCRIPT, [path, inputs_path, device], what=f"loading {path.name}",
+                          timeout_s=timeout_s)
     finally:
         inputs_path.unlink(missing_ok=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"loading {path.name} in a fresh process failed: {done.stderr.strip()[-1500:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 class NotExportable(RuntimeError):

@@ -70,6 +70,7 @@ class CompiledCell:
     cold_stats: dict[str, Any]          # graphs, breaks, reasons of the cold compilation
     warm_stats: dict[str, Any] | None   # the same for the warm one (its cache hits, mostly)
     after_warm: dict[str, Any] = field(default_factory=dict)
+    cache_note: str | None = None       # how it was compiled, where neither cold-then-warm nor cold-only
 
     def costs(self, eager_ms: float) -> dict[str, Any]:
         """Cold and warm compile cost, given one eager call's time (ms)."""
@@ -79,8 +80,8 @@ class CompiledCell:
                 "warm_ms": None if warm is None else sum(warm) - calls * eager_ms,
                 "cold_calls_ms": list(self.cold_calls_ms),
                 "warm_calls_ms": None if warm is None else list(warm), "compiling_calls": calls,
-                "cache": ("cold, then warm from the cold run's cache" if warm is not None else
-                          "cold (warm measured at another batch size of this model and mode)")}
+                "cache": self.cache_note or ("cold, then warm from the cold run's cache" if warm is not None else
+                                             "cold (warm measured at another batch size of this model and mode)")}
 
 
 def _compile_and_time(model: torch.nn.Module, mode: str, make_forward: Callable, device: torch.device,
@@ -115,6 +116,21 @@ def compile_cold_then_warm(model: torch.nn.Module, mode: str, make_forward: Call
     return CompiledCell(forward=forward, cold_calls_ms=cold_ms, warm_calls_ms=warm_ms,
                         cold_stats=cold_stats, warm_stats=warm_stats,
                         after_warm=modes.dynamo_snapshot())
+
+
+def reuse_compiled(compiled_model: Any, mode: str, make_forward: Callable, device: torch.device,
+                   compiled_at: int) -> CompiledCell:
+    """A model compiled earlier (one compilation for all batch sizes, at batch size ``compiled_at``)
+    called at new inputs: its first calls are timed as a cold compilation's are, and
+    ``cold_stats["graphs"]`` counts the graphs they compiled (0: the compilation served)."""
+    at_start = modes.dynamo_snapshot()
+    forward = make_forward(compiled_model)
+    times = [time_first_call(forward, device) for _ in range(compiling_calls(mode))]
+    after = modes.dynamo_snapshot()
+    return CompiledCell(forward=forward, cold_calls_ms=times, warm_calls_ms=None,
+                        cold_stats=modes.compile_report(at_start, after, after), warm_stats=None,
+                        after_warm=after, cache_note=f"compiled once at batch size {compiled_at} with the "
+                        "batch dimension dynamic; first calls at this batch size")
 
 
 @contextmanager

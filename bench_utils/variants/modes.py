@@ -10,10 +10,11 @@ Recompiles are the graphs compiled after the first call.
 from __future__ import annotations
 
 from collections.abc import Mapping
-import difflib
 from typing import Any
 
 import torch
+
+from ..parameters import one_of
 
 MODES = ("eager", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs", "aot-inductor")
 # Modes built ahead of time (``variants.aot_inductor``: torch.export, then AOTInductor), not by torch.compile.
@@ -25,11 +26,7 @@ BACKENDS_WITH_MODES = ("inductor",)
 
 
 def check_mode(mode: str) -> str:
-    if mode not in MODES:
-        close = difflib.get_close_matches(str(mode), MODES, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise ValueError(f"unknown compile mode {mode!r}.{hint} Valid modes: {', '.join(MODES)}")
-    return mode
+    return one_of("compile mode", mode, MODES)
 
 
 def check_backend(backend: str) -> str:

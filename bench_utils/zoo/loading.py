@@ -22,6 +22,7 @@ import warnings
 import torch
 
 from . import inputs as inputs_module
+from ..variants.memory_format import CONTIGUOUS, apply_to_inputs, apply_to_model, check_memory_format
 from ..variants.precision import check_dtype_supported, parse_dtype
 from .architectures import ARCHITECTURES, Architecture
 from .hub import WeightsUnavailableError, from_hub, hub_error, hub_unreachable_reason, transformers_class
@@ -44,6 +45,7 @@ class LoadedModel:
     make_inputs: Callable[[int], dict[str, torch.Tensor]] = field(repr=False)
     input_info: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    memory_format: str = CONTIGUOUS  # the layout of its 4-D weights and image inputs
 
     def inputs(self, batch_size: int) -> dict[str, torch.Tensor]:
         """Keyword arguments of one forward pass at ``batch_size``, on the device."""
@@ -55,7 +57,7 @@ class LoadedModel:
         """The facts a result record carries about this model."""
         return {"key": self.key, "label": self.label, "task": self.task,
                 "checkpoint": self.checkpoint, "weights": self.weights, "dtype": self.dtype,
-                "param_count": self.param_count, **self.input_info,
+                "param_count": self.param_count, "memory_format": self.memory_format, **self.input_info,
                 **({"notes": self.notes} if self.notes else {})}
 
 
@@ -82,14 +84,16 @@ def _auto_task(model: torch.nn.Module) -> str:
 
 def load(key: str, *, weights: str = "random", dtype: str | torch.dtype = torch.float32,
          device: str | torch.device = "cpu", task: str | None = None,
-         seed: int = 0) -> LoadedModel:
-    """Build ``key`` with ``weights`` in ``dtype`` on ``device``, in eval mode."""
+         seed: int = 0, memory_format: str = CONTIGUOUS) -> LoadedModel:
+    """Build ``key`` with ``weights`` in ``dtype`` on ``device``, in eval mode, its weights and
+    image inputs in ``memory_format`` (``variants.memory_format``)."""
     if weights not in WEIGHTS:
         raise ValueError(f"unknown weights {weights!r}: use one of {', '.join(WEIGHTS)}")
     if task is not None and task not in TASKS:
         raise ValueError(f"unknown task {task!r}: use one of {', '.join(TASKS)}")
     dtype_name, torch_dtype = parse_dtype(dtype)
     device = torch.device(device)
+    check_memory_format(memory_format)
     check_dtype_supported(torch_dtype, device)
     spec = resolve_key(key)
     notes: list[str] = []
@@ -100,17 +104,18 @@ def load(key: str, *, weights: str = "random", dtype: str | torch.dtype = torch.
     else:
         model, make_raw_inputs, meta = _load_transformers(key, spec, weights, task, notes)
 
-    model = model.to(device=device, dtype=torch_dtype).eval()
+    model = apply_to_model(model.to(device=device, dtype=torch_dtype).eval(), memory_format)
     model.requires_grad_(False)  # inference only: no autograd state in any timing
 
     def make_inputs(batch_size: int) -> dict[str, torch.Tensor]:
-        return inputs_module.to_device(make_raw_inputs(batch_size), device, torch_dtype)
+        return apply_to_inputs(inputs_module.to_device(make_raw_inputs(batch_size), device, torch_dtype),
+                               memory_format)
 
     return LoadedModel(
         model=model, key=meta["key"], label=meta["label"], task=meta["task"],
         checkpoint=meta["checkpoint"], weights=meta["weights"], dtype=dtype_name,
         device=str(device), param_count=sum(p.numel() for p in model.parameters()),
-        make_inputs=make_inputs, input_info=meta["input_info"], notes=notes)
+        make_inputs=make_inputs, input_info=meta["input_info"], notes=notes, memory_format=memory_format)
 
 
 def _fallback(checkpoint: str, exc: Exception, notes: list[str]) -> None:

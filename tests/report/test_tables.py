@@ -224,3 +224,63 @@ def test_the_startup_table_sets_cold_warm_and_aot_start_ups_beside_one_eager_cal
     assert "| 0.02 | 50.0 | 0.30 | 4.52 |" in rows["aot-inductor"]
     arabic = report_tables.startup_table(frame(records), Catalog("ar"))
     assert "Eager" not in arabic and "CPU" not in arabic and Catalog("ar").t("col_fresh_process_s") in arabic
+
+
+def _variant_record(mode, batch=1, speedup=None, compile_block=None, **variant):
+    from bench_utils import make_record
+    from bench_utils.measurement.timing import Measurement
+
+    extra = {"speedup": {"mean": speedup, "mean_ci95": [speedup - 0.1, speedup + 0.1], "eager_mean_ms": 20.0}} \
+        if speedup else None
+    return make_record(study="s", task="image-classification", model="resnet", batch_size=batch,
+                       compile_mode=mode, dtype="float32", device="cpu",
+                       environment={"torch_version": "2.15.0", "cpu_model": "Test Processor"},
+                       measurement=Measurement(times_ms=[20.0, 20.0], first_call_ms=900.0),
+                       compile=compile_block, extra=extra, **variant)
+
+
+def test_a_portable_cache_fills_the_fresh_process_column_and_a_miss_is_flagged():
+    def portable(hits):
+        return {"cold_calls_ms": [30_000.0], "warm_calls_ms": [4_000.0],
+                "portable_cache": {"import_s": 3.0, "model_load_s": 0.5, "load_artifacts_s": 0.1,
+                                   "first_calls_s": [1.4], "first_answer_s": 1.5, "fx_graph_cache_hits": hits,
+                                   "fx_graph_cache_misses": 1 - hits}}
+
+    hit = [_variant_record("eager"), _variant_record("default", compile_block=portable(1))]
+    table = report_tables.startup_table(frame(hit), Catalog("en"))
+    assert "| 30.0 | 4.00 | 5.00 |" in table  # imports 3 + model build 0.5 + cache load and first call 1.5
+    missed = report_tables.startup_table(frame([hit[0], _variant_record("default", compile_block=portable(0))]),
+                                         Catalog("es"))
+    assert f"5,00 ({Catalog('es').t('flag_cache_missed')})" in missed
+
+
+def test_variants_are_rows_and_columns_of_their_own_in_every_locale():
+    records = [_variant_record("eager"), _variant_record("default", speedup=1.5),
+               _variant_record("eager", memory_format="channels_last"),
+               _variant_record("default", speedup=1.8, memory_format="channels_last"),
+               _variant_record("default", batch=1, speedup=1.4, shapes="dynamic",
+                               compile_block={"batch_shapes": {"shapes": "dynamic", "compiled_at_batch_size": 1,
+                                                               "recompiles_at_this_batch_size": 0}}),
+               _variant_record("default", batch=4, speedup=1.9),
+               _variant_record("eager", batch=4),
+               _variant_record("default", batch=4, speedup=1.7, shapes="dynamic",
+                               compile_block={"batch_shapes": {"shapes": "dynamic", "compiled_at_batch_size": 1,
+                                                               "recompiles_at_this_batch_size": 1}})]
+    data = frame(records)
+    assert len(data) == len(records)  # no variant replaces another (each its own cell)
+    assert set(data["label"]) == {"ResNet", "ResNet (channels_last)"}
+    assert set(data["mode"]) == {"eager", "default", "default+dynamic-batch"}
+    for locale in ("en", "ar", "es"):
+        catalog = Catalog(locale)
+        (_, guide), *_ = report_tables.guide_tables(data, catalog)
+        from bench_utils.report.markdown import mode_label
+
+        one_compile = mode_label("default+dynamic-batch", catalog)
+        assert "dynamic-batch" not in one_compile and one_compile in guide  # a column of its own
+        assert "ResNet (channels_last)" in guide and "1.8" in guide.replace(",", ".")
+        dynamic = report_tables.dynamic_batch_table(data, catalog)
+        lines = dynamic.splitlines()[2:]
+        assert len(lines) == 2 and catalog.t("col_batch_recompiles") in dynamic
+        # batch 4: a compilation per batch size 1.90x, the one compilation 1.70x, 1 graph compiled there
+        assert lines[1].replace(",", ".").count("1.90") == 1 and "1.70" in lines[1].replace(",", ".")
+        assert [cell.strip(" \u2066\u2069") for cell in lines[1].split("|")[-3:-1]] == ["1", "1"]

@@ -113,7 +113,7 @@ def test_eager_cell_counts_flops_and_reports_the_sync_mode(loaded):
 def test_a_figure_that_fails_after_the_timed_runs_costs_that_figure_not_the_cell(loaded, monkeypatch):
     from bench_utils.study import cell as cell_module
 
-    real_memory, calls = cell_module._memory, []
+    real_memory, calls = cell_module.memory_of, []
 
     def memory_fails_the_second_time(*args):  # eager's probe works, the compiled one runs out
         calls.append(1)
@@ -121,7 +121,7 @@ def test_a_figure_that_fails_after_the_timed_runs_costs_that_figure_not_the_cell
             raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
         return real_memory(*args)
 
-    monkeypatch.setattr(cell_module, "_memory", memory_fails_the_second_time)
+    monkeypatch.setattr(cell_module, "memory_of", memory_fails_the_second_time)
     result = run_cell(loaded, batch_size=1, mode="default", runs=4, warmup=1, blocks=2, backend="aot_eager")
     assert result.measurement.runs == 4 and result.parity["parity"] == "pass"
     assert result.memory is None and result.eager_memory["param_count"]
@@ -152,3 +152,23 @@ def test_a_model_that_cannot_be_exported_fails_its_aot_cell_with_the_reason(load
                         lambda *a, **k: (_ for _ in ()).throw(RuntimeError("data-dependent branch\nmore")))
     with pytest.raises(aot_inductor.NotExportable, match="export failed: RuntimeError: data-dependent branch"):
         run_cell(loaded, batch_size=1, mode="aot-inductor", runs=2, warmup=1, blocks=1)
+
+
+def test_a_portable_cache_starts_a_fresh_process_that_hits_it(loaded):
+    result = run_cell(loaded, batch_size=2, mode="default", runs=4, warmup=1, blocks=2, portable_cache=True)
+    fresh = result.compile["portable_cache"]
+    assert result.notes == []
+    # the fresh process's cache folders were empty: its hit came from the carried artifacts
+    assert fresh["fx_graph_cache_hits"] >= 1 and fresh["fx_graph_cache_misses"] == 0
+    assert fresh["artifact_bytes"] > 0 and fresh["import_s"] > 0
+    assert fresh["first_answer_s"] == pytest.approx(fresh["load_artifacts_s"] + sum(fresh["first_calls_s"]))
+    record = cell_record(result, loaded, study="t", environment=ENV)
+    assert record["compile"]["portable_cache"] == fresh
+
+
+def test_a_portable_cache_that_cannot_be_measured_is_a_note_not_a_failure(loaded):
+    result = run_cell(loaded, batch_size=1, mode="default", runs=4, warmup=1, blocks=2, backend="aot_eager",
+                      portable_cache=True)
+    assert "portable_cache" not in result.compile and result.measurement.runs == 4
+    assert result.notes == ["portable cache not measured: ValueError: the aot_eager compilation left no "
+                            "cache artifacts to carry"]

@@ -118,3 +118,46 @@ def test_task_can_be_given_for_other_checkpoints():
     grid = parse_grid({"study": "t", "grids": [{"models": ["org/model"], "task": "object-detection",
                                                 "batch_sizes": [1], "compile_modes": ["eager"]}]})
     assert grid.cells[0].task == "object-detection" and grid.cells[0].notebook == "detection.ipynb"
+
+
+VARIANTS = """study: v
+runs: 5
+grids:
+  - models: [resnet]
+    batch_sizes: [1, 4]
+    compile_modes: [eager, default]
+    memory_formats: [contiguous, channels_last]
+    shapes: [static, dynamic]
+"""
+
+
+def test_memory_formats_and_shapes_expand_and_eager_is_always_static(tmp_path):
+    cells = load_grid(write(tmp_path, VARIANTS)).cells
+    variants = {(c.compile_mode, c.memory_format, c.shapes) for c in cells}
+    assert variants == {("eager", "contiguous", "static"), ("eager", "channels_last", "static"),
+                        ("default", "contiguous", "static"), ("default", "channels_last", "static"),
+                        ("default", "contiguous", "dynamic"), ("default", "channels_last", "dynamic")}
+    assert len(cells) == len(variants) * 2  # eager once per memory format, not once per shapes
+    ids = {c.cell_id for c in cells}
+    assert len(ids) == len(cells)
+    assert "image-classification__resnet__bs4__default__channels_last__dynamic__float32__cpu" in ids
+    # the guide's cells keep the ids they had before variants existed
+    assert "image-classification__resnet__bs1__default__float32__cpu" in ids
+
+
+@pytest.mark.parametrize("change, message", [
+    ("    memory_formats: [nhwc]\n", r"grids\[0\]\.memory_formats: unknown memory format 'nhwc'"),
+    ("    shapes: [dinamic]\n", "Did you mean 'dynamic'"),
+    ("    memory_formats: []\n", r"grids\[0\]\.memory_formats: must not be empty"),
+])
+def test_bad_variant_values_are_refused_naming_the_key(tmp_path, change, message):
+    with pytest.raises(GridError, match=message):
+        load_grid(write(tmp_path, BASE + change))
+
+
+def test_dynamic_shapes_refuse_aot_inductor_and_a_static_compile_setting(tmp_path):
+    aot = BASE.replace("[eager, default]", "[eager, aot-inductor]") + "    shapes: [dynamic]\n"
+    with pytest.raises(GridError, match="aot-inductor packages are exported at fixed shapes"):
+        load_grid(write(tmp_path, aot))
+    with pytest.raises(GridError, match="sets dynamic: false"):
+        load_grid(write(tmp_path, "dynamic: false\n" + BASE + "    shapes: [dynamic]\n"))

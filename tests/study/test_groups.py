@@ -24,3 +24,19 @@ def test_a_group_is_one_model_with_one_set_of_settings_and_ids_stay_unique():
     assert {(c.compile_mode, c.batch_size) for c in first.eager_sharing_pairs()} == {("eager", 1), ("eager", 4)}
     assert groups[2].eager_sharing_pairs() == set()  # eager alone: timed by itself
     assert first.without(first.cells[:2]).pairs()[0] == ["default", 1]
+
+
+def test_each_memory_format_and_shapes_gets_a_kernel_of_its_own():
+    grid = {"study": "g", "runs": 3, "warmup": 1, "blocks": 1, "grids": [
+        {"models": ["resnet"], "batch_sizes": [1, 4], "compile_modes": ["eager", "default"],
+         "memory_formats": ["contiguous", "channels_last"], "shapes": ["static", "dynamic"]}]}
+    groups = kernel_groups(parse_grid(grid).cells)
+    assert [g.group_id for g in groups] == [
+        "image-classification__resnet__float32__cpu",
+        "image-classification__resnet__float32__dynamic__cpu",
+        "image-classification__resnet__float32__channels_last__cpu",
+        "image-classification__resnet__float32__channels_last__dynamic__cpu"]
+    dynamic = groups[1]
+    assert dynamic.pairs() == [["default", 1], ["default", 4]]  # no eager: it is the static kernel's
+    assert all(c.shapes == "dynamic" and c.memory_format == "contiguous" for c in dynamic.cells)
+    assert "channels_last" in groups[2].label

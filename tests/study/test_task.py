@@ -141,3 +141,53 @@ def test_a_person_sees_a_bar_over_the_cells_and_the_grid_runner_none(tmp_path, m
     assert bar.total == 4 and bar.updates == 4 and not bar.disable  # failed cells count too
     assert bar.postfixes[0] == "timm:resnet18 float32 eager batch 1"
     assert bar.postfixes[-1] == "no-such-model float32 eager batch 2"
+
+
+def test_dynamic_shapes_compile_once_and_count_what_later_batch_sizes_recompile(tmp_path):
+    returned = run(tmp_path, compile_modes=["default"], batch_sizes=[2, 3, 4], runs=4, blocks=2,
+                   backend="aot_eager", shapes="dynamic")
+    assert [r["status"] for r in returned] == ["ok"] * 3
+    assert {r["cell"]["shapes"] for r in returned} == {"dynamic"}
+    first, *later = returned
+    assert first["compile"]["graphs"] >= 1 and first["compile"]["warm_ms"] is not None
+    for record in later:  # the batch-2 compilation serves batch 3 and 4: no graph compiled there
+        assert record["compile"]["batch_shapes"] == {"shapes": "dynamic", "compiled_at_batch_size": 2,
+                                                     "recompiles_at_this_batch_size": 0}
+        assert record["compile"]["graphs"] == 0 and "batch size 2" in record["compile"]["cache"]
+        assert record["parity"]["parity"] == "pass"
+    static = run(tmp_path / "static", compile_modes=["default"], batch_sizes=[2, 3], runs=4, blocks=2,
+                 backend="aot_eager")
+    assert [r["compile"]["graphs"] for r in static] == [1, 1]  # the guide's way: one per batch size
+    assert all("batch_shapes" not in r["compile"] and r["cell"]["shapes"] == "static" for r in static)
+
+
+def test_batch_size_one_is_specialized_so_the_next_batch_size_recompiles_and_says_so(tmp_path):
+    returned = run(tmp_path, compile_modes=["default"], batch_sizes=[1, 2], runs=4, blocks=2,
+                   backend="aot_eager", shapes="dynamic")
+    assert returned[1]["compile"]["batch_shapes"]["recompiles_at_this_batch_size"] == 1
+
+
+def test_channels_last_converts_model_and_images_for_eager_and_compiled_alike(tmp_path):
+    returned = run(tmp_path, compile_modes=["eager", "default"], batch_sizes=[1], runs=4, blocks=2,
+                   backend="aot_eager", memory_format="channels_last")
+    assert [r["status"] for r in returned] == ["ok", "ok"]
+    assert {r["cell"]["memory_format"] for r in returned} == {"channels_last"}
+    assert {r["model"]["memory_format"] for r in returned} == {"channels_last"}
+    compiled = returned[0]
+    assert compiled["parity"]["parity"] == "pass"  # against eager in the same layout
+
+
+def test_the_loaded_model_and_its_images_are_in_the_asked_layout():
+    import torch
+
+    from bench_utils.variants.memory_format import CHANNELS_LAST, layout_of
+    from bench_utils.zoo.loading import load
+
+    loaded = load("timm:resnet18", memory_format=CHANNELS_LAST)
+    inputs = loaded.inputs(2)
+    assert layout_of(inputs) == CHANNELS_LAST and loaded.info()["memory_format"] == CHANNELS_LAST
+    conv = next(m for m in loaded.model.modules() if isinstance(m, torch.nn.Conv2d))
+    assert conv.weight.is_contiguous(memory_format=torch.channels_last) and not conv.weight.is_contiguous()
+    assert layout_of(load("timm:resnet18").inputs(2)) == "contiguous"
+    with pytest.raises(ValueError, match="unknown memory format 'nchw'"):
+        load("timm:resnet18", memory_format="nchw")

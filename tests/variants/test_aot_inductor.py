@@ -28,8 +28,13 @@ def test_a_model_is_exported_compiled_loaded_and_gives_eager_outputs_in_a_fresh_
     torch.manual_seed(0)
     model = TinyConvNet().eval()
     inputs = {"pixel_values": torch.randn(2, 3, 16, 16)}
+    from torch._inductor import config as inductor_config
+
+    config_before = repr(inductor_config.get_config_copy())
     package = aot_inductor.build(model, inputs, tmp_path / "tiny.pt2")
     assert isinstance(package, AotPackage), package
+    # AOTInductor's metadata is not left in the process's config (later cache keys would change)
+    assert repr(inductor_config.get_config_copy()) == config_before
     assert package.path.is_file() and package.size_bytes > 0
     assert package.export_s > 0 and package.compile_s > package.export_s  # the C++ compile dominates
     with torch.inference_mode():

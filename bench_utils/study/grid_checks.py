@@ -1,0 +1,75 @@
+"""The checks a grid file goes through: each mistake a ``GridError`` of one line naming file and key."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Any
+
+
+class GridError(ValueError):
+    """A grid file that cannot be run; the message is one line naming file and key."""
+
+
+def fail(path: str, key: str, message: str) -> GridError:
+    return GridError(f"{path}: {key}: {message}")
+
+
+def check_type(path: str, key: str, value: Any, expected) -> None:
+    if expected is int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise fail(path, key, f"must be an integer, got {value!r}")
+    if expected is list and not isinstance(value, list):
+        raise fail(path, key, f"must be a list, got {value!r}")
+    if expected not in (int, list) and not isinstance(value, expected):
+        names = (" or ".join(t.__name__ for t in expected) if isinstance(expected, tuple)
+                 else expected.__name__)
+        raise fail(path, key, f"must be {names}, got {value!r}")
+
+
+def unknown_keys(path: str, where: str, mapping: dict, known) -> None:
+    for key in mapping:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), list(known), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise fail(path, f"{where}{key}", f"unknown key{hint}; known keys: {', '.join(known)}")
+
+
+def non_empty(path: str, key: str, values: list) -> None:
+    if not values:
+        raise fail(path, key, "must not be empty")
+
+
+def positive(path: str, key: str, value: int) -> None:
+    if value < 1:
+        raise fail(path, key, f"must be >= 1, got {value}")
+
+
+def check_devices(path: str, devices: list) -> list[str]:
+    non_empty(path, "devices", devices)
+    checked = []
+    for device in devices:
+        if not isinstance(device, str) or not re.fullmatch(r"cpu|cuda(:\d+)?", device):
+            raise fail(path, "devices", f"unknown device {device!r}: use cpu, cuda or cuda:N")
+        if device in checked:
+            raise fail(path, "devices", f"{device} is listed twice: one worker per device")
+        checked.append(device)
+    return checked
+
+
+def check_timm(path: str, where: str, model: str) -> str:
+    import timm  # only for grids that name a timm model
+
+    name = model[len("timm:"):]
+    if not timm.is_model(name):
+        close = difflib.get_close_matches(name, timm.list_models(), n=1)
+        hint = f" Did you mean 'timm:{close[0]}'?" if close else ""
+        raise fail(path, where + "models", f"unknown timm model {name!r}.{hint}")
+    return model
+
+
+def checked_names(path: str, key: str, values: list, check) -> list[str]:
+    non_empty(path, key, values)
+    try:
+        return list(dict.fromkeys(check(str(value)) for value in values))
+    except ValueError as exc:
+        raise fail(path, key, str(exc)) from None

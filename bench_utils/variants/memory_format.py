@@ -1,0 +1,46 @@
+"""Memory formats: the guide's default (contiguous, NCHW) and ``channels_last`` (NHWC).
+
+Convolutions on tensor cores, and inductor's convolution templates, prefer NHWC: the PyTorch
+benchmark harness offers ``--channels-last`` for that reason. A cell in ``channels_last`` converts
+the model's 4-D weights and its 4-D floating inputs before anything is measured, so that eager,
+the fp64 reference and the compiled model all run in that layout: parity compares like with like.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..parameters import one_of
+
+CONTIGUOUS = "contiguous"
+CHANNELS_LAST = "channels_last"
+MEMORY_FORMATS = (CONTIGUOUS, CHANNELS_LAST)
+
+
+def check_memory_format(name: str) -> str:
+    return one_of("memory format", name, MEMORY_FORMATS)
+
+
+def apply_to_model(model: torch.nn.Module, name: str) -> torch.nn.Module:
+    """``model`` with its 4-D parameters and buffers in ``name``'s layout (in place)."""
+    if check_memory_format(name) == CHANNELS_LAST:
+        model = model.to(memory_format=torch.channels_last)
+    return model
+
+
+def apply_to_inputs(inputs: dict[str, torch.Tensor], name: str) -> dict[str, torch.Tensor]:
+    """The 4-D floating inputs (images) in ``name``'s layout; ids and masks as they are."""
+    if check_memory_format(name) != CHANNELS_LAST:
+        return inputs
+    return {key: value.contiguous(memory_format=torch.channels_last)
+            if value.dim() == 4 and value.is_floating_point() else value
+            for key, value in inputs.items()}
+
+
+def layout_of(inputs: dict[str, torch.Tensor]) -> str:
+    """``channels_last`` if every 4-D floating input is in that layout, else ``contiguous``."""
+    images = [value for value in inputs.values() if value.dim() == 4 and value.is_floating_point()]
+    if images and all(value.is_contiguous(memory_format=torch.channels_last)
+                      and not value.is_contiguous() for value in images):
+        return CHANNELS_LAST
+    return CONTIGUOUS
