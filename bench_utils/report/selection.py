@@ -124,7 +124,7 @@ def summary_table(data: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=["environment", "cells"])
     rows = []
     for environment, group in data.groupby("environment"):
-        row = {"environment": environment, "cells": len(group), "models": group["label"].nunique()}
+        row = {"environment": environment, "cells": len(group), "models": group["model"].nunique()}
         row.update(group["status"].value_counts().to_dict())
         row.update({"batch_sizes": ", ".join(map(str, sorted(group["batch_size"].unique()))),
                     "modes": ", ".join(["eager", *compiled_modes(group)] if "eager" in set(group["mode"])

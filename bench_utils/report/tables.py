@@ -91,12 +91,14 @@ def _cell_latency(row: pd.Series | None, catalog: Catalog, flags: set[str]) -> s
 
 
 def geomean_table(data: pd.DataFrame, catalog: Catalog) -> str:
-    """Geometric-mean speed-up per device, dtype, batch size and compiled mode."""
+    """Geometric-mean speed-up per device, dtype, batch size, compiled mode and memory format (a
+    model in channels_last is not counted twice in one mean)."""
     rows = []
     ok = data[(data["status"] == "ok") & data["speedup"].notna()] if not data.empty else data
-    for (device, dtype, batch, mode), group in ok.groupby(["environment", "dtype", "batch_size", "mode"]):
+    for (device, dtype, batch, mode, layout), group in ok.groupby(
+            ["environment", "dtype", "batch_size", "mode", "memory_format"]):
         rows.append([environment_label(device, catalog), ltr(dtype, catalog), ltr(str(batch), catalog),
-                     mode_label(mode, catalog),
+                     mode_label(mode, catalog) + (f" ({ltr(layout, catalog)})" if layout != "contiguous" else ""),
                      ltr(catalog.number(stats.geometric_mean(group["speedup"].to_numpy()), 2) + "×", catalog),
                      ltr(str(len(group)), catalog)])
     headers = [catalog.t("col_device"), catalog.t("col_dtype"), catalog.t("col_batch"), catalog.t("col_mode"),

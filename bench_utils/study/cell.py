@@ -168,7 +168,8 @@ def _compiled_cell(loaded: LoadedModel, inputs: dict[str, torch.Tensor], eager_f
         fp64_out, fp64_missing = fp64_reference(loaded.model, inputs)
         fp64_out = compile_module.clone_outputs(fp64_out, "cpu")
     release(device)
-    # eager's memory before anything is compiled: no CUDA-graph pool is alive yet
+    # eager's memory before this cell compiles: no CUDA-graph pool of its own is alive yet (a dynamic-batch
+    # cell's earlier compilation may be)
     eager_memory = outside_timing("eager memory", notes, device,
                                   lambda: memory_of(eager_fn, device, loaded, inputs, phases))
     requested_warmup = warmup
@@ -200,7 +201,8 @@ def _compiled_cell(loaded: LoadedModel, inputs: dict[str, torch.Tensor], eager_f
                     if portable_cache and not dynamic_batch:
                         artifacts = portable.saved_artifacts()
             if dynamic_batch:
-                compilation = compilation or SharedCompilation(mode, made[0], batch_size)
+                compilation = compilation or SharedCompilation(mode, made[0], batch_size, {
+                    key: compiled.cold_stats[key] for key in ("graphs", "graph_breaks", "break_reasons")})
             compiled_fn = compiled.forward
             with no_recompile(), EnergyProbe(device) as clocks:
                 start = time.perf_counter()
@@ -240,7 +242,8 @@ def _compiled_cell(loaded: LoadedModel, inputs: dict[str, torch.Tensor], eager_f
     eager_ms = comparison.baseline.mean_ms
     # the cell's first call is the cold compiling one, not compare's own first (warm) call
     measurement = dataclasses.replace(comparison.candidate, first_call_ms=compiled.cold_calls_ms[0])
-    report = dict(compiled.cold_stats)
+    report = dict(compiled.cold_stats) if compilation is None else compilation.compile_stats(batch_size,
+                                                                                              compiled.cold_stats)
     report["recompiles"] = at_end["graphs"] - compiled.after_warm["graphs"]
     report["warm_fx_graph_cache_hits"] = (compiled.warm_stats or {}).get("fx_graph_cache_hits")
     report.update(compiled.costs(eager_ms))
@@ -249,8 +252,6 @@ def _compiled_cell(loaded: LoadedModel, inputs: dict[str, torch.Tensor], eager_f
                                                                  measurement.mean_ms)
     if portable_cache and not aot and fresh is not None:
         report["portable_cache"] = fresh
-    if compilation is not None:
-        report["batch_shapes"] = compilation.describe(batch_size, compiled.cold_stats["graphs"])
     eager_energy = None
     if energy_block is not None and energy_block.get("eager") is not None:
         eager_energy = {"timed_runs": energy_block.get("timed_runs"), "eager": energy_block["eager"]}

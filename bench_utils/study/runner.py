@@ -280,7 +280,8 @@ class Runner:
     @staticmethod
     def _cell_fields(cell: Cell) -> dict[str, Any]:
         return dict(study=cell.study, task=cell.task, model=cell.model, batch_size=cell.batch_size,
-                    compile_mode=cell.compile_mode, dtype=cell.dtype, device=cell.device)
+                    compile_mode=cell.compile_mode, dtype=cell.dtype, device=cell.device,
+                    memory_format=cell.memory_format, shapes=cell.shapes)
 
     @staticmethod
     def _config(cell: Cell) -> dict[str, Any]:

@@ -12,7 +12,7 @@ specialization but fails on convolutions in torch 2.14 (a stride assertion in th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -45,6 +45,15 @@ class SharedCompilation:
     mode: str
     model: Any                 # the torch.compile'd module
     compiled_at_batch_size: int
+    graphs: dict[str, Any] = field(default_factory=dict)  # its graphs, breaks and their reasons
+
+    def compile_stats(self, batch_size: int, first_calls: dict[str, Any]) -> dict[str, Any]:
+        """A record's graph figures at ``batch_size`` (``first_calls``: what its first call compiled):
+        the model's graphs and breaks as the one compilation has them, and how many graphs that
+        first call still compiled."""
+        if batch_size == self.compiled_at_batch_size:
+            return {**first_calls, "batch_shapes": self.describe(batch_size, 0)}
+        return {**first_calls, **self.graphs, "batch_shapes": self.describe(batch_size, first_calls["graphs"])}
 
     def describe(self, batch_size: int, graphs_here: int) -> dict[str, Any]:
         """What a record says of it at ``batch_size`` (``graphs_here``: compiled on its first call)."""

@@ -284,3 +284,14 @@ def test_variants_are_rows_and_columns_of_their_own_in_every_locale():
         # batch 4: a compilation per batch size 1.90x, the one compilation 1.70x, 1 graph compiled there
         assert lines[1].replace(",", ".").count("1.90") == 1 and "1.70" in lines[1].replace(",", ".")
         assert [cell.strip(" \u2066\u2069") for cell in lines[1].split("|")[-3:-1]] == ["1", "1"]
+
+
+def test_the_geometric_mean_keeps_a_channels_last_model_apart_from_its_contiguous_self():
+    records = [_variant_record("eager"), _variant_record("default", speedup=1.5),
+               _variant_record("eager", memory_format="channels_last"),
+               _variant_record("default", speedup=1.8, memory_format="channels_last")]
+    table = report_tables.geomean_table(frame(records), Catalog("en"))
+    rows = table.splitlines()[2:]
+    assert len(rows) == 2
+    assert any("channels_last" in row and "1.80×" in row and row.endswith("| 1 |") for row in rows)
+    assert any("channels_last" not in row and "1.50×" in row for row in rows)

@@ -56,7 +56,8 @@ class FakeNotebook:
                 write_progress(PROJECT_ROOT / parameters["progress_file"], cell.compile_mode, cell.batch_size)
                 key = (cell.model, cell.batch_size)
                 fields = dict(study=cell.study, task=cell.task, model=cell.model, batch_size=cell.batch_size,
-                              compile_mode=cell.compile_mode, dtype=cell.dtype, device=cell.device)
+                              compile_mode=cell.compile_mode, dtype=cell.dtype, device=cell.device,
+                              memory_format=cell.memory_format, shapes=cell.shapes)
                 config = measurement_settings(**{key: parameters[key] for key in (
                     "runs", "warmup", "blocks", "weights", "seed", "tf32", "backend", "fullgraph", "dynamic")})
                 if cell.compile_mode not in oom_at:  # a cell the notebook measures
@@ -133,6 +134,19 @@ def test_a_dead_kernel_is_replaced_for_the_unfinished_cells_only(tmp_path):
     records = read_records(tmp_path / "results.jsonl")
     assert len(records) == 7 and len({(r["cell"]["model"], r["cell"]["batch_size"], r["cell"]["compile_mode"])
                                       for r in records}) == 7
+
+
+def test_a_variant_cell_that_kills_its_kernel_is_recorded_as_that_variant_not_the_guides_cell(tmp_path):
+    variant = {**GRID, "grids": [{"models": ["resnet"], "batch_sizes": [1, 4], "compile_modes": ["eager"],
+                                  "memory_formats": ["channels_last"]}]}
+    Runner(parse_grid(variant), tmp_path, executor=FakeNotebook(crash={("resnet", 4)})).run()
+    crashed = [r for r in read_records(tmp_path / "results.jsonl") if r["status"] == "error"]
+    assert [(r["cell"]["batch_size"], r["cell"]["memory_format"]) for r in crashed] == [(4, "channels_last")]
+    # the guide's contiguous cell at batch 4 is not taken for done: it is measured
+    guide = {**GRID, "grids": [{"models": ["resnet"], "batch_sizes": [1, 4], "compile_modes": ["eager"]}]}
+    again = FakeNotebook()
+    Runner(parse_grid(guide), tmp_path, executor=again).run()
+    assert sorted(call[1] for call in again.calls) == [1, 4]
 
 
 def test_a_kernel_that_never_begins_a_cell_is_tried_twice_then_its_cells_are_errors(tmp_path):

@@ -153,7 +153,8 @@ def test_dynamic_shapes_compile_once_and_count_what_later_batch_sizes_recompile(
     for record in later:  # the batch-2 compilation serves batch 3 and 4: no graph compiled there
         assert record["compile"]["batch_shapes"] == {"shapes": "dynamic", "compiled_at_batch_size": 2,
                                                      "recompiles_at_this_batch_size": 0}
-        assert record["compile"]["graphs"] == 0 and "batch size 2" in record["compile"]["cache"]
+        # the model's graphs are the one compilation's; its first call here compiled none
+        assert record["compile"]["graphs"] == first["compile"]["graphs"] and "batch size 2" in record["compile"]["cache"]
         assert record["parity"]["parity"] == "pass"
     static = run(tmp_path / "static", compile_modes=["default"], batch_sizes=[2, 3], runs=4, blocks=2,
                  backend="aot_eager")

@@ -20,6 +20,17 @@ def test_a_shared_compilation_says_where_it_was_made_and_what_a_batch_size_recom
                                                   "recompiles_at_this_batch_size": 1}
 
 
+def test_a_later_batch_size_shows_the_compilations_graphs_and_what_its_first_call_compiled():
+    shared = SharedCompilation("default", model=object(), compiled_at_batch_size=1,
+                               graphs={"graphs": 3, "graph_breaks": 2, "break_reasons": {"a": 2}})
+    first_calls = {"graphs": 1, "graph_breaks": 0, "break_reasons": {}, "frames": 1}
+    later = shared.compile_stats(2, first_calls)
+    assert (later["graphs"], later["graph_breaks"], later["break_reasons"]) == (3, 2, {"a": 2})
+    assert later["batch_shapes"]["recompiles_at_this_batch_size"] == 1 and later["frames"] == 1
+    own = shared.compile_stats(1, first_calls)  # the compiling cell: its own figures, no recompile
+    assert own["graphs"] == 1 and own["batch_shapes"]["recompiles_at_this_batch_size"] == 0
+
+
 def test_unknown_shapes_are_refused():
     with pytest.raises(ValueError, match="Valid: static, dynamic"):
         check_shapes("ragged")
