@@ -11,6 +11,7 @@ STAMP  := $(VENV)/.installed-stamp
 
 help:
 	@echo "make report   set up, then run the study and build the report (main job)"
+	@echo "              (EXECUTOR=ray [RAY_ADDRESS=auto|HOST:PORT|ray://HOST:10001]: on a Ray cluster)"
 	@echo "make test     set up, then run the test suite"
 	@echo "make bench    set up, then measure what a study costs beyond its measurements"
 	@echo "              (BENCH_GRID=grid.yaml; RESULTS=results.jsonl from a GPU projects the guide's grid)"
@@ -26,7 +27,7 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "bench_utils needs Python >= 3.10, found " + sys.version.split()[0] + " (set PYTHON=...)")'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "[setup] installing bench_utils and its dependencies into $(VENV)/ (torch is large: first run takes minutes)"
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,ray]'
 	$(PY) -m ipykernel install --sys-prefix --name bench-utils --display-name "Python (bench-utils)" > /dev/null
 	@touch $(STAMP)
 	@echo "[setup] done: $(VENV)/"
@@ -40,20 +41,34 @@ BENCH_GRID ?= benchmarks/grids/resnet18-eager.yaml
 bench: setup
 	$(PY) benchmarks/study_cost.py $(BENCH_GRID) $(if $(RESULTS),--results $(RESULTS))
 
-# The study grid: the guide's where CUDA is available, the CPU one otherwise (override: PARAMS=...).
+# Where the grid runs: local (this machine's devices) or ray (a Ray cluster: RAY_ADDRESS, which Ray
+# reads too, names it; without it, a cluster of this machine alone). See docs/cluster.md.
+EXECUTOR ?= local
+
+# The study grid: the guide's where CUDA is available (or on a cluster), the CPU one otherwise
+# (override: PARAMS=...).
+ifeq ($(EXECUTOR),ray)
+PARAMS ?= params/hf-guide.yaml
+else
 PARAMS ?= $(shell $(PY) -c 'import torch; print("params/hf-guide.yaml" if torch.cuda.is_available() else "params/cpu-quick.yaml")' 2>/dev/null || echo params/cpu-quick.yaml)
+endif
 
 STUDY_DIR = reports/$(shell $(PY) -c 'from bench_utils.study.grid import load_grid; print(load_grid("$(PARAMS)").study)' 2>/dev/null)
 LOCALES ?= en,ar,es
 
 report: setup
+ifneq ($(EXECUTOR),ray)
 	@echo "[report] environment of this machine:"
 	$(PY) -m bench_utils env
 	@echo "[report] timer check (bench_utils.measure against torch.utils.benchmark), saved for the report:"
 	$(PY) -m bench_utils validate-timer --out $(STUDY_DIR)/timer_check.json
+else
+	@echo "[report] on a Ray cluster: each record carries its node's environment; no timer check here"
+	@echo "[report] (docs/cluster.md says how to add one from a node)"
+endif
 	@echo "[report] running the study grid $(PARAMS) (resumes: cells already measured are skipped):"
 	@# The report is rendered even when some cells failed (they are shown as errors); the exit status is the grid's.
-	@status=0; $(PY) -m bench_utils run $(PARAMS) || status=$$?; \
+	@status=0; $(PY) -m bench_utils run $(PARAMS) $(if $(filter ray,$(EXECUTOR)),--executor ray) || status=$$?; \
 	echo "[report] rendering the report ($(LOCALES)):"; \
 	$(PY) -m bench_utils report $(STUDY_DIR) --locales $(LOCALES) || exit $$?; \
 	echo "[report] done: open $(STUDY_DIR)/index.html"; exit $$status

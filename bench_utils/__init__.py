@@ -9,7 +9,8 @@ and ``compare`` / ``Comparison`` (timing), ``MemoryProbe`` (memory),
 Subpackages, lowest layer first (a layer never imports a higher one):
 ``measurement`` (timing and statistics), ``zoo`` (models and inputs), ``variants``
 (compile modes, precision, accuracy gate), ``study`` (grids, runner, task
-notebooks' entry point), ``report`` (tables, plots, i18n, rendering). At the top:
+notebooks' entry point), ``cluster`` (the study on a Ray cluster), ``report`` (tables,
+plots, i18n, rendering). At the top:
 ``records`` and ``results`` (the record schema and the results file), ``env``,
 ``paths``, ``kernel`` and ``cli``.
 

@@ -102,6 +102,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from .study.runner import Runner
 
     grid = load_grid(args.params)  # GridError (a ValueError): one line, exit 2
+    if args.executor == "ray":
+        from .cluster.command import run_on_cluster
+
+        return run_on_cluster(grid, args.params, out=args.out, force=args.force, timeout=args.timeout,
+                              address=args.address, devices=args.devices, dry_run=args.dry_run)
+    if args.address:
+        raise ValueError("--address names a Ray cluster: use it with --executor ray")
     devices = _check_devices(args.devices) if args.devices else None
     runner = Runner(grid, args.out, force=args.force, devices=devices, timeout=args.timeout)
     if args.dry_run:  # nothing measured, no kernel, no lease, no file written
@@ -263,6 +270,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dry-run", action="store_true",
                      help="list the kernels and cells the run would measure, with an estimate from "
                           "earlier records of this environment; run nothing")
+    run.add_argument("--executor", choices=("local", "ray"), default="local",
+                     help="local: this machine's devices; ray: one task per kernel group on a Ray "
+                          "cluster (docs/cluster.md)")
+    run.add_argument("--address", default=None,
+                     help="with --executor ray: auto, HOST:PORT or ray://HOST:10001 (default: "
+                          "$RAY_ADDRESS, else a Ray cluster of this machine alone)")
     run.set_defaults(handler=_cmd_run)
 
     rep = commands.add_parser("report", help="render the localized HTML and Markdown report")

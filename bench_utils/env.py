@@ -20,6 +20,11 @@ import psutil
 
 from .paths import PROJECT_ROOT
 
+# Set by a cluster node's task (``bench_utils.cluster.node``) for the kernels it starts: the
+# accelerator type Ray placed the work on (its name for the node's kind) and the node's id.
+ACCELERATOR_TYPE_ENV = "BENCH_UTILS_ACCELERATOR_TYPE"
+CLUSTER_NODE_ENV = "BENCH_UTILS_CLUSTER_NODE"
+
 # torch is imported inside the functions that read it: importing this module (as the
 # records and the report do, for ``gpu_name``) must not load torch.
 
@@ -169,11 +174,19 @@ def runtime_settings() -> dict[str, Any]:
     }
 
 
+def cluster_placement() -> dict[str, Any]:
+    """Where a cluster placed this process: the accelerator type it was scheduled for and the
+    cluster node's id (both null outside a cluster). Read afresh: one worker runs many tasks."""
+    return {"accelerator_type": os.environ.get(ACCELERATOR_TYPE_ENV) or None,
+            "cluster_node_id": os.environ.get(CLUSTER_NODE_ENV) or None}
+
+
 def capture_environment() -> dict[str, Any]:
-    """The full environment: static facts (cached), current settings, UTC timestamp."""
+    """The full environment: static facts (cached), current settings, placement, UTC timestamp."""
     return {
         **_static_environment(),
         **runtime_settings(),
+        **cluster_placement(),
         "timestamp_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
 

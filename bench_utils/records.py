@@ -204,12 +204,14 @@ def settings_hash(config: dict[str, Any], compile_mode: str) -> str:
 
 def environment_key(environment: dict[str, Any], kind: str) -> tuple[Any, ...]:
     """What a cell's identity takes from the environment: the torch version, the processor, and
-    the host fact that changes latency on it (the GPU driver; the CPU's core count)."""
+    the host fact that changes latency on it (the GPU driver; the CPU's core count). A CPU cell
+    placed by a cluster on a declared accelerator type also takes that kind (a GPU's kind is its
+    name, already there)."""
     if kind == "cuda":
         return (environment.get("torch_version"), gpu_name(environment, "cuda:0"),
                 environment.get("driver_version"))
     return (environment.get("torch_version"), environment.get("cpu_model"),
-            environment.get("cpu_count_logical"))
+            environment.get("cpu_count_logical"), environment.get("accelerator_type"))
 
 
 def record_key(record: dict[str, Any]) -> tuple:

@@ -78,3 +78,16 @@ def test_nvml_gpus_and_driver_with_a_fake_nvml(monkeypatch):
     assert gpus[0]["memory_total_bytes"] == 80 * 2**30 and gpus[0]["power_limit_w"] == 700.0
     monkeypatch.setitem(sys.modules, "pynvml", make_fake_pynvml(fail_init=True))
     assert _nvml_gpus() == ([], {"nvml": False})
+
+
+def test_a_cluster_node_says_where_it_placed_the_process(monkeypatch):
+    from bench_utils.env import ACCELERATOR_TYPE_ENV, CLUSTER_NODE_ENV
+
+    monkeypatch.delenv(ACCELERATOR_TYPE_ENV, raising=False)
+    monkeypatch.delenv(CLUSTER_NODE_ENV, raising=False)
+    local = capture_environment()
+    assert local["accelerator_type"] is None and local["cluster_node_id"] is None
+    monkeypatch.setenv(ACCELERATOR_TYPE_ENV, "H100")
+    monkeypatch.setenv(CLUSTER_NODE_ENV, "a1b2")
+    placed = capture_environment()  # read afresh: one Ray worker runs tasks of several kinds
+    assert (placed["accelerator_type"], placed["cluster_node_id"]) == ("H100", "a1b2")

@@ -28,9 +28,10 @@ ALLOWED = {
     "variants": {"measurement"},
     "zoo": {"measurement", "variants"},
     "study": {"measurement", "variants", "zoo"},
+    "cluster": {"measurement", "variants", "zoo", "study"},
     "report": {"measurement", "zoo"},
-    "cli": {"measurement", "variants", "zoo", "study", "report"},
-    "__init__": {"measurement", "variants", "zoo", "study", "report"},
+    "cli": {"measurement", "variants", "zoo", "study", "cluster", "report"},
+    "__init__": {"measurement", "variants", "zoo", "study", "cluster", "report"},
 }
 # Within the base, the order in which its modules may import each other.
 BASE_ORDER = ["paths", "parameters", "kernel", "env", "records", "results"]
@@ -129,11 +130,13 @@ def test_the_checker_catches_a_wrong_way_import():
     assert violations("bench_utils.report.render", {"bench_utils.study.runner"})
     assert violations("bench_utils.measurement.timer_check", {"bench_utils.variants.modes"})
     assert violations("bench_utils.study.task", {"bench_utils.report.frame"})
+    assert violations("bench_utils.study.runner", {"bench_utils.cluster.driver"})
+    assert violations("bench_utils.cluster.driver", {"bench_utils.report.frame"})
     assert violations("bench_utils.records", {"bench_utils.results"})
     assert not violations("bench_utils.study.cell", {"bench_utils.measurement.compare", "bench_utils.records"})
 
 
-SUBPACKAGES = ["measurement", "variants", "zoo", "study", "report"]
+SUBPACKAGES = ["measurement", "variants", "zoo", "study", "cluster", "report"]
 
 
 @pytest.mark.parametrize("subpackage", SUBPACKAGES)

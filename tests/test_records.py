@@ -71,7 +71,7 @@ def test_identity_and_environment_key():
     assert record_key(record)[-3:] == ("2.15.0", "NVIDIA H100", "580.1")
     cpu = ok_record(environment={"torch_version": "2.15.0", "cpu_model": "EPYC", "cpu_count_logical": 2,
                                  "gpus": []})
-    assert record_key(cpu)[-3:] == ("2.15.0", "EPYC", 2)
+    assert record_key(cpu)[-4:] == ("2.15.0", "EPYC", 2, None)  # no cluster kind: a local run
 
 
 def test_the_settings_a_cell_was_measured_with_belong_to_its_key():
@@ -109,3 +109,18 @@ def test_a_variant_is_another_cell_and_old_records_are_the_guides_cells():
 def test_an_unknown_variant_is_refused():
     with pytest.raises(ValueError, match="cell.memory_format must be one of contiguous, channels_last"):
         ok_record(memory_format="nhwc")
+
+
+def test_a_cpu_nodes_declared_kind_is_part_of_its_identity_a_gpus_name_already_is():
+    from bench_utils.records import environment_key, record_key
+
+    cpu = {"torch_version": "2.9", "cpu_model": "EPYC", "cpu_count_logical": 8}
+    assert environment_key({**cpu, "accelerator_type": "KA"}, "cpu") != environment_key(
+        {**cpu, "accelerator_type": "KB"}, "cpu")
+    assert environment_key(cpu, "cpu") == environment_key({**cpu, "accelerator_type": None}, "cpu")
+    gpu = {"torch_version": "2.9", "driver_version": "580", "gpus": [{"index": 0, "name": "NVIDIA H100"}]}
+    # a GPU measured locally and on a cluster node of its type is one environment
+    assert environment_key(gpu, "cuda") == environment_key({**gpu, "accelerator_type": "H100"}, "cuda")
+    record = ok_record()
+    placed = {**record, "environment": {**record["environment"], "accelerator_type": "KA"}}
+    assert record_key(placed) != record_key(record)

@@ -97,7 +97,8 @@ def device_name(record: dict[str, Any]) -> str:
     environment = record.get("environment") or {}
     if record["cell"]["device"].startswith("cuda"):
         return gpu_name(environment, "cuda:0") or "GPU"
-    return f"CPU ({environment.get('cpu_model') or 'unknown'})"
+    kind = environment.get("accelerator_type")  # a cluster's declared kind of CPU node
+    return f"CPU ({environment.get('cpu_model') or 'unknown'}{f', {kind}' if kind else ''})"
 
 
 def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:

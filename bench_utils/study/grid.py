@@ -14,6 +14,8 @@ batch sizes x compile modes x dtypes, measured on each device kind listed::
         memory_formats: [contiguous, channels_last]   # optional (default: contiguous)
         shapes: [static, dynamic]   # optional: dynamic is one compilation for all batch sizes
 
+A grid may name the accelerator types of a Ray cluster to cover (``accelerators: [H100, A100]``):
+each kind measures every cell, and only ``run --executor ray`` runs it (``bench_utils.cluster``).
 Eager cells are always ``static`` (nothing compiles); ``aot-inductor`` packages are exported at
 fixed shapes, so ``dynamic`` applies to the torch.compile modes only.
 Every mistake is reported before anything runs, in one line naming the file and
@@ -32,7 +34,7 @@ from ..variants.batch_shapes import DYNAMIC, STATIC, check_shapes
 from ..variants.memory_format import CONTIGUOUS, check_memory_format
 from ..variants.precision import parse_dtype, tf32_policy
 from ..zoo.registry import TASKS, WEIGHTS, resolve_key
-from .grid_checks import (GridError, check_devices, check_timm, check_type, checked_names, fail, non_empty,
+from .grid_checks import (GridError, check_accelerators, check_devices, check_timm, check_type, checked_names, fail, non_empty,
                           positive, unknown_keys)
 from .grid_yaml import GridFileError, read_yaml
 
@@ -40,6 +42,7 @@ TOP_LEVEL = {
     "study": str, "description": str, "runs": int, "warmup": int, "blocks": int,
     "weights": str, "seed": int, "devices": list, "tf32": (str, bool), "backend": str,
     "fullgraph": bool, "dynamic": (bool, type(None)), "portable_cache": bool, "grids": list,
+    "accelerators": list,
 }
 GRID_KEYS = {"models": list, "batch_sizes": list, "compile_modes": list, "dtypes": list,
              "task": str, "runs": int, "warmup": int, "blocks": int, "memory_formats": list,
@@ -115,6 +118,7 @@ class Grid:
     description: str
     devices: list[str]               # as written: kinds, or pinned devices
     cells: list[Cell] = field(default_factory=list)
+    accelerators: list[str] = field(default_factory=list)  # a cluster's kinds to cover, each all cells
 
     @property
     def device_kinds(self) -> list[str]:
@@ -166,8 +170,9 @@ def parse_grid(data: Any, path: str = "<grid>") -> Grid:
         raise fail(path, "backend", str(exc)) from None
     non_empty(path, "grids", data["grids"])
 
+    accelerators = check_accelerators(path, data["accelerators"]) if "accelerators" in data else []
     grid = Grid(path=path, study=settings["study"], description=settings["description"],
-                devices=devices)
+                devices=devices, accelerators=accelerators)
     seen = set()
     for index, item in enumerate(data["grids"]):
         for cell in _expand(path, index, item, settings, grid.device_kinds, "blocks" in data):

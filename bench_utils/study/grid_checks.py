@@ -56,6 +56,20 @@ def check_devices(path: str, devices: list) -> list[str]:
     return checked
 
 
+def check_accelerators(path: str, kinds: list) -> list[str]:
+    """A cluster's accelerator types to cover, as Ray names them (H100, A100, L4, or a node's own
+    custom kind): non-empty names, each once."""
+    non_empty(path, "accelerators", kinds)
+    checked = []
+    for kind in kinds:
+        if not isinstance(kind, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", kind):
+            raise fail(path, "accelerators", f"{kind!r} is not an accelerator type name (such as H100, A100, L4)")
+        if kind in checked:
+            raise fail(path, "accelerators", f"{kind} is listed twice")
+        checked.append(kind)
+    return checked
+
+
 def check_timm(path: str, where: str, model: str) -> str:
     import timm  # only for grids that name a timm model
 

@@ -45,12 +45,14 @@ class RunOutcome:
 
 
 class Progress:
-    """One bar over all cells (tqdm on a terminal; one plain line per cell in logs)."""
+    """One bar over all cells (tqdm on a terminal; one plain line per cell in logs), with what each
+    worker (a device, or a cluster node) is measuring now."""
 
     def __init__(self, total: int, stream) -> None:
         self.total, self.stream, self.done = total, stream, 0
         self.started = time.monotonic()
         self.lock = threading.Lock()
+        self.running: dict[str, str] = {}   # worker -> the cell it is measuring
         self.bar = None
         if getattr(stream, "isatty", lambda: False)():
             from tqdm import tqdm
@@ -61,22 +63,39 @@ class Progress:
         with self.lock:
             variant = "".join(f" {part}" for part in cell.variant)  # channels_last, dynamic
             text = f"{cell.model} bs{cell.batch_size} {cell.compile_mode}{variant} {cell.dtype} on {device}"
+            self.running[device] = text
             if self.bar is not None:
-                self.bar.set_description(text)
+                self.bar.set_description(text if len(self.running) == 1 else
+                                         f"{len(self.running)} running; {text}")
             else:
                 print(f"[{self.done + 1}/{self.total}] measuring {text}", file=self.stream, flush=True)
+
+    def idle(self, worker: str) -> None:
+        """``worker`` measures nothing now (a cluster node lost mid-cell)."""
+        with self.lock:
+            self.running.pop(worker, None)
+
+    def resolve(self, count: int) -> None:
+        """``count`` cells of the total turned out to be measured already (a cluster node's resume)."""
+        with self.lock:
+            self.total -= count
+            if self.bar is not None:
+                self.bar.total = self.total
+                self.bar.refresh()
 
     def finish(self, outcome: Outcome) -> None:
         with self.lock:
             self.done += 1
+            self.running.pop(outcome.device, None)
             if self.bar is not None:
                 self.bar.update(1)
                 return
             elapsed = time.monotonic() - self.started
             eta = elapsed / self.done * (self.total - self.done)
             detail = f": {outcome.message}" if outcome.message and outcome.status != "ok" else ""
+            running = (f"; running: {'; '.join(self.running.values())}" if len(self.running) > 1 else "")
             print(f"[{self.done}/{self.total}] {outcome.cell.cell_id}: {outcome.status} "
-                  f"({outcome.seconds:.0f} s){detail}; ETA {eta / 60:.1f} min",
+                  f"({outcome.seconds:.0f} s){detail}; ETA {eta / 60:.1f} min{running}",
                   file=self.stream, flush=True)
 
     def close(self) -> None:

@@ -72,7 +72,10 @@ class Runner:
     def __init__(self, grid: Grid, out_dir: str | os.PathLike | None = None, *,
                  force: bool = False, devices: list[str] | None = None,
                  executor: Executor | None = None, timeout: int | None = None,
-                 stream=None) -> None:
+                 stream=None, progress: Callable[[int, Any], Progress] = Progress) -> None:
+        if grid.accelerators:
+            raise ValueError(f"{grid.path}: accelerators: the grid covers a cluster's accelerator types "
+                             f"({', '.join(grid.accelerators)}): run it with --executor ray")
         self.grid = grid
         # Resolved once, here: the kernels run from the project root, not from this directory.
         self.out_dir = Path(out_dir).resolve() if out_dir else REPORTS_DIR / grid.study
@@ -90,6 +93,7 @@ class Runner:
             group, device, params, out, poll=poll, attempt=attempt, running=self.running,
             cpus=self.affinity.get(device)))
         self.stream = stream or sys.stderr
+        self.progress = progress  # (pending cells, stream) -> what the person watching sees
         self.environment = capture_environment()
         self.earlier_ooms: dict[tuple, int] = {}
         self._lock = threading.Lock()
@@ -102,7 +106,7 @@ class Runner:
 
     def key(self, cell: Cell) -> tuple:
         """The cell's identity on this machine's environment (see ``records.record_key``)."""
-        return (*cell.identity(), settings_hash(self._config(cell), cell.compile_mode),
+        return (*cell.identity(), settings_hash(unmeasured_config(cell), cell.compile_mode),
                 *environment_key(self.environment, cell.device))
 
     def pending(self) -> tuple[list[Cell], int]:
@@ -130,7 +134,7 @@ class Runner:
             tally = RunOutcome(resumed=resumed, total=len(self.grid.cells))
             if not pending:
                 return tally
-            progress = Progress(len(pending), self.stream)
+            progress = self.progress(len(pending), self.stream)
             queues: dict[str, queue.Queue] = defaultdict(queue.Queue)
             for group in kernel_groups(pending):
                 queues[group.device].put(group)
@@ -168,7 +172,7 @@ class Runner:
     def _record_skipped(self, cells: list[Cell], oom_at: int, device: str, tally: RunOutcome,
                         progress: Progress) -> None:
         for cell in cells:
-            self._append(skipped_after_oom(self._cell_fields(cell), oom_at, self._config(cell),
+            self._append(skipped_after_oom(cell_fields(cell), oom_at, unmeasured_config(cell),
                                            environment=self.environment))
             self._finish(Outcome(cell, "skipped", 0.0, device, f"after OOM at batch {oom_at}"),
                          tally, progress)
@@ -264,8 +268,8 @@ class Runner:
         return rest
 
     def _record_failure(self, cell: Cell, status: str, message: str, log: str | None) -> None:
-        self._append(failure_record(**self._cell_fields(cell), status=status, error=message,
-                                    config=self._config(cell), environment=self.environment, log=log))
+        self._append(failure_record(**cell_fields(cell), status=status, error=message,
+                                    config=unmeasured_config(cell), environment=self.environment, log=log))
 
     def _size(self) -> int:
         if not self.results_path.exists():
@@ -277,15 +281,17 @@ class Runner:
         with self._lock:
             append_record(self.results_path, record)
 
-    @staticmethod
-    def _cell_fields(cell: Cell) -> dict[str, Any]:
-        return dict(study=cell.study, task=cell.task, model=cell.model, batch_size=cell.batch_size,
-                    compile_mode=cell.compile_mode, dtype=cell.dtype, device=cell.device,
-                    memory_format=cell.memory_format, shapes=cell.shapes)
 
-    @staticmethod
-    def _config(cell: Cell) -> dict[str, Any]:
-        return {**measurement_settings(runs=cell.runs, warmup=cell.warmup, blocks=cell.blocks,
-                                       weights=cell.weights, seed=cell.seed, tf32=cell.tf32,
-                                       backend=cell.backend, fullgraph=cell.fullgraph, dynamic=cell.dynamic),
-                "weights": None}  # nothing was measured
+def cell_fields(cell: Cell) -> dict[str, Any]:
+    """The record fields that name ``cell`` (``records.make_record``'s cell arguments)."""
+    return dict(study=cell.study, task=cell.task, model=cell.model, batch_size=cell.batch_size,
+                compile_mode=cell.compile_mode, dtype=cell.dtype, device=cell.device,
+                memory_format=cell.memory_format, shapes=cell.shapes)
+
+
+def unmeasured_config(cell: Cell) -> dict[str, Any]:
+    """The ``config`` of a record the runner writes for a cell it did not measure."""
+    return {**measurement_settings(runs=cell.runs, warmup=cell.warmup, blocks=cell.blocks,
+                                   weights=cell.weights, seed=cell.seed, tf32=cell.tf32,
+                                   backend=cell.backend, fullgraph=cell.fullgraph, dynamic=cell.dynamic),
+            "weights": None}  # nothing was measured

@@ -16,8 +16,9 @@ written only while the runner's lease is this run's (see ``lease``).
 
 Tests reach the failure paths through ``BENCH_UTILS_INJECT_FAULT``, a list of
 ``kind:model:batch_size`` entries separated by ``;`` (kind: ``oom``, ``error``,
-``crash``, which aborts the kernel process as a segfault would, or ``hang``, which
-blocks for ever after touching the file named by ``BENCH_UTILS_HANG_MARKER``).
+``crash``, which aborts the kernel process as a segfault would, ``hang``, which
+blocks for ever after touching the file named by ``BENCH_UTILS_HANG_MARKER``, or ``hang-once``,
+which does so only while that file does not exist yet: a cell stuck on one machine, not the next).
 """
 
 from __future__ import annotations
@@ -79,8 +80,10 @@ def _inject_fault(model: str, batch_size: int) -> None:
             raise RuntimeError("injected fault")
         if kind == "crash":
             os.abort()
-        if kind == "hang":  # a stuck cell; the marker file tells a test it is stuck now
+        if kind in ("hang", "hang-once"):  # a stuck cell; the marker file tells a test it is stuck now
             marker = os.environ.get(HANG_MARKER_ENV)
+            if kind == "hang-once" and (not marker or Path(marker).exists()):
+                continue
             if marker:
                 Path(marker).touch()
             threading.Event().wait()

@@ -44,3 +44,11 @@ def test_results_paths_are_a_list_or_papermills_comma_separated_string_relative_
     assert project_paths(f"reports/a,{tmp_path / 'b'}") == expected
     assert project_paths(["reports/a", tmp_path / "b"]) == expected
     assert project_paths("reports/a") == expected[:1]  # one folder, not its letters
+
+
+def test_a_cpu_nodes_declared_kind_names_its_device():
+    from bench_utils.report.frame import device_name
+
+    record = records()[0]
+    assert device_name({**record, "environment": {"cpu_model": "EPYC"}}) == "CPU (EPYC)"
+    assert device_name({**record, "environment": {"cpu_model": "EPYC", "accelerator_type": "KA"}}) == "CPU (EPYC, KA)"

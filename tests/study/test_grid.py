@@ -40,6 +40,24 @@ def test_repo_grids_are_valid():
     assert {c.task for c in quick.cells} == {"image-classification", "image-segmentation", "object-detection"}
     assert {c.compile_mode for c in quick.cells} == {"eager", "default"}
     assert load_grid("params/smoke.yaml").cells
+    fleet = load_grid("params/hf-guide-fleet.yaml")  # the guide's grid on three kinds of a cluster
+    assert fleet.accelerators == ["H100", "A100", "L4"] and [
+        (c.model, c.batch_size, c.compile_mode) for c in fleet.cells] == [
+        (c.model, c.batch_size, c.compile_mode) for c in guide.cells]
+    assert load_grid("params/hf-guide.yaml").accelerators == []
+
+
+@pytest.mark.parametrize("value, message", [
+    ([], "accelerators: must not be empty"),
+    (["H100", "H100"], "accelerators: H100 is listed twice"),
+    (["H 100"], "accelerators: 'H 100' is not an accelerator type name"),
+    ("H100", "accelerators: must be a list"),
+])
+def test_accelerator_types_are_checked(value, message):
+    data = {"study": "x", "accelerators": value,
+            "grids": [{"models": ["resnet"], "batch_sizes": [1], "compile_modes": ["eager"]}]}
+    with pytest.raises(GridError, match=message):
+        parse_grid(data)
 
 
 def test_overlapping_subgrids_give_each_cell_once_and_overrides_apply():

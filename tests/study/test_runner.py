@@ -4,87 +4,20 @@ from pathlib import Path
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
 
-from bench_utils.measurement.timing import Measurement
-from bench_utils.records import failure_record, make_record, measurement_settings, skipped_after_oom
-from bench_utils.results import append_record, read_records
+from bench_utils.results import read_records
 from bench_utils.paths import PROJECT_ROOT
 from bench_utils.study.grid import parse_grid
 from bench_utils.study.progress import format_run_outcome
-from bench_utils.study.groups import execution_order
 from bench_utils.study.runner import Runner
-from bench_utils.study.watch import write_progress
+from fake_notebook import FakeNotebook
 
 GRID = {"study": "t", "runs": 3, "warmup": 1, "blocks": 1, "grids": [
     {"models": ["resnet"], "batch_sizes": [1, 4, 16], "compile_modes": ["eager", "default"]},
     {"models": ["segformer"], "batch_sizes": [1], "compile_modes": ["eager"]}]}
-
-
-class FakeNotebook:
-    """Stands in for papermill and the kernel: measures a kernel group's cells in order, writing
-    the records a notebook would (its own OOM rule included), or fails as told."""
-
-    def __init__(self, oom=(), error=(), crash=(), crash_once=(), hang=(), delay=0.0, no_start=False):
-        self.oom, self.error, self.crash, self.delay = set(oom), set(error), set(crash), delay
-        self.no_start = no_start
-        self.crash_once, self.hang = set(crash_once), set(hang)
-        self.calls, self.kernels, self.active, self.lock = [], [], Counter(), threading.Lock()
-        self.overlaps = []
-
-    def __call__(self, group, device, parameters, out_dir, poll, attempt):
-        assert parameters["show"] is False
-        by_pair = {(c.compile_mode, c.batch_size): c for c in group.cells}
-        # the kernel's order is the notebook's own (task.run), from its parameters alone
-        ordered = [by_pair[pair] for pair in execution_order(map(tuple, parameters["only_cells"]))]
-        with self.lock:
-            self.active[device] += 1
-            if self.active[device] > 1:
-                self.overlaps.append(device)
-            self.kernels.append((group.group_id, attempt, [(c.compile_mode, c.batch_size) for c in group.cells]))
-        log = out_dir / "logs" / f"{group.group_id}.{attempt}.log"
-        log.parent.mkdir(parents=True, exist_ok=True)
-        log.write_text("line one\nSegmentation fault (core dumped)\n")
-        oom_at = {}
-        try:
-            if self.no_start:  # dies before it begins any cell (a broken environment, say)
-                return 1, log
-            for cell in ordered:
-                write_progress(PROJECT_ROOT / parameters["progress_file"], cell.compile_mode, cell.batch_size)
-                key = (cell.model, cell.batch_size)
-                fields = dict(study=cell.study, task=cell.task, model=cell.model, batch_size=cell.batch_size,
-                              compile_mode=cell.compile_mode, dtype=cell.dtype, device=cell.device,
-                              memory_format=cell.memory_format, shapes=cell.shapes)
-                config = measurement_settings(**{key: parameters[key] for key in (
-                    "runs", "warmup", "blocks", "weights", "seed", "tf32", "backend", "fullgraph", "dynamic")})
-                if cell.compile_mode not in oom_at:  # a cell the notebook measures
-                    with self.lock:
-                        self.calls.append((cell.model, cell.batch_size, cell.compile_mode, device))
-                    time.sleep(self.delay)
-                if key in self.crash or (key in self.crash_once and attempt == 1):
-                    return 139, log
-                if key in self.hang:
-                    while not poll():
-                        time.sleep(0.02)
-                    return -9, log
-                if cell.compile_mode in oom_at:
-                    record = skipped_after_oom(fields, oom_at[cell.compile_mode], config)
-                elif key in self.oom or key in self.error:
-                    status = "oom" if key in self.oom else "error"
-                    if status == "oom":
-                        oom_at[cell.compile_mode] = cell.batch_size
-                    record = failure_record(**fields, status=status, config=config, error=f"{status}!")
-                else:
-                    record = make_record(**fields, measurement=Measurement([1.0, 2.0, 3.0], 5.0), config=config)
-                append_record(PROJECT_ROOT / parameters["results_path"], record)  # as the kernel resolves it
-                poll()
-            return 0, log
-        finally:
-            with self.lock:
-                self.active[device] -= 1
 
 
 def run(tmp_path, notebook, **kwargs):

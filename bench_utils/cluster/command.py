@@ -1,0 +1,37 @@
+"""``python -m bench_utils run GRID --executor ray``: the driver on the cluster ``--address`` names."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ..study.grid import Grid
+from ..study.lease import LeaseHeldError
+from ..study.progress import format_run_outcome
+from .driver import ClusterRunner
+
+
+def run_on_cluster(grid: Grid, params: os.PathLike | str, *, out=None, force: bool = False,
+                   timeout: int | None = None, address: str | None = None, devices: str | None = None,
+                   dry_run: bool = False) -> int:
+    """Run ``grid`` on a Ray cluster and print its summary; the exit status. Bad input, and a
+    cluster that cannot be reached or cannot run the grid, raise ValueError (one line, exit 2)."""
+    if devices:
+        raise ValueError("--devices pins this machine's devices; on a cluster Ray places each group on a GPU")
+    if dry_run:
+        raise ValueError("--dry-run plans the run of this machine: run it without --executor ray")
+    runner = ClusterRunner(grid, out, force=force, timeout=timeout)
+    from .ray_cluster import RayCluster  # Ray: only for cluster runs
+
+    with RayCluster(address) as cluster:
+        kinds = f" on each of {', '.join(grid.accelerators)}" if grid.accelerators else ""
+        print(f"[run] study {grid.study}: {len(grid.cells)} cells{kinds} from {params} on the Ray cluster "
+              f"({len(cluster.nodes())} nodes); results in {runner.results_path}; a cell that records "
+              f"nothing for {runner.timeout / 60:.0f} min is stopped", file=sys.stderr)
+        try:
+            outcome = runner.run(cluster)
+        except LeaseHeldError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    print(format_run_outcome(outcome, runner.results_path))
+    return outcome.exit_status()

@@ -1,0 +1,82 @@
+"""Which Ray cluster a run uses, and a clear error when it cannot be reached.
+
+``--address`` takes what ``ray.init`` takes: ``auto`` (the cluster ``ray start`` left on this
+machine), ``HOST:PORT`` (a cluster's head, from one of its nodes) or ``ray://HOST:10001`` (Ray
+Client, from outside the cluster). Without one, ``$RAY_ADDRESS``; without that, a cluster of this
+machine alone is started for the run, listening on the loopback interface only.
+
+Ray retries an unreachable address for a minute or more before it fails; the head's port is
+tried here first, so a wrong address costs seconds and says so in one line.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+
+ADDRESS_ENV = "RAY_ADDRESS"
+# Ray's own switch: with "0" every Ray process of a local cluster listens on 127.0.0.1 only.
+LOOPBACK_ONLY_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+PROBE_TIMEOUT_S = 5.0
+
+
+class ClusterUnreachable(ValueError):
+    """The Ray cluster named by ``--address`` (or ``$RAY_ADDRESS``) cannot be reached."""
+
+
+def requested_address(address: str | None) -> str | None:
+    """The address to connect to, or None for a cluster of this machine alone."""
+    address = (address or os.environ.get(ADDRESS_ENV) or "").strip()
+    return address or None
+
+
+def head_endpoint(address: str) -> tuple[str, int]:
+    """The head's host and port that ``address`` names (``auto`` as Ray resolves it)."""
+    text = address
+    if address == "auto":
+        from ray._private.services import canonicalize_bootstrap_address_or_die
+
+        try:  # Ray's own rule: $RAY_ADDRESS, then the cluster `ray start` recorded on this machine
+            text = canonicalize_bootstrap_address_or_die("auto")
+        except ConnectionError as exc:
+            raise ClusterUnreachable(f"--address auto: {exc} (start one with `ray start --head`)") from None
+    text = text.removeprefix("ray://")
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ClusterUnreachable(f"--address {address!r}: use auto, HOST:PORT or ray://HOST:PORT")
+    return host.strip("[]"), int(port)
+
+
+def probe(address: str, timeout: float = PROBE_TIMEOUT_S) -> None:
+    """Raise ClusterUnreachable unless the head that ``address`` names accepts a connection."""
+    host, port = head_endpoint(address)
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ClusterUnreachable(f"cannot reach the Ray cluster at {host}:{port} ({reason}): start it with "
+                                 "`ray start --head`, or check --address / $RAY_ADDRESS") from None
+
+
+def connect(address: str | None) -> None:
+    """``ray.init`` for this run: the cluster at ``address``, or one of this machine alone."""
+    address = requested_address(address)
+    if address is None:
+        os.environ[LOOPBACK_ONLY_ENV] = "0"  # read when ray is imported: before that, here
+    else:
+        probe(address)
+    import logging
+
+    import ray
+
+    options = dict(log_to_driver=False, logging_level=logging.WARNING)
+    try:
+        if address is None:  # "local": a new cluster, never one `ray start` left on this machine
+            ray.init(address="local", include_dashboard=False, **options)
+        else:
+            ray.init(address=address, **options)
+    except (ConnectionError, TimeoutError, RuntimeError) as exc:
+        lines = str(exc).strip().splitlines() or [type(exc).__name__]
+        raise ClusterUnreachable(f"cannot connect to the Ray cluster at {address or 'this machine'}: "
+                                 f"{lines[0]}") from None

@@ -1,0 +1,208 @@
+"""One kernel group measured on a cluster node, its records streamed back to the driver.
+
+The node runs the local runner (``study.runner.Runner``) over the group's cells, in a folder of
+its own, seeded with the study's earlier records of those cells. So a node decides what is
+already measured *on its own environment* (torch version, GPU and driver), and which batches an
+earlier OOM rules out, exactly as a local run does; dead kernels, stalls and OOMs are handled by
+the same code. The node never writes the study's results file: each record goes to the driver as
+an event as soon as the kernel has written it, and the driver appends it under its lease. The
+executed notebooks and logs follow at the end.
+
+Events are plain dicts, ``{"event": name, ...}``:
+
+- ``plan``: ``node`` (its id), ``pending`` (cell ids to measure), ``resumed`` (how many were measured already);
+- ``start``: ``cell_id``, the cell a kernel begins;
+- ``cell``: ``cell_id``, ``status``, ``seconds``, ``message`` and ``record``, once per cell;
+- ``say``: ``text``, a line the runner would have printed;
+- ``files``: ``files``, the executed notebooks and logs by path relative to the node's folder, and
+  ``folder``, that folder relative to the project (the notebooks name it);
+- ``end``: ``not_run`` and ``worker_errors``, as the node's run ended.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+import fcntl
+import os
+from pathlib import Path
+import queue
+import shutil
+import tempfile
+import threading
+from typing import Any, Iterator
+
+from ..env import ACCELERATOR_TYPE_ENV, CLUSTER_NODE_ENV
+from ..paths import PROJECT_ROOT, REPORTS_DIR
+from ..records import cell_identity
+from ..results import append_record, iter_records
+from ..study.grid import Cell, Grid
+from ..study.progress import Outcome
+from ..study.runner import Executor, Runner
+
+POLL_S = 0.25
+SCRATCH_DIR = REPORTS_DIR / "_scratch"   # ignored by git
+OWNER_LOCK = ".owner.lock"
+
+
+@dataclass
+class GroupTask:
+    """What the driver sends a node: one kernel group's cells and what the study knows of them."""
+
+    study: str
+    cells: list[dict[str, Any]]           # ``Cell.to_parameters()``, in the group's order
+    timeout: int                          # seconds a cell may go without a record
+    accelerator: str | None = None        # the kind Ray placed it on (records carry it)
+    seed_records: list[dict[str, Any]] = field(default_factory=list)  # the study's records of these cells
+
+    @property
+    def cell_ids(self) -> list[str]:
+        return [Cell(**cell).cell_id for cell in self.cells]
+
+
+class _Events:
+    """The runner's progress and messages, as events (``Runner(progress=..., stream=...)``)."""
+
+    def __init__(self, events: queue.Queue, results_path: Path, offset: int) -> None:
+        self.events, self.results_path, self.offset = events, results_path, offset
+
+    def progress(self, total: int, stream) -> "_Events":
+        return self
+
+    def start(self, cell: Cell, device: str) -> None:
+        self.events.put({"event": "start", "cell_id": cell.cell_id})
+
+    def resolve(self, count: int) -> None:
+        pass
+
+    def finish(self, outcome: Outcome) -> None:
+        # The runner calls this once the cell's record is in the node's results file.
+        records = [record for _, record in iter_records(self.results_path, start=self.offset)
+                   if cell_identity(record) == outcome.cell.identity()]
+        self.events.put({"event": "cell", "cell_id": outcome.cell.cell_id, "status": outcome.status,
+                         "seconds": outcome.seconds, "message": outcome.message,
+                         "record": _relative_log(records[-1], self.results_path.parent) if records else None})
+
+    def close(self) -> None:
+        pass
+
+    def write(self, text: str) -> int:
+        if text.strip():
+            self.events.put({"event": "say", "text": text.strip()})
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def _relative_log(record: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """A failure record's log, named relative to the node's folder (the driver keeps the file)."""
+    log = record.get("log")
+    if log and Path(log).is_relative_to(folder):
+        return {**record, "log": str(Path(log).relative_to(folder))}
+    return record
+
+
+def stream_group(task: GroupTask, node_id: str | None = None,
+                 executor: Executor | None = None) -> Iterator[dict[str, Any]]:
+    """Measure ``task``'s cells on this machine; yield the events above (a Ray generator task's body).
+
+    ``executor`` stands in for papermill in tests, as for ``Runner``.
+    """
+    for name, value in ((ACCELERATOR_TYPE_ENV, task.accelerator), (CLUSTER_NODE_ENV, node_id)):
+        if value:  # the kernels inherit them: every record says where it was measured
+            os.environ[name] = value
+        else:
+            os.environ.pop(name, None)
+    folder = _scratch_folder()
+    owner = _own(folder)
+    try:
+        yield from _measure(task, folder, executor)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        os.close(owner)
+
+
+def _scratch_folder() -> Path:
+    """The node's own study folder: inside the project where it can be written (the executed
+    notebooks then name it relative to the project, as the driver's), else the temporary folder."""
+    try:
+        SCRATCH_DIR.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix="node-", dir=SCRATCH_DIR))
+    except OSError:  # a read-only project on this node
+        return Path(tempfile.mkdtemp(prefix="bench_utils-node-"))
+
+
+def _own(folder: Path) -> int:
+    """Hold ``folder``'s owner lock for the task's life, and remove the folders of tasks whose
+    process is gone (a worker killed with its driver, a node removed): no lock holds them."""
+    owner = os.open(folder / OWNER_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(owner, fcntl.LOCK_EX)
+    for other in folder.parent.glob("node-*"):
+        if other == folder:
+            continue
+        try:
+            fd = os.open(other / OWNER_LOCK, os.O_RDWR)
+        except OSError:
+            continue  # being created, or not a node's folder
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            shutil.rmtree(other, ignore_errors=True)
+        except OSError:
+            pass  # its task is running
+        finally:
+            os.close(fd)
+    return owner
+
+
+def _measure(task: GroupTask, folder: Path, executor: Executor | None) -> Iterator[dict[str, Any]]:
+    results_path = folder / "results.jsonl"
+    for record in task.seed_records:
+        append_record(results_path, record)
+    offset = results_path.stat().st_size if results_path.exists() else 0
+    cells = [Cell(**cell) for cell in task.cells]
+    grid = Grid(path=f"<{task.study} on a cluster node>", study=task.study, description="",
+                devices=sorted({cell.device for cell in cells}), cells=cells)
+    events: queue.Queue = queue.Queue()
+    sink = _Events(events, results_path, offset)
+    runner = Runner(grid, folder, timeout=task.timeout, executor=executor, stream=sink, progress=sink.progress)
+    pending, resumed = runner.pending()
+    yield {"event": "plan", "node": os.environ.get(CLUSTER_NODE_ENV), "pending": [cell.cell_id for cell in pending],
+           "resumed": resumed}
+    ended: list = []
+
+    def run() -> None:
+        try:
+            ended.append(runner.run())
+        except BaseException as exc:  # a node that cannot measure (no GPU here, say): the driver is told
+            ended.append(exc)
+
+    thread = threading.Thread(target=run, name="node-runner")
+    thread.start()
+    try:
+        while thread.is_alive() or not events.empty():
+            try:
+                yield events.get(timeout=POLL_S)
+            except queue.Empty:
+                continue
+    finally:
+        if thread.is_alive():  # the driver let go of this task: end the kernel, measure nothing more
+            stop = getattr(runner, "stop", None)
+            if stop is not None:
+                stop.requested.set()
+            runner.running.end_all()
+            thread.join()
+    outcome = ended[0]
+    if isinstance(outcome, BaseException):
+        raise outcome
+    # the notebooks name the node's folder relative to the project: the driver puts its own there
+    yield {"event": "files", "files": _files(folder), "folder": os.path.relpath(folder, PROJECT_ROOT)}
+    yield {"event": "end", "not_run": outcome.not_run, "worker_errors": outcome.worker_errors}
+
+
+def _files(folder: Path) -> dict[str, str]:
+    """The executed notebooks and logs (already free of the node's absolute paths)."""
+    found = {}
+    for sub, pattern in (("notebooks", "*.ipynb"), ("logs", "*.log")):
+        for path in sorted((folder / sub).glob(pattern)):
+            found[f"{sub}/{path.name}"] = path.read_text(encoding="utf-8", errors="replace")
+    return found

@@ -1,0 +1,162 @@
+"""The cluster driver with a cluster of its own: nodes run the real node task (``node.stream_group``,
+the local runner) in this process, with the fake notebook; the cluster can lose a node mid-task,
+send a record twice, or fail a task. The real Ray cluster is in test_ray_cluster.py."""
+
+from collections import Counter
+import io
+import os
+import threading
+
+import pytest
+
+from bench_utils.cluster.driver import MAX_NODE_LOSSES, ClusterRunner, NodeLost, TaskFailed
+from bench_utils.cluster.node import stream_group
+from bench_utils.env import ACCELERATOR_TYPE_ENV, CLUSTER_NODE_ENV
+from bench_utils.results import read_records
+from bench_utils.study.grid import parse_grid
+from bench_utils.study.progress import format_run_outcome
+from fake_notebook import FakeNotebook
+
+GRID = {"study": "c", "runs": 3, "warmup": 1, "blocks": 1, "accelerators": ["KA", "KB"], "grids": [
+    {"models": ["resnet"], "batch_sizes": [1, 4, 16], "compile_modes": ["eager", "default"]},
+    {"models": ["segformer"], "batch_sizes": [1], "compile_modes": ["eager"]}]}
+NODES = {"a1": "KA", "b1": "KB", "b2": "KB"}
+
+
+@pytest.fixture(autouse=True)
+def placement_env():
+    yield  # the node task sets them in this process, as in a Ray worker
+    for name in (ACCELERATOR_TYPE_ENV, CLUSTER_NODE_ENV):
+        os.environ.pop(name, None)
+
+
+class FakeCluster:
+    """Nodes of accelerator types; ``lose`` = {(kind, cell_id): times} loses the node right after that
+    cell's record reached the driver; ``twice`` sends every record of a kind twice; ``fail`` = {kind:
+    times} makes a task raise before it measures."""
+
+    def __init__(self, lose=None, twice=(), fail=None, nodes=NODES):
+        self.lose, self.twice, self.fail = dict(lose or {}), set(twice), dict(fail or {})
+        self.node_list, self.tasks, self.options = nodes, [], []
+        self.notebook = FakeNotebook()
+        self.worker = threading.Lock()  # one task at a time: a Ray worker process runs one (its os.environ)
+
+    def nodes(self):
+        return [{"id": node, "alive": True, "resources": {"CPU": 2.0, f"accelerator_type:{kind}": 1.0}}
+                for node, kind in self.node_list.items()]
+
+    def submit(self, task, options):
+        self.tasks.append(task)
+        self.options.append(options)
+        kind = task.accelerator
+        node = [n for n, k in self.node_list.items() if k == kind][len(self.tasks) % 2 if kind == "KB" else 0]
+        if self.fail.get(kind):
+            self.fail[kind] -= 1
+            raise TaskFailed("ModuleNotFoundError: No module named 'bench_utils'")
+        with self.worker:
+            events = list(stream_group(task, node_id=node, executor=self.notebook))
+        for event in events:
+            yield event
+            if event["event"] == "cell":
+                if kind in self.twice:
+                    yield event
+                key = (kind, event["cell_id"])
+                if self.lose.get(key):
+                    self.lose[key] -= 1
+                    raise NodeLost("NodeDiedError: the node running the task died")
+
+    def cancel_all(self):
+        pass
+
+
+def run(tmp_path, cluster, grid=GRID, **kwargs):
+    stream = io.StringIO()
+    runner = ClusterRunner(parse_grid(grid), tmp_path, stream=stream, **kwargs)
+    outcome = runner.run(cluster)
+    return outcome, runner, stream.getvalue()
+
+
+def recorded(tmp_path):
+    return Counter((r["environment"]["accelerator_type"], r["cell"]["model"], r["cell"]["batch_size"],
+                    r["cell"]["compile_mode"]) for r in read_records(tmp_path / "results.jsonl"))
+
+
+def test_every_cell_is_measured_once_on_each_accelerator_type(tmp_path):
+    cluster = FakeCluster()
+    outcome, runner, _ = run(tmp_path, cluster)
+    counts = recorded(tmp_path)
+    assert len(counts) == 2 * 7 and set(counts.values()) == {1}
+    assert {kind for kind, *_ in counts} == {"KA", "KB"}
+    assert outcome.exit_status() == 0 and outcome.counts() == {"ok": 14} and outcome.total == 14
+    # each task asked for its kind, and a CPU group for a whole node
+    assert {(o["accelerator_type"], o["num_cpus"]) for o in cluster.options} == {("KA", 2), ("KB", 2)}
+    for record in read_records(tmp_path / "results.jsonl"):  # the node's placement, in its environment
+        assert NODES[record["environment"]["cluster_node_id"]] == record["environment"]["accelerator_type"]
+    # the nodes' executed notebooks and logs are kept, one per kind
+    assert sorted(path.name for path in (tmp_path / "logs").glob("*.log")) == [
+        f"image-classification__resnet__float32__cpu.1__{k}.log" for k in ("KA", "KB")] + [
+        f"image-segmentation__segformer__float32__cpu.1__{k}.log" for k in ("KA", "KB")]
+
+
+def test_a_second_run_measures_nothing_and_says_so(tmp_path):
+    run(tmp_path, FakeCluster())
+    cluster = FakeCluster()
+    outcome, _, _ = run(tmp_path, cluster)
+    assert outcome.resumed == 14 and not outcome.outcomes and not cluster.notebook.calls
+    assert "all 14 cells already measured" in format_run_outcome(outcome, tmp_path / "results.jsonl")
+    assert sum(recorded(tmp_path).values()) == 14
+
+
+def test_a_node_lost_mid_group_loses_no_recorded_cell_and_duplicates_none(tmp_path):
+    cell_id = "image-classification__resnet__bs1__default__float32__cpu"
+    cluster = FakeCluster(lose={("KB", cell_id): 1})
+    outcome, _, said = run(tmp_path, cluster)
+    assert set(recorded(tmp_path).values()) == {1} and len(recorded(tmp_path)) == 14
+    assert "was lost while measuring image-classification__resnet__float32__cpu on KB" in said
+    # the second task on KB carried only the cells the first had not recorded
+    resnet_kb = [task for task in cluster.tasks if task.accelerator == "KB" and "resnet" in task.cells[0]["model"]]
+    assert [len(task.cells) for task in resnet_kb] == [6, 5]
+    assert outcome.exit_status() == 0 and outcome.counts() == {"ok": 14}
+
+
+def test_a_group_whose_node_is_lost_too_often_is_recorded_as_errors(tmp_path):
+    order = ["default__float32__cpu", "eager__float32__cpu"]
+    lose = {("KA", f"image-classification__resnet__bs{b}__{m}"): 1 for m in order for b in (1, 4, 16)}
+    outcome, _, said = run(tmp_path, FakeCluster(lose=lose))
+    statuses = Counter(r["status"] for r in read_records(tmp_path / "results.jsonl")
+                       if r["environment"]["accelerator_type"] == "KA" and r["cell"]["model"] == "resnet")
+    assert statuses == {"ok": MAX_NODE_LOSSES, "error": 6 - MAX_NODE_LOSSES}
+    assert outcome.exit_status() == 1 and f"lost {MAX_NODE_LOSSES} times" in format_run_outcome(
+        outcome, tmp_path / "results.jsonl") + said + str(read_records(tmp_path / "results.jsonl"))
+
+
+def test_a_record_sent_twice_is_appended_once(tmp_path):
+    outcome, runner, _ = run(tmp_path, FakeCluster(twice={"KA"}))
+    assert set(recorded(tmp_path).values()) == {1} and runner.duplicates == 7
+    assert outcome.counts() == {"ok": 14}
+
+
+def test_a_task_that_fails_is_tried_again_then_its_cells_are_errors(tmp_path):
+    outcome, _, said = run(tmp_path, FakeCluster(fail={"KA": 1}))
+    assert "failed on" in said and outcome.counts() == {"ok": 14}  # once: tried again
+    outcome, _, _ = run(tmp_path / "again", FakeCluster(fail={"KA": 9}))
+    errors = [r for r in read_records(tmp_path / "again" / "results.jsonl") if r["status"] == "error"]
+    assert len(errors) == 7 and "No module named 'bench_utils'" in errors[0]["error"]
+    assert {r["environment"]["accelerator_type"] for r in errors} == {"KA"} and outcome.exit_status() == 1
+
+
+def test_earlier_records_reach_the_node_which_resumes_on_its_own_environment(tmp_path):
+    grid = {**GRID, "accelerators": ["KA"]}
+    run(tmp_path, FakeCluster(), grid=grid)
+    more = {**grid, "grids": [{**GRID["grids"][0], "batch_sizes": [1, 4, 16, 32]}, GRID["grids"][1]]}
+    cluster = FakeCluster()
+    outcome, _, _ = run(tmp_path, cluster, grid=more)
+    assert outcome.resumed == 7 and outcome.counts() == {"ok": 2}
+    assert sorted(call[1:3] for call in cluster.notebook.calls) == [(32, "default"), (32, "eager")]
+
+
+def test_the_cluster_must_offer_every_accelerator_type_before_anything_runs(tmp_path):
+    cluster = FakeCluster(nodes={"a1": "KA"})
+    with pytest.raises(ValueError, match="no live node of accelerator type KB .*its types: KA"):
+        run(tmp_path, cluster)
+    assert not cluster.tasks and not (tmp_path / "results.jsonl").exists()

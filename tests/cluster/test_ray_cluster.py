@@ -1,0 +1,124 @@
+"""A real Ray cluster on this machine (``ray.cluster_utils.Cluster``): nodes declaring accelerator
+types of their own, real papermill kernels on CPU cells, the driver as a user runs it."""
+
+from collections import Counter
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from bench_utils.paths import PROJECT_ROOT
+from bench_utils.results import read_records
+
+ray_cluster_utils = pytest.importorskip("ray.cluster_utils")
+
+GRID = """\
+study: ray-test
+runs: 2
+warmup: 0
+blocks: 1
+weights: random
+devices: [cpu]
+accelerators: [{kinds}]
+grids:
+  - models: [timm:test_resnet]
+    batch_sizes: [1, 2, 3]
+    compile_modes: [eager]
+"""
+NODE = {"num_cpus": 1, "object_store_memory": 80 * 2**20}
+HEAD = {**NODE, "include_dashboard": False,
+        # a lost node is noticed in seconds, not Ray's default half-minute
+        "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 3}}
+
+
+def start_cluster(*kinds):
+    cluster = ray_cluster_utils.Cluster(initialize_head=True, connect=False,
+                                        head_node_args={**HEAD, "resources": {f"accelerator_type:{kinds[0]}": 1}})
+    nodes = {kinds[0]: [cluster.head_node]}
+    for kind in kinds[1:]:
+        nodes.setdefault(kind, []).append(add_node(cluster, kind))
+    return cluster, nodes
+
+
+def add_node(cluster, kind):
+    return cluster.add_node(**NODE, resources={f"accelerator_type:{kind}": 1})
+
+
+def driver(tmp_path, address, kinds):
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(GRID.format(kinds=", ".join(kinds)))
+    return subprocess.Popen([sys.executable, "-m", "bench_utils", "run", str(grid), "--executor", "ray",
+                             "--address", address, "--out", str(tmp_path / "study")],
+                            cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def records(tmp_path):
+    path = tmp_path / "study" / "results.jsonl"
+    return read_records(path) if path.exists() else []
+
+
+def wait_for(condition, seconds, what):
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {seconds} s for {what}")
+        time.sleep(0.2)
+
+
+def node_of_kind(nodes):
+    return {node.node_id: kind for kind, members in nodes.items() for node in members}
+
+
+def test_the_driver_killed_and_run_again_records_each_cell_once_on_a_node_of_its_kind(tmp_path):
+    cluster, nodes = start_cluster("KA", "KB")
+    try:
+        first = driver(tmp_path, cluster.address, ["KA", "KB"])
+        wait_for(lambda: records(tmp_path) or first.poll() is not None, 240, "a first record")
+        os.kill(first.pid, signal.SIGKILL)  # as an out-of-memory killer or a lost SSH session would
+        first.wait()
+        assert len(records(tmp_path)) < 6, "the grid was over before the driver was killed"
+        again = driver(tmp_path, cluster.address, ["KA", "KB"])
+        out, err = again.communicate(timeout=300)
+        assert again.returncode == 0, err
+        kept = records(tmp_path)
+        cells = Counter((r["environment"]["accelerator_type"], r["cell"]["batch_size"]) for r in kept)
+        assert cells == {(kind, batch): 1 for kind in ("KA", "KB") for batch in (1, 2, 3)}
+        assert {r["status"] for r in kept} == {"ok"}
+        kinds = node_of_kind(nodes)
+        for record in kept:  # measured on a node of its kind, which its environment names
+            assert kinds[record["environment"]["cluster_node_id"]] == record["environment"]["accelerator_type"]
+        assert "already measured" in out and "0 error" in out
+        notebooks = sorted(path.name for path in (tmp_path / "study" / "notebooks").glob("*.ipynb"))
+        assert any(name.endswith("__KA.ipynb") for name in notebooks)
+        assert any(name.endswith("__KB.ipynb") for name in notebooks)
+    finally:
+        cluster.shutdown()
+
+
+def test_a_node_removed_mid_group_loses_no_finished_cell_and_duplicates_none(tmp_path, monkeypatch):
+    marker = tmp_path / "stuck"
+    # the KB node's kernel sticks at batch 2 (once): the node is removed while it measures that cell
+    monkeypatch.setenv("BENCH_UTILS_INJECT_FAULT", "hang-once:timm:test_resnet:2")
+    monkeypatch.setenv("BENCH_UTILS_HANG_MARKER", str(marker))
+    cluster, nodes = start_cluster("KA", "KB")
+    try:
+        run = driver(tmp_path, cluster.address, ["KB"])
+        wait_for(lambda: marker.exists() or run.poll() is not None, 240, "the stuck cell")
+        assert [r["cell"]["batch_size"] for r in records(tmp_path)] == [1]  # finished before the loss
+        lost = nodes["KB"][0]
+        spare = add_node(cluster, "KB")
+        cluster.remove_node(lost)
+        out, err = run.communicate(timeout=300)
+        assert run.returncode == 0, err
+        kept = records(tmp_path)
+        assert Counter(r["cell"]["batch_size"] for r in kept) == {1: 1, 2: 1, 3: 1}
+        by_batch = {r["cell"]["batch_size"]: r["environment"]["cluster_node_id"] for r in kept}
+        assert by_batch == {1: lost.node_id, 2: spare.node_id, 3: spare.node_id}
+        assert "was lost while measuring" in err and "2 unrecorded cell(s) go to another node" in err
+        assert json.loads(json.dumps(kept))[0]["environment"]["accelerator_type"] == "KB"
+    finally:
+        cluster.shutdown()
