@@ -9,6 +9,7 @@ from ..study.grid import Grid
 from ..study.lease import LeaseHeldError
 from ..study.progress import format_run_outcome
 from .driver import ClusterRunner
+from .placement import task_resources
 
 
 def run_on_cluster(grid: Grid, params: os.PathLike | str, *, out=None, force: bool = False,
@@ -24,9 +25,10 @@ def run_on_cluster(grid: Grid, params: os.PathLike | str, *, out=None, force: bo
     from .ray_cluster import RayCluster  # Ray: only for cluster runs
 
     with RayCluster(address) as cluster:
+        task_resources(grid, cluster.nodes())  # a cluster that cannot run the grid: one line, before all
         kinds = f" on each of {', '.join(grid.accelerators)}" if grid.accelerators else ""
         print(f"[run] study {grid.study}: {len(grid.cells)} cells{kinds} from {params} on the Ray cluster "
-              f"({len(cluster.nodes())} nodes); results in {runner.results_path}; a cell that records "
+              f"({sum(node['alive'] for node in cluster.nodes())} nodes); results in {runner.results_path}; a cell that records "
               f"nothing for {runner.timeout / 60:.0f} min is stopped", file=sys.stderr)
         try:
             outcome = runner.run(cluster)

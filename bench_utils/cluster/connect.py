@@ -1,9 +1,10 @@
 """Which Ray cluster a run uses, and a clear error when it cannot be reached.
 
-``--address`` takes what ``ray.init`` takes: ``auto`` (the cluster ``ray start`` left on this
-machine), ``HOST:PORT`` (a cluster's head, from one of its nodes) or ``ray://HOST:10001`` (Ray
-Client, from outside the cluster). Without one, ``$RAY_ADDRESS``; without that, a cluster of this
-machine alone is started for the run, listening on the loopback interface only.
+``--address`` takes ``auto`` (the cluster ``ray start`` left on this machine) or ``HOST:PORT`` (a
+cluster's head, from one of its nodes). Without one, ``$RAY_ADDRESS``; without that, a cluster of
+this machine alone is started for the run, listening on the loopback interface only. Ray Client
+(``ray://HOST:10001``, from outside the cluster) is refused in one line: it cannot stream a
+generator task's results, which is how each record reaches the driver as soon as it is measured.
 
 Ray retries an unreachable address for a minute or more before it fails; the head's port is
 tried here first, so a wrong address costs seconds and says so in one line.
@@ -47,6 +48,13 @@ def head_endpoint(address: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def check_not_client(address: str) -> None:
+    if address.startswith("ray://"):
+        raise ValueError(f"--address {address}: Ray Client cannot stream a task's records (generator "
+                         "tasks); run the driver on a node of the cluster (ssh to the head, then "
+                         "--address auto)")
+
+
 def probe(address: str, timeout: float = PROBE_TIMEOUT_S) -> None:
     """Raise ClusterUnreachable unless the head that ``address`` names accepts a connection."""
     host, port = head_endpoint(address)
@@ -65,6 +73,7 @@ def connect(address: str | None) -> None:
     if address is None:
         os.environ[LOOPBACK_ONLY_ENV] = "0"  # read when ray is imported: before that, here
     else:
+        check_not_client(address)
         probe(address)
     import logging
 

@@ -11,31 +11,30 @@ study folder's lease, as a local run does:
   record that comes twice is dropped. The driver killed at any moment loses only the cells whose
   records it had not appended yet: run it again and it resumes, as locally;
 - **a node lost mid-task** (a dead machine, a killed worker) loses none of the group's recorded
-  cells: the driver sends its unrecorded cells to another node of the same kind. Ray's own retry
-  would replay the whole task and expect the same outputs, which measurements never are, so the
-  driver retries, and a group whose node is lost ``MAX_NODE_LOSSES`` times has its cells
-  recorded as ``error``; a task that raises (a node without the project, say) is tried
-  ``MAX_TASK_FAILURES`` times;
+  cells: the unrecorded ones go to another task on a node of the same kind (Ray's own retry would
+  replay the whole task and expect the same outputs, which measurements never are). The cell in
+  progress is charged as a dead kernel's is locally: ``MAX_NODE_LOSSES`` losses make it an
+  ``error``, Ray's memory monitor ending the worker makes it ``oom``; a task that raises (a node
+  without the project, say) is tried ``MAX_TASK_FAILURES`` times;
 - **progress** over the whole cluster: one line per cell with what each node is measuring and an
   ETA; the same summary and exit status as the local runner.
 
 The cluster itself (Ray) is behind ``Cluster``: ``nodes()``, ``submit(task, options)`` (an
-iterator of the node's events; ``NodeLost``, ``TaskFailed`` or ``Cancelled`` when it ends
-otherwise) and ``cancel_all()``; ``ray_cluster.RayCluster`` is Ray's, tests bring their own.
+iterator of the node's events; ``NodeLost``, ``HostOutOfMemory``, ``TaskFailed`` or
+``Cancelled`` when it ends otherwise) and ``cancel_all()``; ``ray_cluster.RayCluster`` is Ray's, tests bring their own.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 import os
 from pathlib import Path
 import sys
 import threading
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Callable
 
-from ..env import capture_environment
-from ..paths import PROJECT_ROOT, REPORTS_DIR
+from ..paths import REPORTS_DIR, scrub
 from ..records import cell_identity, failure_record, record_key
 from ..results import append_record, iter_records, locked
 from ..study.grid import Cell, Grid
@@ -46,28 +45,12 @@ from ..study.resume import DONE_STATUSES
 from ..study.runner import cell_fields, default_cell_timeout, unmeasured_config
 from ..study.stopping import StopOnSignal
 from .node import GroupTask
-from .placement import task_resources
+from .audit_trail import keep_files, kept_name
+from .cluster_api import Cancelled, Cluster, HostOutOfMemory, NodeLost, TaskFailed
+from .placement import live_nodes, task_resources
 
 MAX_NODE_LOSSES = 3     # a group whose node is lost this often: its cells are errors, not bad luck
 MAX_TASK_FAILURES = 2   # a task that raised this often: the nodes of its kind cannot run it
-
-
-class NodeLost(RuntimeError):
-    """The task's node or worker died under it (Ray's system errors)."""
-
-
-class TaskFailed(RuntimeError):
-    """The task raised (its message is the node's error)."""
-
-
-class Cancelled(RuntimeError):
-    """The task was cancelled (the run was stopped)."""
-
-
-class Cluster(Protocol):
-    def nodes(self) -> list[dict[str, Any]]: ...
-    def submit(self, task: GroupTask, options: dict[str, Any]) -> Iterator[dict[str, Any]]: ...
-    def cancel_all(self) -> None: ...
 
 
 @dataclass
@@ -78,9 +61,11 @@ class _Work:
     group: KernelGroup
     cells: list[Cell] = field(default_factory=list)   # not recorded yet
     tries: int = 0
-    losses: int = 0
+    losses: Counter = field(default_factory=Counter)  # node losses per cell in progress (None: none)
     failures: int = 0
     node: str = "a node"
+    current: str | None = None                     # the cell id its node began last
+    environment: dict[str, Any] | None = None      # its node's, from the plan
 
     @property
     def label(self) -> str:
@@ -121,6 +106,7 @@ class ClusterRunner:
             for thread in threads:
                 thread.join()  # the lease is held until every task is followed to its end
             progress.close()
+            # cells of groups no node planned (a stop, a failed task) are counted here, resumed or not
             tally.not_run = tally.total - tally.resumed - len(tally.outcomes)
             tally.signal = self.stop.signal
         return tally
@@ -156,7 +142,8 @@ class ClusterRunner:
 
     def _task(self, work: _Work) -> GroupTask:
         with self._lock:
-            seeds = [record for cell in work.cells for record in self.records.get(cell.identity(), [])]
+            # the whole group's: an oom of a cell recorded earlier still rules out its larger batches
+            seeds = [record for cell in work.group.cells for record in self.records.get(cell.identity(), [])]
         return GroupTask(study=self.grid.study, cells=[cell.to_parameters() for cell in work.cells],
                          timeout=self.timeout, accelerator=work.kind, seed_records=seeds)
 
@@ -166,105 +153,131 @@ class ClusterRunner:
                 progress: Progress) -> None:
         try:
             while work.cells and not self.stop.requested.is_set():
-                work.tries += 1
+                work.tries, work.current = work.tries + 1, None
                 try:
                     for event in cluster.submit(self._task(work), options[(work.kind, work.group.device)]):
+                        if self.stop.requested.is_set():
+                            return  # the task is cancelled as its events are let go
                         self._on_event(work, event, tally, progress)
                     return  # cells it left unrecorded were not run (the node was stopped)
                 except Cancelled:
+                    if not self.stop.requested.is_set():
+                        self._worker_error(tally, work, "its task was cancelled from outside this run")
                     return
-                except NodeLost as exc:
+                except (NodeLost, HostOutOfMemory, TaskFailed) as exc:
                     progress.idle(work.node)
                     if self.stop.requested.is_set():
                         return
-                    work.losses += 1
-                    if work.losses >= MAX_NODE_LOSSES:
-                        self._fail(work, f"its node was lost {work.losses} times while measuring its group "
-                                   f"(last: {exc})", tally, progress)
-                        return
-                    self._say(f"{work.node} was lost while measuring {work.label} ({exc}): its "
-                              f"{len(work.cells)} unrecorded cell(s) go to another node")
-                except TaskFailed as exc:
-                    progress.idle(work.node)
-                    work.failures += 1
-                    if work.failures >= MAX_TASK_FAILURES:
-                        self._fail(work, f"its task failed on the cluster {work.failures} times: {exc}",
-                                   tally, progress)
-                        return
-                    self._say(f"the task of {work.label} failed on {work.node} ({exc}); trying again")
+                    self._after_failure(work, exc, cluster, tally, progress)
         except BaseException as exc:  # a full disk, say: stop the run and say so, never die silently
-            with self._lock:
-                tally.worker_errors.append(f"{work.label}: {type(exc).__name__}: {exc}")
+            self._worker_error(tally, work, f"{type(exc).__name__}: {exc}")
             self.stop.requested.set()
             cluster.cancel_all()
+
+    def _after_failure(self, work: _Work, exc: Exception, cluster: Cluster, tally: RunOutcome,
+                       progress: Progress) -> None:
+        """What a failed task leaves: the cell it was on charged as the local runner charges a dead
+        kernel's, the rest sent again (to a node of the same type, if one is left)."""
+        cell = next((c for c in work.cells if c.cell_id == work.current), None)
+        if isinstance(exc, HostOutOfMemory) and cell is not None:
+            # as the OOM killer locally: this cell is oom, and the next node, sent its record, skips
+            # the mode's larger batches
+            self._record(work, cell, "oom", f"the host ran out of memory: Ray's memory monitor ended the "
+                         f"node's worker while it measured this cell ({exc})", tally, progress)
+        elif isinstance(exc, TaskFailed):
+            work.failures += 1
+            if work.failures >= MAX_TASK_FAILURES:
+                return self._give_up(work, f"its task failed on the cluster {work.failures} times: {exc}",
+                                     tally, progress)
+            self._say(f"the task of {work.label} failed on {work.node} ({exc}); trying again")
+        else:
+            work.losses[cell] += 1
+            if work.losses[cell] >= MAX_NODE_LOSSES:
+                if cell is None:
+                    return self._give_up(work, f"its node was lost {work.losses[cell]} times before it "
+                                         f"began a cell (last: {exc})", tally, progress)
+                self._record(work, cell, "error", f"its node was lost {work.losses[cell]} times while it "
+                             f"measured this cell (last: {exc})", tally, progress)
+            elif work.cells:
+                self._say(f"{work.node} was lost while measuring {work.label} ({exc}): its "
+                          f"{len(work.cells)} unrecorded cell(s) go to another node")
+        if work.cells and not live_nodes(cluster.nodes(), work.kind, work.group.device):
+            self._give_up(work, f"no live node{f' of accelerator type {work.kind}' if work.kind else ''} "
+                          f"that can run it is left in the cluster (last failure: {exc})", tally, progress)
 
     def _on_event(self, work: _Work, event: dict[str, Any], tally: RunOutcome, progress: Progress) -> None:
         name = event["event"]
         by_id = {cell.cell_id: cell for cell in work.cells}
         if name == "plan":
             work.node = f"node {str(event.get('node') or '?')[:8]}" + (f" ({work.kind})" if work.kind else "")
+            work.environment = event.get("environment")
             pending = set(event["pending"])
-            resumed = [cell for cell in work.cells if cell.cell_id not in pending]
+            self._resumed([cell for cell in work.cells if cell.cell_id not in pending], tally, progress)
             work.cells = [cell for cell in work.cells if cell.cell_id in pending]
-            with self._lock:
-                tally.resumed += len(resumed)
-            progress.resolve(len(resumed))
         elif name == "start" and event["cell_id"] in by_id:
+            work.current = event["cell_id"]
             progress.start(by_id[event["cell_id"]], work.node)
         elif name == "cell":
-            cell = by_id.get(event["cell_id"])
+            cell, record = by_id.get(event["cell_id"]), event["record"]
             if cell is None:  # recorded already (a record that came twice)
                 with self._lock:
                     self.duplicates += 1
                 return
-            record = event["record"]
-            work.cells.remove(cell)
-            if record is not None:
-                if record.get("log"):  # the node's log, as the driver keeps it
-                    record = {**record, "log": str(self.out_dir / self._kept_name(work, record["log"]))}
-                if not self._append(work, record):
-                    return  # recorded already: counted where it was
-            outcome = Outcome(cell, event["status"], event["seconds"], work.node, event.get("message") or "")
-            with self._lock:
-                tally.outcomes.append(outcome)
-            progress.finish(outcome)
+            work.current = None
+            if record is None:
+                self._worker_error(tally, work, f"{work.node} sent no record for {cell.cell_id}")
+                return
+            if record.get("log"):  # the node's log, as the driver keeps it
+                record = {**record, "log": str(self.out_dir / kept_name(work.group, work.kind, work.tries,
+                                                                        record["log"]))}
+            self._count(work, cell, record, Outcome(cell, event["status"], event["seconds"], work.node,
+                                                    event.get("message") or ""), tally, progress)
         elif name == "say":
             self._say(f"{work.node}: {event['text']}")
         elif name == "files":
-            self._keep_files(work, event["files"], event.get("folder"))
+            keep_files(self.out_dir, work.group, work.kind, work.tries, event["files"], event.get("folder"))
         elif name == "end":
-            with self._lock:
-                tally.worker_errors += [f"{work.node}: {error}" for error in event.get("worker_errors", [])]
+            for error in event.get("worker_errors", []):
+                self._worker_error(tally, work, f"{work.node}: {error}")
 
-    def _fail(self, work: _Work, reason: str, tally: RunOutcome, progress: Progress) -> None:
-        """Record the group's unrecorded cells as errors the cluster caused (no node measured them)."""
-        environment = {**capture_environment(), "accelerator_type": work.kind, "cluster_node_id": None}
+    # --- counting cells ------------------------------------------------------------------
+
+    def _count(self, work: _Work, cell: Cell, record: dict[str, Any], outcome: Outcome, tally: RunOutcome,
+               progress: Progress) -> None:
+        """Append ``cell``'s record and count its outcome; a record the study holds already counts
+        the cell as measured before (resumed), never twice."""
+        work.cells.remove(cell)
+        if not self._append(work, record):
+            return self._resumed([cell], tally, progress)
+        with self._lock:
+            tally.outcomes.append(outcome)
+        progress.finish(outcome)
+
+    def _resumed(self, cells: list[Cell], tally: RunOutcome, progress: Progress) -> None:
+        with self._lock:
+            tally.resumed += len(cells)
+        progress.resolve(len(cells))
+
+    def _record(self, work: _Work, cell: Cell, status: str, reason: str, tally: RunOutcome,
+                progress: Progress) -> None:
+        """A record the driver writes for a cell its node could not record, in that node's environment."""
+        record = failure_record(**cell_fields(cell), status=status, error=scrub(reason),
+                                config=unmeasured_config(cell), environment=work.environment)
+        self._count(work, cell, record, Outcome(cell, status, 0.0, work.node, reason.splitlines()[0][:160]),
+                    tally, progress)
+
+    def _give_up(self, work: _Work, reason: str, tally: RunOutcome, progress: Progress) -> None:
+        """The group's unrecorded cells end here: as errors where a node said what environment they
+        would have been measured in; else not run (a record of the driver's own machine would lie)."""
+        if work.environment is None:
+            self._worker_error(tally, work, f"{reason}; its {len(work.cells)} cell(s) were not run")
+            work.cells = []
         for cell in list(work.cells):
-            record = failure_record(**cell_fields(cell), status="error", error=reason,
-                                    config=unmeasured_config(cell), environment=environment)
-            if self._append(work, record):
-                outcome = Outcome(cell, "error", 0.0, work.node, reason.splitlines()[0][:160])
-                with self._lock:
-                    tally.outcomes.append(outcome)
-                progress.finish(outcome)
-            work.cells.remove(cell)
+            self._record(work, cell, "error", reason, tally, progress)
 
-    # --- the audit trail ---------------------------------------------------------------
-
-    def _kept_name(self, work: _Work, relative: str) -> Path:
-        """Where the driver keeps a node's notebook or log: its name, tagged with the accelerator
-        type and the try, so that kinds and retries never overwrite each other."""
-        path = Path(relative)
-        tags = [tag for tag in (work.kind, f"try{work.tries}" if work.tries > 1 else None) if tag]
-        stem = path.name[:-len(path.suffix)] if path.suffix else path.name
-        return path.with_name("__".join([stem, *tags]) + path.suffix)
-
-    def _keep_files(self, work: _Work, files: dict[str, str], folder: str | None) -> None:
-        here = os.path.relpath(self.out_dir, PROJECT_ROOT)
-        for relative, text in files.items():
-            target = self.out_dir / self._kept_name(work, relative)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text.replace(folder, here) if folder else text, encoding="utf-8")
+    def _worker_error(self, tally: RunOutcome, work: _Work, message: str) -> None:
+        with self._lock:
+            tally.worker_errors.append(f"{work.label}: {message}")
 
     def _say(self, line: str) -> None:
         print(f"[run] {line}", file=self.stream, flush=True)

@@ -10,7 +10,8 @@ executed notebooks and logs follow at the end.
 
 Events are plain dicts, ``{"event": name, ...}``:
 
-- ``plan``: ``node`` (its id), ``pending`` (cell ids to measure), ``resumed`` (how many were measured already);
+- ``plan``: ``node`` (its id), ``pending`` (cell ids to measure), ``resumed`` (how many were measured
+  already) and ``environment`` (the node's, as its records carry it);
 - ``start``: ``cell_id``, the cell a kernel begins;
 - ``cell``: ``cell_id``, ``status``, ``seconds``, ``message`` and ``record``, once per cell;
 - ``say``: ``text``, a line the runner would have printed;
@@ -113,8 +114,7 @@ def stream_group(task: GroupTask, node_id: str | None = None,
             os.environ[name] = value
         else:
             os.environ.pop(name, None)
-    folder = _scratch_folder()
-    owner = _own(folder)
+    folder, owner = _scratch_folder(node_id)
     try:
         yield from _measure(task, folder, executor)
     finally:
@@ -122,36 +122,52 @@ def stream_group(task: GroupTask, node_id: str | None = None,
         os.close(owner)
 
 
-def _scratch_folder() -> Path:
-    """The node's own study folder: inside the project where it can be written (the executed
-    notebooks then name it relative to the project, as the driver's), else the temporary folder."""
+def _scratch_folder(node_id: str | None) -> tuple[Path, int]:
+    """The task's own study folder and the lock that says it is in use, held for the task's life.
+
+    Inside the project where it can be written (the executed notebooks then name it relative to
+    the project, as a local run's), else in the temporary folder. Its name starts with the node's
+    id, and a task removes only its own node's folders whose lock nobody holds (their task was
+    killed): a lock is trusted on the node that took it, never across a shared file system.
+    """
+    prefix = f"node-{(node_id or 'local')[:12]}-"
+    for parent in (SCRATCH_DIR, Path(tempfile.gettempdir()) / "bench_utils-nodes"):
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            hidden = Path(tempfile.mkdtemp(prefix="." + prefix, dir=parent))
+        except OSError:  # a read-only project on this node
+            continue
+        owner = os.open(hidden / OWNER_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        locked = _try_lock(owner, wait=True)
+        folder = hidden.with_name(hidden.name[1:])
+        hidden.rename(folder)  # visible to other tasks only once locked
+        if locked:
+            _remove_abandoned(parent, prefix, keep=folder)
+        return folder, owner
+    raise OSError("no writable folder for the node's study (the project, the temporary folder)")
+
+
+def _try_lock(fd: int, wait: bool = False) -> bool:
     try:
-        SCRATCH_DIR.mkdir(parents=True, exist_ok=True)
-        return Path(tempfile.mkdtemp(prefix="node-", dir=SCRATCH_DIR))
-    except OSError:  # a read-only project on this node
-        return Path(tempfile.mkdtemp(prefix="bench_utils-node-"))
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        return True
+    except OSError:  # held by another task, or a file system without locks
+        return False
 
 
-def _own(folder: Path) -> int:
-    """Hold ``folder``'s owner lock for the task's life, and remove the folders of tasks whose
-    process is gone (a worker killed with its driver, a node removed): no lock holds them."""
-    owner = os.open(folder / OWNER_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-    fcntl.flock(owner, fcntl.LOCK_EX)
-    for other in folder.parent.glob("node-*"):
-        if other == folder:
+def _remove_abandoned(parent: Path, prefix: str, keep: Path) -> None:
+    for other in parent.glob(prefix + "*"):
+        if other == keep:
             continue
         try:
             fd = os.open(other / OWNER_LOCK, os.O_RDWR)
         except OSError:
-            continue  # being created, or not a node's folder
+            continue
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            shutil.rmtree(other, ignore_errors=True)
-        except OSError:
-            pass  # its task is running
+            if _try_lock(fd):
+                shutil.rmtree(other, ignore_errors=True)
         finally:
             os.close(fd)
-    return owner
 
 
 def _measure(task: GroupTask, folder: Path, executor: Executor | None) -> Iterator[dict[str, Any]]:
@@ -167,7 +183,7 @@ def _measure(task: GroupTask, folder: Path, executor: Executor | None) -> Iterat
     runner = Runner(grid, folder, timeout=task.timeout, executor=executor, stream=sink, progress=sink.progress)
     pending, resumed = runner.pending()
     yield {"event": "plan", "node": os.environ.get(CLUSTER_NODE_ENV), "pending": [cell.cell_id for cell in pending],
-           "resumed": resumed}
+           "resumed": resumed, "environment": runner.environment}
     ended: list = []
 
     def run() -> None:
@@ -185,12 +201,12 @@ def _measure(task: GroupTask, folder: Path, executor: Executor | None) -> Iterat
             except queue.Empty:
                 continue
     finally:
-        if thread.is_alive():  # the driver let go of this task: end the kernel, measure nothing more
-            stop = getattr(runner, "stop", None)
+        while thread.is_alive():  # the driver let go of this task: end the kernel, measure nothing more
+            stop = getattr(runner, "stop", None)  # there once the runner has begun
             if stop is not None:
                 stop.requested.set()
             runner.running.end_all()
-            thread.join()
+            thread.join(timeout=POLL_S)
     outcome = ended[0]
     if isinstance(outcome, BaseException):
         raise outcome

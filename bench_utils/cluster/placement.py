@@ -22,6 +22,13 @@ def node_kinds(node: dict[str, Any]) -> list[str]:
                   if name.startswith(ACCELERATOR_RESOURCE) and amount > 0)
 
 
+def live_nodes(nodes: list[dict[str, Any]], kind: str | None, device: str) -> list[dict[str, Any]]:
+    """The live nodes a group of ``device`` cells on accelerator type ``kind`` (None: any) may run on."""
+    return [node for node in nodes if node["alive"] and (kind is None or kind in node_kinds(node))
+            and (device != "cuda" or node["resources"].get("GPU", 0) >= 1)
+            and (device == "cuda" or node["resources"].get("CPU", 0) >= 1)]
+
+
 def task_resources(grid: Grid, nodes: list[dict[str, Any]]) -> dict[tuple[str | None, str], dict[str, Any]]:
     """Ray options per (accelerator type or None, device kind) of the grid; ValueError if the cluster
     cannot run some of them. ``nodes``: ``{"id", "alive", "resources"}`` per node."""
@@ -29,22 +36,21 @@ def task_resources(grid: Grid, nodes: list[dict[str, Any]]) -> dict[tuple[str | 
     offered = sorted({kind for node in alive for kind in node_kinds(node)})
     resources = {}
     for kind in grid.accelerators or [None]:
-        of_kind = [node for node in alive if kind is None or kind in node_kinds(node)]
-        if not of_kind:
+        if not any(kind is None or kind in node_kinds(node) for node in alive):
             raise ValueError(f"the Ray cluster has no live node of accelerator type {kind} (its types: "
                              f"{', '.join(offered) or 'none declared'}); start one with "
                              f"`ray start --address ... --resources '{{\"{ACCELERATOR_RESOURCE}{kind}\": 1}}'` "
                              "or a GPU Ray names so")
         for device in sorted({cell.device for cell in grid.cells}):
             where = f" of accelerator type {kind}" if kind else ""
+            fit = live_nodes(nodes, kind, device)
+            if not fit:
+                raise ValueError(f"the grid has {'CUDA' if device == 'cuda' else 'CPU'} cells, but no live "
+                                 f"node{where} of the Ray cluster has a {'GPU' if device == 'cuda' else 'CPU'}")
             if device == "cuda":
-                if not any(node["resources"].get("GPU", 0) >= 1 for node in of_kind):
-                    raise ValueError(f"the grid has CUDA cells, but no live node{where} of the Ray cluster "
-                                     "has a GPU")
                 options: dict[str, Any] = {"num_gpus": 1, "num_cpus": 1}
             else:  # a whole node: CPU measurements never share one
-                options = {"num_cpus": max(1, int(min(node["resources"].get("CPU", 1) for node in of_kind))),
-                           "num_gpus": 0}
+                options = {"num_cpus": int(min(node["resources"]["CPU"] for node in fit)), "num_gpus": 0}
             if kind:
                 options["accelerator_type"] = kind
             resources[(kind, device)] = options

@@ -9,7 +9,8 @@ import threading
 
 import pytest
 
-from bench_utils.cluster.driver import MAX_NODE_LOSSES, ClusterRunner, NodeLost, TaskFailed
+from bench_utils.cluster.cluster_api import HostOutOfMemory, NodeLost, TaskFailed
+from bench_utils.cluster.driver import MAX_NODE_LOSSES, ClusterRunner
 from bench_utils.cluster.node import stream_group
 from bench_utils.env import ACCELERATOR_TYPE_ENV, CLUSTER_NODE_ENV
 from bench_utils.results import read_records
@@ -31,18 +32,20 @@ def placement_env():
 
 
 class FakeCluster:
-    """Nodes of accelerator types; ``lose`` = {(kind, cell_id): times} loses the node right after that
-    cell's record reached the driver; ``twice`` sends every record of a kind twice; ``fail`` = {kind:
-    times} makes a task raise before it measures."""
+    """Nodes of accelerator types. ``lose`` = {(kind, cell_id): times} loses the node while that cell is
+    measured (after its start); ``oom`` = {(kind, cell_id)} has Ray's memory monitor end the worker
+    there (once); ``twice`` sends every record of a kind twice; ``fail`` = {kind: times} makes a task
+    fail before it plans; ``last`` makes a kind's lost node its last one."""
 
-    def __init__(self, lose=None, twice=(), fail=None, nodes=NODES):
-        self.lose, self.twice, self.fail = dict(lose or {}), set(twice), dict(fail or {})
-        self.node_list, self.tasks, self.options = nodes, [], []
+    def __init__(self, lose=None, oom=(), twice=(), fail=None, last=(), nodes=NODES):
+        self.lose, self.oom, self.twice, self.fail = dict(lose or {}), set(oom), set(twice), dict(fail or {})
+        self.node_list, self.dead, self.last, self.tasks, self.options = nodes, set(), set(last), [], []
         self.notebook = FakeNotebook()
         self.worker = threading.Lock()  # one task at a time: a Ray worker process runs one (its os.environ)
 
     def nodes(self):
-        return [{"id": node, "alive": True, "resources": {"CPU": 2.0, f"accelerator_type:{kind}": 1.0}}
+        return [{"id": node, "alive": kind not in self.dead,
+                 "resources": {"CPU": 2.0, f"accelerator_type:{kind}": 1.0}}
                 for node, kind in self.node_list.items()]
 
     def submit(self, task, options):
@@ -56,14 +59,18 @@ class FakeCluster:
         with self.worker:
             events = list(stream_group(task, node_id=node, executor=self.notebook))
         for event in events:
+            key = (kind, event.get("cell_id"))
+            if event["event"] == "cell" and key in self.oom:  # the worker ended before it could send it
+                self.oom.discard(key)
+                raise HostOutOfMemory("OutOfMemoryError: Task was killed due to the node running low on memory")
             yield event
-            if event["event"] == "cell":
-                if kind in self.twice:
-                    yield event
-                key = (kind, event["cell_id"])
-                if self.lose.get(key):
-                    self.lose[key] -= 1
-                    raise NodeLost("NodeDiedError: the node running the task died")
+            if event["event"] == "start" and self.lose.get(key):
+                self.lose[key] -= 1
+                if kind in self.last:
+                    self.dead.add(kind)
+                raise NodeLost("NodeDiedError: the node running the task died")
+            if event["event"] == "cell" and kind in self.twice:
+                yield event
 
     def cancel_all(self):
         pass
@@ -108,7 +115,7 @@ def test_a_second_run_measures_nothing_and_says_so(tmp_path):
 
 
 def test_a_node_lost_mid_group_loses_no_recorded_cell_and_duplicates_none(tmp_path):
-    cell_id = "image-classification__resnet__bs1__default__float32__cpu"
+    cell_id = "image-classification__resnet__bs4__default__float32__cpu"
     cluster = FakeCluster(lose={("KB", cell_id): 1})
     outcome, _, said = run(tmp_path, cluster)
     assert set(recorded(tmp_path).values()) == {1} and len(recorded(tmp_path)) == 14
@@ -119,30 +126,54 @@ def test_a_node_lost_mid_group_loses_no_recorded_cell_and_duplicates_none(tmp_pa
     assert outcome.exit_status() == 0 and outcome.counts() == {"ok": 14}
 
 
-def test_a_group_whose_node_is_lost_too_often_is_recorded_as_errors(tmp_path):
-    order = ["default__float32__cpu", "eager__float32__cpu"]
-    lose = {("KA", f"image-classification__resnet__bs{b}__{m}"): 1 for m in order for b in (1, 4, 16)}
-    outcome, _, said = run(tmp_path, FakeCluster(lose=lose))
-    statuses = Counter(r["status"] for r in read_records(tmp_path / "results.jsonl")
-                       if r["environment"]["accelerator_type"] == "KA" and r["cell"]["model"] == "resnet")
-    assert statuses == {"ok": MAX_NODE_LOSSES, "error": 6 - MAX_NODE_LOSSES}
-    assert outcome.exit_status() == 1 and f"lost {MAX_NODE_LOSSES} times" in format_run_outcome(
-        outcome, tmp_path / "results.jsonl") + said + str(read_records(tmp_path / "results.jsonl"))
+def test_a_cell_whose_node_is_lost_too_often_is_an_error_and_the_group_goes_on(tmp_path):
+    cell_id = "image-classification__resnet__bs4__default__float32__cpu"
+    outcome, _, _ = run(tmp_path, FakeCluster(lose={("KA", cell_id): MAX_NODE_LOSSES}))
+    errors = [r for r in read_records(tmp_path / "results.jsonl") if r["status"] == "error"]
+    assert [(r["cell"]["batch_size"], r["cell"]["compile_mode"]) for r in errors] == [(4, "default")]
+    assert f"its node was lost {MAX_NODE_LOSSES} times while it measured this cell" in errors[0]["error"]
+    # in the environment of the node that would have measured it, not the driver's
+    assert (errors[0]["environment"]["accelerator_type"], errors[0]["environment"]["cluster_node_id"]) == ("KA", "a1")
+    assert outcome.counts() == {"ok": 13, "error": 1} and outcome.exit_status() == 1
+    assert set(recorded(tmp_path).values()) == {1}
+
+
+def test_a_host_out_of_memory_is_the_cells_oom_and_the_next_node_skips_the_larger_batches(tmp_path):
+    cell_id = "image-classification__resnet__bs4__default__float32__cpu"
+    outcome, _, _ = run(tmp_path, FakeCluster(oom={("KA", cell_id)}))
+    ka = {(r["cell"]["batch_size"], r["cell"]["compile_mode"]): r for r in read_records(tmp_path / "results.jsonl")
+          if r["environment"]["accelerator_type"] == "KA" and r["cell"]["model"] == "resnet"}
+    assert ka[(4, "default")]["status"] == "oom" and "memory monitor" in ka[(4, "default")]["error"]
+    assert ka[(16, "default")]["skipped_after_oom"] == 4 and ka[(1, "default")]["status"] == "ok"
+    assert outcome.exit_status() == 0 and set(recorded(tmp_path).values()) == {1}
+
+
+def test_a_group_whose_last_node_of_its_type_is_lost_ends_with_errors(tmp_path):
+    cell_id = "image-segmentation__segformer__bs1__eager__float32__cpu"
+    outcome, _, _ = run(tmp_path, FakeCluster(lose={("KA", cell_id): 1}, last={"KA"}))
+    segformer = [r for r in read_records(tmp_path / "results.jsonl")
+                 if r["environment"]["accelerator_type"] == "KA" and r["cell"]["model"] == "segformer"]
+    assert [r["status"] for r in segformer] == ["error"]
+    assert "no live node of accelerator type KA that can run it is left" in segformer[0]["error"]
+    assert outcome.exit_status() == 1
+
+
+def test_a_task_that_fails_is_tried_again_then_its_cells_are_not_run(tmp_path):
+    outcome, _, said = run(tmp_path, FakeCluster(fail={"KA": 1}))
+    assert "failed on" in said and outcome.counts() == {"ok": 14}  # once: tried again
+    outcome, _, _ = run(tmp_path / "again", FakeCluster(fail={"KA": 9}))
+    kept = read_records(tmp_path / "again" / "results.jsonl")
+    # no node said where they would have run: no record in the driver's own environment, not run
+    assert {r["environment"]["accelerator_type"] for r in kept} == {"KB"} and len(kept) == 7
+    assert outcome.not_run == 7 and outcome.exit_status() == 1
+    assert any("failed on the cluster 2 times: ModuleNotFoundError" in error and "were not run" in error
+               for error in outcome.worker_errors)
 
 
 def test_a_record_sent_twice_is_appended_once(tmp_path):
     outcome, runner, _ = run(tmp_path, FakeCluster(twice={"KA"}))
     assert set(recorded(tmp_path).values()) == {1} and runner.duplicates == 7
     assert outcome.counts() == {"ok": 14}
-
-
-def test_a_task_that_fails_is_tried_again_then_its_cells_are_errors(tmp_path):
-    outcome, _, said = run(tmp_path, FakeCluster(fail={"KA": 1}))
-    assert "failed on" in said and outcome.counts() == {"ok": 14}  # once: tried again
-    outcome, _, _ = run(tmp_path / "again", FakeCluster(fail={"KA": 9}))
-    errors = [r for r in read_records(tmp_path / "again" / "results.jsonl") if r["status"] == "error"]
-    assert len(errors) == 7 and "No module named 'bench_utils'" in errors[0]["error"]
-    assert {r["environment"]["accelerator_type"] for r in errors} == {"KA"} and outcome.exit_status() == 1
 
 
 def test_earlier_records_reach_the_node_which_resumes_on_its_own_environment(tmp_path):

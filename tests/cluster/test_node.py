@@ -68,8 +68,9 @@ def test_the_node_skips_what_the_seed_records_hold_for_its_own_environment():
 
 def test_folders_of_tasks_that_died_are_removed_and_running_ones_kept(scratch):
     scratch.mkdir()
-    dead, running = scratch / "node-dead", scratch / "node-running"
-    for folder in (dead, running):
+    # the folders of node n1's tasks, and one of another node's on a shared file system
+    dead, running, elsewhere = scratch / "node-n1-dead", scratch / "node-n1-running", scratch / "node-n2-dead"
+    for folder in (dead, running, elsewhere):
         folder.mkdir()
         (folder / OWNER_LOCK).touch()
     held = os.open(running / OWNER_LOCK, os.O_RDWR)
@@ -77,5 +78,6 @@ def test_folders_of_tasks_that_died_are_removed_and_running_ones_kept(scratch):
     try:
         list(stream_group(task(), node_id="n1", executor=FakeNotebook()))
         assert not dead.exists() and running.exists()
+        assert elsewhere.exists()  # its lock says nothing on this node: never removed from here
     finally:
         os.close(held)
