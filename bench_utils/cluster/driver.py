@@ -29,12 +29,11 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 import os
-from pathlib import Path
 import sys
 import threading
 from typing import Any, Callable
 
-from ..paths import REPORTS_DIR, scrub
+from ..paths import scrub
 from ..records import cell_identity, failure_record, record_key
 from ..results import append_record, iter_records, locked
 from ..study.grid import Cell, Grid
@@ -42,7 +41,7 @@ from ..study.groups import KernelGroup, kernel_groups
 from ..study.lease import RunnerLease
 from ..study.progress import Outcome, Progress, RunOutcome
 from ..study.resume import DONE_STATUSES
-from ..study.runner import cell_fields, default_cell_timeout, unmeasured_config
+from ..study.runner import cell_fields, default_cell_timeout, study_folder, unmeasured_config
 from ..study.stopping import StopOnSignal
 from .node import GroupTask
 from .audit_trail import keep_files, kept_name
@@ -79,9 +78,7 @@ class ClusterRunner:
                  timeout: int | None = None, stream=None,
                  progress: Callable[[int, Any], Progress] = Progress) -> None:
         self.grid = grid
-        self.out_dir = Path(out_dir).resolve() if out_dir else REPORTS_DIR / grid.study
-        if self.out_dir.exists() and not self.out_dir.is_dir():
-            raise ValueError(f"--out {self.out_dir} is a file, not a study folder")
+        self.out_dir = study_folder(grid, out_dir)
         self.results_path = self.out_dir / "results.jsonl"
         self.force = force
         self.timeout = timeout or default_cell_timeout(grid)

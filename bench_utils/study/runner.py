@@ -9,10 +9,9 @@ per cell. The kernel appends one record per cell as soon as it is measured (``ok
 ``oom`` or ``error``; the notebook's own OOM rule skips a mode's larger batches), and
 the runner follows the results file while it runs:
 
-- a kernel that dies (a segfault, a killed process) loses only the cell it was
-  measuring, which is the first cell of its group without a record: a new kernel
-  takes up the group's unfinished cells; a cell that kills its kernel twice is
-  recorded as ``error`` with the end of its log, and the group goes on;
+- a kernel that dies (a segfault, a killed process) loses only the cell it was measuring:
+  a new kernel takes up the group's unfinished cells; a cell that kills its kernel twice
+  is recorded as ``error`` with the end of its log, and the group goes on;
 - a kernel ended by the operating system's OOM killer records that cell ``oom`` and
   its mode's larger batches as skipped;
 - a cell that records nothing for ``timeout`` seconds is stopped and recorded as
@@ -20,11 +19,9 @@ the runner follows the results file while it runs:
 - cells already recorded ``ok`` or ``oom`` for the same environment (torch version,
   and the GPU model or CPU model) are skipped: running again resumes; an earlier
   OOM still rules out that mode's larger batches;
-- one worker per device, each pinned with CUDA_VISIBLE_DEVICES: never two
-  measurements on one device at once.
+- one worker per device, pinned with CUDA_VISIBLE_DEVICES: one measurement per device.
 
-Executing a notebook is ``execution``, following it ``watch``; the person watching sees ``progress``.
-"""
+Executing a notebook is ``execution``, following it ``watch``; the person watching sees ``progress``."""
 
 from __future__ import annotations
 
@@ -60,6 +57,14 @@ Executor = Callable[[KernelGroup, str, dict[str, Any], Path, Callable[[], bool],
 KILLS_BEFORE_ERROR = 2   # a cell that ends its kernel this often is an error, not bad luck
 
 
+def study_folder(grid: Grid, out_dir: str | os.PathLike | None) -> Path:
+    """``--out`` resolved once (kernels run from the project root), or ``reports/<study>/``."""
+    folder = Path(out_dir).resolve() if out_dir else REPORTS_DIR / grid.study
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"--out {folder} is a file, not a study folder")
+    return folder
+
+
 def default_cell_timeout(grid: Grid) -> int:
     """Seconds a cell may go without a record before it is stopped: 30 minutes to load and compile,
     plus 20 s per call it times (warm-up and runs): hours where a cell may need them, never unbounded."""
@@ -77,10 +82,7 @@ class Runner:
             raise ValueError(f"{grid.path}: accelerators: the grid covers a cluster's accelerator types "
                              f"({', '.join(grid.accelerators)}): run it with --executor ray")
         self.grid = grid
-        # Resolved once, here: the kernels run from the project root, not from this directory.
-        self.out_dir = Path(out_dir).resolve() if out_dir else REPORTS_DIR / grid.study
-        if self.out_dir.exists() and not self.out_dir.is_dir():
-            raise ValueError(f"--out {self.out_dir} is a file, not a study folder")
+        self.out_dir = study_folder(grid, out_dir)
         self.results_path = self.out_dir / "results.jsonl"
         self.force = force
         self.devices = devices
