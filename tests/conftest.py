@@ -10,6 +10,9 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # them nor makes them wait (subprocesses inherit this).
 os.environ["BENCH_UTILS_LOCK_DIR"] = tempfile.mkdtemp(prefix="bench_utils-test-locks-")
 atexit.register(shutil.rmtree, os.environ["BENCH_UTILS_LOCK_DIR"], ignore_errors=True)
+# Cluster nodes of the tests keep their folders there, not in the project (a killed task leaves one).
+os.environ["BENCH_UTILS_SCRATCH_DIR"] = tempfile.mkdtemp(prefix="bench_utils-test-nodes-")
+atexit.register(shutil.rmtree, os.environ["BENCH_UTILS_SCRATCH_DIR"], ignore_errors=True)
 # Ray clusters of the tests listen on the loopback interface only (Ray reads this on import).
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 

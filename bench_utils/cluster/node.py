@@ -41,7 +41,8 @@ from ..study.progress import Outcome
 from ..study.runner import Executor, Runner
 
 POLL_S = 0.25
-SCRATCH_DIR = REPORTS_DIR / "_scratch"   # ignored by git
+SCRATCH_ENV = "BENCH_UTILS_SCRATCH_DIR"   # where the nodes' folders go (tests: a temporary folder)
+SCRATCH_DIR = Path(os.environ.get(SCRATCH_ENV) or REPORTS_DIR / "_scratch")   # ignored by git
 OWNER_LOCK = ".owner.lock"
 
 
