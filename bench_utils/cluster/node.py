@@ -56,10 +56,6 @@ class GroupTask:
     accelerator: str | None = None        # the kind Ray placed it on (records carry it)
     seed_records: list[dict[str, Any]] = field(default_factory=list)  # the study's records of these cells
 
-    @property
-    def cell_ids(self) -> list[str]:
-        return [Cell(**cell).cell_id for cell in self.cells]
-
 
 class _Events:
     """The runner's progress and messages, as events (``Runner(progress=..., stream=...)``)."""
@@ -72,9 +68,6 @@ class _Events:
 
     def start(self, cell: Cell, device: str) -> None:
         self.events.put({"event": "start", "cell_id": cell.cell_id})
-
-    def resolve(self, count: int) -> None:
-        pass
 
     def finish(self, outcome: Outcome) -> None:
         # The runner calls this once the cell's record is in the node's results file.
