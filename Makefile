@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.installed-stamp
 
 help:
 	@echo "make report   set up, then run the study and build the report (main job)"
-	@echo "              (EXECUTOR=ray [RAY_ADDRESS=auto|HOST:PORT]: on a Ray cluster, docs/cluster.md)"
+	@echo "              (EXECUTOR=ray [RAY_ADDRESS=auto|HOST:PORT|ray://HOST:10001]: on a Ray cluster, docs/cluster.md)"
 	@echo "make test     set up, then run the test suite"
 	@echo "make bench    set up, then measure what a study costs beyond its measurements"
 	@echo "              (BENCH_GRID=grid.yaml; RESULTS=results.jsonl from a GPU projects the guide's grid)"

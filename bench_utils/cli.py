@@ -274,8 +274,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="local: this machine's devices; ray: one task per kernel group on a Ray "
                           "cluster (docs/cluster.md)")
     run.add_argument("--address", default=None,
-                     help="with --executor ray: auto or HOST:PORT of the cluster this machine is a node of (default: "
-                          "$RAY_ADDRESS, else a Ray cluster of this machine alone)")
+                     help="with --executor ray: auto or HOST:PORT of the cluster this machine is a node of, or "
+                          "ray://HOST:10001 (Ray Client, from outside it) (default: $RAY_ADDRESS, else a Ray "
+                          "cluster of this machine alone)")
     run.set_defaults(handler=_cmd_run)
 
     rep = commands.add_parser("report", help="render the localized HTML and Markdown report")

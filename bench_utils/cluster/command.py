@@ -27,8 +27,9 @@ def run_on_cluster(grid: Grid, params: os.PathLike | str, *, out=None, force: bo
     with RayCluster(address) as cluster:
         task_resources(grid, cluster.nodes())  # a cluster that cannot run the grid: one line, before all
         kinds = f" on each of {', '.join(grid.accelerators)}" if grid.accelerators else ""
+        nodes = sum(node["alive"] for node in cluster.nodes())
         print(f"[run] study {grid.study}: {len(grid.cells)} cells{kinds} from {params} on the Ray cluster "
-              f"({sum(node['alive'] for node in cluster.nodes())} nodes); results in {runner.results_path}; a cell that records "
+              f"({nodes} node{'s' if nodes != 1 else ''}); results in {runner.results_path}; a cell that records "
               f"nothing for {runner.timeout / 60:.0f} min is stopped", file=sys.stderr)
         try:
             outcome = runner.run(cluster)

@@ -1,10 +1,9 @@
 """Which Ray cluster a run uses, and a clear error when it cannot be reached.
 
-``--address`` takes ``auto`` (the cluster ``ray start`` left on this machine) or ``HOST:PORT`` (a
-cluster's head, from one of its nodes). Without one, ``$RAY_ADDRESS``; without that, a cluster of
-this machine alone is started for the run, listening on the loopback interface only. Ray Client
-(``ray://HOST:10001``, from outside the cluster) is refused in one line: it cannot stream a
-generator task's results, which is how each record reaches the driver as soon as it is measured.
+``--address`` takes ``auto`` (the cluster ``ray start`` left on this machine), ``HOST:PORT`` (a
+cluster's head, from one of its nodes) or ``ray://HOST:10001`` (Ray Client: the head's client
+server, from a machine outside the cluster). Without one, ``$RAY_ADDRESS``; without that, a
+cluster of this machine alone is started for the run, listening on the loopback interface only.
 
 Ray retries an unreachable address for a minute or more before it fails; the head's port is
 tried here first, so a wrong address costs seconds and says so in one line.
@@ -14,11 +13,13 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 
 ADDRESS_ENV = "RAY_ADDRESS"
 # Ray's own switch: with "0" every Ray process of a local cluster listens on 127.0.0.1 only.
 LOOPBACK_ONLY_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 PROBE_TIMEOUT_S = 5.0
+PROBE_PAUSE_S = 0.25
 
 
 class ClusterUnreachable(ValueError):
@@ -48,23 +49,22 @@ def head_endpoint(address: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def check_not_client(address: str) -> None:
-    if address.startswith("ray://"):
-        raise ValueError(f"--address {address}: Ray Client cannot stream a task's records (generator "
-                         "tasks); run the driver on a node of the cluster (ssh to the head, then "
-                         "--address auto)")
-
-
 def probe(address: str, timeout: float = PROBE_TIMEOUT_S) -> None:
-    """Raise ClusterUnreachable unless the head that ``address`` names accepts a connection."""
+    """Raise ClusterUnreachable unless the head that ``address`` names accepts a connection within
+    ``timeout`` (tried again meanwhile: a head just started opens its ports one by one)."""
     host, port = head_endpoint(address)
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            pass
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise ClusterUnreachable(f"cannot reach the Ray cluster at {host}:{port} ({reason}): start it with "
-                                 "`ray start --head`, or check --address / $RAY_ADDRESS") from None
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=max(0.1, deadline - time.monotonic())):
+                return
+        except OSError as exc:
+            if time.monotonic() + PROBE_PAUSE_S < deadline:
+                time.sleep(PROBE_PAUSE_S)
+                continue
+            reason = exc.strerror or type(exc).__name__
+            raise ClusterUnreachable(f"cannot reach the Ray cluster at {host}:{port} ({reason}): start it with "
+                                     "`ray start --head`, or check --address / $RAY_ADDRESS") from None
 
 
 def connect(address: str | None) -> None:
@@ -73,12 +73,15 @@ def connect(address: str | None) -> None:
     if address is None:
         os.environ[LOOPBACK_ONLY_ENV] = "0"  # read when ray is imported: before that, here
     else:
-        check_not_client(address)
         probe(address)
     import logging
 
     import ray
 
+    logging.getLogger("ray").setLevel(logging.WARNING)  # Ray Client's notes on how it connected
+    # and the client server's own warnings it relays (its driver runs in a thread, and says so); a
+    # filter, as Ray Client sets that logger's level as it connects
+    logging.getLogger("ray.util.client.logsclient").addFilter(lambda record: record.levelno >= logging.ERROR)
     options = dict(log_to_driver=False, logging_level=logging.WARNING)
     try:
         if address is None:  # "local": a new cluster, never one `ray start` left on this machine

@@ -12,7 +12,7 @@ study folder's lease, as a local run does:
   records it had not appended yet: run it again and it resumes, as locally;
 - **a node lost mid-task** (a dead machine, a killed worker) loses none of the group's recorded
   cells: the unrecorded ones go to another task on a node of the same kind (Ray's own retry would
-  replay the whole task and expect the same outputs, which measurements never are). The cell in
+  measure the whole group again). The cell in
   progress is charged as a dead kernel's is locally: ``MAX_NODE_LOSSES`` losses make it an
   ``error``, Ray's memory monitor ending the worker makes it ``oom``; a task that raises (a node
   without the project, say) is tried ``MAX_TASK_FAILURES`` times;
@@ -206,7 +206,9 @@ class ClusterRunner:
         name = event["event"]
         by_id = {cell.cell_id: cell for cell in work.cells}
         if name == "plan":
-            work.node = f"node {str(event.get('node') or '?')[:8]}" + (f" ({work.kind})" if work.kind else "")
+            # what progress shows it measuring by: two tasks on one node differ by their GPU
+            work.node = (f"node {str(event.get('node') or '?')[:8]}" + (f" {event['slot']}" if event.get("slot") else "")
+                         + (f" ({work.kind})" if work.kind else ""))
             work.environment = event.get("environment")
             pending = set(event["pending"])
             self._resumed([cell for cell in work.cells if cell.cell_id not in pending], tally, progress)

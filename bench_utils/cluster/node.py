@@ -10,7 +10,7 @@ executed notebooks and logs follow at the end.
 
 Events are plain dicts, ``{"event": name, ...}``:
 
-- ``plan``: ``node`` (its id), ``pending`` (cell ids to measure), ``resumed`` (how many were measured
+- ``plan``: ``node`` (its id), ``slot`` (the GPU it was given, or None), ``pending`` (cell ids to measure), ``resumed`` (how many were measured
   already) and ``environment`` (the node's, as its records carry it);
 - ``start``: ``cell_id``, the cell a kernel begins;
 - ``cell``: ``cell_id``, ``status``, ``seconds``, ``message`` and ``record``, once per cell;
@@ -97,10 +97,11 @@ def _relative_log(record: dict[str, Any], folder: Path) -> dict[str, Any]:
     return record
 
 
-def stream_group(task: GroupTask, node_id: str | None = None,
+def stream_group(task: GroupTask, node_id: str | None = None, slot: str | None = None,
                  executor: Executor | None = None) -> Iterator[dict[str, Any]]:
-    """Measure ``task``'s cells on this machine; yield the events above (a Ray generator task's body).
+    """Measure ``task``'s cells on this machine; yield the events above (the Ray task's body).
 
+    ``slot`` names the node's GPU the task was given (two tasks on one node differ by it);
     ``executor`` stands in for papermill in tests, as for ``Runner``.
     """
     for name, value in ((ACCELERATOR_TYPE_ENV, task.accelerator), (CLUSTER_NODE_ENV, node_id)):
@@ -110,7 +111,7 @@ def stream_group(task: GroupTask, node_id: str | None = None,
             os.environ.pop(name, None)
     folder, owner = _scratch_folder(node_id)
     try:
-        yield from _measure(task, folder, executor)
+        yield from _measure(task, folder, slot, executor)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
         os.close(owner)
@@ -164,7 +165,7 @@ def _remove_abandoned(parent: Path, prefix: str, keep: Path) -> None:
             os.close(fd)
 
 
-def _measure(task: GroupTask, folder: Path, executor: Executor | None) -> Iterator[dict[str, Any]]:
+def _measure(task: GroupTask, folder: Path, slot: str | None, executor: Executor | None) -> Iterator[dict[str, Any]]:
     results_path = folder / "results.jsonl"
     for record in task.seed_records:
         append_record(results_path, record)
@@ -176,7 +177,7 @@ def _measure(task: GroupTask, folder: Path, executor: Executor | None) -> Iterat
     sink = _Events(events, results_path, offset)
     runner = Runner(grid, folder, timeout=task.timeout, executor=executor, stream=sink, progress=sink.progress)
     pending, resumed = runner.pending()
-    yield {"event": "plan", "node": os.environ.get(CLUSTER_NODE_ENV), "pending": [cell.cell_id for cell in pending],
+    yield {"event": "plan", "node": os.environ.get(CLUSTER_NODE_ENV), "slot": slot, "pending": [cell.cell_id for cell in pending],
            "resumed": resumed, "environment": runner.environment}
     ended: list = []
 

@@ -1,11 +1,18 @@
 """Ray itself: the task a node runs, and the driver's ``Cluster`` (nodes, submit, cancel).
 
-Each kernel group is a Ray generator task (``measure_group``): its events come back one by one
-while it runs. Ray's own retry is off (``max_retries=0``): a retried generator replays from its
-start and must yield the same values, which measurements never do; the driver retries instead
-(``driver``). A node or worker that died becomes ``NodeLost``, Ray's memory monitor ending the
-worker ``HostOutOfMemory``, a cancellation ``Cancelled``, and any other failure (the task's own
-exception, a task Ray cannot schedule or set up) ``TaskFailed``.
+Each kernel group is a plain Ray task (``measure_group``). Its events reach the driver through an
+inbox, one small actor on the head node for the whole run: the task sends each event there as it
+comes, and the driver takes them from there while the task runs. This works over Ray Client
+(``ray://``) as well as from a node of the cluster; Ray's streaming generators do not cross Ray
+Client. The task waits for its last event to arrive before it ends, so the driver's last take,
+after the task's end, has them all. A node that dies loses at most the events still on their
+way (milliseconds): their cells are unrecorded, so they are measured again, never recorded twice.
+
+Ray's own retry is off (``max_retries=0``): it would measure the whole group again; the driver
+sends only the unrecorded cells again (``driver``). A node or worker that died becomes
+``NodeLost``, Ray's memory monitor ending the worker ``HostOutOfMemory``, a cancellation
+``Cancelled``, and any other failure (the task's own exception, a task Ray cannot schedule or set
+up) ``TaskFailed``.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from __future__ import annotations
 import functools
 import threading
 from typing import Any, Iterator
+import uuid
 
 from .connect import connect
 from .cluster_api import Cancelled, HostOutOfMemory, NodeLost, TaskFailed
@@ -21,12 +29,40 @@ from .node import GroupTask, stream_group
 # Ray is imported only once ``connect`` has chosen how (a cluster of this machine alone listens on
 # the loopback interface only, which Ray reads as it is imported).
 
+HEAD_NODE_RESOURCE = "node:__internal_head__"   # Ray's resource of the head node (its docs: Resources)
+POLL_S = 0.5   # how often the driver takes a running task's events
 
-def measure_group(task: GroupTask) -> Iterator[dict[str, Any]]:
+
+class EventInbox:
+    """The tasks' events by task key, until the driver takes them (a Ray actor on the head node).
+
+    Written here rather than taken from ``ray.util.queue.Queue``: a Queue is an actor, so a worker
+    process, per task, and a fleet of GPUs would start one per GPU on the head.
+    """
+
+    def __init__(self) -> None:
+        self.events: dict[str, list[dict[str, Any]]] = {}
+
+    def put(self, key: str, event: dict[str, Any]) -> None:
+        self.events.setdefault(key, []).append(event)
+
+    def take(self, key: str) -> list[dict[str, Any]]:
+        return self.events.pop(key, [])
+
+
+def measure_group(task: GroupTask, inbox, key: str) -> None:
     """A kernel group measured on the node Ray placed it on (``node.stream_group``)."""
     import ray
 
-    yield from stream_group(task, node_id=ray.get_runtime_context().get_node_id())
+    context = ray.get_runtime_context()
+    gpus = ",".join(str(gpu) for gpu in context.get_accelerator_ids().get("GPU", []))
+    last = None
+    for event in stream_group(task, node_id=context.get_node_id(), slot=f"GPU {gpus}" if gpus else None):
+        # not waited for: a task blocked in ray.get lends its CPUs to other tasks (Ray's rule), and
+        # a CPU group holds its whole node. Ray runs one caller's calls of an actor in order.
+        last = inbox.put.remote(key, event)
+    if last is not None:
+        ray.get(last)  # and so every event is in the inbox before the task ends
 
 
 @functools.lru_cache(maxsize=1)
@@ -54,6 +90,11 @@ class RayCluster:
 
     def __enter__(self) -> "RayCluster":
         connect(self.address)  # ClusterUnreachable: one line, exit status 2
+        import ray
+
+        # num_cpus=0: it never waits for a CPU the group tasks hold; it ends with the run
+        self._inbox = ray.remote(EventInbox).options(
+            num_cpus=0, resources={HEAD_NODE_RESOURCE: 0.001}, max_restarts=0).remote()
         return self
 
     def __exit__(self, *exc_info) -> None:
@@ -70,39 +111,49 @@ class RayCluster:
     def submit(self, task: GroupTask, options: dict[str, Any]) -> Iterator[dict[str, Any]]:
         import ray
 
-        generator = _remote_measure_group().options(**options).remote(task)
+        key = uuid.uuid4().hex
+        ref = _remote_measure_group().options(**options).remote(task, self._inbox, key)
         with self._lock:
-            self._running.add(generator)
+            self._running.add(ref)
             cancelled = self._cancelled
         finished = False
         try:
             if cancelled:  # a stop came while this task was being sent
                 raise Cancelled("cancelled")
-            for ref in generator:
-                yield ray.get(ref)
-            finished = True
+            while True:
+                ended, _ = ray.wait([ref], timeout=POLL_S)
+                # taken after the end was seen: every event the task sent is in this take
+                yield from ray.get(self._inbox.take.remote(key))
+                if ended:
+                    ray.get(ref)  # the task's failure, if it failed
+                    finished = True
+                    return
         except Exception as exc:
             _raise_as_driver_error(exc)
         finally:
             with self._lock:
-                self._running.discard(generator)
-            if not finished:  # never leave a task measuring that nobody follows
-                _cancel(generator)
+                self._running.discard(ref)
+            if not finished:  # never leave a task measuring that nobody follows, nor its events
+                _cancel(ref)
+                try:
+                    self._inbox.take.remote(key)
+                except Exception:  # Ray is shutting down
+                    pass
 
     def cancel_all(self) -> None:
         """End every running task, its worker and so its kernel; no task starts after (a stop)."""
         with self._lock:
             self._cancelled = True
             running = list(self._running)
-        for generator in running:
-            _cancel(generator)
+        for ref in running:
+            _cancel(ref)
 
 
-def _cancel(generator) -> None:
+def _cancel(ref) -> None:
     import ray
 
     try:
-        ray.cancel(generator, force=True)
+        ray.cancel(ref, force=True)
     except Exception:  # finished meanwhile, or Ray is shutting down
         pass
 

@@ -35,12 +35,13 @@ class FakeCluster:
     """Nodes of accelerator types. ``lose`` = {(kind, cell_id): times} loses the node while that cell is
     measured (after its start); ``oom`` = {(kind, cell_id)} has Ray's memory monitor end the worker
     there (once); ``twice`` sends every record of a kind twice; ``fail`` = {kind: times} makes a task
-    fail before it plans; ``last`` makes a kind's lost node its last one."""
+    fail before it plans; ``last`` makes a kind's lost node its last one; ``gpus`` gives each task
+    of a node one of that many GPUs."""
 
-    def __init__(self, lose=None, oom=(), twice=(), fail=None, last=(), nodes=NODES):
+    def __init__(self, lose=None, oom=(), twice=(), fail=None, last=(), nodes=NODES, gpus=0):
         self.lose, self.oom, self.twice, self.fail = dict(lose or {}), set(oom), set(twice), dict(fail or {})
         self.node_list, self.dead, self.last, self.tasks, self.options = nodes, set(), set(last), [], []
-        self.notebook = FakeNotebook()
+        self.notebook, self.gpus = FakeNotebook(), gpus
         self.worker = threading.Lock()  # one task at a time: a Ray worker process runs one (its os.environ)
 
     def nodes(self):
@@ -57,7 +58,8 @@ class FakeCluster:
             self.fail[kind] -= 1
             raise TaskFailed("ModuleNotFoundError: No module named 'bench_utils'")
         with self.worker:
-            events = list(stream_group(task, node_id=node, executor=self.notebook))
+            slot = f"GPU {len(self.tasks) % self.gpus}" if self.gpus else None
+            events = list(stream_group(task, node_id=node, slot=slot, executor=self.notebook))
         for event in events:
             key = (kind, event.get("cell_id"))
             if event["event"] == "cell" and key in self.oom:  # the worker ended before it could send it
@@ -103,6 +105,14 @@ def test_every_cell_is_measured_once_on_each_accelerator_type(tmp_path):
     assert sorted(path.name for path in (tmp_path / "logs").glob("*.log")) == [
         f"image-classification__resnet__float32__cpu.1__{k}.log" for k in ("KA", "KB")] + [
         f"image-segmentation__segformer__float32__cpu.1__{k}.log" for k in ("KA", "KB")]
+
+
+def test_progress_names_the_gpu_of_its_node_each_task_was_given(tmp_path):
+    grid = {**GRID, "accelerators": ["KA"]}
+    _, _, said = run(tmp_path, FakeCluster(gpus=2), grid=grid)
+    # two tasks on one node measure at once: each shows by its own GPU
+    assert "measuring resnet bs1 eager float32 on node a1 GPU 1 (KA)" in said
+    assert "measuring segformer bs1 eager float32 on node a1 GPU 0 (KA)" in said
 
 
 def test_a_second_run_measures_nothing_and_says_so(tmp_path):

@@ -5,6 +5,7 @@ from collections import Counter
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -44,9 +45,10 @@ def signal_handlers():
         signal.signal(signum, handler)
 
 
-def start_cluster(*kinds):
+def start_cluster(*kinds, **head):
     cluster = ray_cluster_utils.Cluster(initialize_head=True, connect=False,
-                                        head_node_args={**HEAD, "resources": {f"accelerator_type:{kinds[0]}": 1}})
+                                        head_node_args={**HEAD, **head,
+                                                        "resources": {f"accelerator_type:{kinds[0]}": 1}})
     nodes = {kinds[0]: [cluster.head_node]}
     for kind in kinds[1:]:
         nodes.setdefault(kind, []).append(add_node(cluster, kind))
@@ -57,9 +59,10 @@ def add_node(cluster, kind):
     return cluster.add_node(**NODE, resources={f"accelerator_type:{kind}": 1})
 
 
-def driver(tmp_path, address, kinds):
+def driver(tmp_path, address, kinds, grid=GRID):
+    grid_text = grid.format(kinds=", ".join(kinds))
     grid = tmp_path / "grid.yaml"
-    grid.write_text(GRID.format(kinds=", ".join(kinds)))
+    grid.write_text(grid_text)
     return subprocess.Popen([sys.executable, "-m", "bench_utils", "run", str(grid), "--executor", "ray",
                              "--address", address, "--out", str(tmp_path / "study")],
                             cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -133,5 +136,43 @@ def test_a_node_removed_mid_group_loses_no_finished_cell_and_duplicates_none(tmp
         assert by_batch == {1: lost.node_id, 2: spare.node_id, 3: spare.node_id}
         assert "was lost while measuring" in err and "2 unrecorded cell(s) go to another node" in err
         assert json.loads(json.dumps(kept))[0]["environment"]["accelerator_type"] == "KB"
+    finally:
+        cluster.shutdown()
+
+
+CLIENT_GRID = """\
+study: ray-client-test
+runs: 2
+warmup: 0
+blocks: 1
+weights: random
+devices: [cpu]
+grids:
+  - models: [timm:test_resnet, timm:test_vit]
+    batch_sizes: [1, 2]
+    compile_modes: [eager]
+"""
+
+
+def test_a_driver_outside_the_cluster_through_ray_client_gets_each_record_as_it_is_measured(tmp_path):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        client_port = probe.getsockname()[1]
+    cluster, nodes = start_cluster("KA", ray_client_server_port=client_port)
+    try:
+        run = driver(tmp_path, f"ray://127.0.0.1:{client_port}", [], grid=CLIENT_GRID)
+        wait_for(lambda: records(tmp_path) or run.poll() is not None, 240, "a first record")
+        assert run.poll() is None, run.communicate()[1]  # streamed while the group still runs
+        out, err = run.communicate(timeout=300)
+        assert run.returncode == 0, err
+        kept = records(tmp_path)
+        assert Counter((r["cell"]["model"], r["cell"]["batch_size"]) for r in kept) == {
+            (model, batch): 1 for model in ("timm:test_resnet", "timm:test_vit") for batch in (1, 2)}
+        assert {r["status"] for r in kept} == {"ok"}
+        assert {r["environment"]["cluster_node_id"] for r in kept} == {nodes["KA"][0].node_id}
+        assert "4 ok" in out
+        # the two groups each ask for the whole node: one ran after the other, never beside it
+        assert "waiting for cpu" not in err and "error" not in err, err
+        assert err.startswith("[run] study ray-client-test: 4 cells"), err  # nothing of Ray's before it
     finally:
         cluster.shutdown()
