@@ -181,17 +181,20 @@ def cell_identity(record: dict[str, Any]) -> tuple:
 
 def measurement_settings(*, runs: int, warmup: int, blocks: int | None, weights: str, seed: int,
                          tf32: str | bool, backend: str, fullgraph: bool, dynamic: bool | None,
-                         sync: str = "per-call") -> dict[str, Any]:
+                         sync: str = "per-call", gpu_memory_gib: float | None = None) -> dict[str, Any]:
     """How a cell is measured, as its record's ``config`` carries it (``weights`` as requested;
-    ``tf32`` the policy: default, strict or on; ``sync`` how each timed call was bracketed)."""
+    ``tf32`` the policy: default, strict or on; ``sync`` how each timed call was bracketed;
+    ``gpu_memory_gib`` the GPU memory the cell was held to, None for the whole card)."""
     return {"runs": runs, "warmup": warmup, "blocks": blocks, "weights_requested": weights,
             "seed": seed, "tf32": tf32, "backend": backend, "fullgraph": fullgraph, "dynamic": dynamic,
-            "sync": sync}
+            "sync": sync, "gpu_memory_gib": gpu_memory_gib}
 
 
 SETTINGS_KEYS = ("runs", "warmup", "blocks", "weights_requested", "seed", "tf32", "backend", "fullgraph",
                  "dynamic", "sync")
 COMPILE_SETTINGS = ("backend", "fullgraph", "dynamic")  # no part of an eager cell's measurement
+# settings that enter the hash only where set: the records written before them keep their keys
+OPTIONAL_SETTINGS = ("gpu_memory_gib",)
 
 
 def settings_hash(config: dict[str, Any], compile_mode: str) -> str:
@@ -199,6 +202,7 @@ def settings_hash(config: dict[str, Any], compile_mode: str) -> str:
     is another cell (measured again on resume, shown apart in reports)."""
     settings = {key: config.get(key) for key in SETTINGS_KEYS
                 if not (compile_mode == "eager" and key in COMPILE_SETTINGS)}
+    settings.update({key: config[key] for key in OPTIONAL_SETTINGS if config.get(key) is not None})
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode("utf-8")).hexdigest()[:12]
 
 

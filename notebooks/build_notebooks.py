@@ -55,6 +55,7 @@ for name, (task, title, models, batches, runs, guide_models) in TASKS.items():
             'memory_format: str = "contiguous"  # contiguous, or channels_last (model and images; eager too)\n'
             'shapes: str = "static"  # static (a compilation per batch size) or dynamic (one for all, batch marked dynamic)\n'
             "portable_cache: bool = False  # also time a fresh process started from the saved compile cache (once per model and mode)\n"
+            "gpu_memory_gib: object = None  # CUDA: the GPU memory the cells may use, in GiB (a 16 GB card: 16); None: the whole card\n"
             f'results_path: str = "reports/notebook-{name}/results.jsonl"  # records are appended here (relative to the project root)\n'
             "only_cells: list = []  # [compile_mode, batch_size] pairs to measure (empty: every mode x batch size); set by the grid runner\n"
             "show: bool = True  # draw the table and the plot (the grid runner measures only)\n"
@@ -69,7 +70,8 @@ for name, (task, title, models, batches, runs, guide_models) in TASKS.items():
             "                   warmup=warmup, blocks=blocks, weights=weights, seed=seed,\n"
             "                   results_path=results_path, tf32=tf32, backend=backend,\n"
             "                   fullgraph=fullgraph, dynamic=dynamic, memory_format=memory_format,\n"
-            "                   shapes=shapes, portable_cache=portable_cache, only_cells=only_cells,\n"
+            "                   shapes=shapes, portable_cache=portable_cache, gpu_memory_gib=gpu_memory_gib,\n"
+            "                   only_cells=only_cells,\n"
             "                   progress_file=progress_file, runner_pid=runner_pid, run_id=run_id)"),
         new_code_cell("if show:  # a grid run skips drawing (and importing pandas and matplotlib)\n"
                       "    from bench_utils.report.sections import show_records\n\n"

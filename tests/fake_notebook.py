@@ -47,7 +47,8 @@ class FakeNotebook:
                               compile_mode=cell.compile_mode, dtype=cell.dtype, device=cell.device,
                               memory_format=cell.memory_format, shapes=cell.shapes)
                 config = measurement_settings(**{key: parameters[key] for key in (
-                    "runs", "warmup", "blocks", "weights", "seed", "tf32", "backend", "fullgraph", "dynamic")})
+                    "runs", "warmup", "blocks", "weights", "seed", "tf32", "backend", "fullgraph", "dynamic",
+                    "gpu_memory_gib")})
                 if cell.compile_mode not in oom_at:  # a cell the notebook measures
                     with self.lock:
                         self.calls.append((cell.model, cell.batch_size, cell.compile_mode, device))

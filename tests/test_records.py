@@ -90,6 +90,19 @@ def test_the_settings_a_cell_was_measured_with_belong_to_its_key():
 
 
 
+def test_a_gpu_memory_cap_is_a_setting_and_records_before_it_keep_their_key():
+    from bench_utils.records import measurement_settings, settings_hash
+
+    base = measurement_settings(runs=300, warmup=10, blocks=10, weights="auto", seed=0, tf32="default",
+                                backend="inductor", fullgraph=False, dynamic=None)
+    older = {key: value for key, value in base.items() if key != "gpu_memory_gib"}  # written before caps
+    assert base["gpu_memory_gib"] is None and settings_hash(older, "eager") == settings_hash(base, "eager")
+    capped = {**base, "gpu_memory_gib": 16}
+    assert settings_hash(capped, "eager") != settings_hash(base, "eager")
+    assert settings_hash(capped, "eager") != settings_hash({**base, "gpu_memory_gib": 24}, "eager")
+
+
+
 
 def test_a_variant_is_another_cell_and_old_records_are_the_guides_cells():
     from bench_utils.records import cell_identity, record_key

@@ -96,7 +96,8 @@ def _where(record: dict[str, Any]) -> str:
 def device_name(record: dict[str, Any]) -> str:
     environment = record.get("environment") or {}
     if record["cell"]["device"].startswith("cuda"):
-        return gpu_name(environment, "cuda:0") or "GPU"
+        cap = (record.get("config") or {}).get("gpu_memory_gib")  # a smaller card, emulated
+        return (gpu_name(environment, "cuda:0") or "GPU") + (f" ({cap:g} GiB cap)" if cap is not None else "")
     kind = environment.get("accelerator_type")  # a cluster's declared kind of CPU node
     return f"CPU ({environment.get('cpu_model') or 'unknown'}{f', {kind}' if kind else ''})"
 

@@ -91,6 +91,7 @@ def notebook_parameters(group: KernelGroup, results_path: Path, run_id: str,
             "weights": cell.weights, "seed": cell.seed, "tf32": cell.tf32,
             "backend": cell.backend, "fullgraph": cell.fullgraph, "dynamic": cell.dynamic,
             "memory_format": cell.memory_format, "shapes": cell.shapes, "portable_cache": cell.portable_cache,
+            "gpu_memory_gib": cell.gpu_memory_gib,
             "results_path": os.path.relpath(results_path, PROJECT_ROOT), "show": False,
             "progress_file": os.path.relpath(progress_path, PROJECT_ROOT),
             "runner_pid": os.getpid(), "run_id": run_id}

@@ -14,6 +14,8 @@ batch sizes x compile modes x dtypes, measured on each device kind listed::
         memory_formats: [contiguous, channels_last]   # optional (default: contiguous)
         shapes: [static, dynamic]   # optional: dynamic is one compilation for all batch sizes
 
+``gpu_memory_gib: 16`` holds each CUDA cell to that much GPU memory, as a 16 GB card would
+(``measurement.memory_cap``): its OOMs, on a larger GPU.
 A grid may name the accelerator types of a Ray cluster to cover (``accelerators: [H100, A100]``):
 each kind measures every cell, and only ``run --executor ray`` runs it (``bench_utils.cluster``).
 Eager cells are always ``static`` (nothing compiles); ``aot-inductor`` packages are exported at
@@ -34,7 +36,7 @@ from ..variants.batch_shapes import DYNAMIC, STATIC, check_shapes
 from ..variants.memory_format import CONTIGUOUS, check_memory_format
 from ..variants.precision import parse_dtype, tf32_policy
 from ..zoo.registry import TASKS, WEIGHTS, resolve_key
-from .grid_checks import (GridError, check_accelerators, check_devices, check_timm, check_type, checked_names, fail, non_empty,
+from .grid_checks import (GridError, check_accelerators, check_devices, check_gpu_memory, check_timm, check_type, checked_names, fail, non_empty,
                           positive, unknown_keys)
 from .grid_yaml import GridFileError, read_yaml
 
@@ -42,7 +44,7 @@ TOP_LEVEL = {
     "study": str, "description": str, "runs": int, "warmup": int, "blocks": int,
     "weights": str, "seed": int, "devices": list, "tf32": (str, bool), "backend": str,
     "fullgraph": bool, "dynamic": (bool, type(None)), "portable_cache": bool, "grids": list,
-    "accelerators": list,
+    "accelerators": list, "gpu_memory_gib": (int, float),
 }
 GRID_KEYS = {"models": list, "batch_sizes": list, "compile_modes": list, "dtypes": list,
              "task": str, "runs": int, "warmup": int, "blocks": int, "memory_formats": list,
@@ -50,7 +52,7 @@ GRID_KEYS = {"models": list, "batch_sizes": list, "compile_modes": list, "dtypes
 REQUIRED_GRID_KEYS = ("models", "batch_sizes", "compile_modes")
 DEFAULTS = {"runs": 300, "warmup": 10, "blocks": 30, "weights": "random", "seed": 0,
             "devices": ["cpu"], "tf32": "default", "backend": "inductor", "fullgraph": False,
-            "dynamic": None, "portable_cache": False, "description": ""}
+            "dynamic": None, "portable_cache": False, "description": "", "gpu_memory_gib": None}
 NOTEBOOKS = {"image-classification": "classification.ipynb",
              "image-segmentation": "segmentation.ipynb",
              "object-detection": "detection.ipynb"}
@@ -80,6 +82,7 @@ class Cell:
     memory_format: str = CONTIGUOUS   # or channels_last
     shapes: str = STATIC              # or dynamic: one compilation for all batch sizes
     portable_cache: bool = False      # also time a fresh process started from the saved compile cache
+    gpu_memory_gib: float | None = None   # the GPU memory a CUDA cell may use (a smaller card), None: all
 
     @property
     def variant(self) -> tuple[str, ...]:
@@ -163,6 +166,8 @@ def parse_grid(data: Any, path: str = "<grid>") -> Grid:
     except ValueError as exc:
         raise fail(path, "tf32", str(exc)) from None
     devices = check_devices(path, settings["devices"])
+    if settings["gpu_memory_gib"] is not None:
+        check_gpu_memory(path, settings["gpu_memory_gib"], devices)
     try:
         if settings["backend"] != "inductor":
             compile_module.check_backend(settings["backend"])
@@ -265,6 +270,7 @@ def _expand(path: str, index: int, item: Any, settings: dict, kinds: list[str],
                                     fullgraph=settings["fullgraph"], dynamic=settings["dynamic"],
                                     memory_format=memory_format,
                                     portable_cache=local["portable_cache"],
+                                    gpu_memory_gib=settings["gpu_memory_gib"] if kind == "cuda" else None,
                                     # eager compiles nothing: the same cell whatever the shapes
                                     shapes=STATIC if mode == "eager" else shape))
     return cells

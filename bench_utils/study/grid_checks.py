@@ -70,6 +70,15 @@ def check_accelerators(path: str, kinds: list) -> list[str]:
     return checked
 
 
+def check_gpu_memory(path: str, gib: object, devices: list[str]) -> None:
+    """``gpu_memory_gib``: a positive number of GiB, for a grid with CUDA cells."""
+    if isinstance(gib, bool) or not isinstance(gib, (int, float)) or gib <= 0:
+        raise fail(path, "gpu_memory_gib", f"must be a positive number of GiB (a 16 GB card: 16), got {gib!r}")
+    if not any(device.startswith("cuda") for device in devices):
+        raise fail(path, "gpu_memory_gib", "caps a GPU's memory, but the grid has no CUDA device (devices: "
+                   f"{', '.join(devices)})")
+
+
 def check_timm(path: str, where: str, model: str) -> str:
     import timm  # only for grids that name a timm model
 

@@ -24,7 +24,7 @@ def kernel_key(cell: Cell) -> tuple:
     """What the cells of one kernel share: all but batch size and compile mode."""
     return (cell.study, cell.task, cell.model, cell.dtype, cell.device, cell.runs, cell.warmup,
             cell.blocks, cell.weights, cell.seed, cell.tf32, cell.backend, cell.fullgraph,
-            cell.dynamic, cell.memory_format, cell.shapes, cell.portable_cache)
+            cell.dynamic, cell.memory_format, cell.shapes, cell.portable_cache, cell.gpu_memory_gib)
 
 
 def execution_order(pairs: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:

@@ -295,5 +295,6 @@ def unmeasured_config(cell: Cell) -> dict[str, Any]:
     """The ``config`` of a record the runner writes for a cell it did not measure."""
     return {**measurement_settings(runs=cell.runs, warmup=cell.warmup, blocks=cell.blocks,
                                    weights=cell.weights, seed=cell.seed, tf32=cell.tf32,
-                                   backend=cell.backend, fullgraph=cell.fullgraph, dynamic=cell.dynamic),
+                                   backend=cell.backend, fullgraph=cell.fullgraph, dynamic=cell.dynamic,
+                                   gpu_memory_gib=cell.gpu_memory_gib),
             "weights": None}  # nothing was measured

@@ -38,6 +38,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ..env import capture_environment
+from ..measurement.memory_cap import gpu_memory_cap
 from ..paths import PROJECT_ROOT
 from ..records import failure_record, measurement_settings, skipped_after_oom
 from ..results import append_record
@@ -100,7 +101,8 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
         seed: int = 0, results_path: str | os.PathLike, tf32: str | bool = "default",
         backend: str = "inductor", fullgraph: bool = False, dynamic: bool | None = None,
         memory_format: str = "contiguous", shapes: str = "static", portable_cache: bool = False,
-        only_cells: Iterable[Sequence] | None = None, progress_file: str | os.PathLike | None = None,
+        gpu_memory_gib: float | None = None, only_cells: Iterable[Sequence] | None = None,
+        progress_file: str | os.PathLike | None = None,
         runner_pid: int | None = None, run_id: str | None = None) -> list[dict[str, Any]]:
     """Measure every cell of models x dtypes x modes x batch sizes; return their records.
 
@@ -108,6 +110,7 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
     of every mode x batch size (the grid runner's kernel groups); either way they are measured
     in ``groups.execution_order``: compiled modes first, eager last, batch sizes ascending.
     ``progress_file``, if given, names the cell being begun (the grid runner reads it).
+    ``gpu_memory_gib`` holds the kernel to that much GPU memory (``measurement.memory_cap``).
     """
     started = time.perf_counter()
     models, compile_modes, dtypes = (text_list(name, value) for name, value in (
@@ -126,8 +129,10 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
                             [(mode, batch) for mode in compile_modes for batch in batch_sizes])
     # Set once for the whole run (global torch state); every record carries the settings.
     config = {**measurement_settings(runs=runs, warmup=warmup, blocks=blocks, weights=weights, seed=seed,
-                                     tf32=tf32, backend=backend, fullgraph=fullgraph, dynamic=dynamic),
-              **configure_fp32_math(tf32)}  # the policy's name, and what it set
+                                     tf32=tf32, backend=backend, fullgraph=fullgraph, dynamic=dynamic,
+                                     gpu_memory_gib=gpu_memory_gib),
+              **configure_fp32_math(tf32),  # the policy's name, and what it set
+              **gpu_memory_cap(gpu_memory_gib, device)}  # before anything is on the GPU
     kernel = _Kernel(environment=capture_environment(),
                      startup_s=_kernel_startup_s(started) if runner_pid else 0.0)
     written = []

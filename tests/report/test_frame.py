@@ -52,3 +52,13 @@ def test_a_cpu_nodes_declared_kind_names_its_device():
     record = records()[0]
     assert device_name({**record, "environment": {"cpu_model": "EPYC"}}) == "CPU (EPYC)"
     assert device_name({**record, "environment": {"cpu_model": "EPYC", "accelerator_type": "KA"}}) == "CPU (EPYC, KA)"
+
+
+def test_a_capped_gpu_is_a_device_of_its_own():
+    from bench_utils.report.frame import device_name
+
+    record = {**records()[0], "cell": {**records()[0]["cell"], "device": "cuda"},
+              "environment": {"gpus": [{"index": 0, "name": "NVIDIA H100 80GB HBM3"}]}}
+    assert device_name(record) == "NVIDIA H100 80GB HBM3"
+    capped = {**record, "config": {**record.get("config", {}), "gpu_memory_gib": 16}}
+    assert device_name(capped) == "NVIDIA H100 80GB HBM3 (16 GiB cap)"

@@ -179,3 +179,23 @@ def test_dynamic_shapes_refuse_aot_inductor_and_a_static_compile_setting(tmp_pat
         load_grid(write(tmp_path, aot))
     with pytest.raises(GridError, match="sets dynamic: false"):
         load_grid(write(tmp_path, "dynamic: false\n" + BASE + "    shapes: [dynamic]\n"))
+
+
+def test_a_gpu_memory_cap_applies_to_the_cuda_cells_only():
+    grid = parse_grid({"study": "s", "devices": ["cpu", "cuda"], "gpu_memory_gib": 16, "grids": [
+        {"models": ["resnet"], "batch_sizes": [1], "compile_modes": ["eager"]}]})
+    assert {(cell.device, cell.gpu_memory_gib) for cell in grid.cells} == {("cpu", None), ("cuda", 16)}
+    assert parse_grid({"study": "s", "grids": [{"models": ["resnet"], "batch_sizes": [1], "compile_modes": [
+        "eager"]}]}).cells[0].gpu_memory_gib is None
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"devices": ["cuda"], "gpu_memory_gib": 0}, "gpu_memory_gib: must be a positive number of GiB"),
+    ({"devices": ["cuda"], "gpu_memory_gib": True}, "gpu_memory_gib"),
+    ({"devices": ["cuda"], "gpu_memory_gib": "16GB"}, "gpu_memory_gib"),
+    ({"devices": ["cpu"], "gpu_memory_gib": 16}, "gpu_memory_gib: caps a GPU's memory, but the grid has no CUDA"),
+])
+def test_a_bad_gpu_memory_cap_is_refused(extra, message):
+    with pytest.raises(GridError, match=message):
+        parse_grid({"study": "s", **extra, "grids": [{"models": ["resnet"], "batch_sizes": [1],
+                                                        "compile_modes": ["eager"]}]})

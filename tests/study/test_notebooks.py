@@ -10,7 +10,7 @@ import pytest
 NOTEBOOKS = ["classification", "segmentation", "detection"]
 EXPECTED = ["study", "models", "batch_sizes", "compile_modes", "dtypes", "device", "runs", "warmup",
             "blocks", "weights", "seed", "tf32", "backend", "fullgraph", "dynamic", "memory_format", "shapes",
-            "portable_cache", "results_path",
+            "portable_cache", "gpu_memory_gib", "results_path",
             "only_cells", "show", "progress_file", "runner_pid", "run_id"]
 
 

@@ -183,6 +183,37 @@ def test_two_devices_never_overlap_and_both_work(tmp_path):
     assert all(r["cell"]["device"] == "cuda" for r in read_records(tmp_path / "results.jsonl"))
 
 
+def test_a_gpu_memory_cap_reaches_the_kernel_and_is_a_setting_of_its_own(tmp_path, monkeypatch):
+    import bench_utils.records as records_module
+    import bench_utils.study.runner as runner_module
+
+    gpu_host = {**runner_module.capture_environment(), "gpu_count": 1, "driver_version": "580.1",
+                "gpus": [{"index": 0, "name": "Fake GPU"}]}
+    for module in (records_module, runner_module):  # the runner's host, and the records' (the kernel's)
+        monkeypatch.setattr(module, "capture_environment", lambda: gpu_host)
+
+    def run_cuda(grid, notebook):
+        return Runner(parse_grid({**grid, "devices": ["cuda"]}), tmp_path, executor=notebook).run()
+
+    seen = []
+
+    class Capped(FakeNotebook):
+        def __call__(self, group, device, parameters, out_dir, poll, attempt):
+            seen.append(parameters["gpu_memory_gib"])
+            return super().__call__(group, device, parameters, out_dir, poll, attempt)
+
+    capped = {**GRID, "gpu_memory_gib": 16}
+    run_cuda(capped, Capped())
+    assert set(seen) == {16}
+    assert {r["config"]["gpu_memory_gib"] for r in read_records(tmp_path / "results.jsonl")} == {16}
+    again = FakeNotebook()
+    run_cuda(capped, again)  # the same cap: every cell is measured already
+    assert again.calls == []
+    whole_card = FakeNotebook()
+    run_cuda(GRID, whole_card)  # the whole card is another measurement
+    assert len(whole_card.calls) == 7
+
+
 def test_a_relative_out_is_resolved_where_the_runner_was_started(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # not the project root, where the kernels run
     notebook, seen = FakeNotebook(), []

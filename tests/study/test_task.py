@@ -20,6 +20,7 @@ def test_cells_are_measured_and_recorded(tmp_path):
     records = read_records(tmp_path / "results.jsonl")
     assert [r["cell"]["batch_size"] for r in records] == [1, 2]
     assert records[0]["config"]["tf32"] == "default" and records[0]["model"]["weights"] == "random"
+    assert records[0]["config"]["gpu_memory_gib"] is None  # the whole card (none here)
 
 
 def test_out_of_memory_records_oom_and_skips_larger_batches(tmp_path, monkeypatch):
@@ -27,6 +28,23 @@ def test_out_of_memory_records_oom_and_skips_larger_batches(tmp_path, monkeypatc
     assert [r["status"] for r in run(tmp_path)] == ["ok", "oom", "oom"]
     records = read_records(tmp_path / "results.jsonl")
     assert "OutOfMemoryError" in records[1]["error"] and records[2]["skipped_after_oom"] == 2
+
+
+def test_a_gpu_memory_cap_on_a_cpu_kernel_is_refused_before_anything_is_measured(tmp_path):
+    with pytest.raises(ValueError, match="gpu_memory_gib caps a GPU's memory"):
+        run(tmp_path, gpu_memory_gib=16)
+    assert not (tmp_path / "results.jsonl").exists()
+
+
+@pytest.mark.cuda
+def test_on_a_gpu_a_cap_makes_a_batch_that_needs_more_oom_and_skips_the_larger_ones(tmp_path):
+    # batch 2048's images alone are 1.2 GB in float32: beyond a 1 GiB card
+    returned = run(tmp_path, device="cuda", batch_sizes=[1, 2048, 4096], gpu_memory_gib=1)
+    assert [r["status"] for r in returned] == ["ok", "oom", "oom"]
+    records = read_records(tmp_path / "results.jsonl")
+    assert "OutOfMemoryError" in records[1]["error"] and records[2]["skipped_after_oom"] == 2048
+    assert {r["config"]["gpu_memory_gib"] for r in records} == {1}
+    assert 0 < records[0]["config"]["gpu_memory_fraction"] < 0.1  # 1 GiB of a large card
 
 
 def test_an_error_records_the_traceback_and_the_rest_goes_on(tmp_path, monkeypatch):

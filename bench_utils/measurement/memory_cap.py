@@ -1,0 +1,40 @@
+"""A smaller GPU on a larger one: PyTorch's CUDA allocator capped at a card's memory.
+
+A grid's ``gpu_memory_gib: 16`` measures on an H100 what a 16 GB card (a T4, a V100) would let
+through: a cell that needs more is ``oom`` there, and the larger batches are skipped, as on that
+card. It is ``torch.cuda.set_per_process_memory_fraction`` (PyTorch's dynamo benchmarks offer it,
+``--per_process_memory_fraction``, to reproduce a smaller GPU's OOMs). Called once per kernel,
+before the kernel allocates anything on the GPU.
+
+What it does not emulate: the cap binds PyTorch's caching allocator only. The CUDA context and
+what libraries allocate outside it (a few hundred MiB) are not counted, so the emulated card is
+slightly roomier than the real one; and its speed is the large GPU's. Processes the kernel starts
+to time a cold start (``variants.fresh_process``) run without the cap.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+GIB = 2**30
+
+
+def gpu_memory_cap(gpu_memory_gib: float | None, device: str) -> dict[str, Any]:
+    """Cap ``device``'s allocator at ``gpu_memory_gib`` GiB; return what a record's config keeps.
+
+    None: no cap (``{}``). A cap at or above the GPU's own memory changes nothing, and says so
+    (``gpu_memory_fraction`` 1.0). ValueError for a CPU device or a cap that is not a positive number.
+    """
+    if gpu_memory_gib is None:
+        return {}
+    if isinstance(gpu_memory_gib, bool) or not isinstance(gpu_memory_gib, (int, float)) or gpu_memory_gib <= 0:
+        raise ValueError(f"gpu_memory_gib must be a positive number of GiB, got {gpu_memory_gib!r}")
+    if not str(device).startswith("cuda"):
+        raise ValueError(f"gpu_memory_gib caps a GPU's memory: it applies to CUDA cells, not {device}")
+    import torch
+
+    total = int(torch.cuda.get_device_properties(device).total_memory)
+    fraction = min(1.0, gpu_memory_gib * GIB / total)
+    if fraction < 1.0:
+        torch.cuda.set_per_process_memory_fraction(fraction, device)
+    return {"gpu_memory_fraction": round(fraction, 6), "gpu_total_memory_bytes": total}
