@@ -4,9 +4,11 @@ Each kernel group is a plain Ray task (``measure_group``). Its events reach the 
 inbox, one small actor on the head node for the whole run: the task sends each event there as it
 comes, and the driver takes them from there while the task runs. This works over Ray Client
 (``ray://``) as well as from a node of the cluster; Ray's streaming generators do not cross Ray
-Client. The task waits for its last event to arrive before it ends, so the driver's last take,
-after the task's end, has them all. A node that dies loses at most the events still on their
-way (milliseconds): their cells are unrecorded, so they are measured again, never recorded twice.
+Client. The task waits for its last event to arrive before it ends or fails, so the driver's
+last take, after the task's end, has them all. A node that dies loses at most the events still on
+their way (milliseconds): a record lost so is never appended, and its cell counts as the one the
+lost node was measuring (charged as such, ``driver``), never recorded twice. An inbox that died
+or stopped answering (``InboxLost``) stops the run: no retry of a task would mend it.
 
 Ray's own retry is off (``max_retries=0``): it would measure the whole group again; the driver
 sends only the unrecorded cells again (``driver``). A node or worker that died becomes
@@ -22,7 +24,7 @@ import threading
 from typing import Any, Iterator
 import uuid
 
-from .connect import connect
+from .connect import ClusterUnreachable, connect
 from .cluster_api import Cancelled, HostOutOfMemory, NodeLost, TaskFailed
 from .node import GroupTask, stream_group
 
@@ -30,7 +32,13 @@ from .node import GroupTask, stream_group
 # the loopback interface only, which Ray reads as it is imported).
 
 HEAD_NODE_RESOURCE = "node:__internal_head__"   # Ray's resource of the head node (its docs: Resources)
-POLL_S = 0.5   # how often the driver takes a running task's events
+POLL_S = 0.5            # how often the driver takes a running task's events
+INBOX_READY_S = 60.0    # for the inbox to start on the head (a worker process of the project's Python)
+INBOX_TAKE_S = 120.0    # for one take: longer, and the head is lost or stuck
+
+
+class InboxLost(RuntimeError):
+    """The run's inbox on the head died or stopped answering: the run stops (run it again to resume)."""
 
 
 class EventInbox:
@@ -42,12 +50,19 @@ class EventInbox:
 
     def __init__(self) -> None:
         self.events: dict[str, list[dict[str, Any]]] = {}
+        self.closed: set[str] = set()
 
     def put(self, key: str, event: dict[str, Any]) -> None:
-        self.events.setdefault(key, []).append(event)
+        if key not in self.closed:  # a task the driver let go of, still sending
+            self.events.setdefault(key, []).append(event)
 
     def take(self, key: str) -> list[dict[str, Any]]:
         return self.events.pop(key, [])
+
+    def close(self, key: str) -> None:
+        """The driver is done with ``key``: what it has not taken, and what comes later, is dropped."""
+        self.closed.add(key)
+        self.events.pop(key, None)
 
 
 def measure_group(task: GroupTask, inbox, key: str) -> None:
@@ -57,12 +72,17 @@ def measure_group(task: GroupTask, inbox, key: str) -> None:
     context = ray.get_runtime_context()
     gpus = ",".join(str(gpu) for gpu in context.get_accelerator_ids().get("GPU", []))
     last = None
-    for event in stream_group(task, node_id=context.get_node_id(), slot=f"GPU {gpus}" if gpus else None):
-        # not waited for: a task blocked in ray.get lends its CPUs to other tasks (Ray's rule), and
-        # a CPU group holds its whole node. Ray runs one caller's calls of an actor in order.
-        last = inbox.put.remote(key, event)
-    if last is not None:
-        ray.get(last)  # and so every event is in the inbox before the task ends
+    try:
+        for event in stream_group(task, node_id=context.get_node_id(), slot=f"GPU {gpus}" if gpus else None):
+            # not waited for: a task blocked in ray.get lends its CPUs to other tasks (Ray's rule),
+            # and a CPU group holds its whole node. Ray runs one caller's calls of an actor in order.
+            last = inbox.put.remote(key, event)
+    finally:  # ended or failed, every event is in the inbox before the driver hears of it
+        if last is not None:
+            try:
+                ray.get(last)
+            except Exception:  # the inbox is gone: the driver hears of that itself
+                pass
 
 
 @functools.lru_cache(maxsize=1)
@@ -92,9 +112,17 @@ class RayCluster:
         connect(self.address)  # ClusterUnreachable: one line, exit status 2
         import ray
 
-        # num_cpus=0: it never waits for a CPU the group tasks hold; it ends with the run
-        self._inbox = ray.remote(EventInbox).options(
-            num_cpus=0, resources={HEAD_NODE_RESOURCE: 0.001}, max_restarts=0).remote()
+        try:
+            # num_cpus=0: it never waits for a CPU the group tasks hold; it ends with the run
+            self._inbox = ray.remote(EventInbox).options(
+                num_cpus=0, resources={HEAD_NODE_RESOURCE: 0.001}, max_restarts=0).remote()
+            ray.get(self._inbox.take.remote(""), timeout=INBOX_READY_S)  # up, before any task is sent
+        except Exception as exc:
+            ray.shutdown()
+            raise ClusterUnreachable(
+                f"the Ray cluster's head did not start the run's inbox in {INBOX_READY_S:.0f} s "
+                f"({type(exc).__name__}: {_first_line(exc)}): start Ray on the head from the project's "
+                ".venv (docs/cluster.md)") from None
         return self
 
     def __exit__(self, *exc_info) -> None:
@@ -123,7 +151,7 @@ class RayCluster:
             while True:
                 ended, _ = ray.wait([ref], timeout=POLL_S)
                 # taken after the end was seen: every event the task sent is in this take
-                yield from ray.get(self._inbox.take.remote(key))
+                yield from self._take(key)
                 if ended:
                     ray.get(ref)  # the task's failure, if it failed
                     finished = True
@@ -133,12 +161,23 @@ class RayCluster:
         finally:
             with self._lock:
                 self._running.discard(ref)
-            if not finished:  # never leave a task measuring that nobody follows, nor its events
+            if not finished:  # never leave a task measuring that nobody follows
                 _cancel(ref)
-                try:
-                    self._inbox.take.remote(key)
-                except Exception:  # Ray is shutting down
-                    pass
+            try:
+                self._inbox.close.remote(key)  # nor its events, nor any still on their way
+            except Exception:  # Ray is shutting down
+                pass
+
+    def _take(self, key: str) -> list[dict[str, Any]]:
+        import ray
+        from ray import exceptions as ray_errors
+
+        try:
+            return ray.get(self._inbox.take.remote(key), timeout=INBOX_TAKE_S)
+        except (ray_errors.RayActorError, ray_errors.GetTimeoutError) as exc:
+            # not this task's failure, nor its node's: no retry would mend it
+            raise InboxLost(f"the run's inbox on the Ray head was lost ({type(exc).__name__}: "
+                            f"{_first_line(exc)}); run the command again to resume") from None
 
     def cancel_all(self) -> None:
         """End every running task, its worker and so its kernel; no task starts after (a stop)."""

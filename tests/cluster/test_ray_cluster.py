@@ -176,3 +176,30 @@ def test_a_driver_outside_the_cluster_through_ray_client_gets_each_record_as_it_
         assert err.startswith("[run] study ray-client-test: 4 cells"), err  # nothing of Ray's before it
     finally:
         cluster.shutdown()
+
+
+def test_an_inbox_the_head_cannot_start_is_one_line_before_any_task(monkeypatch):
+    from bench_utils.cluster import ray_cluster
+    from bench_utils.cluster.connect import ClusterUnreachable
+
+    monkeypatch.setattr(ray_cluster, "HEAD_NODE_RESOURCE", "no-such-node")  # never schedulable
+    monkeypatch.setattr(ray_cluster, "INBOX_READY_S", 3.0)
+    with pytest.raises(ClusterUnreachable, match="the Ray cluster's head did not start the run's inbox in 3 s"):
+        with ray_cluster.RayCluster(None):
+            pass
+    import ray
+
+    assert not ray.is_initialized()  # disconnected, the cluster of this machine gone with it
+
+
+def test_an_inbox_lost_mid_run_stops_the_run_instead_of_failing_the_task(tmp_path):
+    import ray
+
+    from bench_utils.cluster import ray_cluster
+    from bench_utils.cluster.node import GroupTask
+
+    task = GroupTask(study="s", cells=[], timeout=60)
+    with ray_cluster.RayCluster(None) as cluster:
+        ray.kill(cluster._inbox)
+        with pytest.raises(ray_cluster.InboxLost, match="run the command again to resume"):
+            list(cluster.submit(task, {"num_cpus": 1}))
