@@ -18,6 +18,7 @@ import time
 ADDRESS_ENV = "RAY_ADDRESS"
 # Ray's own switch: with "0" every Ray process of a local cluster listens on 127.0.0.1 only.
 LOOPBACK_ONLY_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+AUTH_MODE_ENV = "RAY_AUTH_MODE"   # Ray's: token (the default for new local clusters) or disabled
 PROBE_TIMEOUT_S = 5.0
 PROBE_PAUSE_S = 0.25
 
@@ -72,6 +73,9 @@ def connect(address: str | None) -> None:
     address = requested_address(address)
     if address is None:
         os.environ[LOOPBACK_ONLY_ENV] = "0"  # read when ray is imported: before that, here
+        # Ray's default for a new local cluster (a token its processes must present), chosen here so
+        # that Ray does not warn of it at every run; a setting of the user's own is kept
+        os.environ.setdefault(AUTH_MODE_ENV, "token")
     else:
         probe(address)
     import logging

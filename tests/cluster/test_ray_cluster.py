@@ -203,3 +203,19 @@ def test_an_inbox_lost_mid_run_stops_the_run_instead_of_failing_the_task(tmp_pat
         ray.kill(cluster._inbox)
         with pytest.raises(ray_cluster.InboxLost, match="run the command again to resume"):
             list(cluster.submit(task, {"num_cpus": 1}))
+
+
+def test_without_an_address_a_cluster_of_this_machine_alone_runs_the_grid_and_ray_says_nothing(tmp_path):
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(CLIENT_GRID.replace("[timm:test_resnet, timm:test_vit]", "[timm:test_resnet]")
+                    .replace("[1, 2]", "[1]"))
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE")}
+    done = subprocess.run([sys.executable, "-m", "bench_utils", "run", str(grid), "--executor", "ray",
+                           "--out", str(tmp_path / "study")], cwd=PROJECT_ROOT, capture_output=True,
+                          text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    # Ray's own notes (its token authentication of a local cluster, say) are not the run's output
+    assert done.stderr.startswith("[run] study ray-client-test: 1 cells"), done.stderr
+    assert "(1 node)" in done.stderr and "WARNING" not in done.stderr
+    kept = records(tmp_path)
+    assert [r["status"] for r in kept] == ["ok"] and kept[0]["environment"]["cluster_node_id"]
