@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+import warnings
 
 ADDRESS_ENV = "RAY_ADDRESS"
 # Ray's own switch: with "0" every Ray process of a local cluster listens on 127.0.0.1 only.
@@ -88,11 +89,22 @@ def connect(address: str | None) -> None:
     logging.getLogger("ray.util.client.logsclient").addFilter(lambda record: record.levelno >= logging.ERROR)
     options = dict(log_to_driver=False, logging_level=logging.WARNING)
     try:
-        if address is None:  # "local": a new cluster, never one `ray start` left on this machine
-            ray.init(address="local", include_dashboard=False, **options)
-        else:
-            ray.init(address=address, **options)
+        with warnings.catch_warnings():  # Ray Client's own warning of a timeout: the error says it
+            warnings.simplefilter("ignore", UserWarning)
+            if address is None:  # "local": a new cluster, never one `ray start` left on this machine
+                ray.init(address="local", include_dashboard=False, **options)
+            else:
+                ray.init(address=address, **options)
     except (ConnectionError, TimeoutError, RuntimeError) as exc:
         lines = str(exc).strip().splitlines() or [type(exc).__name__]
         raise ClusterUnreachable(f"cannot connect to the Ray cluster at {address or 'this machine'}: "
-                                 f"{lines[0]}") from None
+                                 f"{lines[0]}{_token_hint(address)}") from None
+
+
+def _token_hint(address: str | None) -> str:
+    """What to try when a cluster answered but let us in not: its token, which Ray sends to an
+    address given explicitly only when told to (never to ``auto``'s, which it finds itself)."""
+    if address in (None, "auto") or os.environ.get(AUTH_MODE_ENV, "").lower() == "token":
+        return ""
+    return (f" (if it uses token authentication, Ray's default for `ray start --head`: set "
+            f"{AUTH_MODE_ENV}=token, with the head's token in ~/.ray/auth_token or $RAY_AUTH_TOKEN)")

@@ -80,3 +80,15 @@ def test_addresses(monkeypatch):
     for bad in ("head", "head:port", ":6379"):
         with pytest.raises(ClusterUnreachable, match="use auto, HOST:PORT or ray://HOST:PORT"):
             head_endpoint(bad)
+
+
+def test_a_refused_connection_to_an_explicit_address_says_how_to_send_the_clusters_token(monkeypatch):
+    from bench_utils.cluster.connect import _token_hint
+
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    # Ray sends its token to an address given explicitly only when told (RAY_AUTH_MODE=token)
+    for address in ("ray://head:10001", "head:6379"):
+        assert "set RAY_AUTH_MODE=token" in _token_hint(address)
+    assert _token_hint("auto") == "" and _token_hint(None) == ""  # Ray sends it there itself
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    assert _token_hint("ray://head:10001") == ""  # it was sent: the hint would mislead
