@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import time
 import warnings
 
@@ -21,6 +22,7 @@ ADDRESS_ENV = "RAY_ADDRESS"
 LOOPBACK_ONLY_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 AUTH_MODE_ENV = "RAY_AUTH_MODE"   # Ray's: token (the default for new local clusters) or disabled
 PROBE_TIMEOUT_S = 5.0
+CLIENT_TRIES = 3   # connections through Ray Client whose server process died as it started
 PROBE_PAUSE_S = 0.25
 
 
@@ -74,9 +76,10 @@ def connect(address: str | None) -> None:
     address = requested_address(address)
     if address is None:
         os.environ[LOOPBACK_ONLY_ENV] = "0"  # read when ray is imported: before that, here
-        # Ray's default for a new local cluster (a token its processes must present), chosen here so
-        # that Ray does not warn of it at every run; a setting of the user's own is kept
-        os.environ.setdefault(AUTH_MODE_ENV, "token")
+        if "ray" not in sys.modules:  # Ray reads it as it is imported (later, it would be half set)
+            # Ray's default for a new local cluster (a token its processes must present), chosen here
+            # so that Ray does not warn of it at every run; a setting of the user's own is kept
+            os.environ.setdefault(AUTH_MODE_ENV, "token")
     else:
         probe(address)
     import logging
@@ -88,17 +91,24 @@ def connect(address: str | None) -> None:
     # filter, as Ray Client sets that logger's level as it connects
     logging.getLogger("ray.util.client.logsclient").addFilter(lambda record: record.levelno >= logging.ERROR)
     options = dict(log_to_driver=False, logging_level=logging.WARNING)
-    try:
-        with warnings.catch_warnings():  # Ray Client's own warning of a timeout: the error says it
-            warnings.simplefilter("ignore", UserWarning)
-            if address is None:  # "local": a new cluster, never one `ray start` left on this machine
-                ray.init(address="local", include_dashboard=False, **options)
-            else:
-                ray.init(address=address, **options)
-    except (ConnectionError, TimeoutError, RuntimeError) as exc:
-        lines = str(exc).strip().splitlines() or [type(exc).__name__]
-        raise ClusterUnreachable(f"cannot connect to the Ray cluster at {address or 'this machine'}: "
-                                 f"{lines[0]}{_token_hint(address)}") from None
+    for attempt in range(1, CLIENT_TRIES + 1):
+        try:
+            with warnings.catch_warnings():  # Ray Client's own warning of a timeout: the error says it
+                warnings.simplefilter("ignore", UserWarning)
+                if address is None:  # "local": a new cluster, never one `ray start` left on this machine
+                    ray.init(address="local", include_dashboard=False, **options)
+                else:
+                    ray.init(address=address, **options)
+            return
+        except (ConnectionError, TimeoutError, RuntimeError) as exc:
+            if isinstance(exc, ConnectionAbortedError) and attempt < CLIENT_TRIES:
+                # Ray Client's server process for this driver died as it started, which Ray's
+                # client server does now and then (ray-project/ray#63202): a new one, then
+                ray.shutdown()
+                continue
+            lines = str(exc).strip().splitlines() or [type(exc).__name__]
+            raise ClusterUnreachable(f"cannot connect to the Ray cluster at {address or 'this machine'}: "
+                                     f"{lines[0]}{_token_hint(address)}") from None
 
 
 def _token_hint(address: str | None) -> str:

@@ -92,3 +92,30 @@ def test_a_refused_connection_to_an_explicit_address_says_how_to_send_the_cluste
     assert _token_hint("auto") == "" and _token_hint(None) == ""  # Ray sends it there itself
     monkeypatch.setenv("RAY_AUTH_MODE", "token")
     assert _token_hint("ray://head:10001") == ""  # it was sent: the hint would mislead
+
+
+def test_a_ray_client_server_that_dies_as_it_starts_is_tried_again(monkeypatch):
+    import ray
+
+    from bench_utils.cluster import connect as connect_module
+
+    calls = []
+
+    def init(address, **options):  # the client server's process for this driver died twice
+        calls.append(address)
+        if len(calls) < 3:
+            raise ConnectionAbortedError("Initialization failure from server")
+
+    monkeypatch.setattr(ray, "init", init)
+    monkeypatch.setattr(ray, "shutdown", lambda: None)
+    with socket.socket() as head:  # something listens where the head's client server is
+        head.bind(("127.0.0.1", 0))
+        head.listen()
+        address = f"ray://127.0.0.1:{head.getsockname()[1]}"
+        connect_module.connect(address)
+        assert calls == [address] * 3
+        calls.clear()
+        monkeypatch.setattr(connect_module, "CLIENT_TRIES", 2)
+        with pytest.raises(ClusterUnreachable, match="Initialization failure from server"):
+            connect_module.connect(address)
+        assert len(calls) == 2
