@@ -89,7 +89,7 @@ def connect(address: str | None) -> None:
     logging.getLogger("ray").setLevel(logging.WARNING)  # Ray Client's notes on how it connected
     # and the client server's own warnings it relays (its driver runs in a thread, and says so); a
     # filter, as Ray Client sets that logger's level as it connects
-    logging.getLogger("ray.util.client.logsclient").addFilter(lambda record: record.levelno >= logging.ERROR)
+    logging.getLogger("ray.util.client.logsclient").addFilter(_errors_only)  # once, however many runs
     options = dict(log_to_driver=False, logging_level=logging.WARNING)
     for attempt in range(1, CLIENT_TRIES + 1):
         try:
@@ -111,9 +111,13 @@ def connect(address: str | None) -> None:
                                      f"{lines[0]}{_token_hint(address)}") from None
 
 
+def _errors_only(record) -> bool:
+    return record.levelno >= 40  # logging.ERROR
+
+
 def _token_hint(address: str | None) -> str:
-    """What to try when a cluster answered but let us in not: its token, which Ray sends to an
-    address given explicitly only when told to (never to ``auto``'s, which it finds itself)."""
+    """What to try when a cluster did not let the driver in: its token, which Ray sends to an
+    address given explicitly only when told to (to ``auto``'s, it finds and sends it itself)."""
     if address in (None, "auto") or os.environ.get(AUTH_MODE_ENV, "").lower() == "token":
         return ""
     return (f" (if it uses token authentication, Ray's default for `ray start --head`: set "
