@@ -11,6 +11,7 @@ tried here first, so a wrong address costs seconds and says so in one line.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import sys
@@ -82,8 +83,6 @@ def connect(address: str | None) -> None:
             os.environ.setdefault(AUTH_MODE_ENV, "token")
     else:
         probe(address)
-    import logging
-
     import ray
 
     logging.getLogger("ray").setLevel(logging.WARNING)  # Ray Client's notes on how it connected
@@ -111,8 +110,8 @@ def connect(address: str | None) -> None:
                                      f"{lines[0]}{_token_hint(address)}") from None
 
 
-def _errors_only(record) -> bool:
-    return record.levelno >= 40  # logging.ERROR
+def _errors_only(record: logging.LogRecord) -> bool:
+    return record.levelno >= logging.ERROR
 
 
 def _token_hint(address: str | None) -> str:

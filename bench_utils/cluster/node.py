@@ -10,8 +10,9 @@ executed notebooks and logs follow at the end.
 
 Events are plain dicts, ``{"event": name, ...}``:
 
-- ``plan``: ``node`` (its id), ``slot`` (the GPU it was given, or None), ``pending`` (cell ids to measure), ``resumed`` (how many were measured
-  already) and ``environment`` (the node's, as its records carry it);
+- ``plan``: ``node`` (its id), ``slot`` (the GPU it was given, or None), ``pending`` (cell ids to
+  measure), ``resumed`` (how many were measured already) and ``environment`` (the node's, as its
+  records carry it);
 - ``start``: ``cell_id``, the cell a kernel begins;
 - ``cell``: ``cell_id``, ``status``, ``seconds``, ``message`` and ``record``, once per cell;
 - ``say``: ``text``, a line the runner would have printed;

@@ -6,6 +6,8 @@ import difflib
 import re
 from typing import Any
 
+from ..measurement.memory_cap import check_gpu_memory_gib
+
 
 class GridError(ValueError):
     """A grid file that cannot be run; the message is one line naming file and key."""
@@ -72,8 +74,10 @@ def check_accelerators(path: str, kinds: list) -> list[str]:
 
 def check_gpu_memory(path: str, gib: object, devices: list[str]) -> None:
     """``gpu_memory_gib``: a positive number of GiB, for a grid with CUDA cells."""
-    if isinstance(gib, bool) or not isinstance(gib, (int, float)) or gib <= 0:
-        raise fail(path, "gpu_memory_gib", f"must be a positive number of GiB (a 16 GB card: 16), got {gib!r}")
+    try:
+        check_gpu_memory_gib(gib)
+    except ValueError as exc:
+        raise fail(path, "gpu_memory_gib", str(exc)) from None
     if not any(device.startswith("cuda") for device in devices):
         raise fail(path, "gpu_memory_gib", "caps a GPU's memory, but the grid has no CUDA device (devices: "
                    f"{', '.join(devices)})")

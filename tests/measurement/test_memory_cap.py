@@ -39,10 +39,10 @@ def test_no_cap_is_no_call_and_nothing_recorded(fake_gpu):
 
 @pytest.mark.parametrize("gib, device, message", [
     (16, "cpu", "applies to CUDA cells, not cpu"),
-    (0, "cuda", "must be a positive number"),
-    (-4, "cuda", "must be a positive number"),
-    ("16", "cuda", "must be a positive number"),
-    (True, "cuda", "must be a positive number"),
+    (0, "cuda", "gpu_memory_gib must be a positive number"),
+    (-4, "cuda", "gpu_memory_gib must be a positive number"),
+    ("16", "cuda", "gpu_memory_gib must be a positive number"),
+    (True, "cuda", "gpu_memory_gib must be a positive number"),
 ])
 def test_what_cannot_be_capped_is_refused(fake_gpu, gib, device, message):
     with pytest.raises(ValueError, match=message):
