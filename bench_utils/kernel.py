@@ -1,16 +1,26 @@
-"""The Jupyter kernel that executes the notebooks: its name, and installing it.
+"""The Jupyter kernel that executes the notebooks: its name, installing it, and speaking to it.
 
 Both the study (task notebooks) and the report (the report notebook) execute
 notebooks with papermill in this kernel, so it lives below both. The kernel is
 this interpreter, so a notebook sees the same packages as the command that ran it.
+
+papermill speaks to it over Unix sockets (``ENGINE_NAME``), not TCP: a kernel on
+localhost TCP can be read by any user of the machine (a shared GPU node), and
+ipykernel 7.4 says so in every kernel's log, which the study publishes.
+``python -m bench_utils.kernel`` is papermill's command line with that engine.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
+import uuid
 
 KERNEL_NAME = "bench-utils"
 KERNEL_DISPLAY_NAME = "Python (bench-utils)"
+ENGINE_NAME = "bench-utils"
+UNIX_SOCKET_PATH_MAX = 107  # bytes: sun_path holds 108, the last a NUL
 
 
 def ensure_kernel() -> str:
@@ -22,3 +32,44 @@ def ensure_kernel() -> str:
 
         install(kernel_name=KERNEL_NAME, display_name=KERNEL_DISPLAY_NAME, prefix=sys.prefix)
     return KERNEL_NAME
+
+
+def register_engine() -> str:
+    """Register papermill's engine for this kernel (``engine_name=``, ``--engine``); return its name."""
+    from jupyter_client.manager import AsyncKernelManager
+    from papermill.engines import NBClientEngine, papermill_engines
+    from traitlets import default
+
+    class UnixSocketKernelManager(AsyncKernelManager):
+        """A kernel of this machine, its sockets beside its connection file in the temp folder.
+
+        A path of its own per kernel: jupyter_client's default (``kernel-ipc`` in the working
+        folder) would be shared by the kernels a runner starts side by side. The sockets and
+        the file go when the kernel ends. Where the temp folder's path is too long for a Unix
+        socket, TCP on localhost as before (and ipykernel says so in the log).
+        """
+
+        @default("connection_file")
+        def _connection_file_default(self) -> str:
+            return os.path.join(tempfile.gettempdir(), f"kernel-{uuid.uuid4().hex[:16]}.json")
+
+        @default("transport")
+        def _transport_default(self) -> str:
+            longest = os.path.splitext(self.connection_file)[0] + "-ipc-99999"  # ports count from 1
+            return "ipc" if len(os.fsencode(longest)) <= UNIX_SOCKET_PATH_MAX else "tcp"
+
+    class UnixSocketEngine(NBClientEngine):
+        @classmethod
+        def execute_managed_notebook(cls, nb_man, kernel_name, **kwargs):
+            kwargs.setdefault("kernel_manager_class", UnixSocketKernelManager)
+            return super().execute_managed_notebook(nb_man, kernel_name, **kwargs)
+
+    papermill_engines.register(ENGINE_NAME, UnixSocketEngine)
+    return ENGINE_NAME
+
+
+if __name__ == "__main__":
+    from papermill.cli import papermill
+
+    register_engine()
+    papermill()

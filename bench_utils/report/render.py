@@ -22,7 +22,7 @@ from typing import Iterable
 
 import nbformat
 
-from ..kernel import KERNEL_NAME, ensure_kernel
+from ..kernel import KERNEL_NAME, ensure_kernel, register_engine
 from ..paths import PROJECT_ROOT, scrub
 from .frame import results_files
 from .i18n import Catalog, available_locales
@@ -141,7 +141,8 @@ def render(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike | None
         locale_dir.mkdir(parents=True, exist_ok=True)
         executed = locale_dir / "report.ipynb"
         papermill.execute_notebook(
-            str(REPORT_NOTEBOOK), str(executed), kernel_name=KERNEL_NAME, cwd=str(PROJECT_ROOT),
+            str(REPORT_NOTEBOOK), str(executed), kernel_name=KERNEL_NAME, engine_name=register_engine(),
+            cwd=str(PROJECT_ROOT),
             parameters={"results_paths": [os.path.relpath(f.resolve(), PROJECT_ROOT) for f in files],
                         "locale": locale, "reference_csv": ""},
             progress_bar=False, log_output=False, request_save_on_cell_execute=False)

@@ -16,7 +16,7 @@ import subprocess
 import sys
 from typing import Any, Callable
 
-from ..kernel import KERNEL_NAME
+from ..kernel import ENGINE_NAME, KERNEL_NAME
 from ..paths import NOTEBOOK_DIR, PROJECT_ROOT, scrub_file
 from .groups import KernelGroup
 from .stopping import RunningProcesses, end_tree
@@ -116,8 +116,9 @@ def execute_with_papermill(group: KernelGroup, device: str, parameters: dict[str
     log_path.parent.mkdir(parents=True, exist_ok=True)
     # Paths relative to the kernel's working folder (the project root), so that the executed
     # notebook names no absolute path; what is left is scrubbed once it has run.
-    command = [sys.executable, "-m", "papermill", os.path.relpath(NOTEBOOK_DIR / group.first.notebook, PROJECT_ROOT),
-               os.path.relpath(executed, PROJECT_ROOT),
+    # papermill's command line, its kernel spoken to over Unix sockets (bench_utils.kernel).
+    command = [sys.executable, "-m", "bench_utils.kernel", os.path.relpath(NOTEBOOK_DIR / group.first.notebook, PROJECT_ROOT),
+               os.path.relpath(executed, PROJECT_ROOT), "--engine", ENGINE_NAME,
                "-k", KERNEL_NAME, "--cwd", str(PROJECT_ROOT), "--no-progress-bar",
                "--log-level", "WARNING", "-y", json.dumps(parameters)]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}

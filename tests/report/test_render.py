@@ -84,7 +84,7 @@ def test_arabic_page_renders_in_headless_chromium(rendered, tmp_path):
     assert not errors, errors
 
 
-def test_published_files_hold_no_absolute_path_no_home_and_no_warning(tmp_path):
+def test_published_files_hold_no_absolute_path_no_home_and_no_warning(tmp_path, capfd):
     from bench_utils.paths import PROJECT_ROOT
 
     study = tmp_path / "study"
@@ -92,6 +92,7 @@ def test_published_files_hold_no_absolute_path_no_home_and_no_warning(tmp_path):
     # a torn line: the report kernel warns about it (naming the file), which must not be published
     (study / "results.jsonl").write_bytes(FIXTURE.read_bytes() + b'{"schema_version": 1, "torn')
     render([study], locales=["en", "ar"], formats=["html", "md"], progress=lambda line: None)
+    assert "WARNING" not in capfd.readouterr().err  # the kernels' own log (ipykernel's TCP warning)
     published = [path for path in study.rglob("*") if path.suffix in (".html", ".md", ".ipynb")]
     assert len(published) == 2 * 3 + 1  # per locale: page, README, executed notebook; the index
     for path in published:

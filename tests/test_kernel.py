@@ -1,0 +1,64 @@
+"""The notebooks' kernel, spoken to over Unix sockets through papermill's command line."""
+
+import json
+import os
+from pathlib import Path
+import subprocess
+import sys
+import tempfile
+
+import nbformat
+import pytest
+
+from bench_utils.kernel import ENGINE_NAME, UNIX_SOCKET_PATH_MAX, ensure_kernel
+from bench_utils.paths import PROJECT_ROOT
+
+SHOW_CONNECTION = ("import json\n"
+                   "from ipykernel.connect import get_connection_file\n"
+                   "print(json.dumps(json.load(open(get_connection_file()))))")
+
+
+@pytest.fixture
+def notebook(tmp_path):
+    path = tmp_path / "in.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(SHOW_CONNECTION)]), path)
+    return path
+
+
+def _start(notebook, out, temp_dir):
+    # TMPDIR: where the kernel's connection file and sockets go
+    command = [sys.executable, "-m", "bench_utils.kernel", str(notebook), str(out), "--engine", ENGINE_NAME,
+               "-k", ensure_kernel(), "--no-progress-bar", "--log-level", "WARNING"]
+    return subprocess.Popen(command, cwd=PROJECT_ROOT, env={**os.environ, "TMPDIR": str(temp_dir)},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _connections(runs, outs):
+    logs = [run.communicate(timeout=120)[0] for run in runs]
+    assert [run.returncode for run in runs] == [0] * len(runs), logs
+    return logs, [json.loads(nbformat.read(out, 4).cells[0].outputs[0].text) for out in outs]
+
+
+def test_kernels_side_by_side_get_unix_sockets_of_their_own_that_go_when_they_end(notebook, tmp_path):
+    temp_dir = Path(tempfile.mkdtemp(dir="/tmp"))  # short, as a Unix socket's path must be
+    try:
+        outs = [tmp_path / f"out{n}.ipynb" for n in (1, 2)]
+        logs, seen = _connections([_start(notebook, out, temp_dir) for out in outs], outs)
+        for log in logs:
+            assert "WARNING" not in log, log  # ipykernel 7.4 warns of every kernel on TCP
+        assert [connection["transport"] for connection in seen] == ["ipc", "ipc"]
+        assert seen[0]["ip"] != seen[1]["ip"]
+        assert all(connection["ip"].startswith(f"{temp_dir}{os.sep}kernel-") for connection in seen)
+        assert list(temp_dir.iterdir()) == []  # sockets and connection files removed
+    finally:
+        for left in temp_dir.iterdir():
+            left.unlink()
+        temp_dir.rmdir()
+
+
+def test_a_temp_folder_too_long_for_a_unix_socket_falls_back_to_tcp(notebook, tmp_path):
+    temp_dir = tmp_path / ("t" * UNIX_SOCKET_PATH_MAX)
+    temp_dir.mkdir()
+    logs, seen = _connections([_start(notebook, tmp_path / "out.ipynb", temp_dir)], [tmp_path / "out.ipynb"])
+    assert seen[0]["transport"] == "tcp" and seen[0]["ip"] == "127.0.0.1"
+    assert list(temp_dir.iterdir()) == []
