@@ -12,6 +12,7 @@ ipykernel 7.4 says so in every kernel's log, which the study publishes.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import tempfile
@@ -34,6 +35,7 @@ def ensure_kernel() -> str:
     return KERNEL_NAME
 
 
+@functools.cache  # once a process: a report renders one notebook per locale
 def register_engine() -> str:
     """Register papermill's engine for this kernel (``engine_name=``, ``--engine``); return its name."""
     from jupyter_client.manager import AsyncKernelManager
