@@ -117,7 +117,8 @@ def execute_with_papermill(group: KernelGroup, device: str, parameters: dict[str
     # Paths relative to the kernel's working folder (the project root), so that the executed
     # notebook names no absolute path; what is left is scrubbed once it has run.
     # papermill's command line, its kernel spoken to over Unix sockets (bench_utils.kernel).
-    command = [sys.executable, "-m", "bench_utils.kernel", os.path.relpath(NOTEBOOK_DIR / group.first.notebook, PROJECT_ROOT),
+    command = [sys.executable, "-m", "bench_utils.kernel",
+               os.path.relpath(NOTEBOOK_DIR / group.first.notebook, PROJECT_ROOT),
                os.path.relpath(executed, PROJECT_ROOT), "--engine", ENGINE_NAME,
                "-k", KERNEL_NAME, "--cwd", str(PROJECT_ROOT), "--no-progress-bar",
                "--log-level", "WARNING", "-y", json.dumps(parameters)]
