@@ -113,8 +113,6 @@ def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
         memory = record.get("memory") or {}
         eager_memory = memory.get("eager") or {}
         cuda = cell["device"].startswith("cuda")
-        # the region's own memory: the increase over what was alive at entry
-        peak_key = "cuda_peak_allocated_increase_bytes" if cuda else "rss_peak_increase_bytes"
         compute = record.get("compute") or {}
         energy = record.get("energy") or {}
         count = latency.get("count") or 0
@@ -156,7 +154,9 @@ def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
             "graphs": compiled.get("graphs"), "graph_breaks": compiled.get("graph_breaks"),
             "recompiles": compiled.get("recompiles"),
             "break_even": compiled.get("break_even_calls"),
-            "peak_bytes": memory.get(peak_key), "eager_peak_bytes": eager_memory.get(peak_key),
+            "peak_bytes": region_bytes(memory, cuda, compiled=cell["compile_mode"] != "eager",
+                                       graphs=bool(compiled.get("cuda_graphs"))),
+            "eager_peak_bytes": region_bytes(eager_memory, cuda, compiled=False),
             "reserved_bytes": memory.get("cuda_peak_reserved_increase_bytes"),
             "graph_pool_bytes": memory.get("cuda_graph_pool_bytes"),
             "flops": compute.get("flops"),
@@ -175,6 +175,24 @@ def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
         result["task_rank"] = result["task"].map({t: i for i, t in enumerate(TASK_ORDER)}).fillna(9)
         result["environment"] = environments(result)
     return result
+
+
+def region_bytes(memory: dict[str, Any], cuda: bool, *, compiled: bool, graphs: bool = False) -> float | None:
+    """What a measured region needed on top of what was alive before it: the peak increase, and on
+    CUDA for a compiled model its CUDA-graph pool too. A graph replay allocates nothing: its
+    activations and outputs live in the pool its recording made before the region, so the increase
+    alone would put a CUDA-graph mode near 0 beside eager's activations. ``graphs``: the record says
+    CUDA graphs were used, so a pool not measured leaves the figure unmeasured too (None). Eager
+    takes no pool: one alive at its probe is an earlier compilation's."""
+    if not cuda:
+        return memory.get("rss_peak_increase_bytes")
+    increase = memory.get("cuda_peak_allocated_increase_bytes")
+    pool = memory.get("cuda_graph_pool_bytes")
+    if increase is None or not compiled:
+        return increase
+    if pool is None:
+        return None if graphs else increase
+    return increase + pool
 
 
 def _seconds(parts: list | None, scale: float = 1e-3) -> float:
