@@ -87,7 +87,8 @@ def _nvml_gpus() -> tuple[list[dict[str, Any]], dict[str, Any]]:
                                "memory_total_bytes": int(pynvml.nvmlDeviceGetMemoryInfo(handle).total)}
         for key, query in (("power_limit_w", lambda: pynvml.nvmlDeviceGetPowerManagementLimit(handle) / 1000),
                            ("sm_clock_max_mhz", lambda: pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM)),
-                           ("persistence_mode", lambda: bool(pynvml.nvmlDeviceGetPersistenceMode(handle)))):
+                           ("persistence_mode", lambda: bool(pynvml.nvmlDeviceGetPersistenceMode(handle))),
+                           ("uuid", lambda: pynvml.nvmlDeviceGetUUID(handle))):  # torch's gpus[].uuid, prefixed
             try:
                 gpu[key] = query()
             except Exception:
@@ -108,7 +109,8 @@ def _torch_gpus() -> list[dict[str, Any]]:
         gpus.append({"index": index, "name": props.name,
                      "memory_total_bytes": int(props.total_memory),
                      "compute_capability": f"{props.major}.{props.minor}",
-                     "multiprocessors": props.multi_processor_count})
+                     "multiprocessors": props.multi_processor_count,
+                     "uuid": str(getattr(props, "uuid", "")) or None})  # CUDA's; NVML's is GPU-/MIG-<uuid>
     return gpus
 
 

@@ -76,6 +76,7 @@ def test_nvml_gpus_and_driver_with_a_fake_nvml(monkeypatch):
     assert facts == {"nvml": True, "driver_version": "580.65.06", "cuda_driver_version": "13.0"}
     assert [g["name"] for g in gpus] == ["NVIDIA H100 80GB HBM3 #0", "NVIDIA H100 80GB HBM3 #1"]
     assert gpus[0]["memory_total_bytes"] == 80 * 2**30 and gpus[0]["power_limit_w"] == 700.0
+    assert gpus[1]["uuid"].startswith("GPU-")  # which physical GPU, as the energy and memory blocks name it
     monkeypatch.setitem(sys.modules, "pynvml", make_fake_pynvml(fail_init=True))
     assert _nvml_gpus() == ([], {"nvml": False})
 

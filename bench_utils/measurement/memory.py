@@ -16,7 +16,8 @@ Fields, in bytes; one that cannot be measured here is None, never 0:
   nothing: its activations and outputs live in that pool, made before the region, so they show
   there and in the entry figures, not in the increases.
 - NVML, where present: ``nvml_device_total_bytes``, ``nvml_device_used_peak_bytes`` (every
-  process) and ``nvml_process_used_peak_bytes`` (this one), sampled during the region.
+  process) and ``nvml_process_used_peak_bytes`` (this one), sampled during the region;
+  ``nvml_device``: how NVML's device was found (by UUID, or by index where no UUID is known).
 - Every device: ``rss_entry_bytes``, ``rss_peak_bytes``, ``rss_peak_increase_bytes`` (peak -
   entry) of this process, from a psutil sampling thread (``rss_samples``), refined by Linux's
   high-water mark (VmHWM, reset through /proc/self/clear_refs): ``rss_peak_method``.
@@ -34,6 +35,7 @@ import psutil
 import torch
 
 from .devices import resolve_device
+from .nvml_device import nvml_handle
 
 DEFAULT_INTERVAL_S = 0.005
 CUDA_FIELDS = ("cuda_allocated_entry_bytes", "cuda_reserved_entry_bytes",
@@ -108,6 +110,7 @@ class _Nvml:
 
     def __init__(self, device: torch.device) -> None:
         self.handle = None
+        self.lookup: str | None = None  # how the device was found (nvml_device.nvml_handle)
         if device.type != "cuda":
             return
         try:
@@ -115,8 +118,8 @@ class _Nvml:
 
             pynvml.nvmlInit()
             self._pynvml = pynvml
-            self.handle = pynvml.nvmlDeviceGetHandleByIndex(_nvml_index(device))
-        except Exception:  # NVML missing or refusing: the fields stay None
+            self.handle, self.lookup = nvml_handle(pynvml, device)
+        except Exception:  # NVML missing or refusing, or no such device: the fields stay None
             self.handle = None
 
     def _query(self, getter):
@@ -141,16 +144,6 @@ class _Nvml:
             if process.pid == os.getpid() and process.usedGpuMemory is not None:
                 return int(process.usedGpuMemory)
         return None
-
-
-def _nvml_index(device: torch.device) -> int:
-    """NVML enumerates all GPUs; map through CUDA_VISIBLE_DEVICES when it lists indices."""
-    index = device.index or 0
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
-    entries = [entry.strip() for entry in visible.split(",") if entry.strip()]
-    if entries and all(entry.isdigit() for entry in entries) and index < len(entries):
-        return int(entries[index])
-    return index
 
 
 def _max(current: int | None, value: int | None) -> int | None:
@@ -289,6 +282,7 @@ class MemoryProbe:
             "nvml_device_total_bytes": self._nvml.device_total(),
             "nvml_device_used_peak_bytes": self._nvml_device_peak,
             "nvml_process_used_peak_bytes": self._nvml_process_peak,
+            "nvml_device": self._nvml.lookup if self._nvml.handle is not None else None,
         }
         if self.model is not None:
             report.update(parameter_stats(self.model))

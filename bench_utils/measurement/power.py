@@ -4,16 +4,29 @@
 
 - ``energy_j``, ``duration_s``, ``mean_power_w``: the board's total-energy counter
   (``nvmlDeviceGetTotalEnergyConsumption``, millijoules, Volta and later) read at
-  entry and at exit, and the wall time between the two reads. All three or none:
-  a duration without energy explains nothing here.
+  entry and at exit, and the wall time between the two reads (the window integrated).
+  All three or none: a duration without energy explains nothing here.
+- ``region_s``: wall time of the region, entry to exit (the work's time).
+- ``aligned``, ``counter_step_s``: with ``align=True`` the window starts and ends on steps
+  of the counter (below); ``counter_step_s`` is the counter's refresh period, measured then.
+- ``nvml_device``: how NVML's device was found (``nvml_device.nvml_handle``: by UUID).
 - ``sm_clock_mhz_*``, ``temperature_c_*``, ``throttle_reasons_*`` at start and end:
   whether the GPU ran at full clock or was capped (power, thermal) while timed.
 
-The counter covers the whole board, other processes included, and NVML refreshes
-it only every few tens of milliseconds: use regions of a second or more. The
-device is synchronized at entry (earlier queued work stays out) and at exit,
-before the counter is read (all the region's work is in). The end readings follow
-that synchronize, so "GpuIdle" among the end reasons is expected.
+The counter covers the whole board, other processes included. It moves in steps (about
+100 ms on A100 and H100), and each step adds the power of only part of its period (about
+25 ms of 100 on A100/H100: Yang et al., "Part-time Power Measurements", arXiv:2312.02741).
+Read at arbitrary times it is off by up to a step at each end: 20 % of a 0.5 s region. So
+``align=True`` polls it (every ``POLL_S``) at entry until it steps, twice (the second gap
+is ``counter_step_s``), and starts the region on that step. At exit the value read is that
+of the counter's last step before it, taken while the work ran; polling on until the next
+step dates that last one (one period earlier). The window runs from step to step: the
+energy is exactly what the counter integrated over it. What is left is the partial
+sampling, which averages out over many steps (use regions of seconds); the work must run
+up to the exit. Per call: ``per_inference``, mean power times the region's time. The device
+is synchronized at entry (earlier queued work stays out) and at exit, before the counter is
+read (all the region's work is in). The end readings follow that synchronize, so "GpuIdle"
+among the end reasons is expected.
 
 On a CPU, or where NVML is missing or refuses, every field is None, never 0.
 """
@@ -26,10 +39,14 @@ from typing import Any
 import torch
 
 from .devices import resolve_device, synchronize
-from .memory import _nvml_index
+from .nvml_device import nvml_handle
 
 # Module-level so tests can drive the clock and check the arithmetic exactly.
 _now = time.perf_counter
+_sleep = time.sleep
+
+POLL_S = 0.001          # between reads of the counter while waiting for its step
+STEP_TIMEOUT_S = 1.0    # a counter that does not step within this is not refreshed: no alignment
 
 # Prefixes of pynvml's reason bit constants: the current names, then the older ones
 # (which also hold bits the newer set lacks in some releases, e.g. BoardLimit).
@@ -38,7 +55,7 @@ _REASON_PREFIXES = ("nvmlClocksEventReason", "nvmlClocksThrottleReason")
 _NOT_REASONS = {"None", "All", "UserDefinedClocks"}
 
 REPORT_KEYS = (
-    "device", "energy_j", "duration_s", "mean_power_w",
+    "device", "nvml_device", "energy_j", "duration_s", "mean_power_w", "region_s", "aligned", "counter_step_s",
     "sm_clock_mhz_start", "sm_clock_mhz_end", "temperature_c_start", "temperature_c_end",
     "throttle_reasons_start", "throttle_reasons_end", "note",
 )
@@ -67,11 +84,12 @@ def decode_reasons(mask: int, nvml: Any) -> list[str]:
 
 
 def per_inference(report: dict[str, Any], calls: int) -> float | None:
-    """Joules per call: ``report["energy_j"] / calls``; None when the energy is unknown."""
+    """Joules per call of ``calls`` run through the region: mean power times the region's time
+    per call (``energy_j / calls`` where the window is the region); None when the energy is unknown."""
     if calls < 1:
         raise ValueError(f"calls must be >= 1, got {calls!r}")
-    energy = report.get("energy_j")
-    return None if energy is None else energy / calls
+    power, region_s = report.get("mean_power_w"), report.get("region_s")
+    return None if power is None or region_s is None else power * region_s / calls
 
 
 def _as_device(device: str | torch.device | None) -> torch.device:
@@ -87,16 +105,20 @@ class EnergyProbe:
     """``with EnergyProbe(device) as probe: ...``; then ``probe.report`` (keys: ``REPORT_KEYS``).
 
     ``nvml`` replaces the ``pynvml`` module (tests pass a fake); by default it is
-    imported on entry.
+    imported on entry. ``align``: integrate from step to step of the energy counter (module docstring).
     """
 
-    def __init__(self, device: str | torch.device | None = None, *, nvml: Any = None) -> None:
+    def __init__(self, device: str | torch.device | None = None, *, nvml: Any = None,
+                 align: bool = False) -> None:
         self.device = _as_device(device)
+        self.align = align
         self.report: dict[str, Any] = {}
         self._nvml_given = nvml
         self._nvml: Any = None
         self._handle: Any = None
+        self._lookup: str | None = None
         self._notes: list[str] = []
+        self.counter_step_s: float | None = None  # the counter's period, measured at an aligned entry
 
     # --- NVML access -------------------------------------------------------------
 
@@ -115,7 +137,7 @@ class EnergyProbe:
             return
         self._nvml = nvml
         try:
-            self._handle = nvml.nvmlDeviceGetHandleByIndex(_nvml_index(self.device))
+            self._handle, self._lookup = nvml_handle(nvml, self.device)
         except Exception as exc:
             self._notes.append(f"no NVML handle for {self.device}: {type(exc).__name__}: {exc}")
             self._close()
@@ -160,28 +182,72 @@ class EnergyProbe:
             "throttle_reasons": self._reasons(),
         }
 
+    # --- steps of the counter ------------------------------------------------------
+
+    def _next_step(self, value: int) -> tuple[int, float] | None:
+        """Read the counter every ``POLL_S`` until it differs from ``value``: its new value and
+        the step's time, mid-way between the last two reads. None if it does not step within
+        ``STEP_TIMEOUT_S`` or refuses."""
+        before = _now()
+        deadline = before + STEP_TIMEOUT_S
+        while True:
+            _sleep(POLL_S)
+            current, now = self._energy_mj(), _now()
+            if current is None:
+                return None
+            if current != value:
+                return current, (before + now) / 2
+            if now > deadline:
+                self._notes.append(f"energy counter did not step within {STEP_TIMEOUT_S:g} s: not aligned")
+                return None
+            before = now
+
+    @property
+    def counting(self) -> bool:
+        """Whether the energy counter was read at the start: else the region measures no energy."""
+        return self._energy_start is not None
+
+    def elapsed_s(self) -> float:
+        """Seconds since the region started (on a step, where aligned)."""
+        return _now() - self._time_start
+
     # --- the region ----------------------------------------------------------------
 
     def __enter__(self) -> "EnergyProbe":
         self._notes = []
+        self.counter_step_s = None
         self._open()
         if self._handle is not None:
             synchronize(self.device)
         self._start = self._state()
         self._energy_start = self._energy_mj()
         self._time_start = _now()
+        if self.align and self._energy_start is not None:
+            first = self._next_step(self._energy_start)
+            second = self._next_step(first[0]) if first is not None else None
+            if second is not None:
+                (self._energy_start, self._time_start), self.counter_step_s = second, second[1] - first[1]
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
-        energy_end = time_end = None
+        energy_end = time_end = region_end = None
+        aligned = False
         if self._handle is not None:
             synchronize(self.device)
             if self._energy_start is not None:
                 energy_end = self._energy_mj()
-                time_end = _now()
+                time_end = region_end = _now()
+            if energy_end is not None and self.counter_step_s is not None:
+                after = self._next_step(energy_end)  # the step after exit dates the last one before it
+                if after is not None:
+                    time_end, aligned = after[1] - self.counter_step_s, True
         end = self._state()
         report: dict[str, Any] = dict.fromkeys(REPORT_KEYS)
         report["device"] = str(self.device)
+        report["nvml_device"] = self._lookup
+        if self.align and self._handle is not None:
+            report["aligned"] = aligned
+            report["counter_step_s"] = self.counter_step_s
         for name, value in self._start.items():
             report[f"{name}_start"] = value
         for name, value in end.items():
@@ -195,8 +261,8 @@ class EnergyProbe:
                 # A powered GPU always draws energy: a still counter was not refreshed yet.
                 self._notes.append("energy counter did not advance: region too short to measure")
             else:
-                report.update(energy_j=energy_j, duration_s=duration_s,
-                              mean_power_w=energy_j / duration_s)
+                report.update(energy_j=energy_j, duration_s=duration_s, mean_power_w=energy_j / duration_s,
+                              region_s=region_end - self._time_start)
         report["note"] = "; ".join(self._notes) or None
         self.report = report
         if self._nvml is not None:

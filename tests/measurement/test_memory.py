@@ -168,7 +168,7 @@ def test_cuda_figures_are_the_region_own_not_what_was_alive_at_entry(on_fake_cud
     assert r["cuda_peak_reserved_increase_bytes"] == 140 * MiB
     assert r["cuda_graph_pool_bytes"] == 0  # eager: no private pool
     assert r["param_bytes"] == (64 * 64 + 64) * 4 and r["input_bytes"] == 8 * 64 * 4
-    assert r["nvml_device_used_peak_bytes"] is None
+    assert r["nvml_device_used_peak_bytes"] is None and r["nvml_device"] is None
     assert r["rss_peak_bytes"] >= r["rss_entry_bytes"]
 
 
@@ -268,13 +268,17 @@ def test_probe_on_cuda_sees_a_cuda_graph_pool_and_a_replay_that_allocates_nothin
 
 # --- NVML paths, with a fake pynvml (no NVML library on CPU machines) ---------
 
-from bench_utils.measurement.memory import _Nvml, _nvml_index  # noqa: E402
+from fake_nvml import UUIDS  # noqa: E402
+from bench_utils.measurement import nvml_device  # noqa: E402
+from bench_utils.measurement.memory import _Nvml  # noqa: E402
 
 
 def test_nvml_reads_device_memory_and_this_process(monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "pynvml", make_fake_pynvml())
+    monkeypatch.setattr(nvml_device, "torch_uuid", lambda device: None)  # no UUID: the mask's index
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
     nvml = _Nvml(torch.device("cuda", 0))  # cuda:0 of this process is GPU 1 of the machine
+    assert nvml.lookup == "index 1"
     assert nvml.device_total() == 80 * 2**30
     assert nvml.device_used() == 5 * 2**30
     assert nvml.process_used() == 2**30  # our PID's entry, not the other process's
@@ -288,10 +292,28 @@ def test_nvml_absent_or_cpu_gives_none(monkeypatch):
     assert cpu.device_total() is None
 
 
-def test_nvml_index_follows_cuda_visible_devices(monkeypatch):
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
-    assert _nvml_index(torch.device("cuda", 1)) == 3
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-1234abcd")  # UUIDs: no mapping possible
-    assert _nvml_index(torch.device("cuda", 0)) == 0
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
-    assert _nvml_index(torch.device("cuda", 1)) == 1
+def test_nvml_reads_the_mig_instance_or_gpu_that_torch_uses(monkeypatch):
+    # An index mapping read NVML GPU 0 under both masks: another GPU's (or the whole GPU's) memory.
+    monkeypatch.setitem(__import__("sys").modules, "pynvml", make_fake_pynvml())
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", UUIDS[2])
+    monkeypatch.setattr(nvml_device, "torch_uuid", lambda device: UUIDS[2].removeprefix("MIG-"))
+    nvml = _Nvml(torch.device("cuda", 0))
+    assert nvml.device_total() == 10 * 2**30 and nvml.device_used() == 2**30  # the instance's memory
+    assert nvml.lookup == f"uuid {UUIDS[2]}"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", UUIDS[1])
+    monkeypatch.setattr(nvml_device, "torch_uuid", lambda device: UUIDS[1].removeprefix("GPU-"))
+    nvml = _Nvml(torch.device("cuda", 0))
+    assert nvml.lookup == f"uuid {UUIDS[1]}" and nvml.device_used() == 5 * 2**30
+    assert nvml.process_used() == 2**30
+    monkeypatch.setattr("bench_utils.measurement.memory.resolve_device", lambda device: torch.device("cuda", 0))
+    with MemoryProbe("cuda", cuda_backend=FakeAllocator(in_use=0, cached=0)) as probe:
+        pass
+    assert probe.report["nvml_device"] == f"uuid {UUIDS[1]}"  # the record says which device NVML read
+    assert probe.report["nvml_process_used_peak_bytes"] == 2**30
+
+
+def test_nvml_of_a_device_it_cannot_find_gives_none(monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "pynvml", make_fake_pynvml())
+    monkeypatch.setattr(nvml_device, "torch_uuid", lambda device: "00000000-0000-0000-0000-000000000000")
+    nvml = _Nvml(torch.device("cuda", 0))
+    assert nvml.handle is None and nvml.device_total() is None and nvml.lookup is None

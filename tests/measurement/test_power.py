@@ -4,8 +4,8 @@ import pynvml as real_pynvml
 import pytest
 import torch
 
-from fake_nvml import make_fake_pynvml
-from bench_utils.measurement import power
+from fake_nvml import UUIDS, SteppedEnergyGpu, make_fake_pynvml
+from bench_utils.measurement import nvml_device, power
 from bench_utils.measurement.power import REPORT_KEYS, EnergyProbe, decode_reasons, per_inference
 
 EVENT_BITS = {name: getattr(real_pynvml, name) for name in dir(real_pynvml)
@@ -80,6 +80,7 @@ def log(monkeypatch):
     monkeypatch.setattr(power, "synchronize", lambda device: events.append(("sync", str(device))))
     monkeypatch.setattr(power, "_now", lambda: float(next(times)))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(nvml_device, "torch_uuid", lambda device: None)  # as on a CPU, on any machine
     return events
 
 
@@ -119,6 +120,18 @@ def test_gpu_index_maps_through_cuda_visible_devices(log, monkeypatch):
     assert ("energy", 1) in log and ("energy", 0) not in log
     assert probe.report["energy_j"] == 3.0
     assert probe.report["mean_power_w"] == 1.5
+    assert probe.report["nvml_device"] == "index 1"
+
+
+def test_gpu_is_found_by_its_uuid_under_a_uuid_mask(log, monkeypatch):
+    # The old index mapping read NVML GPU 0 here: another GPU's energy.
+    nvml = make_energy_nvml(log, energy_mj={1: [0, 3_000]})
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"{UUIDS[1]},{UUIDS[0]}")
+    monkeypatch.setattr(nvml_device, "torch_uuid", lambda device: UUIDS[1].removeprefix("GPU-"))
+    with EnergyProbe(torch.device("cuda", 0), nvml=nvml) as probe:
+        pass
+    assert ("energy", 1) in log and ("energy", 0) not in log
+    assert probe.report["nvml_device"] == f"uuid {UUIDS[1]}" and probe.report["energy_j"] == 3.0
 
 
 def test_unsupported_energy_counter_still_reports_clocks(log):
@@ -205,3 +218,56 @@ def test_a_still_or_reset_counter_is_not_a_measurement(log):
 def test_per_inference_refuses_no_calls():
     with pytest.raises(ValueError, match="calls must be >= 1"):
         per_inference({"energy_j": 1.0}, 0)
+
+
+# --- a region aligned on the counter's steps, with a GPU whose counter steps as H100's ------------
+
+@pytest.fixture
+def stepped(monkeypatch):
+    """``stepped(gpu)``: the probe reads ``gpu``'s counter and clock (sleeping advances it)."""
+    monkeypatch.setattr(power, "synchronize", lambda device: None)
+    monkeypatch.setattr(nvml_device, "torch_uuid", lambda device: None)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+
+    def install(gpu):
+        monkeypatch.setattr(power, "_now", gpu.now)
+        monkeypatch.setattr(power, "_sleep", gpu.sleep)
+        return gpu.nvml()
+    return install
+
+
+def test_aligned_window_runs_from_step_to_step_of_the_counter(stepped):
+    gpu = SteppedEnergyGpu(lambda t, phase: 400.0, idle_w=100.0, phase_s=0.0371)
+    gpu.time = 0.01
+    with EnergyProbe("cuda:0", nvml=stepped(gpu), align=True) as probe:
+        # the window starts on a step (the second: the first measures the period), the GPU idle until then
+        assert gpu.now() == pytest.approx(0.2371, abs=1e-3) and abs(probe.elapsed_s()) < 1e-3
+        gpu.run_calls(20, 0.0243)  # 0.486 s of calls at 400 W, up to the exit
+    report = probe.report
+    assert report["aligned"] is True
+    assert report["counter_step_s"] == pytest.approx(0.1, abs=2e-3)  # measured, to a poll
+    # steps at 0.1371 + k * 0.1; the last before the exit (at 0.723) is at 0.6371, dated by the next one
+    assert report["duration_s"] == pytest.approx(0.4, abs=2e-3)
+    assert report["energy_j"] == pytest.approx(160.0, abs=0.01)  # four steps of 40 J: busy ones only
+    assert report["mean_power_w"] == pytest.approx(400.0, rel=0.01)
+    assert report["region_s"] == pytest.approx(0.486, abs=1e-3)
+    assert per_inference(report, 20) == pytest.approx(400.0 * 0.0243, rel=0.01)
+
+
+def test_a_counter_that_does_not_step_is_not_aligned_and_says_so(stepped):
+    gpu = SteppedEnergyGpu(lambda t, phase: 400.0, step_s=1e6)
+    with EnergyProbe("cuda:0", nvml=stepped(gpu), align=True) as probe:
+        gpu.run_calls(10, 0.1)
+    report = probe.report
+    assert report["aligned"] is False and report["counter_step_s"] is None
+    assert report["energy_j"] is None  # the counter did not move: no energy, not 0
+    assert "did not step within 1 s" in report["note"]
+    assert gpu.now() < 2.5  # gave up after STEP_TIMEOUT_S, and did not wait again at the end
+
+
+def test_unaligned_probe_reports_no_alignment_fields(log):
+    nvml = make_energy_nvml(log, energy_mj={0: [0, 1_000]})
+    with EnergyProbe("cuda:0", nvml=nvml) as probe:
+        pass
+    assert probe.report["aligned"] is None and probe.report["counter_step_s"] is None
+    assert probe.report["energy_j"] == 1.0 and probe.report["region_s"] == probe.report["duration_s"]
