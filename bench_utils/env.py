@@ -160,16 +160,54 @@ def _static_environment() -> dict[str, Any]:
     }
 
 
+# torch's per-backend float32 settings, ``torch.backends.<path>.fp32_precision`` (torch 2.9 on)
+FP32_PRECISION_PATHS = ("cuda.matmul", "cudnn.conv", "cudnn.rnn", "mkldnn.matmul", "mkldnn.conv", "mkldnn.rnn")
+
+
+def fp32_precision_settings() -> dict[str, str] | None:
+    """torch's per-backend float32 precisions by path ({"cuda.matmul": "tf32", ...}); None on a torch
+    without that API (before 2.9), where the legacy flags say it all."""
+    import torch
+
+    found = {}
+    for path in FP32_PRECISION_PATHS:
+        try:
+            found[path] = functools.reduce(getattr, path.split("."), torch.backends).fp32_precision
+        except AttributeError:  # a torch without this backend's setting
+            continue
+    return found if {"cuda.matmul", "cudnn.conv"} <= found.keys() else None
+
+
+def fp32_math_in_force() -> dict[str, Any]:
+    """The float32 math in force: TF32 for cuBLAS matmuls (``tf32_matmul``) and for cuDNN convolutions
+    (``tf32_cudnn``), the matmul precision by its legacy name, and ``fp32_precision_settings()``.
+
+    Read through the per-backend API where torch has it, never through the legacy getters: torch
+    raises on those once the two APIs disagree (``variants.precision.set_fp32_math`` sets both)."""
+    import torch
+
+    settings = fp32_precision_settings()
+    if settings is None:
+        return {"tf32_matmul": torch.backends.cuda.matmul.allow_tf32, "tf32_cudnn": torch.backends.cudnn.allow_tf32,
+                "float32_matmul_precision": torch.get_float32_matmul_precision(), "fp32_precision": None}
+    tf32_matmul = settings["cuda.matmul"] == "tf32"
+    # the legacy names as torch maps them: "medium" is bf16 for oneDNN matmuls, "high" TF32 for cuBLAS
+    legacy_name = "medium" if settings.get("mkldnn.matmul") == "bf16" else "high" if tf32_matmul else "highest"
+    return {"tf32_matmul": tf32_matmul, "tf32_cudnn": settings["cudnn.conv"] == "tf32",
+            "float32_matmul_precision": legacy_name, "fp32_precision": settings}
+
+
 def runtime_settings() -> dict[str, Any]:
     """Settings that a cell may change, read now."""
     import torch
 
+    math = fp32_math_in_force()
     return {
         "torch_num_threads": torch.get_num_threads(),
         "torch_num_interop_threads": torch.get_num_interop_threads(),
-        "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
-        "tf32_cudnn": torch.backends.cudnn.allow_tf32,
-        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "tf32_matmul": math["tf32_matmul"],
+        "tf32_cudnn": math["tf32_cudnn"],
+        "float32_matmul_precision": math["float32_matmul_precision"],
         "cudnn_benchmark": torch.backends.cudnn.benchmark,
         "cudnn_deterministic": torch.backends.cudnn.deterministic,
         "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),

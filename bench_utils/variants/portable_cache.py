@@ -37,21 +37,16 @@ from typing import Any, Iterator
 
 import torch
 
-from . import modes
+from . import modes, precision
 from .fresh_process import run_script
 
 # The fresh process: as a new serving machine, with the artifacts and empty cache folders.
 _STARTUP_SCRIPT = """
     folder, settings = sys.argv[1], json.loads(sys.argv[2])
     device, calls, math = settings.pop("device"), settings.pop("calls"), settings.pop("math")
-    # the compiling process's float32 math where it differs from a new process's: part of the cache key
-    import functools
-    for path, value in math["fp32_precision"].items():
-        backend = functools.reduce(getattr, path.split("."), torch.backends)
-        if getattr(backend, "fp32_precision", value) != value:
-            backend.fp32_precision = value
-    if torch.get_float32_matmul_precision() != math["float32_matmul_precision"]:
-        torch.set_float32_matmul_precision(math["float32_matmul_precision"])
+    # the compiling process's float32 math (part of the cache key), set as it was set there (a few ms)
+    from bench_utils.variants.precision import set_fp32_math
+    set_fp32_math(math["tf32_matmul"], math["tf32_cudnn"], math["fp32_precision"])
     def synchronize():
         if device.startswith("cuda"):
             torch.cuda.synchronize()
@@ -106,15 +101,7 @@ def _math() -> dict[str, Any]:
     """This process's float32 math settings (``precision.configure_fp32_math`` sets them): a process
     that sets them differently, even to the same values through the legacy flags, gets other cache
     keys, and the artifacts miss."""
-    import functools
-
-    precision = {}
-    for path in ("cuda.matmul", "cudnn.conv", "cudnn.rnn", "mkldnn.matmul", "mkldnn.conv", "mkldnn.rnn"):
-        try:
-            precision[path] = functools.reduce(getattr, path.split("."), torch.backends).fp32_precision
-        except AttributeError:  # a torch without this backend's setting
-            continue
-    return {"fp32_precision": precision, "float32_matmul_precision": torch.get_float32_matmul_precision()}
+    return precision.fp32_math_in_force()
 
 
 def startup_from_artifacts(model: torch.nn.Module, inputs: dict[str, torch.Tensor], artifacts: bytes, *,

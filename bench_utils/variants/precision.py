@@ -10,14 +10,24 @@ record (with the settings then in force):
 
 Booleans are read as the former setting meant them: ``True`` is ``on``, ``False``
 is ``strict``.
+
+torch has two APIs for these settings: the legacy flags (``torch.backends.cuda.matmul.allow_tf32``,
+``torch.backends.cudnn.allow_tf32``, ``torch.set_float32_matmul_precision``) and, from 2.9, the
+per-backend ``fp32_precision`` settings (``torch.backends.cuda.matmul.fp32_precision``,
+``torch.backends.cudnn.conv.fp32_precision``, ...). A legacy getter raises once the two disagree,
+which the per-backend setters alone make them do. ``set_fp32_math`` sets them and
+``bench_utils.env.fp32_math_in_force`` reads them; nothing else in the package touches either API.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, Mapping
+import warnings
 
 import torch
+
+from ..env import fp32_math_in_force, fp32_precision_settings
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 ALIASES = {"fp32": "float32", "float": "float32", "fp16": "float16", "half": "float16",
@@ -51,16 +61,39 @@ def tf32_policy(value: str | bool) -> str:
     return value
 
 
+# torch 2.9 warns, once a process, on every legacy TF32 call that the API "will be deprecated after
+# Pytorch 2.9"; 2.11 and 2.14 no longer do. set_fp32_math still sets the legacy flags: silenced there.
+_LEGACY_NOTICE = "Please use the new API settings to control TF32 behavior"
+
+
+def set_fp32_math(tf32_matmul: bool, tf32_cudnn: bool,
+                  fp32_precision: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Allow TF32 or not for cuBLAS matmuls and for cuDNN (convolutions and RNNs); return
+    ``fp32_math_in_force()``.
+
+    Where torch has the per-backend API, its settings are the ones set: ``fp32_precision`` when given
+    (another process's ``fp32_math_in_force()["fp32_precision"]``), else "tf32" or "ieee". The legacy
+    flags are set first, to the same state, because torch's own inductor still reads them (the
+    autotuning cache's keys, triton's convolution templates: in 2.11 and 2.14 alike) and they raise
+    when the per-backend setters alone moved away from them. On an older torch, only the legacy flags."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_LEGACY_NOTICE)
+        torch.backends.cuda.matmul.allow_tf32 = tf32_matmul  # float32_matmul_precision "high" or "highest"
+        torch.backends.cudnn.allow_tf32 = tf32_cudnn
+    if fp32_precision_settings() is not None:
+        wanted = dict(fp32_precision or {"cuda.matmul": "tf32" if tf32_matmul else "ieee",
+                                         "cudnn.conv": "tf32" if tf32_cudnn else "ieee",
+                                         "cudnn.rnn": "tf32" if tf32_cudnn else "ieee"})
+        for path, value in wanted.items():
+            functools.reduce(getattr, path.split("."), torch.backends).fp32_precision = value
+    return fp32_math_in_force()
+
+
 def configure_fp32_math(policy: str | bool = "default") -> dict[str, Any]:
     """Set the TF32 policy for matmuls and convolutions; return the settings now in force."""
     policy = tf32_policy(policy)
-    matmul, cudnn = TF32_POLICIES[policy]
-    torch.backends.cuda.matmul.allow_tf32 = matmul
-    torch.backends.cudnn.allow_tf32 = cudnn
-    torch.set_float32_matmul_precision("high" if matmul else "highest")
-    return {"tf32": policy, "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
-            "tf32_cudnn": torch.backends.cudnn.allow_tf32,
-            "float32_matmul_precision": torch.get_float32_matmul_precision()}
+    in_force = set_fp32_math(*TF32_POLICIES[policy])
+    return {"tf32": policy, **{key: in_force[key] for key in ("tf32_matmul", "tf32_cudnn", "float32_matmul_precision")}}
 
 
 def tf32_in_force(settings: dict[str, Any], device: torch.device, dtype: str) -> dict[str, bool]:

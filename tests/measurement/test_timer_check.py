@@ -97,6 +97,7 @@ def test_launch_bound_check_judges_measure_against_a_synchronized_host_clock(mon
     assert result["ratio_host_synced"] == pytest.approx(result["measure_median_ms"] / 4.0)
     assert result["ratio_host_synced"] < 0.5  # five tiny ops take far less than 4 ms: a mismatch shows
     assert result["do_bench_median_ms"] is None and result["pipelined_median_ms"] is None  # CPU
+    assert result["ratio_do_bench"] is None
 
 
 def test_a_launch_bound_disagreement_fails_the_verdict(monkeypatch):
@@ -108,6 +109,68 @@ def test_a_launch_bound_disagreement_fails_the_verdict(monkeypatch):
                                                            "host_synced_median_ms": 1.0})
     result = validate_timer("cpu", **SMALL)
     assert result["within_tolerance"] is False and "launch-bound" in format_timer_check(result)
+
+
+class FakeCudaDevice:
+    """torch.cuda.device as a context manager that needs no GPU."""
+
+    def __init__(self, device):
+        self.device = device
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_on_cuda_the_launch_bound_workload_is_judged_against_do_bench_from_an_idle_device(monkeypatch):
+    # A fake CUDA device: our per-call timer sees 2.0 ms, the pipelined mode 1.0 ms, do_bench 1.6 ms.
+    import sys
+    import types
+
+    from bench_utils.measurement import timer_check
+    from bench_utils.measurement.timing import Measurement
+
+    events = []
+
+    def fake_measure(fn, *, warmup, runs, device, sync="per-call"):
+        return Measurement(times_ms=[2.0 if sync == "per-call" else 1.0] * runs, first_call_ms=2.0)
+
+    def fake_do_bench(fn, warmup, rep, return_mode):
+        for _ in range(3):
+            fn()
+        return 1.6
+
+    monkeypatch.setattr(timer_check, "measure", fake_measure)
+    monkeypatch.setattr(timer_check, "time_first_call", lambda fn, device: 2.0)
+    monkeypatch.setattr(timer_check, "launch_bound_workload", lambda device, ops: lambda: events.append("call"))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: events.append("wait"))
+    monkeypatch.setattr(torch.cuda, "device", FakeCudaDevice)
+    monkeypatch.setitem(sys.modules, "triton.testing", types.SimpleNamespace(do_bench=fake_do_bench))
+    result = launch_bound_check(torch.device("cuda"), runs=4, rounds=2, ops=3)
+    assert result["do_bench_median_ms"] == 1.6 and result["ratio_do_bench"] == pytest.approx(1.25)
+    assert events == ["wait", "call"] * 3  # do_bench timed each call from an idle device
+    assert result["pipelined_median_ms"] == 1.0  # shown beside them
+
+
+@pytest.mark.parametrize("do_bench_ms, verdict", [(0.8, False), (1.0, True)])
+def test_a_launch_bound_disagreement_with_do_bench_fails_the_verdict(monkeypatch, do_bench_ms, verdict):
+    # the matrix product's timers agree exactly: only the launch-bound do_bench ratio decides
+    from bench_utils.measurement import timer_check
+    from bench_utils.measurement.timing import Measurement
+
+    monkeypatch.setattr(timer_check, "measure", lambda fn, *, warmup, runs, device: Measurement(
+        times_ms=[2.0] * runs, first_call_ms=2.0))
+    monkeypatch.setattr(timer_check, "torch_timer", lambda fn, t: FakeBlockedAutorange(0.002))
+    monkeypatch.setattr(timer_check, "launch_bound_check",
+                        lambda device, runs, rounds, ops: {"ratio_host_synced": 1.0, "workload": "w",
+                                                           "measure_median_ms": 1.0, "host_synced_median_ms": 1.0,
+                                                           "do_bench_median_ms": do_bench_ms,
+                                                           "ratio_do_bench": 1.0 / do_bench_ms})
+    result = validate_timer("cpu", **SMALL)
+    assert result["within_tolerance"] is verdict
+    assert f"do_bench from an idle device {do_bench_ms:.4f} ms" in format_timer_check(result)
 
 
 def test_rounds_must_fit_the_runs():
@@ -123,4 +186,4 @@ def test_validate_timer_on_cuda_compares_with_do_bench():
     assert 0.5 < result["ratio_do_bench"] < 2.0
     launch = result["launch_bound"]
     assert launch["pipelined_median_ms"] > 0 and launch["do_bench_median_ms"] is not None
-    assert abs(launch["ratio_host_synced"] - 1.0) < 0.2
+    assert abs(launch["ratio_host_synced"] - 1.0) < 0.2 and abs(launch["ratio_do_bench"] - 1.0) < 0.2

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from bench_utils.variants import portable_cache
+from bench_utils.variants.precision import configure_fp32_math
 
 
 def tiny_net(channels: int = 8) -> torch.nn.Module:
@@ -75,7 +76,7 @@ def test_arguments_without_a_compile_cache_are_refused_before_any_process():
 
 
 def test_the_fresh_process_sets_the_float32_math_the_compiling_one_set():
-    # precision.configure_fp32_math("default") sets PyTorch's defaults through the legacy flags, which
+    # the legacy flags set the per-backend settings too ("ieee" where a new process has "none"), which
     # changes the cache key; a fresh process that does not do the same misses every artifact
     backends = (torch.backends.cuda.matmul, torch.backends.mkldnn.matmul)
     before = [backend.fp32_precision for backend in backends]
@@ -87,3 +88,23 @@ def test_the_fresh_process_sets_the_float32_math_the_compiling_one_set():
         for backend, value in zip(backends, before):
             backend.fp32_precision = value
     assert fresh["fx_graph_cache_hits"] >= 1 and fresh["fx_graph_cache_misses"] == 0
+
+
+def test_a_fresh_process_under_the_tf32_policy_sets_it_without_mixing_the_apis():
+    # there, setting cuda.matmul's per-backend precision then reading the legacy getter raised
+    try:
+        configure_fp32_math("on")
+        model = tiny_net(5)
+        fresh = portable_cache.startup_from_artifacts(model, INPUTS, compiled_artifacts(model), mode="default")
+    finally:
+        configure_fp32_math()
+    assert fresh["fx_graph_cache_hits"] >= 1 and fresh["fx_graph_cache_misses"] == 0
+
+
+def test_this_process_math_is_read_without_the_legacy_getters():
+    try:
+        torch.backends.cuda.matmul.fp32_precision = "tf32"  # the per-backend API alone: legacy getters raise
+        math = portable_cache._math()
+    finally:
+        configure_fp32_math()
+    assert math["tf32_matmul"] is True and math["fp32_precision"]["cuda.matmul"] == "tf32"
