@@ -3,7 +3,8 @@
 The notebooks stay thin: a parameters cell, then ``task.run(...)``, whose records
 they show as a table and a plot (``bench_utils.report``) when a person runs them.
 One kernel measures many cells (the grid runner's kernel groups): the environment is
-captured and the model built once, each compiled cell still starts from a dynamo
+captured and the model built once, and inductor's compile-worker pool started before the first
+compiled cell (``variants.compile_workers``); each compiled cell still starts from a dynamo
 reset and fresh compile caches. Every cell gets exactly one record, appended as soon
 as it is measured: ``ok``; ``oom`` (and the larger batch sizes of that model, mode
 and dtype are recorded as ``oom`` without running); or ``error`` with the end of the
@@ -42,7 +43,7 @@ from ..measurement.memory_cap import gpu_memory_cap
 from ..paths import PROJECT_ROOT
 from ..records import failure_record, measurement_settings, skipped_after_oom
 from ..results import append_record
-from ..variants import modes as compile_module
+from ..variants import compile_workers, modes as compile_module
 from ..variants.precision import configure_fp32_math, parse_dtype
 from ..zoo.loading import load
 from .cell import CellResult, run_cell
@@ -133,6 +134,8 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
                                      gpu_memory_gib=gpu_memory_gib),
               **configure_fp32_math(tf32),  # the policy's name, and what it set
               **gpu_memory_cap(gpu_memory_gib, device)}  # before anything is on the GPU
+    if any(mode != "eager" for mode, _ in pairs):  # once per kernel: no cell's cold compile pays its start
+        compile_workers.ready(backend)
     kernel = _Kernel(environment=capture_environment(),
                      startup_s=_kernel_startup_s(started) if runner_pid else 0.0)
     written = []

@@ -14,9 +14,13 @@ A compiled cell compiles twice, as a user meets it twice:
 The calls that compile are timed by the host clock with the device idle on both
 sides: the first call, and for CUDA-graph modes the second too, on which the graph
 is recorded (cudagraph trees warm up on the first call). Compile cost is their time
-minus as many eager calls; break-even uses the cold cost. The timed runs then go
-under ``torch.compiler.set_stance("fail_on_recompile")``: a recompile there would
-put compilation into a latency, so it stops the cell with ``RecompiledDuringTiming``.
+minus as many eager calls; break-even uses the cold cost. Inductor's compile-worker pool is
+up before each timed compilation (``compile_workers``: its start is not a compile cost), and
+the block says whether it was. What inductor did with CUDA graphs in the compiling calls
+(``cuda_graph_checks``) gives ``cuda_graphs``: what happened, not what the mode asked for. The
+timed runs then go under ``torch.compiler.set_stance("fail_on_recompile")``: a recompile there would
+put compilation into a latency, so it stops the cell with ``RecompiledDuringTiming``; so does a
+CUDA graph recorded (or skipped) there (``RerecordedDuringTiming``).
 """
 
 from __future__ import annotations
@@ -28,13 +32,17 @@ from typing import Any, Callable, Iterator
 import torch
 
 from ..measurement.timing import time_first_call
-from . import modes
+from . import compile_workers, cuda_graph_checks, modes
 
 RECOMPILE_MESSAGE = "Detected recompile when torch.compile stance is 'fail_on_recompile'"
 
 
 class RecompiledDuringTiming(RuntimeError):
     """The compiled model recompiled during the timed runs: its latency is not a compiled one."""
+
+
+class RerecordedDuringTiming(RecompiledDuringTiming):
+    """A CUDA graph was recorded, or skipped, during the timed runs: their latencies are not replays."""
 
 
 def compiling_calls(mode: str) -> int:
@@ -71,12 +79,16 @@ class CompiledCell:
     warm_stats: dict[str, Any] | None   # the same for the warm one (its cache hits, mostly)
     after_warm: dict[str, Any] = field(default_factory=dict)
     cache_note: str | None = None       # how it was compiled, where neither cold-then-warm nor cold-only
+    workers: dict[str, Any] | None = None      # the compile-worker pool before the cold compilation
+    cuda_graphs: bool | str | None = None      # what the timed compilation did (None: as the options say)
 
     def costs(self, eager_ms: float) -> dict[str, Any]:
-        """Cold and warm compile cost, given one eager call's time (ms)."""
+        """Cold and warm compile cost, given one eager call's time (ms), and what compiling found:
+        the worker pool, and whether CUDA graphs were used."""
         calls = len(self.cold_calls_ms)
         warm = self.warm_calls_ms
-        return {"cold_ms": sum(self.cold_calls_ms) - calls * eager_ms,
+        used = {} if self.cuda_graphs is None else {"cuda_graphs": self.cuda_graphs}
+        return {**used, "compile_workers": self.workers, "cold_ms": sum(self.cold_calls_ms) - calls * eager_ms,
                 "warm_ms": None if warm is None else sum(warm) - calls * eager_ms,
                 "cold_calls_ms": list(self.cold_calls_ms),
                 "warm_calls_ms": None if warm is None else list(warm), "compiling_calls": calls,
@@ -84,14 +96,22 @@ class CompiledCell:
                                              "cold (warm measured at another batch size of this model and mode)")}
 
 
+def _time_compiling_calls(forward: Callable[[], Any], mode: str,
+                          device: torch.device) -> tuple[list[float], dict[str, Any]]:
+    """The compiling calls' times, and what inductor did with CUDA graphs in them."""
+    with cuda_graph_checks.watch() as graphs:
+        times = [time_first_call(forward, device) for _ in range(compiling_calls(mode))]
+    return times, graphs.report()
+
+
 def _compile_and_time(model: torch.nn.Module, mode: str, make_forward: Callable, device: torch.device,
                       options: dict[str, Any]) -> tuple[Callable[[], Any], list[float], dict[str, Any]]:
     modes.reset()
     at_start = modes.dynamo_snapshot()
     forward = make_forward(modes.compile_model(model, mode, **options))
-    times = [time_first_call(forward, device) for _ in range(compiling_calls(mode))]
+    times, graphs = _time_compiling_calls(forward, mode, device)
     after = modes.dynamo_snapshot()
-    return forward, times, modes.compile_report(at_start, after, after)
+    return forward, times, {**modes.compile_report(at_start, after, after), **graphs}
 
 
 def compile_cold_then_warm(model: torch.nn.Module, mode: str, make_forward: Callable,
@@ -106,38 +126,45 @@ def compile_cold_then_warm(model: torch.nn.Module, mode: str, make_forward: Call
     """
     options = {"backend": backend, "fullgraph": fullgraph, "dynamic": dynamic}
     clear_in_memory_caches()
+    workers = compile_workers.ready(backend)  # its start is no part of the cold compile (the warm one follows)
     cold_forward, cold_ms, cold_stats = _compile_and_time(model, mode, make_forward, device, options)
     if not warm:
         return CompiledCell(forward=cold_forward, cold_calls_ms=cold_ms, warm_calls_ms=None,
-                            cold_stats=cold_stats, warm_stats=None, after_warm=modes.dynamo_snapshot())
+                            cold_stats=cold_stats, warm_stats=None, after_warm=modes.dynamo_snapshot(),
+                            workers=workers, cuda_graphs=cuda_graph_checks.used(mode, device.type, cold_stats))
     del cold_forward  # its graphs (and CUDA-graph pool) go before the warm ones are made
     clear_in_memory_caches()
+    compile_workers.ready(backend)  # a long cold compile may have let it quiesce
     forward, warm_ms, warm_stats = _compile_and_time(model, mode, make_forward, device, options)
     return CompiledCell(forward=forward, cold_calls_ms=cold_ms, warm_calls_ms=warm_ms,
                         cold_stats=cold_stats, warm_stats=warm_stats,
-                        after_warm=modes.dynamo_snapshot())
+                        after_warm=modes.dynamo_snapshot(), workers=workers,
+                        cuda_graphs=cuda_graph_checks.used(mode, device.type, warm_stats))
 
 
 def reuse_compiled(compiled_model: Any, mode: str, make_forward: Callable, device: torch.device,
-                   compiled_at: int) -> CompiledCell:
+                   compiled_at: int, backend: str = "inductor") -> CompiledCell:
     """A model compiled earlier (one compilation for all batch sizes, at batch size ``compiled_at``)
     called at new inputs: its first calls are timed as a cold compilation's are, and
     ``cold_stats["graphs"]`` counts the graphs they compiled (0: the compilation served)."""
+    workers = compile_workers.ready(backend)  # new shapes may compile new graphs
     at_start = modes.dynamo_snapshot()
     forward = make_forward(compiled_model)
-    times = [time_first_call(forward, device) for _ in range(compiling_calls(mode))]
+    times, graphs = _time_compiling_calls(forward, mode, device)
     after = modes.dynamo_snapshot()
     return CompiledCell(forward=forward, cold_calls_ms=times, warm_calls_ms=None,
-                        cold_stats=modes.compile_report(at_start, after, after), warm_stats=None,
+                        cold_stats={**modes.compile_report(at_start, after, after), **graphs}, warm_stats=None,
                         after_warm=after, cache_note=f"compiled once at batch size {compiled_at} with the "
-                        "batch dimension dynamic; first calls at this batch size")
+                        "batch dimension dynamic; first calls at this batch size", workers=workers,
+                        cuda_graphs=cuda_graph_checks.used(mode, device.type, graphs))
 
 
 @contextmanager
 def no_recompile() -> Iterator[None]:
-    """Raise ``RecompiledDuringTiming`` if anything compiles again inside the block."""
+    """Raise ``RecompiledDuringTiming`` if anything compiles again inside the block, and
+    ``RerecordedDuringTiming`` if a CUDA graph is recorded or skipped there."""
     try:
-        with torch.compiler.set_stance("fail_on_recompile"):
+        with torch.compiler.set_stance("fail_on_recompile"), cuda_graph_checks.watch() as graphs:
             yield
     except RuntimeError as exc:
         if RECOMPILE_MESSAGE in str(exc):
@@ -145,3 +172,7 @@ def no_recompile() -> Iterator[None]:
                 "recompiled during the timed runs, so the latencies would include compilation: "
                 "the cell is not valid (" + str(exc).splitlines()[0] + ")") from exc
         raise
+    changed = cuda_graph_checks.changed_during(graphs)
+    if changed:
+        raise RerecordedDuringTiming(changed + ", so the latencies mix recordings or eager fallbacks with "
+                                     "replays: the cell is not valid")

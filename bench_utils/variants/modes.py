@@ -66,13 +66,16 @@ def compile_model(model: torch.nn.Module, mode: str = "default", *, backend: str
 
 def options(mode: str, backend: str = "inductor", fullgraph: bool = False,
             dynamic: bool | None = None) -> dict[str, Any]:
-    """The compile settings a record carries."""
+    """The compile settings a record carries. ``cuda_graphs`` is what happened: a torch.compile cell's
+    compilation says (``compile_cost``), None until it has; ``cuda_graphs_requested`` is what the mode asks."""
     if mode in AOT_MODES:  # one whole graph, exported at fixed shapes, by inductor
-        return {"mode": mode, "backend": "inductor", "fullgraph": True, "dynamic": False, "cuda_graphs": False}
+        return {"mode": mode, "backend": "inductor", "fullgraph": True, "dynamic": False, "cuda_graphs": False,
+                "cuda_graphs_requested": False}
     return {"mode": mode, "backend": None if mode == "eager" else backend,
             "fullgraph": fullgraph if mode != "eager" else None,
             "dynamic": dynamic if mode != "eager" else None,
-            "cuda_graphs": mode in CUDA_GRAPH_MODES}
+            "cuda_graphs": False if mode == "eager" else None,
+            "cuda_graphs_requested": mode in CUDA_GRAPH_MODES}
 
 
 # --- dynamo statistics ---------------------------------------------------------------

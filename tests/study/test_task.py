@@ -170,7 +170,8 @@ def test_dynamic_shapes_compile_once_and_count_what_later_batch_sizes_recompile(
     assert first["compile"]["graphs"] >= 1 and first["compile"]["warm_ms"] is not None
     for record in later:  # the batch-2 compilation serves batch 3 and 4: no graph compiled there
         assert record["compile"]["batch_shapes"] == {"shapes": "dynamic", "compiled_at_batch_size": 2,
-                                                     "recompiles_at_this_batch_size": 0}
+                                                     "recompiles_at_this_batch_size": 0,
+                                                     "method": "mark_dynamic(batch) + backed_size_oblivious"}
         # the model's graphs are the one compilation's; its first call here compiled none
         assert record["compile"]["graphs"] == first["compile"]["graphs"] and "batch size 2" in record["compile"]["cache"]
         assert record["parity"]["parity"] == "pass"
@@ -180,10 +181,11 @@ def test_dynamic_shapes_compile_once_and_count_what_later_batch_sizes_recompile(
     assert all("batch_shapes" not in r["compile"] and r["cell"]["shapes"] == "static" for r in static)
 
 
-def test_batch_size_one_is_specialized_so_the_next_batch_size_recompiles_and_says_so(tmp_path):
+def test_a_compilation_at_batch_size_one_serves_the_next_batch_size(tmp_path):
     returned = run(tmp_path, compile_modes=["default"], batch_sizes=[1, 2], runs=4, blocks=2,
                    backend="aot_eager", shapes="dynamic")
-    assert returned[1]["compile"]["batch_shapes"]["recompiles_at_this_batch_size"] == 1
+    # dynamo would specialize a batch of 1 (and recompile at 2) but for backed_size_oblivious
+    assert returned[1]["compile"]["batch_shapes"]["recompiles_at_this_batch_size"] == 0
 
 
 def test_channels_last_converts_model_and_images_for_eager_and_compiled_alike(tmp_path):
@@ -210,3 +212,18 @@ def test_the_loaded_model_and_its_images_are_in_the_asked_layout():
     assert layout_of(load("timm:resnet18").inputs(2)) == "contiguous"
     with pytest.raises(ValueError, match="unknown memory format 'nchw'"):
         load("timm:resnet18", memory_format="nchw")
+
+
+def test_a_kernel_starts_the_compile_worker_pool_before_its_first_compiled_cell(tmp_path, monkeypatch):
+    from bench_utils.variants import compile_workers
+
+    events = []
+    monkeypatch.setattr(compile_workers, "ready", lambda backend="inductor", **_: events.append(("pool", backend)))
+    run_cell = task.run_cell
+    monkeypatch.setattr(task, "run_cell", lambda loaded, **kw: events.append(("cell", kw["mode"])) or
+                        run_cell(loaded, **kw))
+    run(tmp_path, batch_sizes=[1])  # eager only: nothing compiles, no pool
+    assert events == [("cell", "eager")]
+    events.clear()
+    run(tmp_path, compile_modes=["default"], batch_sizes=[1], backend="aot_eager")
+    assert events[:2] == [("pool", "aot_eager"), ("cell", "default")]  # the kernel's, then the cell's own check

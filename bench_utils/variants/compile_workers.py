@@ -1,0 +1,93 @@
+"""Inductor's compile-worker pool, up before every timed compilation, so no cold compile pays its start.
+
+Inductor compiles Triton kernels in a pool of worker processes (``torch._inductor.async_compile``:
+``AsyncCompile.process_pool``; with the default ``worker_start_method`` "subprocess", a sidecar
+interpreter that forks ``compile_threads`` workers). Its backend starts the pool at the first
+compilation of a process (``maybe_warm_pool``) and, until the workers answer, compiles in the main
+process: so without this module the first cold compile of a kernel pays the start (and on CPU
+shares the machine with it), later ones do not. The pool also quiesces (stops its workers) after
+``quiesce_async_compile_time`` seconds without a job, and restarts them on the next one.
+
+``ready()`` starts the pool where inductor would use one and waits until a no-op job has gone
+through a worker; it is called once per kernel before its first compiled cell (``study.task``) and
+again before each timed compilation, whose record says whether the pool was up and how long it
+waited (``compile_workers`` in the compile block). With one compile thread (``compile_threads`` 1,
+as torch decides on a one-core machine) or no Triton there is no pool to start.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+READY_TIMEOUT_S = 300.0  # a sidecar interpreter imports torch before it answers: slow on a loaded host
+
+_measured_start: tuple[Any, float] | None = None  # (the pool, its start in ms) where ready() started it
+
+
+def _async_compile():
+    from torch._inductor import async_compile
+
+    return async_compile
+
+
+def in_use() -> bool:
+    """Inductor would compile in a pool of worker processes here (several compile threads, Triton)."""
+    from torch.utils._triton import has_triton_package
+
+    async_compile = _async_compile()
+    allowed = getattr(async_compile, "_process_pool_allowed", lambda: True)()  # torch 2.12+: not in daemons
+    return async_compile.get_compile_threads() > 1 and has_triton_package() and allowed
+
+
+def is_up() -> bool:
+    """The pool exists, has answered once, and is not quiesced (its workers are alive)."""
+    compile_class = _async_compile().AsyncCompile
+    if compile_class.process_pool.cache_info().currsize == 0:  # lru_cache(1): created on first access
+        return False
+    ready = compile_class._ready_future
+    if ready is None or not ready.done() or ready.exception() is not None:
+        return False
+    # a SubprocPool marks a quiesce it asked for; its next job restarts the workers
+    return getattr(compile_class.process_pool(), "quiesce_waitcounter", None) is None
+
+
+def ready(backend: str = "inductor", timeout_s: float = READY_TIMEOUT_S) -> dict[str, Any] | None:
+    """Start the pool if inductor would use one, and wait until a worker answers; what was found
+    (None for a backend other than inductor: it has no pool).
+
+    ``already_up``: the pool was up before this call; ``wait_ms``: this call's wait (outside any
+    timed compilation); ``start_ms``: the wait that created the pool (this kernel's first), None
+    where something else created it.
+    """
+    global _measured_start
+    if backend != "inductor":
+        return None
+    async_compile = _async_compile()
+    config = async_compile.config
+    block: dict[str, Any] = {"pool": in_use(), "workers": async_compile.get_compile_threads(),
+                             "start_method": config.worker_start_method}
+    if not block["pool"]:
+        return {**block, "already_up": None, "wait_ms": None, "start_ms": None,
+                "note": "no worker pool: inductor compiles in this process (one compile thread, or no Triton)"}
+    compile_class = async_compile.AsyncCompile
+    already_up = is_up()
+    created = compile_class.process_pool.cache_info().currsize > 0
+    start = time.perf_counter()
+    try:
+        compile_class.warm_pool()     # the pool object (a SubprocPool starts its sidecar here)
+        compile_class.wakeup()        # submits the readiness job; a SubprocPool's sidecar starts its workers
+        if compile_class._ready_future is not None:
+            compile_class._ready_future.result(timeout=timeout_s)
+        # one more job through a worker: after a quiesce the readiness job above had long answered
+        compile_class.process_pool().submit(compile_class._get_ready).result(timeout=timeout_s)
+    except Exception as exc:  # inductor then compiles in this process, as it does while its pool starts
+        return {**block, "already_up": already_up, "wait_ms": None, "start_ms": None,
+                "note": f"the pool did not answer: {type(exc).__name__}: {exc}"[:300]}
+    wait_ms = (time.perf_counter() - start) * 1e3
+    pool = compile_class.process_pool()
+    if not created:
+        _measured_start = (pool, wait_ms)
+    started_here = _measured_start is not None and _measured_start[0] is pool
+    return {**block, "already_up": already_up, "wait_ms": wait_ms,
+            "start_ms": _measured_start[1] if started_here else None}

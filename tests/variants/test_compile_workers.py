@@ -1,0 +1,31 @@
+import pytest
+from torch._inductor import config
+from torch._inductor.async_compile import AsyncCompile
+
+from bench_utils.variants import compile_workers
+
+
+def test_without_several_compile_threads_or_inductor_there_is_no_pool_to_start():
+    assert compile_workers.ready("aot_eager") is None  # not inductor: no pool of its own
+    with config.patch(compile_threads=1):  # torch's choice on a one-core machine: compiles in-process
+        block = compile_workers.ready()
+    assert block["pool"] is False and block["workers"] == 1
+    assert block["already_up"] is None and block["wait_ms"] is None and "no worker pool" in block["note"]
+
+
+def test_a_quiesced_pool_is_not_up_and_ready_wakes_it_before_the_next_compilation():
+    with config.patch(compile_threads=2):  # a pool even where torch would pick one thread
+        if not compile_workers.in_use():
+            pytest.skip("inductor uses no worker pool here (no Triton)")
+        compile_workers.ready()
+        assert compile_workers.is_up()
+        pool = AsyncCompile.process_pool()
+        if not hasattr(pool, "quiesce"):
+            pytest.skip(f"{type(pool).__name__} does not quiesce")
+        pool.quiesce()  # what inductor's idle timer does after quiesce_async_compile_time seconds
+        assert not compile_workers.is_up()
+        block = compile_workers.ready()
+        assert block["pool"] and block["already_up"] is False and block["wait_ms"] > 0
+        assert compile_workers.is_up()  # the next job restarted the workers
+        again = compile_workers.ready()
+        assert again["already_up"] is True and again["start_ms"] == block["start_ms"]
