@@ -138,6 +138,9 @@ def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
             "ci_high": (speedup.get("mean_ci95") or [np.nan, np.nan])[1],
             "eager_interleaved_ms": speedup.get("eager_mean_ms", np.nan),
             "parity": (record.get("parity") or {}).get("parity"),
+            # what judged it: float64, eager's own dtype ("same-dtype") or nothing ("none"); at which tolerance
+            "parity_reference": (record.get("parity") or {}).get("reference"),
+            "parity_tolerance": ((record.get("parity") or {}).get("tolerance") or {}).get("key"),
             "pvalue": speedup.get("paired_pvalue"), "pairs": speedup.get("pairs"),
             "speedup_method": speedup.get("method"),
             "agreement": (record.get("agreement") or {}).get("value"),
@@ -159,6 +162,8 @@ def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
             "eager_peak_bytes": region_bytes(eager_memory, cuda, compiled=False),
             "reserved_bytes": memory.get("cuda_peak_reserved_increase_bytes"),
             "graph_pool_bytes": memory.get("cuda_graph_pool_bytes"),
+            # what the mode asked for, and what inductor did (True, "partial", False; see variants.cuda_graph_checks)
+            "cuda_graphs_requested": compiled.get("cuda_graphs_requested"), "cuda_graphs": compiled.get("cuda_graphs"),
             "flops": compute.get("flops"),
             "tflops": compute.get("tflops"), "percent_of_peak": compute.get("percent_of_peak"),
             "eager_tflops": compute.get("eager_tflops"),

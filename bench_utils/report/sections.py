@@ -70,7 +70,8 @@ class ReportView:
         parts = [f"## {t('guide_heading')}\n\n{t('guide_text', runs=ltr(runs, self.catalog))}\n\n"
                  + t("flags_text", cv=self.catalog.number(stats.NOISY_CV, 2),
                      outliers=self.catalog.percent(stats.NOISY_OUTLIER_FRACTION),
-                     drift=self.catalog.percent(stats.DRIFT))]
+                     drift=self.catalog.percent(stats.DRIFT)) + " " + t("flag_no_cuda_graphs_text")
+                 + " " + t("flag_gate_and_shapes_text")]
         for caption, table in tables.guide_tables(self.data, self.catalog):
             parts.append(f"### {caption}\n\n{table}")
         self._markdown("\n\n".join(parts) if len(parts) > 1 else parts[0] + "\n\n" + t("no_results"))

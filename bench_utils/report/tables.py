@@ -27,6 +27,19 @@ def is_noisy(row: pd.Series) -> bool:
     return row["status"] == "ok" and stats.is_noisy(row["cv"], row["outlier_fraction"])
 
 
+def lacks_cuda_graphs(row: pd.Series) -> bool:
+    """A CUDA cell of a CUDA-graph mode that did not run in CUDA graphs throughout: inductor skipped
+    some or all (the record's compile block gives the skips and their reasons), or its graph pool is
+    empty or was not measured."""
+    def true(value) -> bool:  # True, not "partial", None or NaN (a column pandas may have made numpy's)
+        return pd.api.types.is_bool(value) and bool(value)
+
+    if row["status"] != "ok" or not true(row.get("cuda_graphs_requested")) or not row["device"].startswith("cuda"):
+        return False
+    pool = row.get("graph_pool_bytes")
+    return not true(row.get("cuda_graphs")) or pool is None or pd.isna(pool) or pool <= 0
+
+
 def guide_tables(data: pd.DataFrame, catalog: Catalog) -> list[tuple[str, str]]:
     """(caption, Markdown table) per device, dtype and batch size: the guide's table and more."""
     tables = []
@@ -87,6 +100,13 @@ def _cell_latency(row: pd.Series | None, catalog: Catalog, flags: set[str]) -> s
         flags.add(catalog.t("flag_parity_fail"))
     if is_noisy(row):
         flags.add(catalog.t("flag_noisy"))
+    if row.get("parity_reference") in ("same-dtype", "none"):  # the gate fell back from float64
+        flags.add(catalog.t(f"flag_parity_{row['parity_reference'].replace('-', '_')}",
+                            tolerance=ltr(str(row.get("parity_tolerance")), catalog)))
+    if row.get("batch_recompiles") is not None and row.get("batch_recompiles") > 0:  # one compilation did not serve
+        flags.add(catalog.t("flag_batch_recompiled"))
+    if lacks_cuda_graphs(row):
+        flags.add(catalog.t("flag_no_cuda_graphs"))
     return ms(row["mean_ms"], catalog)
 
 

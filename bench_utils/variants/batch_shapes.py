@@ -4,16 +4,26 @@ The guide compiles once per batch size (``static``: each cell's shapes are fixed
 size recompiles). A server that takes batches of any size wants one compilation for all of them
 (``dynamic``): the inputs' batch dimension is marked dynamic (``torch._dynamo.mark_dynamic``), the
 model is compiled at the smallest batch size and the same compiled model serves the larger ones.
-Whether it really does is measured, not assumed: the graphs compiled on the first call at each
-later batch size are counted (dynamo specializes sizes 0 and 1, and an operator may guard on a
-range, so some batch sizes recompile). ``torch._dynamo.decorators.mark_unbacked`` would avoid the
-specialization but fails on convolutions in torch 2.14 (a stride assertion in the fake kernel).
+Dynamo specializes a size of 0 or 1 (a batch-1 compilation would serve batch 1 alone), so the
+dynamic cells compile under ``backed_size_oblivious`` (``one_graph_for_all_batch_sizes``): the
+batch symbol stays a symbol at size 1, and the batch-1 graph serves the larger batch sizes where
+no operator guards on the size. Measured on CPU (torch 2.14, a tiny CNN and a tiny ViT, batch 1
+then 4, 16, 32): plain ``mark_dynamic`` recompiles at 4; ``mark_dynamic(min=1, max=16)`` is refused
+(a constraint violation); ``hint_override`` fails its own guard; compiling at 4 first still
+recompiles at 1. With ``backed_size_oblivious`` the aot_eager graph of batch 1 serves every batch
+size, except where an operator guards on it (CPU convolutions choose oneDNN from batch 16), but
+inductor's own lowering still guards on a batch of 1. ``torch._dynamo.decorators.mark_unbacked``
+(min=1) gives one graph under aot_eager, but inductor's convolutions then fail a stride assertion
+(inductor expects a contiguous output where the CPU kernel gives channels-last). So whether the
+one compilation served is measured, not assumed: the graphs compiled on the first call at each
+later batch size are counted, and the report flags a cell that compiled any.
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 
@@ -26,6 +36,32 @@ SHAPES = (STATIC, DYNAMIC)
 
 def check_shapes(name: str) -> str:
     return one_of("shapes", name, SHAPES)
+
+
+# how a dynamic cell compiles, as its record says
+METHOD = "mark_dynamic(batch) + backed_size_oblivious"
+METHOD_WITHOUT_OBLIVIOUS = "mark_dynamic(batch)"  # a torch without backed_size_oblivious
+
+
+def _oblivious_config() -> Any:
+    """torch's config module that holds ``backed_size_oblivious`` (None where this torch lacks it)."""
+    from torch.fx.experimental import _config
+
+    return _config if hasattr(_config, "backed_size_oblivious") else None
+
+
+def compile_method() -> str:
+    return METHOD if _oblivious_config() is not None else METHOD_WITHOUT_OBLIVIOUS
+
+
+@contextmanager
+def one_graph_for_all_batch_sizes(dynamic: bool = True) -> Iterator[None]:
+    """Compile (and recompile) inside the block without specializing a batch of 1 (no-op unless
+    ``dynamic``): size-1 dimensions marked dynamic stay symbolic, so a graph compiled at batch 1
+    can serve batch 4."""
+    config = _oblivious_config() if dynamic else None
+    with config.patch(backed_size_oblivious=True) if config is not None else nullcontext():
+        yield
 
 
 def mark_batch_dynamic(inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -58,4 +94,6 @@ class SharedCompilation:
     def describe(self, batch_size: int, graphs_here: int) -> dict[str, Any]:
         """What a record says of it at ``batch_size`` (``graphs_here``: compiled on its first call)."""
         return {"shapes": DYNAMIC, "compiled_at_batch_size": self.compiled_at_batch_size,
-                "recompiles_at_this_batch_size": graphs_here if batch_size != self.compiled_at_batch_size else 0}
+                "recompiles_at_this_batch_size": graphs_here if batch_size != self.compiled_at_batch_size else 0,
+                "method": compile_method()}
+

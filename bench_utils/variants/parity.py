@@ -10,8 +10,12 @@ float64 inputs, so an error confined to small elements, invisible next to the
 largest ones, still moves the RMSE. Non-finite eager outputs fail loudly (a
 broken reference can vouch for nothing), non-finite compiled outputs fail,
 integer and boolean outputs must be equal and shapes, dtypes and structure must
-match. Without a float64 reference the rule falls back to ``allclose`` alone and
-the result says so. A failing cell keeps its timing and is flagged wherever shown.
+match. Without a float64 reference (it raised: an op without float64 kernels, out of
+memory under a cap or at a large batch) the rule falls back to ``allclose`` alone against
+eager in the measured dtype. Every verdict names its ``reference`` (``float64``,
+``same-dtype`` or ``none``: the gate could not run, ``unjudged``), its ``rule`` and its
+tolerance's ``source`` (dtype and TF32); the report flags a cell judged without float64.
+A failing cell keeps its timing and is flagged wherever shown.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from .precision import parse_dtype
 
 METHOD = "allclose or rmse-vs-fp64 (dynamo)"
 METHOD_ALLCLOSE_ONLY = "allclose only (no float64 reference)"
+REFERENCE_FP64, REFERENCE_EAGER, REFERENCE_NONE = "float64", "same-dtype", "none"  # what judged a cell
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,13 @@ TOLERANCES = {
     # torchbench's "higher_bf16" tolerance: one bf16 ulp is 2**-8 ~ 3.9e-3, so a 1e-3
     # allclose could never pass and the RMSE test (multiplier 3, as fp16) decides.
     "bfloat16": Tolerance(tol=1e-2, multiplier=3.0),
+}
+# Why each tolerance applies, as a record states it.
+TOLERANCE_SOURCES = {
+    "float32": "float32, TF32 off: torchbench's fp32 inference tolerance",
+    "float32+tf32": "float32 with TF32 allowed (10-bit mantissa): the harness's timm/HuggingFace tolerance",
+    "float16": "float16: torchbench's fp16/amp tolerance (about one fp16 ulp)",
+    "bfloat16": "bfloat16: torchbench's higher_bf16 tolerance (one bf16 ulp is 3.9e-3)",
 }
 # same(): tensors under 1000 elements, 4-D tensors ending in 1x1 and tolerances of 2e-2
 # or more get multiplier 3 at least ("noise might dominate our error metric").
@@ -199,6 +211,29 @@ def _finite_or_none(value: Any) -> Any:
     return value if not isinstance(value, float) or math.isfinite(value) else None
 
 
+def _rule(tolerance: Tolerance, reference: str) -> str:
+    allclose = f"allclose to eager (atol = rtol = {tolerance.tol:g})"
+    if reference != REFERENCE_FP64:
+        return allclose + " alone"
+    return (f"{allclose}, or RMSE vs float64 <= {tolerance.multiplier:g} (small tensors "
+            f"{max(tolerance.multiplier, SMALL_TENSOR_MULTIPLIER):g}) x eager's + {tolerance.tol / 10:g}")
+
+
+def _tolerance_block(key: str) -> dict[str, Any]:
+    tolerance = TOLERANCES[key]
+    return {"key": key, "tol": tolerance.tol, "multiplier": tolerance.multiplier,
+            "small_tensor_multiplier": SMALL_TENSOR_MULTIPLIER, "small_tensor_numel": SMALL_TENSOR_NUMEL,
+            "source": TOLERANCE_SOURCES[key]}
+
+
+def unjudged(dtype: str | torch.dtype, tf32: bool, reason: str) -> dict[str, Any]:
+    """The parity block of a cell whose gate could not run at all (``reason``): judged by nothing."""
+    key = tolerance_key(dtype, tf32)
+    return {"parity": None, "method": None, "reference": REFERENCE_NONE, "reference_note": reason, "rule": None,
+            "dtype": parse_dtype(dtype)[0], "tf32": bool(tf32), "tolerance": _tolerance_block(key),
+            "worst_tensor": None, "rmse_ratio": None, "problem_count": 0, "problems": []}
+
+
 def compare_outputs(eager: Any, compiled: Any, dtype: str | torch.dtype = "float32", *,
                     tf32: bool = False, fp64: Any = None,
                     fp64_missing: str | None = None) -> dict[str, Any]:
@@ -228,11 +263,12 @@ def compare_outputs(eager: Any, compiled: Any, dtype: str | torch.dtype = "float
 
     worst = max(judged, default=None, key=badness)
     worst_found = judged.get(worst, {}) if worst is not None else {}
+    unmatched = [p for p, found in floating.items() if found["judged_by"] == "allclose"]
+    # float64 judged the cell where it judged a floating tensor (or there was none to judge)
+    reference = REFERENCE_FP64 if fp64 is not None and (len(unmatched) < len(floating) or not floating) \
+        else REFERENCE_EAGER
     if fp64 is not None:
-        note = None
-        unmatched = [p for p, found in floating.items() if found["judged_by"] == "allclose"]
-        if unmatched:
-            note = f"no float64 counterpart, judged by allclose: {', '.join(unmatched[:5])}"
+        note = f"no float64 counterpart, judged by allclose: {', '.join(unmatched[:5])}" if unmatched else None
     else:
         note = fp64_missing or "no float64 reference given"
     ranked = sorted(judged, key=badness, reverse=True)
@@ -240,14 +276,13 @@ def compare_outputs(eager: Any, compiled: Any, dtype: str | torch.dtype = "float
                   for path in ranked[:MAX_PER_TENSOR]}
     return {
         "parity": "fail" if problems else "pass",
-        "method": METHOD if fp64 is not None else METHOD_ALLCLOSE_ONLY,
-        "reference": "float64" if fp64 is not None else "same-dtype",
+        "method": METHOD if reference == REFERENCE_FP64 else METHOD_ALLCLOSE_ONLY,
+        "reference": reference,
         "reference_note": note,
+        "rule": _rule(tolerance, reference),
         "dtype": parse_dtype(dtype)[0],
         "tf32": bool(tf32),
-        "tolerance": {"key": key, "tol": tolerance.tol, "multiplier": tolerance.multiplier,
-                      "small_tensor_multiplier": SMALL_TENSOR_MULTIPLIER,
-                      "small_tensor_numel": SMALL_TENSOR_NUMEL},
+        "tolerance": _tolerance_block(key),
         "tensors": len(eager_t),
         "max_abs_err": max((f["max_abs_err"] for f in floating.values()), default=None),
         "worst_tensor": worst,

@@ -6,7 +6,7 @@ import pytest
 from bench_utils.report import context
 from bench_utils.report import tables as report_tables
 from bench_utils.report.frame import frame, latest_records, results_files
-from bench_utils.report.markdown import LRI, PDI
+from bench_utils.report.markdown import LRI, PDI, ltr
 from bench_utils.report.i18n import Catalog
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "smoke-results.jsonl"
@@ -295,3 +295,57 @@ def test_the_geometric_mean_keeps_a_channels_last_model_apart_from_its_contiguou
     assert len(rows) == 2
     assert any("channels_last" in row and "1.80×" in row and row.endswith("| 1 |") for row in rows)
     assert any("channels_last" not in row and "1.50×" in row for row in rows)
+
+
+def test_a_cuda_graph_mode_cell_that_ran_without_cuda_graphs_is_flagged():
+    from bench_utils import make_record
+    from bench_utils.measurement.timing import Measurement
+
+    def cell(model, pool_bytes, cuda_graphs, mode="reduce-overhead"):
+        return make_record(study="s", task="image-classification", model=model, batch_size=1, compile_mode=mode,
+                           dtype="float32", device="cuda", environment={},
+                           measurement=Measurement(times_ms=[5.0, 5.0], first_call_ms=900.0),
+                           memory={"cuda_peak_allocated_increase_bytes": 0, "cuda_graph_pool_bytes": pool_bytes},
+                           compile={"cold_ms": 880.0, "cuda_graphs": cuda_graphs,
+                                    "cuda_graphs_requested": mode == "reduce-overhead"},
+                           extra={"speedup": {"mean": 2.0, "mean_ci95": [1.9, 2.1]}})
+
+    data = frame([cell("resnet", 500 * 2**20, True), cell("vit", 0, True), cell("detr", None, False),
+                  cell("convnext", 500 * 2**20, "partial"), cell("mobilenet", None, False, mode="default")])
+    table = "\n".join(table for _, table in report_tables.guide_tables(data, Catalog("en")))
+    rows = {label: line for line in table.splitlines() for label in data["label"] if f"| {label} |" in line}
+    flagged = {label for label, line in rows.items() if "no CUDA graphs" in line}
+    assert flagged == set(data[data["model"].isin(["vit", "detr", "convnext"])]["label"])
+
+
+def test_a_gate_judged_without_float64_and_a_batch_size_that_recompiled_are_flagged():
+    from bench_utils.variants.parity import compare_outputs, unjudged
+
+    def judged(reference):
+        import torch
+
+        eager = torch.ones(2, 3)
+        if reference == "none":
+            return unjudged("float32", True, "accuracy gate not measured: OutOfMemoryError")
+        return compare_outputs(eager, eager.clone(), "float32", tf32=True,
+                               fp64=eager.double() if reference == "float64" else None, fp64_missing="OOM")
+
+    def compiled(model, reference, recompiles=0):
+        record = _variant_record("default", speedup=1.5, shapes="dynamic",
+                                 compile_block={"batch_shapes": {"shapes": "dynamic", "compiled_at_batch_size": 1,
+                                                                 "recompiles_at_this_batch_size": recompiles}})
+        record["cell"]["model"] = model
+        record["parity"] = judged(reference)
+        return record
+
+    data = frame([compiled("resnet", "float64"), compiled("vit", "same-dtype"), compiled("detr", "none"),
+                  compiled("convnext", "float64", recompiles=1)])
+    for locale in ("en", "ar", "es"):
+        catalog = Catalog(locale)
+        table = "\n".join(table for _, table in report_tables.guide_tables(data, catalog))
+        rows = {model: line for line in table.splitlines() for model, label in zip(data["model"], data["label"])
+                if f" {label} " in line or f"{LRI}{label}{PDI}" in line}
+        eager_only = catalog.t("flag_parity_same_dtype", tolerance=ltr("float32+tf32", catalog))
+        assert [model for model, line in rows.items() if eager_only in line] == ["vit"]
+        assert [model for model, line in rows.items() if catalog.t("flag_parity_none") in line] == ["detr"]
+        assert [model for model, line in rows.items() if catalog.t("flag_batch_recompiled") in line] == ["convnext"]

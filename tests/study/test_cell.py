@@ -172,3 +172,30 @@ def test_a_portable_cache_that_cannot_be_measured_is_a_note_not_a_failure(loaded
     assert "portable_cache" not in result.compile and result.measurement.runs == 4
     assert result.notes == ["portable cache not measured: ValueError: the aot_eager compilation left no "
                             "cache artifacts to carry"]
+
+
+def test_a_cell_whose_float64_reference_cannot_run_records_the_reference_and_rule_that_judged_it(monkeypatch):
+    from bench_utils.study import cell as cell_module
+
+    class NoFloat64(torch.nn.Linear):  # its float64 copy runs out of memory
+        def forward(self, features):
+            if self.weight.dtype == torch.float64:
+                raise torch.cuda.OutOfMemoryError("CUDA out of memory (injected)")
+            return super().forward(features)
+
+    torch.manual_seed(0)
+    model = NoFloat64(6, 3).eval()
+    tiny = LoadedModel(model=model, key="tiny", label="Tiny", task="image-classification", checkpoint="local/tiny",
+                       weights="random", dtype="float32", device="cpu", param_count=21,
+                       make_inputs=lambda b: {"features": torch.randn(b, 6)})
+    result = run_cell(tiny, batch_size=2, mode="default", runs=4, warmup=1, blocks=2, backend="aot_eager")
+    assert result.parity["reference"] == "same-dtype" and "injected" in result.parity["reference_note"]
+    assert result.parity["rule"].endswith("alone") and result.parity["tolerance"]["key"] == "float32"
+
+    def broken_gate(*args, **kwargs):
+        raise RuntimeError("the gate broke")
+
+    monkeypatch.setattr(cell_module, "compare_outputs", broken_gate)
+    result = run_cell(tiny, batch_size=2, mode="default", runs=4, warmup=1, blocks=2, backend="aot_eager")
+    assert result.parity["reference"] == "none" and result.parity["parity"] is None
+    assert "the gate broke" in result.parity["reference_note"]

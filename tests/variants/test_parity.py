@@ -5,7 +5,7 @@ import torch
 
 from bench_utils.variants import modes as compile_module
 from bench_utils.variants.parity import (METHOD, METHOD_ALLCLOSE_ONLY, TOLERANCES, compare_outputs,
-                                         flatten_outputs, fp64_reference, tolerance_key)
+                                         flatten_outputs, fp64_reference, tolerance_key, unjudged)
 
 
 def outputs(scale=1.0):
@@ -226,3 +226,48 @@ def test_tensors_without_a_float64_counterpart_are_judged_by_allclose_and_named(
     assert result["per_tensor"]["output.boxes"]["judged_by"] == "allclose"
     assert result["per_tensor"]["output.labels"]["judged_by"] == "equality"
     assert "output.boxes" in result["reference_note"]
+
+
+class NoFloat64(torch.nn.Module):
+    """A model whose float64 copy cannot run: ``failure`` is raised when its weights are float64."""
+
+    def __init__(self, failure):
+        super().__init__()
+        self.linear, self.failure = torch.nn.Linear(6, 3), failure
+
+    def forward(self, features):
+        if self.linear.weight.dtype == torch.float64:
+            raise self.failure
+        return self.linear(features)
+
+
+@pytest.mark.parametrize("failure", [NotImplementedError("\"addmm_impl_cpu_\" not implemented for 'Double'"),
+                                     torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")])
+def test_a_float64_reference_that_fails_names_the_fallback_reference_and_rule(failure):
+    torch.manual_seed(0)
+    model, inputs = NoFloat64(failure).eval(), {"features": torch.randn(4, 6)}
+    fp64, missing = fp64_reference(model, inputs)
+    assert fp64 is None and missing.startswith(type(failure).__name__)
+    eager = model(**inputs)
+    result = compare_outputs(eager, eager.clone(), "float32", tf32=True, fp64=fp64, fp64_missing=missing)
+    assert result["parity"] == "pass" and result["reference"] == "same-dtype" and result["reference_note"] == missing
+    assert result["method"] == METHOD_ALLCLOSE_ONLY
+    assert result["rule"] == "allclose to eager (atol = rtol = 0.001) alone"
+    assert result["tolerance"]["key"] == "float32+tf32" and "TF32 allowed" in result["tolerance"]["source"]
+
+
+def test_the_rule_with_a_float64_reference_and_a_float64_given_for_no_tensor():
+    gold, eager = gold_and_eager()
+    result = compare_outputs(eager, eager.clone(), "bfloat16", fp64=gold)
+    assert result["reference"] == "float64" and result["method"] == METHOD
+    assert result["rule"].startswith("allclose to eager (atol = rtol = 0.01), or RMSE vs float64 <= 3")
+    assert result["tolerance"]["source"].startswith("bfloat16")
+    unmatched = compare_outputs(eager, eager.clone(), fp64=gold[:10])  # a reference of another shape
+    assert unmatched["reference"] == "same-dtype" and unmatched["method"] == METHOD_ALLCLOSE_ONLY
+    assert "no float64 counterpart" in unmatched["reference_note"]
+
+
+def test_a_gate_that_could_not_run_says_nothing_judged_it_and_why():
+    result = unjudged("float16", False, "accuracy gate not measured: OutOfMemoryError: CUDA out of memory")
+    assert result["parity"] is None and result["reference"] == "none" and result["rule"] is None
+    assert "OutOfMemoryError" in result["reference_note"] and result["tolerance"]["key"] == "float16"
