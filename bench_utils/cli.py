@@ -96,38 +96,26 @@ def _cmd_cell(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    import time
+
+    started = time.monotonic()  # a --time-limit counts from the command's start
     from .study.grid import load_grid
-    from .study.lease import LeaseHeldError
-    from .study.progress import format_run_outcome
-    from .study.runner import Runner
 
     grid = load_grid(args.params)  # GridError (a ValueError): one line, exit 2
     if args.executor == "ray":
+        if args.time_limit or args.device_model:  # the nodes' kernels are the cluster's to end, not this limit's
+            raise ValueError("--time-limit and --device-model are for the local executor: not with --executor ray")
         from .cluster.command import run_on_cluster
 
         return run_on_cluster(grid, args.params, out=args.out, force=args.force, timeout=args.timeout,
                               address=args.address, devices=args.devices, dry_run=args.dry_run)
     if args.address:
         raise ValueError("--address names a Ray cluster: use it with --executor ray")
-    devices = _check_devices(args.devices) if args.devices else None
-    runner = Runner(grid, args.out, force=args.force, devices=devices, timeout=args.timeout)
-    if args.dry_run:  # nothing measured, no kernel, no lease, no file written
-        from .study.estimate import format_plan, plan_run
+    from .study.run_command import run_locally
 
-        print(format_plan(plan_run(runner)))
-        return 0
-    print(f"[run] study {grid.study}: {len(grid.cells)} cells from {args.params}; "
-          f"results in {runner.results_path}; a cell that records nothing for "
-          f"{runner.timeout / 60:.0f} min is stopped "
-          f"({'--timeout' if args.timeout else 'default from the runs per cell; --timeout to change'})",
-          file=sys.stderr)
-    try:
-        outcome = runner.run()
-    except LeaseHeldError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(format_run_outcome(outcome, runner.results_path))
-    return outcome.exit_status()
+    return run_locally(grid, args.params, out=args.out, force=args.force, timeout=args.timeout,
+                       devices=_check_devices(args.devices) if args.devices else None, dry_run=args.dry_run,
+                       device_model=args.device_model, time_limit=args.time_limit, started=started)
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -217,7 +205,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="seconds torch.utils.benchmark spends (blocked_autorange)")
     check.add_argument("--json", action="store_true", help="print JSON instead of text")
     check.add_argument("--out", type=Path, default=None, help="also write the result as JSON here")
-    check.add_argument("--strict", action="store_true", help="exit 1 when a ratio is off by > 5 %%")
+    check.add_argument("--strict", action="store_true", help="exit 1 when the verdict is WARNING (a ratio "
+                       "off by more than the check's tolerance, timer_check.TOLERANCE)")
     check.set_defaults(handler=_cmd_validate_timer)
 
     models = commands.add_parser("models", help="list the model zoo with parameter counts")
@@ -270,6 +259,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dry-run", action="store_true",
                      help="list the kernels and cells the run would measure, with an estimate from "
                           "earlier records of this environment; run nothing")
+    run.add_argument("--device-model", default=None, help="price the cells no record covers a priori for "
+                     "this GPU (H100, A100, L4...): with --dry-run or --time-limit")
+    run.add_argument("--time-limit", default=None, help="9m, 540s, 1h or 540: start no cell that would not "
+                     "finish in time, stop at the limit as on SIGTERM (exit status 3: run it again)")
     run.add_argument("--executor", choices=("local", "ray"), default="local",
                      help="local: this machine's devices; ray: one task per kernel group on a Ray "
                           "cluster (docs/cluster.md)")

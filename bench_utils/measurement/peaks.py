@@ -61,6 +61,32 @@ PEAK_TFLOPS: dict[str, dict[str, float | None]] = {
     "V100S PCIe": _row(16.4, None, 130.0, None),
 }
 
+# Peak memory bandwidth in GB/s (10^9 bytes/s), from the same datasheets, for a roofline's memory side.
+MEMORY_BANDWIDTH_GBS: dict[str, float] = {
+    "H100 SXM": 3350.0,    # H100 datasheet, SXM: 80 GB HBM3, 3.35 TB/s
+    "H100 NVL": 3900.0,    # H100 datasheet, NVL: 94 GB HBM3, 3.9 TB/s
+    "H100 PCIe": 2000.0,   # H100 datasheet (2022), PCIe: 80 GB HBM2e, 2 TB/s
+    "H200 SXM": 4800.0,    # H200 datasheet, SXM: 141 GB HBM3e, 4.8 TB/s
+    "H200 NVL": 4800.0,    # H200 datasheet, NVL: 141 GB HBM3e, 4.8 TB/s
+    # A100 datasheet: 80 GB SXM 2,039 GB/s, 80 GB PCIe 1,935 GB/s; the 40 GB parts 1,555 GB/s. The
+    # names here do not tell 40 from 80 GB: the 40 GB figure, the slower, is the one kept.
+    "A100 SXM": 1555.0,
+    "A100 PCIe": 1555.0,
+    "L4": 300.0,           # L4 datasheet: 24 GB GDDR6, 300 GB/s
+    "T4": 320.0,           # T4 datasheet: 16 GB GDDR6, 320+ GB/s
+    "V100 SXM2": 900.0,    # V100 datasheet: 900 GB/s (SXM2 and PCIe)
+    "V100 PCIe": 900.0,
+    "V100S PCIe": 1134.0,  # V100S datasheet: 1,134 GB/s
+}
+
+# Peak float64 TFLOP/s (CUDA cores; the accuracy gate's float64 reference runs there), same datasheets.
+# L4 and T4 datasheets give none: Ada runs FP64 at 1/64 and Turing at 1/32 of FP32, by architecture.
+FP64_TFLOPS: dict[str, float] = {
+    "H100 SXM": 34.0, "H100 NVL": 30.0, "H100 PCIe": 26.0, "H200 SXM": 34.0, "H200 NVL": 30.0,
+    "A100 SXM": 9.7, "A100 PCIe": 9.7, "L4": 30.3 / 64, "T4": 8.1 / 32,
+    "V100 SXM2": 7.8, "V100 PCIe": 7.0, "V100S PCIe": 8.2,
+}
+
 # (family, variant) rules, most specific first; a family is a whole word so that
 # "GH200" is not an H200, "L40S" not an L4 and "V100S" not a V100.
 _RULES: list[tuple[str, str | None, str]] = [
@@ -132,6 +158,12 @@ def peak_tflops(gpu_name: str | None, dtype: object, tf32: bool) -> float | None
     if name == FLOAT32 and tf32 and row[TF32] is not None:
         return row[TF32]
     return row[name]
+
+
+def memory_bandwidth_gbs(gpu_name: str | None) -> float | None:
+    """Peak memory bandwidth of ``gpu_name`` in GB/s; None for a CPU or an unknown GPU."""
+    key = gpu_key(gpu_name)
+    return MEMORY_BANDWIDTH_GBS[key] if key else None
 
 
 def percent_of_peak(achieved_tflops: float | None, peak: float | None) -> float | None:

@@ -1,16 +1,13 @@
 """What a run would do, and how long it would take: ``python -m bench_utils run GRID --dry-run``.
 
-The plan lists the kernels the runner would start, the cells each measures in execution order,
-and the cells an earlier out-of-memory error rules out. Its estimate comes only from earlier
-records of this environment (the same torch version and processor, as ``records.environment_key``
-says) that carry a ``phases`` block, the seconds spent inside the kernel::
-
-    {"startup_s": ..., "load_s": ..., "cell_s": ..., "timed_s": ..., "warmup_s": ..., ...}
-
-A cell costs what its most recent record's ``cell_s`` was, the timed and warm-up part scaled to
-the cell's runs and warm-up; a kernel adds its start (kernel boot and model build). What no
-record covers is counted and left out of the total, never guessed. No torch and no pandas are
-imported here: a plan of a grid is read from records alone.
+The plan lists the kernels the runner would start, the cells each measures in execution order, and the
+cells an earlier out-of-memory error rules out. Its estimate comes from earlier records of this
+environment (the same torch version and processor, as ``records.environment_key`` says) that carry a
+``phases`` block, the seconds spent inside the kernel (``startup_s``, ``load_s``, ``cell_s``, ``timed_s``...).
+A cell costs what its most recent record's ``cell_s`` was, the timed and warm-up part scaled to the
+cell's runs and warm-up; a kernel adds its start (kernel boot and model build). What no record covers is
+counted and left out of the total, never guessed. With ``--device-model`` the records are that GPU's,
+and the rest is priced a priori, with a range (``prior_plan``). No torch and no pandas are imported here.
 """
 
 from __future__ import annotations
@@ -29,6 +26,7 @@ from .resume import group_key
 if TYPE_CHECKING:  # the grid and its groups import the compile variants, and so torch
     from .grid import Cell
     from .groups import KernelGroup
+    from .prior_estimate import Prior, Span
     from .runner import Runner
 
 # The parts of cell_s that grow with the number of calls timed (warm-up and runs).
@@ -104,16 +102,13 @@ def _start_and_load(first: Cell, records: list[dict[str, Any]]) -> list[float]:
     return [value for value in seconds if value > 0]
 
 
-def _startups(records: list[dict[str, Any]]) -> list[float]:
-    return [value for value in (_phase(record, "startup_s") for record in records) if value > 0]
-
-
 def estimate_kernel_start_seconds(group_first_cell: Cell,
                                   records: list[dict[str, Any]]) -> float | None:
     """Seconds from a kernel's start to its first cell: the median start and model build of
     earlier kernels of the same model and device kind; else the median start of any kernel (the
     model build then unknown); None when no record started a kernel."""
-    known = _start_and_load(group_first_cell, records) or _startups(records)
+    known = (_start_and_load(group_first_cell, records)
+             or [value for value in (_phase(record, "startup_s") for record in records) if value > 0])
     return statistics.median(known) if known else None
 
 
@@ -127,6 +122,8 @@ class KernelPlan:
     cell_seconds: list[float | None]     # one per cell of the group; None: no earlier record
     start_seconds: float | None          # kernel boot and model build; None: no earlier record
     start_includes_load: bool            # False: only other models' kernel starts were known
+    prior_cells: list[Span | None] = field(default_factory=list)  # --device-model: records, else the prior
+    prior_start: Span | None = None
 
     @property
     def unknown_cells(self) -> int:
@@ -151,6 +148,7 @@ class Plan:
     kernels: list[KernelPlan]
     records_used: int                              # earlier records of this environment with phases
     devices: list[str] = field(default_factory=list)
+    prior: Prior | None = None                     # --device-model: the a-priori estimate's device
 
     @property
     def cells_to_run(self) -> int:
@@ -183,11 +181,13 @@ def results_files(own: Path, reports_dir: Path) -> list[Path]:
     return [path for path in others if path != own] + [own]
 
 
-def plan_run(runner: Runner, reports_dir: str | os.PathLike | None = None) -> Plan:
+def plan_run(runner: Runner, reports_dir: str | os.PathLike | None = None, device_model: str | None = None) -> Plan:
     """The plan of ``runner``'s grid: its pending cells by kernel, estimated from earlier records
-    of this environment in the study's results file and every ``reports/*/results.jsonl``."""
+    of this environment in the study's results file and every ``reports/*/results.jsonl``; with
+    ``device_model``, from the records of that GPU, and the rest a priori (``prior_plan``)."""
     from ..paths import REPORTS_DIR
     from .groups import kernel_groups
+    from .prior_plan import device_prior, price_kernel
 
     pending, resumed = runner.pending()
     skipped = []
@@ -195,8 +195,9 @@ def plan_run(runner: Runner, reports_dir: str | os.PathLike | None = None) -> Pl
         oom_at = runner.earlier_ooms.get(group_key(runner.key(cell)))
         if oom_at is not None and cell.batch_size > oom_at:
             skipped.append((cell, oom_at))
-    records = records_of_environment(results_files(runner.results_path, Path(reports_dir or REPORTS_DIR)),
-                                     runner.environment)
+    files = results_files(runner.results_path, Path(reports_dir or REPORTS_DIR))
+    prior, records = device_prior(device_model, files) if device_model else (None, None)
+    records = records if prior else records_of_environment(files, runner.environment)
     kernels = []
     for group in kernel_groups(pending):  # grouped before the skipped leave: the runner's group ids
         group = group.without(cell for cell, _ in skipped)
@@ -207,11 +208,13 @@ def plan_run(runner: Runner, reports_dir: str | os.PathLike | None = None) -> Pl
         kernels.append(KernelPlan(group, [estimate_cell_seconds(cell, records, cell in sharing)
                                           for cell in group.cells],
                                   start, bool(_start_and_load(group.first, records))))
+        if prior:
+            price_kernel(kernels[-1], prior)
     grid = runner.grid
     return Plan(study=grid.study, grid_path=str(grid.path), results_path=runner.results_path,
                 cells_in_grid=len(grid.cells), already_measured=resumed, skipped_after_oom=skipped,
                 kernels=kernels, records_used=len(records),
-                devices=list(runner.devices or grid.devices))
+                devices=list(runner.devices or grid.devices), prior=prior)
 
 
 # --- the listing ------------------------------------------------------------------
@@ -268,6 +271,8 @@ def _total(plan: Plan) -> str:
 
 def format_plan(plan: Plan) -> str:
     """The plan as a terminal listing: header, one block per kernel, skipped cells, the total."""
+    from . import prior_plan
+
     lines = [f"study {plan.study} ({plan.grid_path}): {_cells(plan.cells_in_grid)} in the grid; "
              f"results in {plan.results_path}",
              f"  already measured on this environment (skipped): {plan.already_measured}",
@@ -275,17 +280,18 @@ def format_plan(plan: Plan) -> str:
              f"  to run: {_cells(plan.cells_to_run)} in {len(plan.kernels)} kernel"
              f"{'' if len(plan.kernels) == 1 else 's'}",
              f"  estimates from {plan.records_used} earlier record"
-             f"{'' if plan.records_used == 1 else 's'} of this environment"]
+             f"{'' if plan.records_used == 1 else 's'} " + (f"on {plan.prior.device}" if plan.prior else
+                                                          "of this environment")]
     for kernel in plan.kernels:
         group = kernel.group
         order = ", ".join(f"{cell.compile_mode} {cell.batch_size}" for cell in group.cells)
-        lines += ["", f"kernel {group.group_id} ({group.device}): {order}",
-                  f"  estimate: {_kernel_estimate(kernel)}"]
+        estimate = prior_plan.kernel_line(kernel, plan.prior.device) if plan.prior else _kernel_estimate(kernel)
+        lines += ["", f"kernel {group.group_id} ({group.device}): {order}", f"  estimate: {estimate}"]
     if plan.skipped_after_oom:
         lines += ["", "recorded as oom without running (a smaller batch ran out of memory earlier):"]
         lines += [f"  {cell.model} {cell.dtype} {cell.device}: {cell.compile_mode} {cell.batch_size} "
                   f"(out of memory at batch {oom_at})" for cell, oom_at in plan.skipped_after_oom]
-    lines += ["", _total(plan)]
+    lines += ["", *(prior_plan.total_lines(plan) if plan.prior else [_total(plan)])]
     kinds = [device.split(":")[0] for device in plan.devices]
     if any(kinds.count(kind) > 1 for kind in kinds):  # kernels then run side by side
         lines.append(f"  one worker per device ({', '.join(plan.devices)}): the run may take less "

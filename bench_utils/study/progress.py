@@ -105,14 +105,15 @@ class Progress:
 
 def format_run_outcome(run: RunOutcome, results_path: Path, slowest: int = 3) -> str:
     counts = run.counts()
-    if not run.outcomes and not run.worker_errors and run.signal is None:
+    if not run.outcomes and not run.worker_errors and run.signal is None and not run.not_run:
         return (f"all {run.total} cells already measured for this environment; nothing to do "
                 f"(--force measures again). Results: {results_path}")
     lines = [f"cells: {run.total} in the grid, {run.resumed} already measured, "
              f"{len(run.outcomes)} run now: {counts.get('ok', 0)} ok, {counts.get('oom', 0)} oom, "
              f"{counts.get('error', 0)} error, {counts.get('skipped', 0)} skipped after an OOM"]
     ranked = sorted(run.outcomes, key=lambda outcome: outcome.seconds, reverse=True)[:slowest]
-    lines.append("slowest: " + ", ".join(f"{o.cell.cell_id} ({o.seconds:.0f} s)" for o in ranked))
+    if ranked:  # none when a time limit started no cell
+        lines.append("slowest: " + ", ".join(f"{o.cell.cell_id} ({o.seconds:.0f} s)" for o in ranked))
     for outcome in run.outcomes:
         if outcome.status == "error":
             lines.append(f"error: {outcome.cell.cell_id} on {outcome.device}: {outcome.message}")

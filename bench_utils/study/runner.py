@@ -1,25 +1,21 @@
 """The grid runner: a whole study from one YAML file, crash-proof and resumable.
 
-``python -m bench_utils run PARAMS.yaml [--out DIR] [--force] [--devices cuda:0,cuda:1]``
+``python -m bench_utils run PARAMS.yaml [--out DIR] [--force] [--devices cuda:0,cuda:1] [--time-limit 9m]``
 
-The cells are run in kernel groups (``groups``): one papermill execution of the task
-notebook, in its own kernel process, measures every pending cell of one (task, model,
-dtype, device), so torch is imported and the model built once per group, not once
-per cell. The kernel appends one record per cell as soon as it is measured (``ok``,
-``oom`` or ``error``; the notebook's own OOM rule skips a mode's larger batches), and
-the runner follows the results file while it runs:
+The cells are run in kernel groups (``groups``): one papermill execution of the task notebook, in its own kernel
+process, measures every pending cell of one (task, model, dtype, device), so torch is imported and the model built
+once per group, not once per cell. The kernel appends one record per cell as soon as it is measured (``ok``, ``oom``
+or ``error``; the notebook's own OOM rule skips larger batches), and the runner follows the results file while it runs:
 
-- a kernel that dies (a segfault, a killed process) loses only the cell it was measuring:
-  a new kernel takes up the group's unfinished cells; a cell that kills its kernel twice
-  is recorded as ``error`` with the end of its log, and the group goes on;
-- a kernel ended by the operating system's OOM killer records that cell ``oom`` and
-  its mode's larger batches as skipped;
-- a cell that records nothing for ``timeout`` seconds is stopped and recorded as
-  ``error``; the group goes on in a new kernel;
-- cells already recorded ``ok`` or ``oom`` for the same environment (torch version,
-  and the GPU model or CPU model) are skipped: running again resumes; an earlier
-  OOM still rules out that mode's larger batches;
-- one worker per device, pinned with CUDA_VISIBLE_DEVICES: one measurement per device.
+- a kernel that dies (a segfault, a killed process) loses only the cell it was measuring: a new
+  kernel takes up the group's unfinished cells; a cell that kills its kernel twice is recorded as
+  ``error`` with the end of its log, and the group goes on;
+- a kernel ended by the operating system's OOM killer records that cell ``oom``, its mode's larger batches skipped;
+- a cell that records nothing for ``timeout`` seconds is stopped and recorded as ``error``, the group going on;
+- cells already recorded ``ok`` or ``oom`` for the same environment (torch version, and the GPU model
+  or CPU model) are skipped: running again resumes; an earlier OOM still rules out larger batches;
+- one worker per device, pinned with CUDA_VISIBLE_DEVICES: one measurement per device;
+- with a ``time_limit`` (``time_limit``), a kernel starts only the cells that fit in the time left.
 
 Executing a notebook is ``execution``, following it ``watch``; the person watching sees ``progress``."""
 
@@ -98,6 +94,7 @@ class Runner:
         self.progress = progress  # (pending cells, stream) -> what the person watching sees
         self.environment = capture_environment()
         self.earlier_ooms: dict[tuple, int] = {}
+        self.time_limit = None  # a time_limit.TimeLimit: cells that fit, and the stop at its deadline
         self._lock = threading.Lock()
 
     def workers(self, kind: str) -> list[str]:
@@ -130,7 +127,7 @@ class Runner:
         if self.uses_papermill:
             ensure_kernel()
         with RunnerLease(self.out_dir, self.results_path) as lease, \
-                StopOnSignal(self.running.end_all) as self.stop:
+                StopOnSignal(self.running.end_all, self.time_limit) as self.stop:
             self.run_id = lease.run_id
             pending, resumed = self.pending()
             tally = RunOutcome(resumed=resumed, total=len(self.grid.cells))
@@ -189,11 +186,14 @@ class Runner:
         attempt = 0
         while remaining and not self.stop.requested.is_set():
             attempt += 1
+            if not (fit := self.time_limit.fitting(group, remaining) if self.time_limit else remaining):
+                return  # none would finish before the time limit: left for a later run
             with device_lock(device, say=lambda line: print(f"[run] {line}", file=self.stream),
                              cancelled=self.stop.requested.is_set) as held:
                 if not held:
                     return  # a stop request while waiting for the device
-                remaining = self._run_kernel(group, remaining, device, attempt, kills, tally, progress)
+                remaining = (self._run_kernel(group, fit, device, attempt, kills, tally, progress)
+                             + [cell for cell in remaining if cell not in fit])
 
     def _run_kernel(self, group: KernelGroup, cells: list[Cell], device: str, attempt: int,
                     kills: Counter, tally: RunOutcome, progress: Progress) -> list[Cell]:

@@ -60,18 +60,23 @@ class StopOnSignal:
     """``with StopOnSignal(on_stop) as stop:``: SIGINT/SIGTERM set ``stop.requested`` and call ``on_stop``.
 
     Installed only in the main thread (signals are delivered there); the previous
-    handlers come back on exit.
+    handlers come back on exit. A ``time_limit`` (``study.time_limit.TimeLimit``) stops the
+    run the same way when its deadline passes, with no signal.
     """
 
-    def __init__(self, on_stop: Callable[[], None]) -> None:
+    def __init__(self, on_stop: Callable[[], None], time_limit=None) -> None:
         self.on_stop = on_stop
         self.requested = threading.Event()
         self.signal: int | None = None
+        self.time_limit = time_limit
         self._previous: dict[int, object] = {}
 
     def _handle(self, signum, frame) -> None:
         if self.signal is None:
             self.signal = signum
+        self.stop_now()
+
+    def stop_now(self) -> None:
         self.requested.set()
         self.on_stop()
 
@@ -79,9 +84,13 @@ class StopOnSignal:
         if threading.current_thread() is threading.main_thread():
             for signum in STOP_SIGNALS:
                 self._previous[signum] = signal.signal(signum, self._handle)
+        if self.time_limit is not None:
+            self.time_limit.arm(self.stop_now)
         return self
 
     def __exit__(self, *exc_info) -> None:
+        if self.time_limit is not None:
+            self.time_limit.disarm()
         for signum, handler in self._previous.items():
             signal.signal(signum, handler)
         self._previous.clear()

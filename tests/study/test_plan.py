@@ -232,3 +232,59 @@ def test_an_eager_cell_is_estimated_as_the_run_will_measure_it(runner, tmp_path)
     assert estimate_cell_seconds(eager, [standalone], shares_pairs=True) == pytest.approx(1.0)  # no runs
     assert estimate_cell_seconds(eager, [standalone, shared], shares_pairs=False) == pytest.approx(9.0)
     assert estimate_cell_seconds(eager, [record(eager, ENV, {"cell_s": 3.0}, status="error")]) is None
+
+
+# --- a priori, for a named GPU ----------------------------------------------------
+
+H100 = {"torch_version": "2.11.0", "driver_version": "580.1", "gpus": [{"index": 0, "name": "NVIDIA H100 80GB HBM3"}]}
+
+
+def test_a_device_model_prices_unrecorded_cells_a_priori_and_recorded_ones_by_their_records(tmp_path):
+    from bench_utils.study.prior_estimate import CellShape, Span
+
+    runner = Runner(parse_grid({**GRID, "devices": ["cuda"]}), tmp_path / "study")
+    grid = {(c.model, c.compile_mode, c.batch_size): c for c in runner.grid.cells}
+    on_h100 = record(grid[("resnet", "default", 1)], H100, {"startup_s": 7.0, "load_s": 3.0, "cell_s": 123.0})
+    write(tmp_path / "reports" / "other" / "results.jsonl", on_h100,
+          record(grid[("resnet", "default", 4)], {**H100, "gpus": [{"index": 0, "name": "NVIDIA L4"}]},
+                 {"cell_s": 999.0}))  # another GPU's: neither a record of this one nor its calibration
+    plan = plan_run(runner, reports_dir=tmp_path / "reports", device_model="H100")
+    resnet, segformer = plan.kernels
+    assert plan.prior.device == "H100 SXM" and plan.prior.calibrated_on == 1 and plan.records_used == 1
+    assert resnet.prior_cells[0] == Span.exact(123.0) and resnet.prior_start == Span.exact(10.0)
+    ratio = 123.0 / plan.prior.raw_cell(CellShape.of_cell(grid[("resnet", "default", 1)]), warm=False).point
+    raw = plan.prior.raw_cell(CellShape.of_cell(grid[("resnet", "default", 4)]), warm=False)
+    assert resnet.prior_cells[1].point == pytest.approx(raw.point * ratio)  # scaled as the recorded cell was
+    assert all(span.low <= span.point <= span.high for span in resnet.prior_cells + segformer.prior_cells)
+    text = format_plan(plan)
+    assert "estimates from 1 earlier record on H100 SXM" in text
+    assert "  estimate: a-priori for H100 SXM: ~" in text and "1 cell from records on H100 SXM" in text
+    assert "a-priori estimate for H100 SXM (a model, not a measurement): ~" in text
+    assert "for 7 of 7 cells, 2 kernel starts included" in text and "calibrated on 1 cell recorded there" in text
+
+
+def test_dry_run_prices_the_guides_grid_on_an_h100_in_minutes_with_a_range(tmp_path):
+    import re
+
+    result = subprocess.run([sys.executable, "-m", "bench_utils", "run", "params/hf-guide.yaml", "--dry-run",
+                             "--device-model", "H100", "--out", str(tmp_path)], capture_output=True, text=True,
+                            cwd=PROJECT_ROOT, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    total = next(line for line in result.stdout.splitlines() if line.startswith("a-priori estimate for"))
+    assert re.fullmatch(r"a-priori estimate for H100 SXM \(a model, not a measurement\): ~(\d+) min \((\d+)-(\d+) "
+                        r"min\) for 80 of 80 cells, 12 kernel starts included", total), total
+    point, low, high = map(int, re.search(r"~(\d+) min \((\d+)-(\d+) min\)", total).groups())
+    assert 0 < low < point < high
+    assert result.stdout.count("  estimate: a-priori for H100 SXM: ~") == 12
+    assert "uncalibrated: no cell recorded on it yet" in result.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_unknown_device_model_is_one_line_naming_the_known_ones_and_exit_2():
+    result = subprocess.run([sys.executable, "-m", "bench_utils", "run", "params/hf-guide.yaml", "--dry-run",
+                             "--device-model", "RTX 4090"], capture_output=True, text=True, cwd=PROJECT_ROOT,
+                            timeout=300)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "error: --device-model 'RTX 4090' is not a GPU with datasheet peaks here; known: H100 SXM, H100 NVL, "
+        "H100 PCIe, H200 SXM, H200 NVL, A100 SXM, A100 PCIe, L4, T4, V100 SXM2, V100 PCIe, V100S PCIe"]
