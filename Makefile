@@ -7,12 +7,14 @@ PY     := $(VENV)/bin/python
 # Re-install when the dependency list changes.
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: setup test bench report lab env validate-timer clean-venv help
+.PHONY: setup test bench report lab env validate-timer clean-venv help test-compat wheelhouse
 
 help:
 	@echo "make report   set up, then run the study and build the report (main job)"
 	@echo "              (EXECUTOR=ray [RAY_ADDRESS=auto|HOST:PORT|ray://HOST:10001]: on a Ray cluster, docs/cluster.md)"
 	@echo "make test     set up, then run the test suite"
+	@echo "make test-compat  the test suite in $(COMPAT_VENV)/: the GPU image's Python and versions (docs/testing.md)"
+	@echo "make wheelhouse   download into $(WHEELHOUSE)/ the wheels a GPU host lacks (PYTHON_VERSION=3.12)"
 	@echo "make bench    set up, then measure what a study costs beyond its measurements"
 	@echo "              (BENCH_GRID=grid.yaml; RESULTS=results.jsonl from a GPU projects the guide's grid)"
 	@echo "make lab      set up, then start JupyterLab on the project with its kernel (LAB_PORT=8888)"
@@ -24,7 +26,7 @@ help:
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
-	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "bench_utils needs Python >= 3.10, found " + sys.version.split()[0] + " (set PYTHON=...)")'
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "bench_utils needs Python >= 3.11, found " + sys.version.split()[0] + " (set PYTHON=...)")'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "[setup] installing bench_utils and its dependencies into $(VENV)/ (torch is large: first run takes minutes)"
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,ray]'
@@ -91,3 +93,36 @@ validate-timer: setup
 
 clean-venv:
 	rm -rf $(VENV)
+
+# The GPU machines' image: its Python and versions (environments/gpu-image-constraints.txt), without what it
+# lacks (Ray, JupyterLab, Playwright), and the project not installed but on PYTHONPATH, as on a GPU host.
+COMPAT_VENV        := .venv-compat
+COMPAT_PY          := $(COMPAT_VENV)/bin/python
+COMPAT_CONSTRAINTS := environments/gpu-image-constraints.txt
+COMPAT_STAMP       := $(COMPAT_VENV)/.installed-stamp
+COMPAT_INSTALL     := $(COMPAT_PY) -m pip install --quiet --disable-pip-version-check -c $(COMPAT_CONSTRAINTS)
+# pyenv's shim answers for python3.12 only where 3.12 is the selected version: then look into pyenv itself.
+COMPAT_PYTHON ?= $(shell python3.12 -c '' 2>/dev/null && echo python3.12 || \
+	ls -d $$(pyenv root 2>/dev/null)/versions/3.12*/bin/python3.12 2>/dev/null | tail -n 1)
+
+$(COMPAT_STAMP): pyproject.toml $(COMPAT_CONSTRAINTS) tools/gpu_image.py
+	@test -n "$(COMPAT_PYTHON)" || { echo "make test-compat needs Python 3.12: set COMPAT_PYTHON=..."; exit 2; }
+	@test -x $(COMPAT_PY) || $(COMPAT_PYTHON) -m venv $(COMPAT_VENV)
+	@echo "[test-compat] the GPU image's versions into $(COMPAT_VENV)/ (torch is large: the first run takes minutes)"
+	$(COMPAT_INSTALL) packaging
+	$(COMPAT_PY) tools/gpu_image.py requirements --extra test > $(COMPAT_VENV)/requirements.txt
+	$(COMPAT_INSTALL) -r $(COMPAT_VENV)/requirements.txt
+	$(COMPAT_PY) -m ipykernel install --sys-prefix --name bench-utils --display-name "Python (bench-utils)" > /dev/null
+	@touch $(COMPAT_STAMP)
+
+# PYTEST_ARGS=tests/measurement for a part of the suite.
+test-compat: $(COMPAT_STAMP)
+	$(COMPAT_PY) -m pip list --disable-pip-version-check --format=freeze | grep -iE '^(torch|transformers|timm)=='
+	PYTHONPATH=$(CURDIR) $(COMPAT_PY) -m pytest $(PYTEST_ARGS)
+
+# Wheels for a GPU host that reaches no registry (docs/testing.md): what the project needs and its image lacks.
+PYTHON_VERSION ?= 3.12
+WHEELHOUSE     ?= .whl
+
+wheelhouse: setup
+	$(PY) tools/wheelhouse.py --python-version $(PYTHON_VERSION) --dest $(WHEELHOUSE)

@@ -25,6 +25,7 @@ AUTH_MODE_ENV = "RAY_AUTH_MODE"   # Ray's: token (the default for new local clus
 PROBE_TIMEOUT_S = 5.0
 CLIENT_TRIES = 3   # connections through Ray Client whose server process died as it started
 PROBE_PAUSE_S = 0.25
+NO_RAY = "Ray is not installed here (the GPU machines' image lacks it): pip install -e '.[ray]', as make setup does"
 
 
 class ClusterUnreachable(ValueError):
@@ -41,8 +42,10 @@ def head_endpoint(address: str) -> tuple[str, int]:
     """The head's host and port that ``address`` names (``auto`` as Ray resolves it)."""
     text = address
     if address == "auto":
-        from ray._private.services import canonicalize_bootstrap_address_or_die
-
+        try:
+            from ray._private.services import canonicalize_bootstrap_address_or_die
+        except ImportError:
+            raise ClusterUnreachable(NO_RAY) from None
         try:  # Ray's own rule: $RAY_ADDRESS, then the cluster `ray start` recorded on this machine
             text = canonicalize_bootstrap_address_or_die("auto")
         except ConnectionError as exc:
@@ -83,7 +86,10 @@ def connect(address: str | None) -> None:
             os.environ.setdefault(AUTH_MODE_ENV, "token")
     else:
         probe(address)
-    import ray
+    try:
+        import ray
+    except ImportError:
+        raise ClusterUnreachable(NO_RAY) from None
 
     logging.getLogger("ray").setLevel(logging.WARNING)  # Ray Client's notes on how it connected
     # and the client server's own warnings it relays (its driver runs in a thread, and says so); a

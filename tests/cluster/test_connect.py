@@ -94,8 +94,21 @@ def test_a_refused_connection_to_an_explicit_address_says_how_to_send_the_cluste
     assert _token_hint("ray://head:10001") == ""  # it was sent: the hint would mislead
 
 
+@pytest.mark.parametrize("address", [None, "auto"])
+def test_without_ray_a_ray_run_says_so_in_one_line(monkeypatch, address):
+    from bench_utils.cluster import connect as connect_module
+
+    # what `import ray` meets where Ray is not installed (the GPU machines' image)
+    monkeypatch.setitem(sys.modules, "ray", None)
+    monkeypatch.setitem(sys.modules, "ray._private.services", None)
+    monkeypatch.setenv(connect_module.LOOPBACK_ONLY_ENV, "0")  # connect() sets it: restored after the test
+    monkeypatch.delenv(connect_module.ADDRESS_ENV, raising=False)
+    with pytest.raises(ClusterUnreachable, match=r"Ray is not installed here .*pip install -e '\.\[ray\]'"):
+        connect_module.connect(address)
+
+
 def test_a_ray_client_server_that_dies_as_it_starts_is_tried_again(monkeypatch):
-    import ray
+    ray = pytest.importorskip("ray", reason="needs Ray (the project's ray extra)")
 
     from bench_utils.cluster import connect as connect_module
 
