@@ -157,9 +157,10 @@ def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
             "graphs": compiled.get("graphs"), "graph_breaks": compiled.get("graph_breaks"),
             "recompiles": compiled.get("recompiles"),
             "break_even": compiled.get("break_even_calls"),
-            "peak_bytes": region_bytes(memory, cuda, compiled=cell["compile_mode"] != "eager",
-                                       graphs=bool(compiled.get("cuda_graphs"))),
-            "eager_peak_bytes": region_bytes(eager_memory, cuda, compiled=False),
+            # a CUDA-graph mode's pool counts whether inductor kept its graphs or not: what the mode asked
+            "peak_bytes": region_bytes(memory, cuda, graphs=cell["compile_mode"] != "eager" and bool(
+                compiled.get("cuda_graphs_requested", compiled.get("cuda_graphs")))),
+            "eager_peak_bytes": region_bytes(eager_memory, cuda),  # eager takes no pool: one alive is a compilation's
             "reserved_bytes": memory.get("cuda_peak_reserved_increase_bytes"),
             "graph_pool_bytes": memory.get("cuda_graph_pool_bytes"),
             # what the mode asked for, and what inductor did (True, "partial", False; see variants.cuda_graph_checks)
@@ -182,22 +183,22 @@ def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
     return result
 
 
-def region_bytes(memory: dict[str, Any], cuda: bool, *, compiled: bool, graphs: bool = False) -> float | None:
-    """What a measured region needed on top of what was alive before it: the peak increase, and on
-    CUDA for a compiled model its CUDA-graph pool too. A graph replay allocates nothing: its
-    activations and outputs live in the pool its recording made before the region, so the increase
-    alone would put a CUDA-graph mode near 0 beside eager's activations. ``graphs``: the record says
-    CUDA graphs were used, so a pool not measured leaves the figure unmeasured too (None). Eager
-    takes no pool: one alive at its probe is an earlier compilation's."""
+def region_bytes(memory: dict[str, Any], cuda: bool, *, graphs: bool = False) -> float | None:
+    """What a measured region needed on top of what was alive before it: on a CPU the resident
+    memory's peak increase; on CUDA the memory the allocator took from the driver for it (the peak
+    reserved increase) and, for a model that runs in CUDA graphs (``graphs``), their pool. A graph
+    replay allocates nothing: its activations and outputs live in the pool its recording made
+    before the region, so without it a CUDA-graph mode would show near 0 beside eager's activations.
+    The pool is whole allocator segments, so it is set beside reserved memory, segments too, never
+    beside allocated bytes (small models would look several times larger). A pool not measured
+    leaves the figure unmeasured (None)."""
     if not cuda:
         return memory.get("rss_peak_increase_bytes")
-    increase = memory.get("cuda_peak_allocated_increase_bytes")
-    pool = memory.get("cuda_graph_pool_bytes")
-    if increase is None or not compiled:
+    increase = memory.get("cuda_peak_reserved_increase_bytes")
+    if increase is None or not graphs:
         return increase
-    if pool is None:
-        return None if graphs else increase
-    return increase + pool
+    pool = memory.get("cuda_graph_pool_bytes")
+    return None if pool is None else increase + pool
 
 
 def _seconds(parts: list | None, scale: float = 1e-3) -> float:

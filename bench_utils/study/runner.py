@@ -7,15 +7,13 @@ process, measures every pending cell of one (task, model, dtype, device), so tor
 once per group, not once per cell. The kernel appends one record per cell as soon as it is measured (``ok``, ``oom``
 or ``error``; the notebook's own OOM rule skips larger batches), and the runner follows the results file while it runs:
 
-- a kernel that dies (a segfault, a killed process) loses only the cell it was measuring: a new
-  kernel takes up the group's unfinished cells; a cell that kills its kernel twice is recorded as
-  ``error`` with the end of its log, and the group goes on;
+- a kernel that dies (a segfault, a killed process) loses only the cell it was measuring: a new kernel takes up the
+  group's unfinished cells; a cell that kills its kernel twice is recorded ``error`` with its log's end;
 - a kernel ended by the operating system's OOM killer records that cell ``oom``, its mode's larger batches skipped;
 - a cell that records nothing for ``timeout`` seconds is stopped and recorded as ``error``, the group going on;
-- cells already recorded ``ok`` or ``oom`` for the same environment (torch version, and the GPU model
-  or CPU model) are skipped: running again resumes; an earlier OOM still rules out larger batches;
-- one worker per device, pinned with CUDA_VISIBLE_DEVICES: one measurement per device;
-- with a ``time_limit`` (``time_limit``), a kernel starts only the cells that fit in the time left.
+- cells recorded ``ok`` or ``oom`` for the same environment (torch version, GPU or CPU model) are skipped: running
+  again resumes; an OOM recorded so far, in this run or an earlier one, rules out larger batches;
+- one worker per device (CUDA_VISIBLE_DEVICES); with a ``time_limit`` a kernel starts only the cells that fit.
 
 Executing a notebook is ``execution``, following it ``watch``; the person watching sees ``progress``."""
 
@@ -168,23 +166,25 @@ class Runner:
             tally.outcomes.append(outcome)
         progress.finish(outcome)
 
-    def _record_skipped(self, cells: list[Cell], oom_at: int, device: str, tally: RunOutcome,
-                        progress: Progress) -> None:
+    def _record_skipped(self, cells: list[Cell], oom_at: int, device: str, tally: RunOutcome, progress: Progress):
         for cell in cells:
             self._append(skipped_after_oom(cell_fields(cell), oom_at, unmeasured_config(cell),
                                            environment=self.environment))
-            self._finish(Outcome(cell, "skipped", 0.0, device, f"after OOM at batch {oom_at}"),
-                         tally, progress)
+            self._finish(Outcome(cell, "skipped", 0.0, device, f"after OOM at batch {oom_at}"), tally, progress)
+
+    def _rule_out(self, cells: list[Cell], device: str, tally: RunOutcome, progress: Progress) -> list[Cell]:
+        """``cells`` less those an out-of-memory error recorded so far rules out, recorded as skipped (a kernel
+        cut short by a time limit leaves its larger batch sizes to the next kernel: they must not run there)."""
+        if not self.force:
+            self.earlier_ooms = oom_batches(self.results_path)
+        for cell in (ruled_out := [cell for cell in cells if self.earlier_oom(cell) is not None]):
+            self._record_skipped([cell], self.earlier_oom(cell), device, tally, progress)
+        return [cell for cell in cells if cell not in ruled_out]
 
     def _run_group(self, group: KernelGroup, device: str, tally: RunOutcome, progress: Progress) -> None:
         """Measure a group's cells in as few kernels as its failures allow."""
-        ruled_out = [cell for cell in group.cells if self.earlier_oom(cell) is not None]
-        for cell in ruled_out:
-            self._record_skipped([cell], self.earlier_oom(cell), device, tally, progress)
-        remaining = [cell for cell in group.cells if cell not in ruled_out]
-        kills: Counter = Counter()
-        attempt = 0
-        while remaining and not self.stop.requested.is_set():
+        remaining, kills, attempt = list(group.cells), Counter(), 0
+        while (remaining := self._rule_out(remaining, device, tally, progress)) and not self.stop.requested.is_set():
             attempt += 1
             if not (fit := self.time_limit.fitting(group, remaining) if self.time_limit else remaining):
                 return  # none would finish before the time limit: left for a later run

@@ -20,9 +20,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-READY_TIMEOUT_S = 300.0  # a sidecar interpreter imports torch before it answers: slow on a loaded host
+# in all, for one call: a sidecar interpreter imports torch before it answers (seconds; more on a loaded host)
+READY_TIMEOUT_S = 120.0
 
 _measured_start: tuple[Any, float] | None = None  # (the pool, its start in ms) where ready() started it
+_failed: str | None = None  # why the pool did not answer: later calls do not wait for it again
 
 
 def _async_compile():
@@ -60,7 +62,7 @@ def ready(backend: str = "inductor", timeout_s: float = READY_TIMEOUT_S) -> dict
     timed compilation); ``start_ms``: the wait that created the pool (this kernel's first), None
     where something else created it.
     """
-    global _measured_start
+    global _measured_start, _failed
     if backend != "inductor":
         return None
     async_compile = _async_compile()
@@ -70,6 +72,8 @@ def ready(backend: str = "inductor", timeout_s: float = READY_TIMEOUT_S) -> dict
     if not block["pool"]:
         return {**block, "already_up": None, "wait_ms": None, "start_ms": None,
                 "note": "no worker pool: inductor compiles in this process (one compile thread, or no Triton)"}
+    if _failed is not None:  # a broken pool costs one wait per process, not one per compilation
+        return {**block, "already_up": False, "wait_ms": None, "start_ms": None, "note": _failed}
     compile_class = async_compile.AsyncCompile
     already_up = is_up()
     created = compile_class.process_pool.cache_info().currsize > 0
@@ -80,10 +84,11 @@ def ready(backend: str = "inductor", timeout_s: float = READY_TIMEOUT_S) -> dict
         if compile_class._ready_future is not None:
             compile_class._ready_future.result(timeout=timeout_s)
         # one more job through a worker: after a quiesce the readiness job above had long answered
-        compile_class.process_pool().submit(compile_class._get_ready).result(timeout=timeout_s)
+        left_s = max(1.0, timeout_s - (time.perf_counter() - start))
+        compile_class.process_pool().submit(compile_class._get_ready).result(timeout=left_s)
     except Exception as exc:  # inductor then compiles in this process, as it does while its pool starts
-        return {**block, "already_up": already_up, "wait_ms": None, "start_ms": None,
-                "note": f"the pool did not answer: {type(exc).__name__}: {exc}"[:300]}
+        _failed = f"the pool did not answer within {timeout_s:.0f} s: {type(exc).__name__}: {exc}"[:300]
+        return {**block, "already_up": already_up, "wait_ms": None, "start_ms": None, "note": _failed}
     wait_ms = (time.perf_counter() - start) * 1e3
     pool = compile_class.process_pool()
     if not created:

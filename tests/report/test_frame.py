@@ -66,7 +66,9 @@ def test_a_capped_gpu_is_a_device_of_its_own():
 
 def _cuda_graph_record(memory: dict, mode: str = "reduce-overhead", cuda_graphs=True) -> dict:
     MiB = 2**20
-    eager = {"cuda_peak_allocated_increase_bytes": 400 * MiB, "cuda_graph_pool_bytes": 0}
+    # reserved memory: the allocator's segments, as the pool's are; allocated bytes are not set beside it
+    eager = {"cuda_peak_reserved_increase_bytes": 400 * MiB, "cuda_peak_allocated_increase_bytes": 310 * MiB,
+             "cuda_graph_pool_bytes": 0}
     return make_record(study="s", task="image-classification", model="resnet", batch_size=1,
                        compile_mode=mode, dtype="float32", device="cuda:0", environment={},
                        measurement=Measurement(times_ms=[5.0, 5.0], first_call_ms=900.0),
@@ -80,11 +82,11 @@ def test_a_cuda_graph_modes_memory_counts_the_pool_its_replays_run_in():
 
     MiB = 2**20
     # a graph replay allocates nothing: the increase is 0 and the activations are in the 500 MiB pool
-    row = frame([_cuda_graph_record({"cuda_peak_allocated_increase_bytes": 0,
+    row = frame([_cuda_graph_record({"cuda_peak_reserved_increase_bytes": 0, "cuda_peak_allocated_increase_bytes": 0,
                                      "cuda_graph_pool_bytes": 500 * MiB})]).iloc[0]
     assert row["peak_bytes"] == 500 * MiB and row["eager_peak_bytes"] == 400 * MiB
     assert row["graph_pool_bytes"] == 500 * MiB  # still shown apart
-    data = frame([_cuda_graph_record({"cuda_peak_allocated_increase_bytes": 0, "cuda_graph_pool_bytes": 500 * MiB})])
+    data = frame([_cuda_graph_record({"cuda_peak_reserved_increase_bytes": 0, "cuda_graph_pool_bytes": 500 * MiB})])
     table = memory_table(data, Selection(environment=data["environment"].iloc[0], batch_size=1,
                                          mode="reduce-overhead", dtype="float32"))
     assert table["memory_ratio"].iloc[0] == 500 / 400  # like for like, never ~0
@@ -94,9 +96,14 @@ def test_a_cuda_graph_modes_memory_is_not_measured_without_its_pool():
     from bench_utils.report.frame import frame
 
     MiB = 2**20
-    unknown_pool = frame([_cuda_graph_record({"cuda_peak_allocated_increase_bytes": 0,
+    unknown_pool = frame([_cuda_graph_record({"cuda_peak_reserved_increase_bytes": 0,
                                               "cuda_graph_pool_bytes": None})]).iloc[0]
     assert unknown_pool["peak_bytes"] is None or pd.isna(unknown_pool["peak_bytes"])  # not 0: not measured
-    no_graphs = frame([_cuda_graph_record({"cuda_peak_allocated_increase_bytes": 300 * MiB,
+    no_graphs = frame([_cuda_graph_record({"cuda_peak_reserved_increase_bytes": 300 * MiB,
                                            "cuda_graph_pool_bytes": None}, mode="default", cuda_graphs=False)]).iloc[0]
     assert no_graphs["peak_bytes"] == 300 * MiB  # no graphs: the increase is the whole of it
+    # a mode that asked for CUDA graphs and got none: its (empty) pool still counts, unmeasured it leaves no figure
+    skipped = _cuda_graph_record({"cuda_peak_reserved_increase_bytes": 300 * MiB, "cuda_graph_pool_bytes": None},
+                                 cuda_graphs=False)
+    skipped["compile"]["cuda_graphs_requested"] = True
+    assert pd.isna(frame([skipped]).iloc[0]["peak_bytes"])

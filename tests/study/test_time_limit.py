@@ -11,8 +11,8 @@ from bench_utils.results import append_record, read_records
 from bench_utils.study.grid import parse_grid
 from bench_utils.study.groups import kernel_groups
 from bench_utils.study.runner import Runner
-from bench_utils.study.time_limit import (LIMIT_REACHED_EXIT, UNKNOWN_CELL_S, CellCosts, TimeLimit, parse_duration,
-                                          what_is_left)
+from bench_utils.study.time_limit import (LIMIT_REACHED_EXIT, LIMIT_TOO_SHORT_EXIT, UNKNOWN_CELL_S, CellCosts,
+                                          TimeLimit, parse_duration, what_is_left)
 from fake_notebook import FakeNotebook
 
 GRID = {"study": "t", "runs": 3, "warmup": 1, "blocks": 1, "grids": [
@@ -35,7 +35,8 @@ def test_a_bad_duration_is_one_clear_error(text):
 def test_the_cells_that_fit_are_the_first_whose_running_sum_ends_before_the_deadline():
     now, said = [100.0], []
     cells, group = ["a", "b", "c", "d"], SimpleNamespace(group_id="g")
-    limit = TimeLimit(60, lambda group, todo: (10.0, [20.0, 20.0, 15.0, 1.0][-len(todo):]), clock=lambda: now[0])
+    limit = TimeLimit(60, lambda group, todo, figure="high": (10.0, [20.0, 20.0, 15.0, 1.0][-len(todo):]),
+                      clock=lambda: now[0])
     # a start of 10 s, then 20 + 20: 50 s; c would end at 65 s. d would fit, but it comes after c
     limit.say = said.append
     assert limit.fitting(group, cells) == ["a", "b"] and limit.held_back
@@ -43,7 +44,31 @@ def test_the_cells_that_fit_are_the_first_whose_running_sum_ends_before_the_dead
                     "the rest wait for a later run"]
     now[0] = 155.0  # 5 s left: not even the kernel's start fits
     assert limit.fitting(group, ["c", "d"]) == []
-    assert TimeLimit(60, lambda group, todo: (0.0, [1.0]), started=0.0, clock=lambda: 59.5).left() == 0.5
+    assert TimeLimit(60, lambda group, todo, figure="high": (0.0, [1.0]), started=0.0, clock=lambda: 59.5).left() == 0.5
+
+
+def _priced(high: float, point: float):
+    """Costs of a kernel start of 10 s and cells of ``high`` s by the high figure, ``point`` s by the point."""
+    return lambda group, todo, figure="high": (10.0, [high if figure == "high" else point] * len(todo))
+
+
+def test_a_first_kernel_priced_over_the_limit_by_its_high_figure_starts_its_first_cell_on_its_point_figure():
+    said, group = [], SimpleNamespace(group_id="g")
+    limit = TimeLimit(60, _priced(high=100.0, point=40.0), clock=lambda: 0.0)
+    limit.say = said.append
+    # an uncalibrated prior's high figure fits no short limit: without a record nothing would ever calibrate it
+    assert limit.fitting(group, ["a", "b"]) == ["a"] and limit.started_any and limit.needs is None
+    assert "fits only by its estimate's point figure" in said[0]
+    assert limit.fitting(group, ["b"]) == []  # once a kernel ran, the high figure rules again
+
+
+def test_a_kernel_whose_point_figure_exceeds_the_limit_says_how_long_a_limit_it_needs():
+    said, group = [], SimpleNamespace(group_id="g")
+    limit = TimeLimit(60, _priced(high=100.0, point=80.0), clock=lambda: 0.0)
+    limit.say = said.append
+    assert limit.fitting(group, ["a"]) == [] and not limit.started_any
+    assert limit.needs == 90.0 and "needs a limit of 1.5 min at least" in said[0]
+    assert LIMIT_TOO_SHORT_EXIT not in (0, 1, 2, LIMIT_REACHED_EXIT)  # a status of its own: running again won't help
 
 
 def estimated(cell, environment, seconds, startup_s=0.0):
@@ -151,12 +176,15 @@ def test_on_a_known_gpu_unrecorded_cells_cost_the_priors_high_figure_until_a_rec
     default_4 = CellShape.of_cell(cells[1])
     assert start == prior.start("resnet").high and seconds[1] == prior.cell(default_4, warm=False).high
     # the first cell is recorded on this GPU, at twice the prior's point: the rest now cost twice their point
-    # (a record without a warm compile time is priced as a cell that compiled cold only)
+    # (a record without a warm compile time is priced as a cell that compiled cold only), the limit counting
+    # the calibrated high figure (one ratio: the point +25 %), so that the last cell started rarely overruns
     first = estimated(cells[0], h100, 2 * prior.raw_cell(CellShape.of_cell(cells[0]), warm=False).point)
     first["config"]["runs"] = cells[0].runs  # this grid's own measurement, as the run writes it
     append_record(runner.results_path, first)
+    _, points = costs.of_kernel(group, cells[1:], figure="point")
+    assert points[0] == pytest.approx(2 * prior.raw_cell(default_4, warm=True).point)
     start, seconds = costs.of_kernel(group, cells[1:])
-    assert seconds[0] == pytest.approx(2 * prior.raw_cell(default_4, warm=True).point)
+    assert seconds[0] == pytest.approx(1.25 * points[0])
 
 
 def test_a_limit_that_starts_no_cell_says_so_rather_than_nothing_to_do(tmp_path):
@@ -170,5 +198,20 @@ def test_a_limit_that_starts_no_cell_says_so_rather_than_nothing_to_do(tmp_path)
     summary = format_run_outcome(outcome, runner.results_path)
     assert "nothing to do" not in summary and "7 cell(s) not run" in summary and "slowest" not in summary
     text, status = what_is_left(runner, None, outcome, reports_dir=tmp_path / "reports")
-    assert status == LIMIT_REACHED_EXIT
-    assert "left for a later run: 7 cell(s) in 2 kernel(s), no estimate (no record prices them)" in text
+    assert status == LIMIT_TOO_SHORT_EXIT  # running the same command again would start nothing either
+    assert text.startswith("time limit 1.0 min: no kernel fits: give --time-limit 7.0 min at least; left for a "
+                           "later run: 7 cell(s) in 2 kernel(s), no estimate (no record prices them)\n")
+    assert "run the same command again" not in text
+
+
+def test_a_kernel_cut_by_the_limit_leaves_no_larger_batch_to_run_after_an_out_of_memory_error(tmp_path):
+    notebook = FakeNotebook(oom={("resnet", 1)})
+    # a start of 1 s and cells of 40 s in 60 s: one cell a kernel, so batch 4 is not in batch 1's kernel
+    runner = limited_runner(tmp_path, notebook, 60, lambda cell: 40.0)
+    outcome = runner.run()
+    assert sorted(notebook.calls) == [("resnet", 1, "default", "cpu"), ("resnet", 1, "eager", "cpu"),
+                                      ("segformer", 1, "eager", "cpu")]  # no larger batch of an OOM's mode ran
+    skipped = [(r["cell"]["compile_mode"], r["cell"]["batch_size"]) for r in read_records(runner.results_path)
+               if r.get("skipped_after_oom") is not None]
+    assert sorted(skipped) == [("default", 4), ("default", 16), ("eager", 4), ("eager", 16)]
+    assert outcome.counts() == {"oom": 2, "skipped": 4, "ok": 1}

@@ -29,3 +29,21 @@ def test_a_quiesced_pool_is_not_up_and_ready_wakes_it_before_the_next_compilatio
         assert compile_workers.is_up()  # the next job restarted the workers
         again = compile_workers.ready()
         assert again["already_up"] is True and again["start_ms"] == block["start_ms"]
+
+
+def test_a_pool_that_does_not_answer_is_waited_for_once_a_process(monkeypatch):
+    with config.patch(compile_threads=2):
+        if not compile_workers.in_use():
+            pytest.skip("inductor uses no worker pool here (no Triton)")
+        monkeypatch.setattr(compile_workers, "_failed", None)  # restored after the test: other tests' pools
+        starts = []
+
+        def broken_sidecar():
+            starts.append(1)
+            raise RuntimeError("sidecar died")
+
+        monkeypatch.setattr(AsyncCompile, "warm_pool", staticmethod(broken_sidecar))
+        first = compile_workers.ready()
+        assert first["wait_ms"] is None and "did not answer" in first["note"] and "sidecar died" in first["note"]
+        again = compile_workers.ready()  # every later compilation: no second wait on a broken pool
+        assert again["note"] == first["note"] and again["wait_ms"] is None and starts == [1]
