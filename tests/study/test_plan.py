@@ -198,8 +198,8 @@ def test_a_fully_measured_grid_has_nothing_to_run(runner, tmp_path):
     assert format_plan(plan).endswith("estimated duration: nothing to run")
 
 
-def test_the_estimate_module_imports_neither_torch_nor_pandas():
-    code = ("import sys, bench_utils.study.estimate; "
+def test_the_estimate_modules_import_neither_torch_nor_pandas():
+    code = ("import sys, bench_utils.study.estimate, bench_utils.study.prior_plan, bench_utils.study.time_limit; "
             "print(sorted({'torch', 'pandas'} & set(sys.modules)))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PROJECT_ROOT,
                             timeout=120)

@@ -1,6 +1,3 @@
-import subprocess
-import sys
-
 import pytest
 
 from bench_utils.measurement.timing import Measurement
@@ -131,18 +128,12 @@ def test_the_priors_copies_of_other_modules_constants_agree_with_them():
     assert set(prior_estimate.MODE_COMPILE_FACTOR) == set(modes.MODES) - {"eager"}
 
 
-def test_the_table_says_where_it_came_from_and_the_prior_imports_no_torch():
+def test_the_table_says_where_it_came_from():
     import json
 
     table = json.loads((PROJECT_ROOT / "bench_utils" / "study" / "data" / "model_costs.json").read_text())
     assert table["provenance"]["script"].startswith("benchmarks/model_costs.py")
     assert {"torch", "transformers", "cpu_model", "measured"} <= set(table["provenance"])
-    code = ("import sys, bench_utils.study.prior_plan, bench_utils.study.time_limit; "
-            "print(sorted({'torch', 'pandas'} & set(sys.modules)))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PROJECT_ROOT,
-                            timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "[]"
 
 
 def test_span_adds_each_end():
