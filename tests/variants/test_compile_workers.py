@@ -25,6 +25,7 @@ def test_a_quiesced_pool_is_not_up_and_ready_wakes_it_before_the_next_compilatio
         pool.quiesce()  # what inductor's idle timer does after quiesce_async_compile_time seconds
         assert not compile_workers.is_up()
         block = compile_workers.ready()
+        assert block["wait_ms"] is not None, block["note"]  # the pool answered (else: why not)
         assert block["pool"] and block["already_up"] is False and block["wait_ms"] > 0
         assert compile_workers.is_up()  # the next job restarted the workers
         again = compile_workers.ready()
