@@ -247,6 +247,8 @@ def _compiled_cell(loaded: LoadedModel, inputs: dict[str, torch.Tensor], eager_f
     measurement = dataclasses.replace(comparison.candidate, first_call_ms=compiled.cold_calls_ms[0])
     report = dict(compiled.cold_stats) if compilation is None else compilation.compile_stats(batch_size,
                                                                                               compiled.cold_stats)
+    # CUDA graphs as the timed (warm, where made) compilation had them, as its cuda_graphs says
+    report.update({key: value for key, value in (compiled.warm_stats or {}).items() if key.startswith("cudagraph_")})
     report["recompiles"] = at_end["graphs"] - compiled.after_warm["graphs"]
     report["warm_fx_graph_cache_hits"] = (compiled.warm_stats or {}).get("fx_graph_cache_hits")
     report.update(compiled.costs(eager_ms))
