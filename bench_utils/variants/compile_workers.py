@@ -5,8 +5,11 @@ Inductor compiles Triton kernels in a pool of worker processes (``torch._inducto
 interpreter that forks ``compile_threads`` workers). Its backend starts the pool at the first
 compilation of a process (``maybe_warm_pool``) and, until the workers answer, compiles in the main
 process: so without this module the first cold compile of a kernel pays the start (and on CPU
-shares the machine with it), later ones do not. The pool also quiesces (stops its workers) after
-``quiesce_async_compile_time`` seconds without a job, and restarts them on the next one.
+shares the machine with it), later ones do not. By default the pool also quiesces (stops its
+workers) after ``quiesce_async_compile_time`` seconds without a job (60) and restarts them on the next
+one: the pool this module starts does not (``quiesce_async_compile_pool`` off before it is created), as
+a study's timed runs often last longer than that, and on torch 2.11 a sidecar whose workers were
+restarted by fork has hung for its whole 300 s shutdown wait at exit (seen in this suite).
 
 ``ready()`` starts the pool where inductor would use one and waits until a no-op job has gone
 through a worker; it is called once per kernel before its first compiled cell (``study.task``) and
@@ -77,6 +80,9 @@ def ready(backend: str = "inductor", timeout_s: float = READY_TIMEOUT_S) -> dict
     compile_class = async_compile.AsyncCompile
     already_up = is_up()
     created = compile_class.process_pool.cache_info().currsize > 0
+    if not created and hasattr(config, "quiesce_async_compile_pool"):  # read when the pool is created
+        config.quiesce_async_compile_pool = False
+    block["quiesces"] = bool(getattr(compile_class.process_pool(), "timer", None)) if created else False
     start = time.perf_counter()
     try:
         compile_class.warm_pool()     # the pool object (a SubprocPool starts its sidecar here)
