@@ -3,17 +3,22 @@
 Appends are crash-safe: the whole line goes out in one ``write`` under an
 exclusive lock, then ``fsync``; a torn line left by a killed writer is fenced off
 by a newline so the next record still starts on its own line. The reader skips
-torn or corrupt lines with a warning naming the file and line. No torch is
-imported, and pandas only by ``read_results``.
+torn or corrupt lines with a ``CorruptRecordWarning`` naming the file and line;
+inside ``skipped_lines_said`` (the command line's, the report's) each is said as
+one line and counted. A UTF-8 byte-order mark that an editor put before the first
+line is read past. No torch is imported, and pandas only by ``read_results``.
 """
 
 from __future__ import annotations
 
+import codecs
 from contextlib import contextmanager
+from dataclasses import dataclass
 import fcntl
 import json
 import os
 from pathlib import Path
+import sys
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 import warnings
 
@@ -23,8 +28,60 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+@dataclass(frozen=True)
+class SkippedLine:
+    """A line of a results file that a reader skipped, and why."""
+
+    path: str
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: skipped: {self.reason}"
+
+
 class CorruptRecordWarning(UserWarning):
-    """A line of a results file could not be read as a record and was skipped."""
+    """A line of a results file could not be read as a record and was skipped (``skipped`` says which)."""
+
+    def __init__(self, skipped: SkippedLine) -> None:
+        super().__init__(str(skipped))
+        self.skipped = skipped
+
+
+def _say_on_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+@contextmanager
+def skipped_lines_said(say: Callable[[str], None] = _say_on_stderr) -> Iterator[list[SkippedLine]]:
+    """Within: each line a reader skips is said once as ``path:line: skipped: why`` and collected in the
+    list this yields; other warnings are shown as before.
+
+    A file read again (a resumed run, then each kernel's estimate) says its lines once: the same file
+    named relative or absolute is one file. The warnings module's state is the process's, so lines
+    that threads skip are said too, but this is entered once, not by concurrent threads.
+    """
+    skipped: list[SkippedLine] = []
+    seen: set[tuple[str, int, str]] = set()
+    with warnings.catch_warnings():
+        shown = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None) -> None:
+            line_skipped = getattr(message, "skipped", None)
+            if not isinstance(line_skipped, SkippedLine):  # any other warning, as it was shown before
+                shown(message, category, filename, lineno, file, line)
+                return
+            key = (os.path.abspath(line_skipped.path), line_skipped.line, line_skipped.reason)
+            if key not in seen:
+                seen.add(key)
+                skipped.append(line_skipped)
+                say(str(line_skipped))
+
+        # "always": the registry of each call site would otherwise hide a line read again from
+        # another file position; repeats are left out above instead
+        warnings.simplefilter("always", CorruptRecordWarning)
+        warnings.showwarning = show
+        yield skipped
 
 
 # --- writing ----------------------------------------------------------------------
@@ -96,13 +153,16 @@ def _fsync_directory(directory: Path) -> None:
 def iter_records(path: str | os.PathLike, start: int = 0) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, record) for each readable record; warns on and skips the rest.
 
-    ``start`` is a byte offset to read from (a size taken earlier, so a line boundary);
-    line numbers then count from it.
+    ``start`` is a byte offset to read from (a size taken earlier, so a line boundary); line
+    numbers are the file's all the same. A byte-order mark before the first line is read past.
     """
     path = Path(path)
     with open(path, "rb") as lines:
+        first = 1 + (_newlines_before(lines, start) if start else 0)
         lines.seek(start)
-        for number, raw in enumerate(lines, start=1):
+        for number, raw in enumerate(lines, start=first):
+            if number == 1 and raw.startswith(codecs.BOM_UTF8):  # what "utf-8-sig" would drop
+                raw = raw[len(codecs.BOM_UTF8):]
             if not raw.strip():
                 continue
             reason = None
@@ -122,10 +182,22 @@ def iter_records(path: str | os.PathLike, start: int = 0) -> Iterator[tuple[int,
                 else:
                     reason = _invalid(record)
             if reason:
-                warnings.warn(f"{path}:{number}: skipped a torn or corrupt line: {reason}",
-                              CorruptRecordWarning, stacklevel=2)
+                warnings.warn(CorruptRecordWarning(SkippedLine(str(path), number, reason)), stacklevel=2)
                 continue
             yield number, record
+
+
+def _newlines_before(lines, offset: int, chunk: int = 1 << 20) -> int:
+    """Line breaks in the first ``offset`` bytes of the open file ``lines``."""
+    lines.seek(0)
+    count = 0
+    while offset > 0:
+        data = lines.read(min(chunk, offset))
+        if not data:
+            break
+        count += data.count(b"\n")
+        offset -= len(data)
+    return count
 
 
 def _invalid(record: dict[str, Any]) -> str | None:

@@ -1,11 +1,13 @@
 import json
 import math
 import multiprocessing
+import re
+import warnings
 
 import pytest
 
 from bench_utils import append_record, make_record, read_records, read_results
-from bench_utils.results import CorruptRecordWarning
+from bench_utils.results import CorruptRecordWarning, iter_records, skipped_lines_said
 from sample_records import CELL, ENV, ok_record
 
 
@@ -146,3 +148,65 @@ def test_reading_from_an_offset_sees_only_later_records(tmp_path):
 
     assert [r["cell"]["model"] for _, r in iter_records(path, start=offset)] == ["vit"]
     assert len(list(iter_records(path))) == 2
+
+
+def test_a_file_that_begins_with_a_byte_order_mark_is_read_whole(tmp_path):
+    path = tmp_path / "results.jsonl"
+    lines = [json.dumps(ok_record(model=model), ensure_ascii=False) for model in ("resnet", "vit")]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8-sig")  # as some editors and shells save it
+    assert path.read_bytes().startswith(b"\xef\xbb\xbf")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CorruptRecordWarning)
+        assert [r["cell"]["model"] for r in read_records(path)] == ["resnet", "vit"]
+    append_record(path, ok_record(model="beit"))  # appends go on after it
+    assert [r["cell"]["model"] for r in read_records(path)] == ["resnet", "vit", "beit"]
+
+
+def test_a_file_of_a_byte_order_mark_alone_takes_appends(tmp_path):
+    path = tmp_path / "results.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf")  # an editor's empty file: no newline after the mark
+    append_record(path, ok_record())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CorruptRecordWarning)
+        assert [(line, r["cell"]["model"]) for line, r in iter_records(path)] == [(2, "resnet")]
+
+
+def test_a_byte_order_mark_is_read_past_on_the_first_line_only(tmp_path):
+    path = tmp_path / "results.jsonl"
+    append_record(path, ok_record())
+    with open(path, "ab") as f:
+        f.write(b"\xef\xbb\xbf" + json.dumps(ok_record(model="vit")).encode() + b"\n")
+    with pytest.warns(CorruptRecordWarning, match=r":2: skipped: not valid JSON"):
+        assert [r["cell"]["model"] for r in read_records(path)] == ["resnet"]
+
+
+def test_lines_read_from_an_offset_are_numbered_as_in_the_file(tmp_path):
+    path = tmp_path / "results.jsonl"
+    append_record(path, ok_record())
+    append_record(path, ok_record(model="vit"))
+    offset = path.stat().st_size
+    with open(path, "ab") as f:
+        f.write(b"torn\n")
+    append_record(path, ok_record(model="beit"))
+    with pytest.warns(CorruptRecordWarning, match=rf"^{re.escape(str(path))}:3: skipped: not valid JSON"):
+        assert [line for line, _ in iter_records(path, start=offset)] == [4]
+
+
+def test_skipped_lines_are_said_once_each_and_collected(tmp_path, monkeypatch):
+    path = tmp_path / "results.jsonl"
+    append_record(path, ok_record())
+    with open(path, "ab") as f:
+        f.write(b"not json\n")
+        f.write(b'{"hello": "no schema"}\n')
+    said = []
+    monkeypatch.chdir(tmp_path)
+    with warnings.catch_warnings(record=True) as others, skipped_lines_said(said.append) as skipped:
+        read_records(path)
+        read_records("results.jsonl")  # the same file again, named relative: nothing said twice
+        warnings.warn("another warning", UserWarning)
+    assert said == [f"{path}:2: skipped: not valid JSON (JSONDecodeError: Expecting value: line 1 column 1 (char 0))",
+                    f"{path}:3: skipped: not a result record (no schema_version)"]
+    assert [(line.path, line.line) for line in skipped] == [(str(path), 2), (str(path), 3)]
+    assert [str(w.message) for w in others] == ["another warning"]  # other warnings shown as before
+    with pytest.warns(CorruptRecordWarning):  # outside, the reader warns as before
+        read_records(path)
