@@ -283,9 +283,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from .results import skipped_lines_said
+
     args = build_parser().parse_args(argv)
-    try:
-        return args.handler(args)
-    except ValueError as exc:  # bad input: one clear line, no traceback
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    # whatever a command reads records for (resume, estimate, report, the cluster's study), a line
+    # of a results file it skips is said on stderr, once: a cell is never "not measured" unexplained
+    with skipped_lines_said():
+        try:
+            return args.handler(args)
+        except ValueError as exc:  # bad input: one clear line, no traceback
+            print(f"error: {exc}", file=sys.stderr)
+            return 2

@@ -131,3 +131,33 @@ def test_bad_run_and_report_input_is_one_line_and_exit_2(capsys, tmp_path, args,
     lines = [line for line in err.strip().splitlines() if not line.startswith("[run]")]
     assert len(lines) == 1 and message in lines[0], err
     assert "Traceback" not in err
+
+
+def damaged_study(folder: Path) -> tuple[Path, int]:
+    """A study folder whose results begin with a byte-order mark and end in a torn line: (its results, that line)."""
+    folder.mkdir(parents=True)
+    text = FIXTURE.read_text(encoding="utf-8")
+    results = folder / "results.jsonl"
+    results.write_text(text + text.splitlines()[0][:50], encoding="utf-8-sig")
+    return results, len(text.splitlines()) + 1
+
+
+def test_run_dry_run_says_each_line_it_skipped_once(capsys, tmp_path):
+    results, torn = damaged_study(tmp_path / "study")
+    status, plan, err = run_main(capsys, "run", "params/smoke.yaml", "--dry-run", "--out", str(tmp_path / "study"))
+    assert status == 0, err
+    said = [line for line in err.splitlines() if line.startswith(f"{results}:")]
+    # read by the resume and the estimate alike, said once; the first record, behind the mark, read
+    assert len(said) == 1 and said[0].startswith(f"{results}:{torn}: skipped: not valid JSON ("), err
+    assert "Traceback" not in err and "CorruptRecordWarning" not in err
+
+
+def test_report_says_each_line_it_skipped_and_the_page_counts_them(capsys, tmp_path):
+    results, torn = damaged_study(tmp_path / "study")
+    status, written, err = run_main(capsys, "report", str(tmp_path / "study"), "--locales", "en", "--formats", "md")
+    assert status == 0, err
+    said = [line for line in err.splitlines() if ": skipped: " in line]
+    assert len(said) == 1 and said[0].startswith(f"{results}:{torn}: skipped: not valid JSON ("), err
+    page = (tmp_path / "study" / "en" / "README.md").read_text(encoding="utf-8")
+    assert "Lines of `study/results.jsonl` skipped because they could not be read" in page
+    assert "(torn, corrupt or of another schema version): 1." in page

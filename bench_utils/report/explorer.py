@@ -10,8 +10,10 @@ runs it. Selection logic is in ``selection``, the comparison in ``regressions``.
 from __future__ import annotations
 
 import base64
+from collections import Counter
 import html
 import os
+from pathlib import Path
 from typing import Callable, Iterable
 
 from IPython.display import HTML, display
@@ -19,6 +21,7 @@ from matplotlib.figure import Figure
 import numpy as np
 import pandas as pd
 
+from ..results import skipped_lines_said
 from . import plots, regressions, selection as slices, tables
 from .frame import frame, latest_records, project_paths
 from .i18n import Catalog
@@ -62,11 +65,17 @@ class Explorer:
 
     def __init__(self, results_paths: Iterable[str | os.PathLike] | str | os.PathLike) -> None:
         self.paths = project_paths(results_paths)
-        self.data = frame(latest_records(self.paths))
+        with skipped_lines_said() as skipped:  # each listed below the cell that reads them, counted in the summary
+            self.data = frame(latest_records(self.paths))
+        self.skipped = skipped
 
     def summary_html(self) -> str:
         sources = ", ".join(html.escape(f"{p.parent.name}/{p.name}" if p.is_file() else p.name) for p in self.paths)
-        return (f"<h2>Summary</h2><p>{len(self.data)} cells from {sources}.</p>"
+        skipped = "".join(f"<p><b>Lines of {html.escape(name)} skipped as unreadable: {count}</b> (torn, corrupt or "
+                          "of another schema version; this cell's output lists them).</p>"
+                          for name, count in Counter(f"{Path(line.path).parent.name}/{Path(line.path).name}"
+                                                     for line in self.skipped).items())
+        return (f"<h2>Summary</h2><p>{len(self.data)} cells from {sources}.</p>" + skipped
                 + table_html(slices.summary_table(self.data))
                 + "<h3>Geometric-mean speed-up</h3>"
                 + _markdown_html(tables.geomean_table(self.data, Catalog("en"))))

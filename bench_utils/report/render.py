@@ -24,6 +24,7 @@ import nbformat
 
 from ..kernel import KERNEL_NAME, ensure_kernel, register_engine
 from ..paths import PROJECT_ROOT, scrub
+from ..results import read_records
 from .frame import results_files
 from .i18n import Catalog, available_locales
 
@@ -130,6 +131,9 @@ def render(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike | None
     out = Path(out_dir) if out_dir else (Path(paths[0]) if Path(paths[0]).is_dir() else files[0].parent)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file, not a folder")
+    # Read here as well: a line the report skips is said on this process's stderr (the command's), since
+    # the kernel's stderr is kept out of what is published; the page itself says how many.
+    read_records(files)
     ensure_kernel()
     # Each results folder is named, in what is published, relative to the report's folder.
     folders = {str(f.parent.resolve()): os.path.relpath(f.parent.resolve(), out.resolve()) for f in files}

@@ -6,13 +6,16 @@ The notebook only calls these methods; the content comes from ``tables`` and
 
 from __future__ import annotations
 
+from collections import Counter
 import os
+from pathlib import Path
 from typing import Iterable
 
 from IPython.display import Image, Markdown, display
 
 from . import context, plots, tables
 from ..measurement import stats
+from ..results import skipped_lines_said
 from .frame import compiled_modes, frame, latest_records, project_paths
 from .i18n import Catalog
 from .markdown import environment_label, ltr
@@ -40,7 +43,9 @@ class ReportView:
                  reference_csv: str | os.PathLike | None = None) -> None:
         self.catalog = Catalog(locale)
         self.paths = project_paths(results_paths)
-        self.records = latest_records(self.paths)
+        with skipped_lines_said() as skipped:  # each listed on stderr (the notebook's), counted on the page
+            self.records = latest_records(self.paths)
+        self.skipped = skipped
         self.data = frame(self.records)
         self.reference_csv = reference_csv or tables.REFERENCE_CSV
 
@@ -53,7 +58,15 @@ class ReportView:
     def header(self) -> None:
         t, devices = self.catalog.t, sorted(set(self.data["environment"])) if not self.data.empty else []
         listed = ", ".join(environment_label(device, self.catalog) for device in devices) or "–"
-        self._markdown(f"# {t('title')}\n\n{t('intro', devices=listed)}")
+        self._markdown(f"# {t('title')}\n\n{t('intro', devices=listed)}" + "".join(
+            f"\n\n> {text}" for text in self.skipped_text()))
+
+    def skipped_text(self) -> list[str]:
+        """A sentence per results file that had lines the reader skipped: how many (none: no sentence)."""
+        counts = Counter(Path(line.path) for line in self.skipped)
+        return [self.catalog.t("skipped_lines", file=ltr(f"`{path.parent.name}/{path.name}`", self.catalog),
+                               count=ltr(self.catalog.number(count, 0), self.catalog))
+                for path, count in counts.items()]
 
     def summary(self) -> None:
         t = self.catalog.t

@@ -17,10 +17,9 @@ import os
 from pathlib import Path
 import statistics
 from typing import TYPE_CHECKING, Any, Iterable
-import warnings
 
 from ..records import cell_identity, environment_key
-from ..results import CorruptRecordWarning, read_records
+from ..results import read_records
 from .resume import group_key
 
 if TYPE_CHECKING:  # the grid and its groups import the compile variants, and so torch
@@ -48,11 +47,8 @@ def records_of_environment(paths: Iterable[str | os.PathLike],
                            environment: dict[str, Any]) -> list[dict[str, Any]]:
     """The records of ``paths`` (missing files ignored), in file order, that were taken on
     ``environment`` (``environment_key`` for the record's device kind) and carry ``phases``."""
-    existing = [Path(path) for path in paths if Path(path).is_file()]
-    with warnings.catch_warnings():
-        # A torn or corrupt line only informs no estimate; the run itself warns about its own file.
-        warnings.simplefilter("ignore", CorruptRecordWarning)
-        records = read_records(existing)
+    # a line skipped here is said as any reader's is (once a command, by ``results.skipped_lines_said``)
+    records = read_records([Path(path) for path in paths if Path(path).is_file()])
     return [record for record in records
             if isinstance(record.get("phases"), dict)
             and environment_key(record.get("environment") or {}, _kind(record["cell"]["device"]))

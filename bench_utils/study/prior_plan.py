@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable
 import os
-import warnings
 
-from ..results import CorruptRecordWarning, read_records
+from ..results import read_records
 from .prior_estimate import ZERO, CellShape, Prior, Span, device_key, records_on_device
 
 if TYPE_CHECKING:
@@ -26,9 +25,7 @@ def device_prior(device_model: str, files: Iterable[str | os.PathLike]) -> tuple
     from pathlib import Path
 
     prior = Prior(device_key(device_model))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", CorruptRecordWarning)
-        records = records_on_device(read_records([f for f in map(Path, files) if f.is_file()]), prior.device)
+    records = records_on_device(read_records([f for f in map(Path, files) if f.is_file()]), prior.device)
     return prior.calibrate(records), records
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import re
 import threading
 import time
-import warnings
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..env import gpu_name
@@ -78,16 +77,14 @@ class CellCosts:
 
     def _records(self) -> tuple[list[dict[str, Any]], Prior | None]:
         from ..paths import REPORTS_DIR
-        from ..results import CorruptRecordWarning, read_records
+        from ..results import read_records
         from .estimate import records_of_environment, results_files
 
         files = results_files(self.runner.results_path, self.reports_dir or REPORTS_DIR)
         records = records_of_environment(files, self.runner.environment)
         if self.prior is None:
             return records, None
-        with warnings.catch_warnings():  # a torn line informs no estimate; the run warns of its own file
-            warnings.simplefilter("ignore", CorruptRecordWarning)
-            device = records_on_device(read_records([f for f in files if f.is_file()]), self.prior.device)
+        device = records_on_device(read_records([f for f in files if f.is_file()]), self.prior.device)
         return records, self.prior.calibrate(device)
 
     def of_kernel(self, group: KernelGroup, cells: list[Cell], figure: str = "high") -> tuple[float, list[float]]:

@@ -100,3 +100,16 @@ def test_comparing_with_one_environment_given_by_name_is_refused(shown):
     explore = Explorer([EXAMPLE])
     with pytest.raises(ValueError, match="one environment only"):
         explore.compare(baseline=explore.data["environment"].iloc[0])
+
+
+def test_the_summary_counts_the_lines_it_skipped_and_they_are_listed(shown, tmp_path, capsys):
+    study = tmp_path / "study"
+    study.mkdir()
+    text = EXAMPLE.read_text(encoding="utf-8")
+    (study / "results.jsonl").write_text(text + "not json\n", encoding="utf-8-sig")
+    explorer = Explorer([study])
+    explorer.summary()
+    assert f"{study / 'results.jsonl'}:{len(text.splitlines()) + 1}: skipped: not valid JSON" in capsys.readouterr().err
+    assert "6 cells from" in html_of(shown[0])  # the first record, behind the mark, too
+    assert "Lines of study/results.jsonl skipped as unreadable: 1" in html_of(shown[0])
+    assert "skipped" not in Explorer([EXAMPLE]).summary_html()

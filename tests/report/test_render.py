@@ -7,6 +7,7 @@ import subprocess
 import pytest
 
 from bench_utils.report.render import render
+from bench_utils.results import CorruptRecordWarning
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "smoke-results.jsonl"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -89,9 +90,11 @@ def test_published_files_hold_no_absolute_path_no_home_and_no_warning(tmp_path, 
 
     study = tmp_path / "study"
     study.mkdir()
-    # a torn line: the report kernel warns about it (naming the file), which must not be published
+    # a torn line: the report kernel warns about it (naming the file), which must not be published;
+    # render says it in its own process (where the command prints it)
     (study / "results.jsonl").write_bytes(FIXTURE.read_bytes() + b'{"schema_version": 1, "torn')
-    render([study], locales=["en", "ar"], formats=["html", "md"], progress=lambda line: None)
+    with pytest.warns(CorruptRecordWarning, match=r"results\.jsonl:10: skipped: not valid JSON"):
+        render([study], locales=["en", "ar"], formats=["html", "md"], progress=lambda line: None)
     assert "WARNING" not in capfd.readouterr().err  # the kernels' own log (ipykernel's TCP warning)
     published = [path for path in study.rglob("*") if path.suffix in (".html", ".md", ".ipynb")]
     assert len(published) == 2 * 3 + 1  # per locale: page, README, executed notebook; the index

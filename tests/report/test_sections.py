@@ -21,3 +21,33 @@ def test_no_english_device_words_or_mode_names_are_left_in_a_translated_page(loc
     english = ["unknown", "n/a"] + (["CPU", "GPU"] if locale == "ar" else [])  # Spanish says CPU and GPU too
     assert not [word for word in english if re.search(rf"\b{re.escape(word)}\b", page)]
     assert mode_label("default", view.catalog) in page and view.catalog.mode_name("default") != "default"
+
+
+def damaged_copy(folder):
+    """The example study with a byte-order mark before its first line and a line torn at its end."""
+    folder.mkdir()
+    text = EXAMPLE.read_text(encoding="utf-8")
+    (folder / "results.jsonl").write_text(text + text.splitlines()[0][:40], encoding="utf-8-sig")
+    return folder, len(text.splitlines()) + 1
+
+
+@pytest.mark.parametrize("locale, words", [("en", "Lines of"), ("ar", "أسطر من"), ("es", "Líneas de")])
+def test_the_header_counts_the_lines_skipped_per_file_and_the_lines_are_listed(locale, words, tmp_path,
+                                                                               monkeypatch, capsys):
+    shown = []
+    monkeypatch.setattr(sections, "display", lambda obj: shown.append(obj.data))
+    study, torn = damaged_copy(tmp_path / "study")
+    view = ReportView([study], locale)
+    view.header()
+    assert len(view.data) == torn - 1  # every record, the first one behind the mark included
+    assert f"{study / 'results.jsonl'}:{torn}: skipped: not valid JSON" in capsys.readouterr().err
+    skipped = [line for line in shown[0].split("\n\n") if line.startswith("> ")]
+    assert len(skipped) == 1 and words in skipped[0] and "study/results.jsonl" in skipped[0]
+    assert re.search(r"\b1\b", skipped[0])
+
+
+def test_the_header_says_nothing_of_skipped_lines_where_none_were(monkeypatch):
+    shown = []
+    monkeypatch.setattr(sections, "display", lambda obj: shown.append(obj.data))
+    ReportView([EXAMPLE], "en").header()
+    assert "> " not in shown[0] and "skipped" not in shown[0]
