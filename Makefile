@@ -1,4 +1,4 @@
-# Everything a fresh machine (Python 3.11, pip, gcc) needs: `make report`, `make test`.
+# Everything a fresh machine (Python 3.11 or newer, pip, gcc) needs: `make report`, `make test`.
 # Each target creates .venv/ and installs the package first when that has not been done.
 
 PYTHON ?= python3

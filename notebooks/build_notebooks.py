@@ -1,6 +1,6 @@
-"""Writes the three task notebooks (run from the project root): one source for all three.
+"""Writes the five notebooks (run from the project root): the three task notebooks, the report and explore.
 
-The notebooks are thin on purpose; this keeps their shared cells identical.
+The notebooks are thin on purpose; one source keeps the task notebooks' shared cells identical.
 Usage: python notebooks/build_notebooks.py
 """
 
