@@ -15,6 +15,8 @@ from pathlib import Path
 import sys
 from typing import Sequence
 
+from .vocabulary import DTYPE_ALIASES, CompileMode, DType, MemoryFormat, Tf32Policy, check_mode, names
+
 
 def _cmd_env(args: argparse.Namespace) -> int:
     from .env import capture_environment, format_environment
@@ -73,7 +75,7 @@ def _cmd_cell(args: argparse.Namespace) -> int:
     from .variants.precision import configure_fp32_math
     from .zoo.loading import load
 
-    compile_module.check_mode(args.mode)
+    check_mode(args.mode)
     math_settings = configure_fp32_math(args.tf32)
     loaded = load(args.model, weights=args.weights, dtype=args.dtype, device=args.device,
                   seed=args.seed, memory_format=args.memory_format)
@@ -218,9 +220,10 @@ def build_parser() -> argparse.ArgumentParser:
     cell = commands.add_parser("cell", help="measure one model, batch size and mode (vs eager)")
     cell.add_argument("model", help="a registry key (see `models`), 'org/name' or 'timm:<name>'")
     cell.add_argument("--batch-size", type=_positive_int, default=1)
-    cell.add_argument("--mode", default="default", help="eager, default, reduce-overhead, "
-                      "max-autotune, max-autotune-no-cudagraphs or aot-inductor (torch.export + AOTInductor)")
-    cell.add_argument("--dtype", default="float32", help="float32, float16 or bfloat16")
+    # checked after parsing, as a model is: a wrong name is one line naming the closest valid one
+    cell.add_argument("--mode", default=CompileMode.DEFAULT.value,
+                      help=f"{', '.join(CompileMode)} (aot-inductor: torch.export + AOTInductor)")
+    cell.add_argument("--dtype", default=DType.FLOAT32.value, help=f"{', '.join(DType)} (or {', '.join(DTYPE_ALIASES)})")
     cell.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
     cell.add_argument("--weights", default="random", help="random, pretrained or auto")
     cell.add_argument("--runs", type=_positive_int, default=300)
@@ -233,10 +236,10 @@ def build_parser() -> argparse.ArgumentParser:
     cell.add_argument("--backend", default="inductor")
     cell.add_argument("--fullgraph", action="store_true")
     cell.add_argument("--dynamic", action=argparse.BooleanOptionalAction, default=None)
-    cell.add_argument("--tf32", choices=("default", "strict", "on"), default="default",
+    cell.add_argument("--tf32", choices=names(Tf32Policy), default=Tf32Policy.DEFAULT.value,
                       help="float32 TF32 policy: default (PyTorch's: cuDNN TF32 on, matmul off), "
                            "strict (no TF32) or on (matmul and cuDNN)")
-    cell.add_argument("--memory-format", choices=("contiguous", "channels_last"), default="contiguous",
+    cell.add_argument("--memory-format", choices=names(MemoryFormat), default=MemoryFormat.CONTIGUOUS.value,
                       help="the model's weights and images in this layout, eager and compiled alike")
     cell.add_argument("--portable-cache", action="store_true",
                       help="also time a fresh process started from the saved compile cache")

@@ -21,17 +21,18 @@ from typing import TYPE_CHECKING, Any
 import uuid
 
 from .env import capture_environment, gpu_name
+from .vocabulary import CompileMode, MemoryFormat, Shapes, Status
 
 if TYPE_CHECKING:  # the measurement layer imports torch; records are read without it
     from .measurement.timing import Measurement
 
 # 2: per-call latency, paired speed-up, TF32 policy names, cold/warm compile, fp64 gate
 SCHEMA_VERSION = 2
-STATUSES = ("ok", "oom", "error", "skipped")
+STATUSES = tuple(Status)
 CELL_FIELDS = ("study", "task", "model", "batch_size", "compile_mode", "dtype", "device")
 # A cell's variant beyond the guide's way, with the value a record without it means (records
 # written before variants existed are the guide's cells).
-VARIANT_FIELDS = {"memory_format": ("contiguous", "channels_last"), "shapes": ("static", "dynamic")}
+VARIANT_FIELDS = {"memory_format": tuple(MemoryFormat), "shapes": tuple(Shapes)}
 MAX_ERROR_CHARS = 8_000
 
 
@@ -68,7 +69,7 @@ def latency_block(measurement: Measurement) -> dict[str, Any]:
 
 def make_record(*, study: str, task: str, model: str, batch_size: int, compile_mode: str,
                 dtype: str, device: str, memory_format: str = "contiguous", shapes: str = "static",
-                status: str = "ok", measurement: Measurement | None = None, memory: dict | None = None,
+                status: str = Status.OK, measurement: Measurement | None = None, memory: dict | None = None,
                 compile: dict | None = None, config: dict | None = None,
                 error: str | None = None, environment: dict | None = None,
                 extra: dict | None = None) -> dict[str, Any]:
@@ -151,9 +152,9 @@ def validate_record(record: dict[str, Any]) -> None:
     status = record.get("status")
     if status not in STATUSES:
         raise ValueError(f"status must be one of {', '.join(STATUSES)}, got {status!r}")
-    if status == "ok" and not record.get("latency"):
+    if status == Status.OK and not record.get("latency"):
         raise ValueError("a record with status 'ok' needs a latency block")
-    if status != "ok":
+    if status != Status.OK:
         if record.get("latency") is not None or record.get("throughput") is not None:
             raise ValueError(f"a record with status {status!r} must not carry latency or "
                              "throughput: those were not measured")
@@ -201,7 +202,7 @@ def settings_hash(config: dict[str, Any], compile_mode: str) -> str:
     """A short hash of the settings that change a cell's measurement: change one, and the cell
     is another cell (measured again on resume, shown apart in reports)."""
     settings = {key: config.get(key) for key in SETTINGS_KEYS
-                if not (compile_mode == "eager" and key in COMPILE_SETTINGS)}
+                if not (compile_mode == CompileMode.EAGER and key in COMPILE_SETTINGS)}
     settings.update({key: config[key] for key in OPTIONAL_SETTINGS if config.get(key) is not None})
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode("utf-8")).hexdigest()[:12]
 
@@ -242,7 +243,7 @@ def failure_record(*, study: str, task: str, model: str, batch_size: int, compil
 def skipped_after_oom(cell: dict[str, Any], oom_at: int, config: dict[str, Any],
                       environment: dict[str, Any] | None = None) -> dict[str, Any]:
     """The record of a cell not run because a smaller batch of its group ran out of memory."""
-    return failure_record(**cell, status="oom", config=config, environment=environment,
+    return failure_record(**cell, status=Status.OOM, config=config, environment=environment,
                           error=f"not run: batch size {oom_at} ran out of memory for this model, "
                                 "mode, dtype and variant",
                           skipped_after_oom=oom_at)

@@ -15,10 +15,11 @@ import pandas as pd
 from .frame import device_name
 from .i18n import Catalog
 from .markdown import environment_label, ltr, markdown_table
+from ..vocabulary import Status
 
 
 def methodology_text(data: pd.DataFrame, catalog: Catalog) -> str:
-    ok = data[data["status"] == "ok"] if not data.empty else data
+    ok = data[data["status"] == Status.OK] if not data.empty else data
     if ok.empty:
         return catalog.t("no_results")
     timers = sorted(set(ok["timer"].dropna()))

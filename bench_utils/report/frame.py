@@ -21,6 +21,7 @@ from ..results import read_records
 from ..parameters import text_list
 from ..zoo.registry import label_of
 from .i18n import DYNAMIC_BATCH_SUFFIX
+from ..vocabulary import COMPILED_MODE_ORDER, CompileMode
 
 TASK_ORDER = ["image-classification", "image-segmentation", "object-detection"]
 TORCH_SEPARATOR = " · torch "  # an environment: its device, then its torch version where several
@@ -158,7 +159,7 @@ def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
             "recompiles": compiled.get("recompiles"),
             "break_even": compiled.get("break_even_calls"),
             # a CUDA-graph mode's pool counts whether inductor kept its graphs or not: what the mode asked
-            "peak_bytes": region_bytes(memory, cuda, graphs=cell["compile_mode"] != "eager" and bool(
+            "peak_bytes": region_bytes(memory, cuda, graphs=cell["compile_mode"] != CompileMode.EAGER and bool(
                 compiled.get("cuda_graphs_requested", compiled.get("cuda_graphs")))),
             "eager_peak_bytes": region_bytes(eager_memory, cuda),  # eager takes no pool: one alive is a compilation's
             "reserved_bytes": memory.get("cuda_peak_reserved_increase_bytes"),
@@ -169,7 +170,7 @@ def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
             "tflops": compute.get("tflops"), "percent_of_peak": compute.get("percent_of_peak"),
             "eager_tflops": compute.get("eager_tflops"),
             "eager_percent_of_peak": compute.get("eager_percent_of_peak"),
-            "joules": (energy.get("eager" if cell["compile_mode"] == "eager" else "compiled")
+            "joules": (energy.get("eager" if cell["compile_mode"] == CompileMode.EAGER else "compiled")
                        or {}).get("joules_per_inference"),
             "eager_joules": (energy.get("eager") or {}).get("joules_per_inference"),
             "throughput": (record.get("throughput") or {}).get("value", np.nan),
@@ -230,8 +231,8 @@ def environments(data: pd.DataFrame) -> pd.Series:
 
 
 def compiled_modes(data: pd.DataFrame) -> list[str]:
-    order = ["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs", "aot-inductor"]
-    order = [name for mode in order for name in (mode, mode + DYNAMIC_BATCH)]  # each beside its static self
+    # each beside its static self
+    order = [name for mode in COMPILED_MODE_ORDER for name in (str(mode), mode + DYNAMIC_BATCH)]
     present = set(data["mode"]) - {"eager"}
     return [mode for mode in order if mode in present] + sorted(present - set(order))
 

@@ -9,6 +9,7 @@ import pandas as pd
 
 from .frame import TORCH_SEPARATOR
 from .i18n import Catalog
+from ..vocabulary import Status
 
 LRI, PDI = "\u2066", "\u2069"   # Unicode isolates: keep a run left-to-right in RTL text
 
@@ -54,8 +55,8 @@ def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
 
 
 def status_text(status: str, catalog: Catalog) -> str:
-    return catalog.t("status_oom") if status == "oom" else catalog.t(
-        "status_error") if status == "error" else catalog.t("status_missing")
+    return catalog.t("status_oom") if status == Status.OOM else catalog.t(
+        "status_error") if status == Status.ERROR else catalog.t("status_missing")
 
 
 def ms(value: float, catalog: Catalog) -> str:

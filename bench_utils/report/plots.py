@@ -24,6 +24,7 @@ import seaborn as sns
 
 from .i18n import Catalog
 from .markdown import environment_label
+from ..vocabulary import Status
 
 FONT = "DejaVu Sans"
 
@@ -45,7 +46,7 @@ def png_bytes(figure: Figure, dpi: int = 100) -> bytes:
 
 
 def _improvement(data: pd.DataFrame) -> pd.DataFrame:
-    ok = data[(data["status"] == "ok") & data["speedup"].notna()].copy()
+    ok = data[(data["status"] == Status.OK) & data["speedup"].notna()].copy()
     ok["improvement"] = (ok["speedup"] - 1.0) * 100.0
     return ok.sort_values(["task_rank", "label"])
 
@@ -88,7 +89,7 @@ def batch_comparison(data: pd.DataFrame, device: str, mode: str, catalog: Catalo
 
 def duration(data: pd.DataFrame, device: str, batch: int, mode: str, catalog: Catalog):
     """Eager vs compiled mean latency per model (the guide's duration plot)."""
-    cells = data[(data["environment"] == device) & (data["batch_size"] == batch) & (data["status"] == "ok")]
+    cells = data[(data["environment"] == device) & (data["batch_size"] == batch) & (data["status"] == Status.OK)]
     rows = []
     for label, group in cells.sort_values(["task_rank", "label"]).groupby("label", sort=False):
         for kind, wanted in (("legend_eager", "eager"), ("legend_compiled", mode)):
@@ -136,7 +137,7 @@ def latency_bars(tidy: pd.DataFrame) -> Figure:
 
     ``tidy`` is ``frame.tidy(records)``; only ok cells are drawn.
     """
-    ok = tidy[tidy["status"] == "ok"].copy()
+    ok = tidy[tidy["status"] == Status.OK].copy()
     figure = Figure(figsize=(8, 3.5))
     with style():
         axis = figure.subplots()

@@ -24,6 +24,7 @@ import pandas as pd
 from scipy import stats
 
 from ..measurement import paired
+from ..vocabulary import CompileMode, Status
 
 KEYS = ["task_rank", "label", "batch_size", "mode", "dtype"]
 SHOWN = ["mean_ms", "speedup", "ci_low", "ci_high", "pairs", "speedup_method", "parity", "status"]
@@ -60,7 +61,7 @@ def compare_environments(data: pd.DataFrame, baseline: str, candidate: str,
         raise ValueError("baseline and candidate are the same environment")
     if not 0 <= tolerance < 1:
         raise ValueError(f"tolerance is a fraction in [0, 1), not {tolerance}")
-    compiled = data[data["mode"] != "eager"]
+    compiled = data[data["mode"] != CompileMode.EAGER]
     side = {name: compiled[compiled["environment"] == name][KEYS + SHOWN] for name in (baseline, candidate)}
     both = pd.merge(side[baseline], side[candidate], on=KEYS, suffixes=("_base", "_cand"))
     ratio, low, high = ratio_interval(*(both[f"{field}_{side}"] for side in ("base", "cand")
@@ -78,11 +79,11 @@ def compare_environments(data: pd.DataFrame, baseline: str, candidate: str,
 
 
 def _verdict(row, tolerance: float) -> tuple[str, str]:
-    if row.status_base == "ok" and row.status_cand != "ok":
+    if row.status_base == Status.OK and row.status_cand != Status.OK:
         return "regression", f"{row.status_cand} (was ok)"
-    if row.status_base != "ok" and row.status_cand == "ok":
+    if row.status_base != Status.OK and row.status_cand == Status.OK:
         return "improvement", f"ok (was {row.status_base})"
-    if row.status_base != "ok":
+    if row.status_base != Status.OK:
         return "inconclusive", f"{row.status_cand} (was {row.status_base})"
     if row.parity_base == "pass" and row.parity_cand == "fail":
         return "regression", "fails the accuracy gate (passed)"

@@ -13,6 +13,7 @@ import pandas as pd
 
 from ..measurement import stats
 from .frame import compiled_modes
+from ..vocabulary import CompileMode
 
 MIB = 2 ** 20
 
@@ -67,7 +68,7 @@ def cells(data: pd.DataFrame, selection: Selection) -> tuple[pd.DataFrame, pd.Da
              & (data["dtype"] == selection.dtype))
     order = ["task_rank", "label"]
     compiled = data[where & (data["mode"] == selection.mode)].sort_values(order)
-    eager = data[where & (data["mode"] == "eager")].sort_values(order)
+    eager = data[where & (data["mode"] == CompileMode.EAGER)].sort_values(order)
     return compiled, eager
 
 

@@ -19,12 +19,13 @@ from .frame import compiled_modes
 from .i18n import Catalog
 from .markdown import (environment_label, integer, ltr, markdown_table, mib, mode_label, ms, number,
                        speedup_cells, status_text)
+from ..vocabulary import CompileMode, Status
 
 REFERENCE_CSV = Path(__file__).parent / "data" / "hf_torch_compile_reference.csv"
 
 
 def is_noisy(row: pd.Series) -> bool:
-    return row["status"] == "ok" and stats.is_noisy(row["cv"], row["outlier_fraction"])
+    return row["status"] == Status.OK and stats.is_noisy(row["cv"], row["outlier_fraction"])
 
 
 def lacks_cuda_graphs(row: pd.Series) -> bool:
@@ -34,7 +35,7 @@ def lacks_cuda_graphs(row: pd.Series) -> bool:
     def true(value) -> bool:  # True, not "partial", None or NaN (a column pandas may have made numpy's)
         return pd.api.types.is_bool(value) and bool(value)
 
-    if row["status"] != "ok" or not true(row.get("cuda_graphs_requested")) or not row["device"].startswith("cuda"):
+    if row["status"] != Status.OK or not true(row.get("cuda_graphs_requested")) or not row["device"].startswith("cuda"):
         return False
     pool = row.get("graph_pool_bytes")
     return not true(row.get("cuda_graphs")) or pool is None or pd.isna(pool) or pool <= 0
@@ -69,16 +70,16 @@ def guide_tables(data: pd.DataFrame, catalog: Catalog) -> list[tuple[str, str]]:
                 for mode in modes:
                     compiled = cells.loc[(model, mode)] if (model, mode) in cells.index else None
                     row.append(_cell_latency(compiled, catalog, flags))
-                    if compiled is not None and compiled["status"] == "ok":
+                    if compiled is not None and compiled["status"] == Status.OK:
                         row += list(speedup_cells(compiled, catalog))
                         first = first if first is not None else compiled
                     else:
                         row += ["–", "–"]
-                if (first is not None and eager is not None and eager["status"] == "ok"
+                if (first is not None and eager is not None and eager["status"] == Status.OK
                         and stats.drifted(eager["mean_ms"], first["eager_interleaved_ms"])):
                     flags.add(catalog.t("flag_drift"))
                 source = first if first is not None else eager
-                ok = source is not None and source["status"] == "ok"
+                ok = source is not None and source["status"] == Status.OK
                 row += [ms(source["p50_ms"], catalog) if ok else "–",
                         ms(source["p99_ms"], catalog) if ok else "–",
                         ", ".join(sorted(flags)) or ""]
@@ -94,7 +95,7 @@ def guide_tables(data: pd.DataFrame, catalog: Catalog) -> list[tuple[str, str]]:
 def _cell_latency(row: pd.Series | None, catalog: Catalog, flags: set[str]) -> str:
     if row is None:
         return catalog.t("status_missing")
-    if row["status"] != "ok":
+    if row["status"] != Status.OK:
         return status_text(row["status"], catalog)
     if row["parity"] == "fail":
         flags.add(catalog.t("flag_parity_fail"))
@@ -114,7 +115,7 @@ def geomean_table(data: pd.DataFrame, catalog: Catalog) -> str:
     """Geometric-mean speed-up per device, dtype, batch size, compiled mode and memory format (a
     model in channels_last is not counted twice in one mean)."""
     rows = []
-    ok = data[(data["status"] == "ok") & data["speedup"].notna()] if not data.empty else data
+    ok = data[(data["status"] == Status.OK) & data["speedup"].notna()] if not data.empty else data
     for (device, dtype, batch, mode, layout), group in ok.groupby(
             ["environment", "dtype", "batch_size", "mode", "memory_format"]):
         rows.append([environment_label(device, catalog), ltr(dtype, catalog), ltr(str(batch), catalog),
@@ -130,7 +131,7 @@ def _compiled_rows(data: pd.DataFrame) -> list[pd.Series]:
     """The measured compiled cells, in the order every per-cell table lists them."""
     if data.empty:
         return []
-    compiled = data[(data["mode"] != "eager") & (data["status"] == "ok")]
+    compiled = data[(data["mode"] != CompileMode.EAGER) & (data["status"] == Status.OK)]
     return [row for _, row in compiled.sort_values(["environment", "task_rank", "label", "mode",
                                                     "batch_size"]).iterrows()]
 
@@ -165,7 +166,7 @@ def startup_table(data: pd.DataFrame, catalog: Catalog) -> str:
     fresh interpreter (imports included); a fresh interpreter started from a torch.compile mode's
     portable cache (its imports, model build, cache load and compiling calls), marked where the
     carried cache missed."""
-    ok = data[data["status"] == "ok"] if not data.empty else data
+    ok = data[data["status"] == Status.OK] if not data.empty else data
     rows = []
     for (environment, _, label, batch, dtype), group in ok.groupby(
             ["environment", "task_rank", "label", "batch_size", "dtype"], sort=True):
@@ -192,13 +193,13 @@ def _fresh_process(row: pd.Series, catalog: Catalog) -> str:
 def dynamic_batch_table(data: pd.DataFrame, catalog: Catalog) -> str:
     """One compilation for all batch sizes beside a compilation per batch size: the speed-up of
     each at every batch size, and the graphs the one compilation still compiled there."""
-    ok = data[(data["status"] == "ok") & (data["shapes"] == "dynamic")] if not data.empty else data
+    ok = data[(data["status"] == Status.OK) & (data["shapes"] == "dynamic")] if not data.empty else data
     rows = []
     for _, one in ok.sort_values(["environment", "task_rank", "label", "mode", "batch_size"]).iterrows():
         static_mode = one["compile_mode"]
         static = data[(data["environment"] == one["environment"]) & (data["label"] == one["label"])
                       & (data["batch_size"] == one["batch_size"]) & (data["dtype"] == one["dtype"])
-                      & (data["mode"] == static_mode) & (data["status"] == "ok")]
+                      & (data["mode"] == static_mode) & (data["status"] == Status.OK)]
         static_cells = speedup_cells(static.iloc[0], catalog) if not static.empty else ("–", "–")
         rows.append([*_cell_columns(one, catalog), *static_cells, *speedup_cells(one, catalog),
                      integer(one["compiled_at_batch"], catalog), integer(one["batch_recompiles"], catalog)])
@@ -240,9 +241,9 @@ def reference_table(data: pd.DataFrame, catalog: Catalog,
                     reference_csv: str | os.PathLike = REFERENCE_CSV) -> str:
     """The guide's speed-up beside ours for the same model, batch size and compile mode."""
     reference = pd.read_csv(reference_csv)
-    reference = reference[reference["status"] == "ok"].copy()
+    reference = reference[reference["status"] == Status.OK].copy()
     reference["guide_speedup"] = reference["eager_ms"] / reference["compiled_ms"]
-    ours = data[(data["status"] == "ok") & data["speedup"].notna()] if not data.empty else data
+    ours = data[(data["status"] == Status.OK) & data["speedup"].notna()] if not data.empty else data
     rows = []
     for _, mine in ours.sort_values(["environment", "task_rank", "label", "batch_size"]).iterrows():
         matches = reference[(reference["model"].str.lower() == mine["label"].lower())
@@ -267,7 +268,7 @@ def reference_torch_versions(reference_csv: str | os.PathLike = REFERENCE_CSV) -
 
 def comparison_table(data: pd.DataFrame, catalog: Catalog) -> str | None:
     """Speed-ups side by side, one column per environment (device, torch version); None for one."""
-    ok = data[(data["status"] == "ok") & data["speedup"].notna()] if not data.empty else data
+    ok = data[(data["status"] == Status.OK) & data["speedup"].notna()] if not data.empty else data
     if ok.empty or ok["environment"].nunique() < 2:
         return None
     environments = sorted(ok["environment"].unique())

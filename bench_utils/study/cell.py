@@ -43,6 +43,7 @@ from ..variants.precision import tf32_in_force
 from ..zoo.loading import LoadedModel
 from .after_timing import energy_per_inference, memory_of, outside_timing, release
 from .phases import Phases
+from ..vocabulary import CompileMode
 
 
 @dataclass
@@ -101,7 +102,7 @@ def run_cell(loaded: LoadedModel, *, batch_size: int, mode: str, runs: int = 300
     """
     phases = phases if phases is not None else Phases()
     compile_module.check_mode(mode)
-    if check_shapes(shapes) == DYNAMIC and (mode == "eager" or mode in compile_module.AOT_MODES):
+    if check_shapes(shapes) == DYNAMIC and (mode == CompileMode.EAGER or mode in compile_module.AOT_MODES):
         raise ValueError(f"shapes 'dynamic' needs a torch.compile mode, not {mode!r}")
     device = torch.device(loaded.device)
     tf32_by_work = tf32_in_force(math_settings or {}, device, loaded.dtype)
@@ -117,7 +118,7 @@ def run_cell(loaded: LoadedModel, *, batch_size: int, mode: str, runs: int = 300
     with torch.no_grad():  # inference, as the guide measures it
         with phases.timing("flops"):
             flops = count_forward_flops(eager_fn)
-        if mode != "eager":
+        if mode != CompileMode.EAGER:
             with one_graph_for_all_batch_sizes(shapes == DYNAMIC):  # a batch of 1 not specialized
                 return _compiled_cell(loaded, inputs, eager_fn, compute, device, tf32, phases,
                                       batch_size=batch_size, mode=mode, runs=runs, warmup=warmup,

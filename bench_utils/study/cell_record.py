@@ -10,6 +10,7 @@ from ..records import make_record
 from ..variants import modes as compile_module
 from ..zoo.loading import LoadedModel
 from .cell import CellResult
+from ..vocabulary import Status
 
 
 def speedup_block(comparison: Comparison) -> dict[str, Any]:
@@ -61,7 +62,7 @@ def cell_record(result: CellResult, loaded: LoadedModel, *, study: str,
     return make_record(
         study=study, task=loaded.task, model=loaded.key, batch_size=result.batch_size,
         compile_mode=result.mode, dtype=loaded.dtype, device=loaded.device,
-        memory_format=loaded.memory_format, shapes=result.shapes, status="ok",
+        memory_format=loaded.memory_format, shapes=result.shapes, status=Status.OK,
         measurement=result.measurement, memory=memory, compile=compile_block,
         # the weights measured, never the request ("auto" resolves to random or pretrained)
         config={**(config or {}), "weights": loaded.weights}, environment=environment,

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from ..records import cell_identity, environment_key
 from ..results import read_records
 from .resume import group_key
+from ..vocabulary import Status
 
 if TYPE_CHECKING:  # the grid and its groups import the compile variants, and so torch
     from .grid import Cell
@@ -76,7 +77,7 @@ def estimate_cell_seconds(cell: Cell, records: list[dict[str, Any]],
     is not estimated from a record that was not. None when no record has it: an error's time to
     failure, or a cell not run, says nothing of a measurement's cost."""
     for record in reversed(records):  # the last in file order is the most recent
-        if (not _same_cell(cell, record) or record.get("status") != "ok"
+        if (not _same_cell(cell, record) or record.get("status") != Status.OK
                 or "cell_s" not in record["phases"]):
             continue
         if "shared_measurement" in record and not shares_pairs:

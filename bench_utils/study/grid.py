@@ -31,10 +31,8 @@ from pathlib import Path
 import re
 from typing import Any
 
-from ..variants import modes as compile_module
-from ..variants.batch_shapes import DYNAMIC, STATIC, check_shapes
-from ..variants.memory_format import CONTIGUOUS, check_memory_format
-from ..variants.precision import parse_dtype, tf32_policy
+from ..vocabulary import (AOT_MODES, CompileMode, MemoryFormat, Shapes, check_memory_format, check_mode,
+                          check_shapes, dtype_name, tf32_policy)
 from ..zoo.registry import TASKS, WEIGHTS, resolve_key
 from .grid_checks import (GridError, check_accelerators, check_devices, check_gpu_memory, check_timm, check_type, checked_names, fail, non_empty,
                           positive, unknown_keys)
@@ -79,15 +77,16 @@ class Cell:
     backend: str
     fullgraph: bool
     dynamic: bool | None
-    memory_format: str = CONTIGUOUS   # or channels_last
-    shapes: str = STATIC              # or dynamic: one compilation for all batch sizes
+    memory_format: str = MemoryFormat.CONTIGUOUS.value  # or channels_last
+    shapes: str = Shapes.STATIC.value                 # or dynamic: one compilation for all batch sizes
     portable_cache: bool = False      # also time a fresh process started from the saved compile cache
     gpu_memory_gib: float | None = None   # the GPU memory a CUDA cell may use (a smaller card), None: all
 
     @property
     def variant(self) -> tuple[str, ...]:
         """What sets the cell apart from the guide's way (empty for the guide's cells)."""
-        return tuple(part for part, default in ((self.memory_format, CONTIGUOUS), (self.shapes, STATIC))
+        return tuple(part for part, default in ((self.memory_format, MemoryFormat.CONTIGUOUS),
+                                                (self.shapes, Shapes.STATIC))
                      if part != default)
 
     @property
@@ -162,15 +161,17 @@ def parse_grid(data: Any, path: str = "<grid>") -> Grid:
     if settings["weights"] not in WEIGHTS:
         raise fail(path, "weights", f"unknown weights {settings['weights']!r}: use one of {', '.join(WEIGHTS)}")
     try:
-        settings["tf32"] = tf32_policy(settings["tf32"])
+        settings["tf32"] = str(tf32_policy(settings["tf32"]))
     except ValueError as exc:
         raise fail(path, "tf32", str(exc)) from None
     devices = check_devices(path, settings["devices"])
     if settings["gpu_memory_gib"] is not None:
         check_gpu_memory(path, settings["gpu_memory_gib"], devices)
     try:
-        if settings["backend"] != "inductor":
-            compile_module.check_backend(settings["backend"])
+        if settings["backend"] != "inductor":  # only torch knows its backends: read with torch here alone
+            from ..variants.modes import check_backend
+
+            check_backend(settings["backend"])
     except ValueError as exc:
         raise fail(path, "backend", str(exc)) from None
     non_empty(path, "grids", data["grids"])
@@ -215,20 +216,20 @@ def _expand(path: str, index: int, item: Any, settings: dict, kinds: list[str],
     modes = []
     for mode in item["compile_modes"]:
         try:
-            modes.append(compile_module.check_mode(str(mode)))
+            modes.append(str(check_mode(str(mode))))
         except ValueError as exc:
             raise fail(path, where + "compile_modes", str(exc)) from None
     dtype_names = []
     for dtype in dtypes:
         try:
-            dtype_names.append(parse_dtype(str(dtype))[0])
+            dtype_names.append(str(dtype_name(str(dtype))))
         except ValueError as exc:
             raise fail(path, where + "dtypes", str(exc)) from None
-    memory_formats = checked_names(path, where + "memory_formats", item.get("memory_formats", [CONTIGUOUS]),
-                                    check_memory_format)
-    shapes = checked_names(path, where + "shapes", item.get("shapes", [STATIC]), check_shapes)
-    if DYNAMIC in shapes:
-        if any(mode in compile_module.AOT_MODES for mode in modes):
+    memory_formats = checked_names(path, where + "memory_formats",
+                                   item.get("memory_formats", [MemoryFormat.CONTIGUOUS]), check_memory_format)
+    shapes = checked_names(path, where + "shapes", item.get("shapes", [Shapes.STATIC]), check_shapes)
+    if Shapes.DYNAMIC in shapes:
+        if any(mode in AOT_MODES for mode in modes):
             raise fail(path, where + "shapes", "dynamic needs a torch.compile mode: aot-inductor packages "
                         "are exported at fixed shapes (put aot-inductor in a sub-grid of its own)")
         if settings["dynamic"] is False:
@@ -272,5 +273,5 @@ def _expand(path: str, index: int, item: Any, settings: dict, kinds: list[str],
                                     portable_cache=local["portable_cache"],
                                     gpu_memory_gib=settings["gpu_memory_gib"] if kind == "cuda" else None,
                                     # eager compiles nothing: the same cell whatever the shapes
-                                    shapes=STATIC if mode == "eager" else shape))
+                                    shapes=Shapes.STATIC.value if mode == CompileMode.EAGER else shape))
     return cells

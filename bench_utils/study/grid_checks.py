@@ -97,6 +97,6 @@ def check_timm(path: str, where: str, model: str) -> str:
 def checked_names(path: str, key: str, values: list, check) -> list[str]:
     non_empty(path, key, values)
     try:
-        return list(dict.fromkeys(check(str(value)) for value in values))
+        return list(dict.fromkeys(str(check(str(value))) for value in values))
     except ValueError as exc:
         raise fail(path, key, str(exc)) from None

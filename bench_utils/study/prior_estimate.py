@@ -33,10 +33,9 @@ from typing import Any, Iterable
 
 from ..env import gpu_name
 from ..measurement.peaks import FP64_TFLOPS, MEMORY_BANDWIDTH_GBS, PEAK_TFLOPS, gpu_key, peak_tflops
+from ..vocabulary import CUDA_GRAPH_MODES, TF32_SWITCHES as TF32_POLICIES, CompileMode, Status
 
 MODEL_COSTS = Path(__file__).with_name("data") / "model_costs.json"
-CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")            # as variants.modes says
-TF32_POLICIES = {"default": (False, True), "strict": (False, False), "on": (True, True)}  # matmul, conv
 # Cold compile of a mode over the default mode's: max-autotune benchmarks candidate kernels for each
 # matmul and convolution; reduce-overhead adds the CUDA-graph recording; AOTInductor exports first.
 MODE_COMPILE_FACTOR = {"default": 1.0, "reduce-overhead": 1.2, "max-autotune": 4.0,
@@ -167,8 +166,8 @@ class Prior:
         traffic = (row["eager_mb_fixed"] + row["eager_mb_per_image"] * batch) * 1e6
         traffic *= 0.5 if shape.dtype in ("float16", "bfloat16") else 1.0
         ops = row["eager_ops"]
-        kernels = ops if side == "eager" else ops * ends.fused_kernel_share
-        if side != "eager":
+        kernels = ops if side == CompileMode.EAGER else ops * ends.fused_kernel_share
+        if side != CompileMode.EAGER:
             traffic *= ends.compiled_traffic
         compute = (conv / conv_peak + other / other_peak) / 1e12 / ends.flop_efficiency
         memory = traffic / (MEMORY_BANDWIDTH_GBS[self.device] * 1e9 * ends.bandwidth_efficiency)
@@ -201,13 +200,13 @@ class Prior:
         eager = self.call_seconds(shape, "eager", ends)
         if eager is None:
             return None
-        if shape.compile_mode == "eager" and shares_pairs:
+        if shape.compile_mode == CompileMode.EAGER and shares_pairs:
             return SHARED_EAGER_S
         row = self.costs[shape.model]
         flop_count = eager + row["eager_ops"] * FLOP_COUNT_S_PER_OP
         calls = shape.warmup + shape.runs
         memory = MEMORY_CALLS * eager + 0.5
-        if shape.compile_mode == "eager":
+        if shape.compile_mode == CompileMode.EAGER:
             return flop_count + calls * eager + memory + ENERGY_WINDOW_S + CELL_OVERHEAD_S
         compiled = self.call_seconds(shape, shape.compile_mode, ends)
         if shape.compile_mode in CUDA_GRAPH_MODES:
@@ -269,6 +268,6 @@ def _calibrated(prior: Span | None, ratios: list[float]) -> Span | None:
 def records_on_device(records: Iterable[dict[str, Any]], device: str) -> list[dict[str, Any]]:
     """The ``ok`` CUDA records with ``phases`` that were measured on a GPU of ``device``'s key."""
     return [record for record in records
-            if record.get("status") == "ok" and isinstance(record.get("phases"), dict)
+            if record.get("status") == Status.OK and isinstance(record.get("phases"), dict)
             and str(record["cell"].get("device", "")).startswith("cuda")
             and gpu_key(gpu_name(record.get("environment") or {}, "cuda:0")) == device]

@@ -10,6 +10,7 @@ import threading
 import time
 
 from .grid import Cell
+from ..vocabulary import Status
 
 
 @dataclass
@@ -92,7 +93,7 @@ class Progress:
                 return
             elapsed = time.monotonic() - self.started
             eta = elapsed / self.done * (self.total - self.done)
-            detail = f": {outcome.message}" if outcome.message and outcome.status != "ok" else ""
+            detail = f": {outcome.message}" if outcome.message and outcome.status != Status.OK else ""
             running = (f"; running: {'; '.join(self.running.values())}" if len(self.running) > 1 else "")
             print(f"[{self.done}/{self.total}] {outcome.cell.cell_id}: {outcome.status} "
                   f"({outcome.seconds:.0f} s){detail}; ETA {eta / 60:.1f} min{running}",
@@ -115,7 +116,7 @@ def format_run_outcome(run: RunOutcome, results_path: Path, slowest: int = 3) ->
     if ranked:  # none when a time limit started no cell
         lines.append("slowest: " + ", ".join(f"{o.cell.cell_id} ({o.seconds:.0f} s)" for o in ranked))
     for outcome in run.outcomes:
-        if outcome.status == "error":
+        if outcome.status == Status.ERROR:
             lines.append(f"error: {outcome.cell.cell_id} on {outcome.device}: {outcome.message}")
     if run.signal is not None or run.not_run:
         stopped = f"stopped by {signal.Signals(run.signal).name}: " if run.signal is not None else ""

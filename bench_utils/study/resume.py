@@ -11,8 +11,7 @@ from pathlib import Path
 
 from ..records import record_key
 from ..results import iter_records, locked
-
-DONE_STATUSES = ("ok", "oom")
+from ..vocabulary import DONE_STATUSES, Status
 
 
 def _records(results_path: Path):
@@ -37,7 +36,7 @@ def oom_batches(results_path: Path) -> dict[tuple, int]:
     """The smallest batch size that ran out of memory, per group (model, mode, dtype, environment)."""
     smallest: dict[tuple, int] = {}
     for record in _records(results_path):
-        if record.get("status") == "oom":
+        if record.get("status") == Status.OOM:
             key = record_key(record)
             group, batch = group_key(key), key[3]
             smallest[group] = min(batch, smallest.get(group, batch))

@@ -44,6 +44,7 @@ from .lease import RunnerLease
 from .progress import Outcome, Progress, RunOutcome
 from .resume import group_key, oom_batches, read_done
 from .stopping import RunningProcesses, StopOnSignal
+from ..vocabulary import Status
 
 # executor(group, device, parameters, out_dir, poll, attempt) -> (exit status, log path);
 # it calls poll() every second or so while the kernel runs, and ends the kernel when it is True.
@@ -201,7 +202,7 @@ class Runner:
         this_kernel = KernelGroup(group.group_id, tuple(cells))
 
         def on_record(cell: Cell, record: dict[str, Any], seconds: float) -> None:
-            status = "skipped" if record.get("skipped_after_oom") is not None else record["status"]
+            status = Status.SKIPPED if record.get("skipped_after_oom") is not None else record["status"]
             error = (record.get("error") or "").strip().splitlines()
             self._finish(Outcome(cell, status, seconds, device, error[-1][:160] if error else ""),
                          tally, progress)
@@ -235,17 +236,17 @@ class Runner:
             if kills[None] < KILLS_BEFORE_ERROR:
                 return remaining
             for cell in remaining:
-                self._record_failure(cell, "error", f"the notebook's kernel ended (exit status "
+                self._record_failure(cell, Status.ERROR, f"the notebook's kernel ended (exit status "
                                      f"{returncode}) before it began any cell, {kills[None]} times: "
                                      f"its start fails. Last lines of its log:\n{tail}", log)
-                self._finish(Outcome(cell, "error", seconds, device, "the kernel did not start"),
+                self._finish(Outcome(cell, Status.ERROR, seconds, device, "the kernel did not start"),
                              tally, progress)
             return []
         rest = [c for c in remaining if c != cell]
         if ending == TIMED_OUT:
-            self._record_failure(cell, "error", f"the cell recorded nothing for {self.timeout} s "
+            self._record_failure(cell, Status.ERROR, f"the cell recorded nothing for {self.timeout} s "
                                  f"(--timeout) and its kernel was stopped.\n{tail}", log)
-            self._finish(Outcome(cell, "error", seconds, device, f"timed out after {self.timeout} s"),
+            self._finish(Outcome(cell, Status.ERROR, seconds, device, f"timed out after {self.timeout} s"),
                          tally, progress)
             return rest
         if ending == OOM_KILLED:
@@ -262,10 +263,10 @@ class Runner:
                   f"measuring {cell.cell_id}: a new kernel takes up its {len(remaining)} unfinished "
                   "cell(s)", file=self.stream, flush=True)
             return remaining
-        self._record_failure(cell, "error", f"the notebook's kernel ended (exit status {returncode}) "
+        self._record_failure(cell, Status.ERROR, f"the notebook's kernel ended (exit status {returncode}) "
                              f"while measuring this cell, {kills[cell]} times; the kernel may have "
                              f"died. Last lines of its log:\n{tail}", log)
-        self._finish(Outcome(cell, "error", seconds, device, f"no record (exit status {returncode})"),
+        self._finish(Outcome(cell, Status.ERROR, seconds, device, f"no record (exit status {returncode})"),
                      tally, progress)
         return rest
 

@@ -53,6 +53,7 @@ from ..parameters import positive_int_list, text_list
 from .phases import Phases
 from .watch import write_progress
 from .lease import lease_is_current, start_watchdog
+from ..vocabulary import CompileMode, Status
 
 FAULT_ENV = "BENCH_UTILS_INJECT_FAULT"
 HANG_MARKER_ENV = "BENCH_UTILS_HANG_MARKER"
@@ -134,7 +135,7 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
                                      gpu_memory_gib=gpu_memory_gib),
               **configure_fp32_math(tf32),  # the policy's name, and what it set
               **gpu_memory_cap(gpu_memory_gib, device)}  # before anything is on the GPU
-    if any(mode != "eager" for mode, _ in pairs):  # once per kernel: no cell's cold compile pays its start
+    if any(mode != CompileMode.EAGER for mode, _ in pairs):  # once per kernel: no cell's cold compile pays its start
         compile_workers.ready(backend)
     kernel = _Kernel(environment=capture_environment(),
                      startup_s=_kernel_startup_s(started) if runner_pid else 0.0)
@@ -201,7 +202,7 @@ def _run_model(*, study, task, model_key, dtype, device, pairs, runs, warmup, bl
         if compilation is not None and compilation.mode != mode:  # that mode is done
             compilation = None
             compile_module.reset()
-        cell_shapes = "static" if mode == "eager" else shapes  # eager compiles nothing
+        cell_shapes = "static" if mode == CompileMode.EAGER else shapes  # eager compiles nothing
         cell = dict(study=study, task=task, model=model_key, batch_size=batch_size,
                     compile_mode=mode, dtype=dtype, device=device, memory_format=memory_format,
                     shapes=cell_shapes)
@@ -209,7 +210,7 @@ def _run_model(*, study, task, model_key, dtype, device, pairs, runs, warmup, bl
             write_progress(progress_file, mode, batch_size)
         bar.set_postfix_str(f"{model_key} {dtype} {mode} batch {batch_size}")
         phases, load_s = Phases(), 0.0
-        shared = shared_eager.pop(batch_size, None) if mode == "eager" else None
+        shared = shared_eager.pop(batch_size, None) if mode == CompileMode.EAGER else None
         if mode in oom_at and shared is None:
             record = skipped_after_oom(cell, oom_at[mode], _failure_config(config, loaded),
                                        environment=kernel.environment)
@@ -242,13 +243,13 @@ def _run_model(*, study, task, model_key, dtype, device, pairs, runs, warmup, bl
                 options = compile_module.options(mode, backend, fullgraph, dynamic)
                 record = cell_record(result, loaded, study=study, config=config,
                                      compile_options=options, environment=kernel.environment)
-                if mode != "eager":  # only a recorded cell's compile and pairs count
+                if mode != CompileMode.EAGER:  # only a recorded cell's compile and pairs count
                     warm_measured.add(mode)
                     if result.shared_eager is not None:
                         shared_eager.setdefault(batch_size, result.shared_eager)
             except Exception as exc:
-                status = "oom" if is_out_of_memory(exc) else "error"
-                if status == "oom":  # batches ascend within a mode: the rest of it is larger
+                status = Status.OOM if is_out_of_memory(exc) else "error"
+                if status == Status.OOM:  # batches ascend within a mode: the rest of it is larger
                     oom_at[mode] = batch_size
                 record = failure_record(**cell, status=status, config=_failure_config(config, loaded),
                                         error=_error_text(exc), environment=kernel.environment)

@@ -27,15 +27,10 @@ from typing import Any, Iterator
 
 import torch
 
-from ..parameters import one_of
+from ..vocabulary import Shapes, check_shapes
 
-STATIC = "static"
-DYNAMIC = "dynamic"
-SHAPES = (STATIC, DYNAMIC)
-
-
-def check_shapes(name: str) -> str:
-    return one_of("shapes", name, SHAPES)
+STATIC, DYNAMIC = Shapes.STATIC, Shapes.DYNAMIC
+SHAPES = tuple(Shapes)
 
 
 # how a dynamic cell compiles, as its record says

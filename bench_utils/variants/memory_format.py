@@ -10,15 +10,10 @@ from __future__ import annotations
 
 import torch
 
-from ..parameters import one_of
+from ..vocabulary import MemoryFormat, check_memory_format
 
-CONTIGUOUS = "contiguous"
-CHANNELS_LAST = "channels_last"
-MEMORY_FORMATS = (CONTIGUOUS, CHANNELS_LAST)
-
-
-def check_memory_format(name: str) -> str:
-    return one_of("memory format", name, MEMORY_FORMATS)
+CONTIGUOUS, CHANNELS_LAST = MemoryFormat.CONTIGUOUS, MemoryFormat.CHANNELS_LAST
+MEMORY_FORMATS = tuple(MemoryFormat)
 
 
 def apply_to_model(model: torch.nn.Module, name: str) -> torch.nn.Module:

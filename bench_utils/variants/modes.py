@@ -14,19 +14,14 @@ from typing import Any
 
 import torch
 
-from ..parameters import one_of
+from ..vocabulary import AOT_MODES, CUDA_GRAPH_MODES, CompileMode, check_mode
 
-MODES = ("eager", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs", "aot-inductor")
-# Modes built ahead of time (``variants.aot_inductor``: torch.export, then AOTInductor), not by torch.compile.
-AOT_MODES = ("aot-inductor",)
-# Modes whose compiled model replays CUDA graphs: outputs live in buffers that the
-# next call overwrites, so they must be cloned before they are kept.
-CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
+# The names live in ``vocabulary`` (no torch); AOT modes are built by ``variants.aot_inductor``, and
+# CUDA-graph modes' outputs must be cloned before they are kept (the next replay overwrites them).
+MODES = tuple(CompileMode)
 BACKENDS_WITH_MODES = ("inductor",)
-
-
-def check_mode(mode: str) -> str:
-    return one_of("compile mode", mode, MODES)
+__all__ = ["AOT_MODES", "BACKENDS_WITH_MODES", "CUDA_GRAPH_MODES", "MODES", "check_backend", "check_mode",
+           "compile_model", "options", "reset"]
 
 
 def check_backend(backend: str) -> str:
@@ -51,7 +46,7 @@ def compile_model(model: torch.nn.Module, mode: str = "default", *, backend: str
                   fullgraph: bool = False, dynamic: bool | None = None):
     """``model`` itself for ``eager``, else ``torch.compile(model, ...)`` (lazy: compiles on call)."""
     check_mode(mode)
-    if mode == "eager":
+    if mode == CompileMode.EAGER:
         return model
     if mode in AOT_MODES:
         raise ValueError(f"{mode!r} is built ahead of time by bench_utils.variants.aot_inductor, not torch.compile")
@@ -71,10 +66,10 @@ def options(mode: str, backend: str = "inductor", fullgraph: bool = False,
     if mode in AOT_MODES:  # one whole graph, exported at fixed shapes, by inductor
         return {"mode": mode, "backend": "inductor", "fullgraph": True, "dynamic": False, "cuda_graphs": False,
                 "cuda_graphs_requested": False}
-    return {"mode": mode, "backend": None if mode == "eager" else backend,
-            "fullgraph": fullgraph if mode != "eager" else None,
-            "dynamic": dynamic if mode != "eager" else None,
-            "cuda_graphs": False if mode == "eager" else None,
+    return {"mode": mode, "backend": None if mode == CompileMode.EAGER else backend,
+            "fullgraph": fullgraph if mode != CompileMode.EAGER else None,
+            "dynamic": dynamic if mode != CompileMode.EAGER else None,
+            "cuda_graphs": False if mode == CompileMode.EAGER else None,
             "cuda_graphs_requested": mode in CUDA_GRAPH_MODES}
 
 

@@ -39,6 +39,7 @@ import torch
 
 from . import modes, precision
 from .fresh_process import run_script
+from ..vocabulary import CompileMode
 
 # The fresh process: as a new serving machine, with the artifacts and empty cache folders.
 _STARTUP_SCRIPT = """
@@ -120,7 +121,7 @@ def startup_from_artifacts(model: torch.nn.Module, inputs: dict[str, torch.Tenso
     if not artifacts:
         raise ValueError("no artifacts: saved_artifacts() found nothing recorded")
     modes.check_mode(mode)
-    if mode == "eager" or mode in modes.AOT_MODES:
+    if mode == CompileMode.EAGER or mode in modes.AOT_MODES:
         raise ValueError(f"mode {mode!r} is not compiled by torch.compile: it has no compile cache")
     settings: dict[str, Any] = {"backend": backend, "fullgraph": fullgraph, "dynamic": dynamic}
     if backend in modes.BACKENDS_WITH_MODES:

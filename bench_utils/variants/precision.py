@@ -28,10 +28,9 @@ import warnings
 import torch
 
 from ..env import fp32_math_in_force, fp32_precision_settings
+from ..vocabulary import TF32_SWITCHES, DType, dtype_name, tf32_policy
 
-DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
-ALIASES = {"fp32": "float32", "float": "float32", "fp16": "float16", "half": "float16",
-           "bf16": "bfloat16"}
+DTYPES = {DType.FLOAT32: torch.float32, DType.FLOAT16: torch.float16, DType.BFLOAT16: torch.bfloat16}
 
 
 def parse_dtype(value: str | torch.dtype) -> tuple[str, torch.dtype]:
@@ -41,24 +40,11 @@ def parse_dtype(value: str | torch.dtype) -> tuple[str, torch.dtype]:
             if dtype == value:
                 return name, dtype
         raise ValueError(f"unsupported dtype {value}: use one of {', '.join(DTYPES)}")
-    name = ALIASES.get(str(value).lower(), str(value).lower())
-    if name not in DTYPES:
-        valid = ", ".join([*DTYPES, *ALIASES])
-        raise ValueError(f"unknown dtype {value!r}: use one of {valid}")
-    return name, DTYPES[name]
+    name = dtype_name(value)
+    return str(name), DTYPES[name]
 
 
-TF32_POLICIES = {"default": (False, True), "strict": (False, False), "on": (True, True)}  # matmul, cuDNN
-
-
-def tf32_policy(value: str | bool) -> str:
-    """The policy's name; ValueError, in one line, for anything else."""
-    if isinstance(value, bool):
-        return "on" if value else "strict"
-    if value not in TF32_POLICIES:
-        raise ValueError(f"unknown tf32 policy {value!r}: use one of {', '.join(TF32_POLICIES)} "
-                         "(default: PyTorch's defaults, as the guide ran)")
-    return value
+TF32_POLICIES = TF32_SWITCHES  # policy -> (matmul, cuDNN) may use TF32; ``tf32_policy`` checks a name
 
 
 # torch 2.9 warns, once a process, on every legacy TF32 call that the API "will be deprecated after
@@ -93,7 +79,8 @@ def configure_fp32_math(policy: str | bool = "default") -> dict[str, Any]:
     """Set the TF32 policy for matmuls and convolutions; return the settings now in force."""
     policy = tf32_policy(policy)
     in_force = set_fp32_math(*TF32_POLICIES[policy])
-    return {"tf32": policy, **{key: in_force[key] for key in ("tf32_matmul", "tf32_cudnn", "float32_matmul_precision")}}
+    in_force = {key: in_force[key] for key in ("tf32_matmul", "tf32_cudnn", "float32_matmul_precision")}
+    return {"tf32": str(policy), **in_force}
 
 
 def tf32_in_force(settings: dict[str, Any], device: torch.device, dtype: str) -> dict[str, bool]:

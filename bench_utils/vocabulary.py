@@ -1,0 +1,119 @@
+"""The study's names (compile modes, statuses, shapes, memory formats, TF32 policies, dtypes), without torch.
+
+Each is a ``StrEnum``: a member is its string (``CompileMode.EAGER == "eager"``, JSON writes
+``"eager"``), so records, grid files and notebooks keep plain strings while code names the values.
+The grid, the CLI's ``choices=``, the report and the notebooks' generator read these without loading
+torch; the modules that act on a name (``variants.modes``, ``variants.precision``, ...) use them too.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from .parameters import one_of
+
+
+class CompileMode(StrEnum):
+    """How a cell's model runs: eager, a torch.compile mode, or an AOTInductor package."""
+
+    EAGER = "eager"
+    DEFAULT = "default"
+    REDUCE_OVERHEAD = "reduce-overhead"
+    MAX_AUTOTUNE = "max-autotune"
+    MAX_AUTOTUNE_NO_CUDAGRAPHS = "max-autotune-no-cudagraphs"
+    AOT_INDUCTOR = "aot-inductor"
+
+
+# Built ahead of time (torch.export, then AOTInductor), not by torch.compile.
+AOT_MODES = (CompileMode.AOT_INDUCTOR,)
+# Their compiled model replays CUDA graphs: outputs live in buffers the next call overwrites.
+CUDA_GRAPH_MODES = (CompileMode.REDUCE_OVERHEAD, CompileMode.MAX_AUTOTUNE)
+# The order of modes in tables and plots: the guide's first, eager (the baseline) apart.
+COMPILED_MODE_ORDER = tuple(mode for mode in CompileMode if mode != CompileMode.EAGER)
+
+
+class Status(StrEnum):
+    """What became of a cell."""
+
+    OK = "ok"
+    OOM = "oom"          # out of memory: the larger batches of its mode are skipped
+    ERROR = "error"
+    SKIPPED = "skipped"  # not run: a smaller batch of its mode ran out of memory
+
+
+# A cell with one of these is done: a resumed run measures it no more.
+DONE_STATUSES = (Status.OK, Status.OOM)
+
+
+class Shapes(StrEnum):
+    """How a compiled cell treats the batch dimension."""
+
+    STATIC = "static"
+    DYNAMIC = "dynamic"   # one compilation for every batch size
+
+
+class MemoryFormat(StrEnum):
+    """The layout of the model's weights and inputs."""
+
+    CONTIGUOUS = "contiguous"
+    CHANNELS_LAST = "channels_last"
+
+
+class Tf32Policy(StrEnum):
+    """Whether float32 matrix products and convolutions may use TF32 on CUDA."""
+
+    DEFAULT = "default"   # PyTorch's defaults, as the guide ran: matmul off, cuDNN on
+    STRICT = "strict"     # both off
+    ON = "on"             # both on
+
+
+# (matmul, cuDNN convolutions) may use TF32, per policy
+TF32_SWITCHES = {Tf32Policy.DEFAULT: (False, True), Tf32Policy.STRICT: (False, False), Tf32Policy.ON: (True, True)}
+
+
+class DType(StrEnum):
+    """The floating-point type a cell measures in."""
+
+    FLOAT32 = "float32"
+    FLOAT16 = "float16"
+    BFLOAT16 = "bfloat16"
+
+
+DTYPE_ALIASES = {"fp32": DType.FLOAT32, "float": DType.FLOAT32, "fp16": DType.FLOAT16, "half": DType.FLOAT16,
+                 "bf16": DType.BFLOAT16}
+
+
+def names(kind: type[StrEnum]) -> tuple[str, ...]:
+    """The plain strings of an enum's members (argparse's ``choices=`` shows them in its errors)."""
+    return tuple(member.value for member in kind)
+
+
+def check_mode(mode: str) -> CompileMode:
+    return CompileMode(one_of("compile mode", mode, names(CompileMode)))
+
+
+def check_shapes(name: str) -> Shapes:
+    return Shapes(one_of("shapes", name, names(Shapes)))
+
+
+def check_memory_format(name: str) -> MemoryFormat:
+    return MemoryFormat(one_of("memory format", name, names(MemoryFormat)))
+
+
+def dtype_name(value: str) -> DType:
+    """The dtype's name from a name or an alias (``fp16``, ``half``); ValueError, in one line, else."""
+    name = DTYPE_ALIASES.get(str(value).lower(), str(value).lower())
+    if name not in tuple(DType):
+        valid = ", ".join([*DType, *DTYPE_ALIASES])
+        raise ValueError(f"unknown dtype {value!r}: use one of {valid}")
+    return DType(name)
+
+
+def tf32_policy(value: str | bool) -> Tf32Policy:
+    """The policy's name (``True``/``False`` as ``on``/``strict``); ValueError, in one line, else."""
+    if isinstance(value, bool):
+        return Tf32Policy.ON if value else Tf32Policy.STRICT
+    if value not in tuple(Tf32Policy):
+        raise ValueError(f"unknown tf32 policy {value!r}: use one of {', '.join(Tf32Policy)} "
+                         "(default: PyTorch's defaults, as the guide ran)")
+    return Tf32Policy(value)
