@@ -15,7 +15,8 @@ from pathlib import Path
 import sys
 from typing import Sequence
 
-from .vocabulary import DTYPE_ALIASES, CompileMode, DType, MemoryFormat, Tf32Policy, check_mode, names
+from .settings import Settings, setting_fields, setting_names
+from .vocabulary import DTYPE_ALIASES, CompileMode, DType, check_mode
 
 
 def _cmd_env(args: argparse.Namespace) -> int:
@@ -67,6 +68,7 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
 
 def _cmd_cell(args: argparse.Namespace) -> int:
+    from .measurement.memory_cap import gpu_memory_cap
     from .records import measurement_settings
     from .results import append_record
     from .study.cell import run_cell
@@ -76,20 +78,15 @@ def _cmd_cell(args: argparse.Namespace) -> int:
     from .zoo.loading import load
 
     check_mode(args.mode)
-    math_settings = configure_fp32_math(args.tf32)
-    loaded = load(args.model, weights=args.weights, dtype=args.dtype, device=args.device,
-                  seed=args.seed, memory_format=args.memory_format)
-    result = run_cell(loaded, batch_size=args.batch_size, mode=args.mode, runs=args.runs,
-                      warmup=args.warmup, blocks=args.blocks, backend=args.backend,
-                      fullgraph=args.fullgraph, dynamic=args.dynamic, sync=args.sync,
-                      seed=args.seed, math_settings=math_settings, portable_cache=args.portable_cache)
-    options = compile_module.options(args.mode, args.backend, args.fullgraph, args.dynamic)
-    settings = measurement_settings(runs=args.runs, warmup=args.warmup, blocks=args.blocks,
-                                    weights=args.weights, seed=args.seed, tf32=args.tf32,
-                                    backend=args.backend, fullgraph=args.fullgraph,
-                                    dynamic=args.dynamic, sync=args.sync)
-    record = cell_record(result, loaded, study=args.study, compile_options=options,
-                         config={**settings, **math_settings})
+    settings = Settings.from_parameters({name: getattr(args, name) for name in setting_names()})
+    config = {**measurement_settings(settings, sync=args.sync), **configure_fp32_math(settings.tf32),
+              **gpu_memory_cap(settings.gpu_memory_gib, args.device)}
+    loaded = load(args.model, weights=settings.weights, dtype=args.dtype, device=args.device,
+                  seed=settings.seed, memory_format=settings.memory_format)
+    result = run_cell(loaded, batch_size=args.batch_size, mode=args.mode, settings=settings, sync=args.sync,
+                      math_settings=config)
+    options = compile_module.options(args.mode, settings.backend, settings.fullgraph, settings.dynamic)
+    record = cell_record(result, loaded, study=args.study, compile_options=options, config=config)
     print(format_cell(record))
     if args.results:
         append_record(args.results, record)
@@ -187,6 +184,23 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
+    """A flag per setting (``bench_utils.settings``), with its default and help; checked after parsing,
+    as the grid and the notebooks check them (one line naming the setting)."""
+    for item in setting_fields():
+        flag, accepts = "--" + item.name.replace("_", "-"), item.metadata["accepts"]
+        kinds = accepts if isinstance(accepts, tuple) else (accepts,)
+        if kinds == (bool,):
+            parser.add_argument(flag, action="store_true", help=item.metadata["help"])
+        elif set(kinds) == {bool, type(None)}:
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None,
+                                help=item.metadata["help"])
+        else:
+            kind = int if int in kinds and float not in kinds else float if float in kinds else str
+            parser.add_argument(flag, type=kind, default=item.default, choices=item.metadata["choices"],
+                                help=item.metadata["help"])
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench_utils",
                                      description="torch.compile inference speed-up study")
@@ -223,27 +237,13 @@ def build_parser() -> argparse.ArgumentParser:
     # checked after parsing, as a model is: a wrong name is one line naming the closest valid one
     cell.add_argument("--mode", default=CompileMode.DEFAULT.value,
                       help=f"{', '.join(CompileMode)} (aot-inductor: torch.export + AOTInductor)")
-    cell.add_argument("--dtype", default=DType.FLOAT32.value, help=f"{', '.join(DType)} (or {', '.join(DTYPE_ALIASES)})")
+    cell.add_argument("--dtype", default=DType.FLOAT32.value,
+                      help=f"{', '.join(DType)} (or {', '.join(DTYPE_ALIASES)})")
     cell.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
-    cell.add_argument("--weights", default="random", help="random, pretrained or auto")
-    cell.add_argument("--runs", type=_positive_int, default=300)
-    cell.add_argument("--warmup", type=int, default=10)
-    cell.add_argument("--blocks", type=_positive_int, default=None,
-                      help="pairs of eager/compiled blocks (default: 30, or --runs if fewer)")
+    _add_setting_flags(cell)
     cell.add_argument("--sync", choices=("per-call", "pipelined"), default="per-call",
                       help="per-call: each timed call from an idle device (a request's latency); "
                            "pipelined: one wait after the loop (throughput)")
-    cell.add_argument("--backend", default="inductor")
-    cell.add_argument("--fullgraph", action="store_true")
-    cell.add_argument("--dynamic", action=argparse.BooleanOptionalAction, default=None)
-    cell.add_argument("--tf32", choices=names(Tf32Policy), default=Tf32Policy.DEFAULT.value,
-                      help="float32 TF32 policy: default (PyTorch's: cuDNN TF32 on, matmul off), "
-                           "strict (no TF32) or on (matmul and cuDNN)")
-    cell.add_argument("--memory-format", choices=names(MemoryFormat), default=MemoryFormat.CONTIGUOUS.value,
-                      help="the model's weights and images in this layout, eager and compiled alike")
-    cell.add_argument("--portable-cache", action="store_true",
-                      help="also time a fresh process started from the saved compile cache")
-    cell.add_argument("--seed", type=int, default=0)
     cell.add_argument("--study", default="adhoc")
     cell.add_argument("--results", type=Path, default=None, help="append the record to this JSONL file")
     cell.set_defaults(handler=_cmd_cell)

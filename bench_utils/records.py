@@ -16,12 +16,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from dataclasses import Field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 import uuid
 
 from .env import capture_environment, gpu_name
-from .vocabulary import CompileMode, MemoryFormat, Shapes, Status
+from .settings import COMPILE, HASHED, IDENTITY, WHEN_SET, Settings, setting_fields
+from .vocabulary import CompileMode, Status
 
 if TYPE_CHECKING:  # the measurement layer imports torch; records are read without it
     from .measurement.timing import Measurement
@@ -32,7 +34,8 @@ STATUSES = tuple(Status)
 CELL_FIELDS = ("study", "task", "model", "batch_size", "compile_mode", "dtype", "device")
 # A cell's variant beyond the guide's way, with the value a record without it means (records
 # written before variants existed are the guide's cells).
-VARIANT_FIELDS = {"memory_format": tuple(MemoryFormat), "shapes": tuple(Shapes)}
+VARIANT_FIELDS = {item.name: (item.default, *(name for name in item.metadata["choices"] if name != item.default))
+                  for item in setting_fields() if item.metadata["record"] == IDENTITY}
 MAX_ERROR_CHARS = 8_000
 
 
@@ -180,22 +183,26 @@ def cell_identity(record: dict[str, Any]) -> tuple:
             cell["dtype"], *cell_variant(record), cell["device"].split(":")[0])
 
 
-def measurement_settings(*, runs: int, warmup: int, blocks: int | None, weights: str, seed: int,
-                         tf32: str | bool, backend: str, fullgraph: bool, dynamic: bool | None,
-                         sync: str = "per-call", gpu_memory_gib: float | None = None) -> dict[str, Any]:
-    """How a cell is measured, as its record's ``config`` carries it (``weights`` as requested;
-    ``tf32`` the policy: default, strict or on; ``sync`` how each timed call was bracketed;
-    ``gpu_memory_gib`` the GPU memory the cell was held to, None for the whole card)."""
-    return {"runs": runs, "warmup": warmup, "blocks": blocks, "weights_requested": weights,
-            "seed": seed, "tf32": tf32, "backend": backend, "fullgraph": fullgraph, "dynamic": dynamic,
-            "sync": sync, "gpu_memory_gib": gpu_memory_gib}
+def _record_name(item: Field) -> str:
+    return item.metadata["record_name"] or item.name
 
 
-SETTINGS_KEYS = ("runs", "warmup", "blocks", "weights_requested", "seed", "tf32", "backend", "fullgraph",
-                 "dynamic", "sync")
-COMPILE_SETTINGS = ("backend", "fullgraph", "dynamic")  # no part of an eager cell's measurement
+def _record_keys(*kinds: str) -> tuple[str, ...]:
+    return tuple(_record_name(item) for item in setting_fields() if item.metadata["record"] in kinds)
+
+
+def measurement_settings(settings: Settings, *, sync: str = "per-call") -> dict[str, Any]:
+    """How a cell is measured, as its record's ``config`` carries it: each setting a record keeps
+    (``settings``: its ``record``), under its record name (``weights_requested``: the weights asked
+    for), and ``sync``, how each timed call was bracketed (the ``cell`` command's alone)."""
+    return {**{_record_name(item): getattr(settings, item.name) for item in setting_fields()
+               if item.metadata["record"] in (HASHED, COMPILE, WHEN_SET)}, "sync": sync}
+
+
+SETTINGS_KEYS = (*_record_keys(HASHED, COMPILE), "sync")
+COMPILE_SETTINGS = _record_keys(COMPILE)  # no part of an eager cell's measurement
 # settings that enter the hash only where set: the records written before them keep their keys
-OPTIONAL_SETTINGS = ("gpu_memory_gib",)
+OPTIONAL_SETTINGS = _record_keys(WHEN_SET)
 
 
 def settings_hash(config: dict[str, Any], compile_mode: str) -> str:

@@ -32,6 +32,14 @@ CUDA_GRAPH_MODES = (CompileMode.REDUCE_OVERHEAD, CompileMode.MAX_AUTOTUNE)
 COMPILED_MODE_ORDER = tuple(mode for mode in CompileMode if mode != CompileMode.EAGER)
 
 
+class Weights(StrEnum):
+    """Where a model's weights come from."""
+
+    RANDOM = "random"           # offline: the checkpoint's architecture, seeded random weights
+    PRETRAINED = "pretrained"   # downloaded (or cached)
+    AUTO = "auto"               # pretrained where available, else random
+
+
 class Status(StrEnum):
     """What became of a cell."""
 

@@ -238,7 +238,7 @@ def work_from_phases(cell, record: dict[str, Any], shares_pairs: bool) -> CellWo
     if not phases or recorded_calls <= 0:
         return None
     timed = phases.get("timed_s", 0.0) + phases.get("warmup_s", 0.0)
-    scaled = 0.0 if shares_pairs else timed * (cell.runs + cell.warmup) / recorded_calls
+    scaled = 0.0 if shares_pairs else timed * (cell.settings.runs + cell.settings.warmup) / recorded_calls
     parts = sum(phases.get(key, 0.0) for key in ("parity_s", "memory_s", *OTHER_PARTS))
     # the whole cell as measured there (inputs, resets, teardown too), not only its named parts
     rest = max(parts, phases.get("cell_s", 0.0) - timed - phases.get("compile_s", 0.0))
@@ -251,7 +251,7 @@ def work_from_latencies(cell, record: dict[str, Any], shares_pairs: bool) -> Cel
     latency = (record.get("latency") or {}).get("mean")
     if record.get("status") != "ok" or latency is None:
         return None
-    calls = cell.runs + cell.warmup
+    calls = cell.settings.runs + cell.settings.warmup
     if cell.compile_mode == EAGER:
         return CellWork(compile_s=0.0, timed_s=0.0 if shares_pairs else calls * latency,
                         rest_s=0.0, source="latencies")

@@ -43,19 +43,7 @@ for name, (task, title, models, batches, runs, guide_models) in TASKS.items():
             'compile_modes: list = ["eager", "default"]  # eager, default, reduce-overhead, max-autotune, max-autotune-no-cudagraphs, aot-inductor\n'
             'dtypes: list = ["float32"]  # float32, float16 or bfloat16\n'
             'device: str = "cpu"  # cpu or cuda\n'
-            f"runs: int = {runs}  # timed runs per cell after warm-up (the guide: 300{'' if runs == 300 else '; fewer here so Run All is quick on a CPU'})\n"
-            "warmup: int = 10  # untimed warm-up calls (the first call, which compiles, is timed apart)\n"
-            "blocks: object = None  # pairs of eager/compiled blocks of a compiled cell (None: 30, or runs if fewer)\n"
-            'weights: str = "random"  # random (offline, the checkpoint\'s architecture), pretrained or auto\n'
-            "seed: int = 0  # seed of the random weights\n"
-            'tf32: str = "default"  # float32 TF32 policy: default (PyTorch\'s, as the guide), strict or on\n'
-            'backend: str = "inductor"  # torch.compile backend\n'
-            "fullgraph: bool = False  # fullgraph option of torch.compile\n"
-            "dynamic: object = None  # dynamic option of torch.compile: None, True or False\n"
-            'memory_format: str = "contiguous"  # contiguous, or channels_last (model and images; eager too)\n'
-            'shapes: str = "static"  # static (a compilation per batch size) or dynamic (one for all, batch marked dynamic)\n'
-            "portable_cache: bool = False  # also time a fresh process started from the saved compile cache (once per model and mode)\n"
-            "gpu_memory_gib: object = None  # CUDA: the GPU memory the cells may use, in GiB (a 16 GB card: 16); None: the whole card\n"
+            f"settings: dict = {{'runs': {runs}}}  # how the cells are measured: any of bench_utils.settings.Settings' fields (runs, warmup, tf32, shapes, ...; python -m bench_utils cell --help lists them with their defaults); the rest keep their defaults{'' if runs == 300 else ' (the guide: 300 runs; fewer here so Run All is quick on a CPU)'}\n"
             f'results_path: str = "reports/notebook-{name}/results.jsonl"  # records are appended here (relative to the project root)\n'
             "only_cells: list = []  # [compile_mode, batch_size] pairs to measure (empty: every mode x batch size); set by the grid runner\n"
             "show: bool = True  # draw the table and the plot (the grid runner measures only)\n"
@@ -66,12 +54,8 @@ for name, (task, title, models, batches, runs, guide_models) in TASKS.items():
         new_code_cell(
             "from bench_utils.study import task\n\n"
             f'records = task.run(study=study, task="{task}", models=models, batch_sizes=batch_sizes,\n'
-            "                   compile_modes=compile_modes, dtypes=dtypes, device=device, runs=runs,\n"
-            "                   warmup=warmup, blocks=blocks, weights=weights, seed=seed,\n"
-            "                   results_path=results_path, tf32=tf32, backend=backend,\n"
-            "                   fullgraph=fullgraph, dynamic=dynamic, memory_format=memory_format,\n"
-            "                   shapes=shapes, portable_cache=portable_cache, gpu_memory_gib=gpu_memory_gib,\n"
-            "                   only_cells=only_cells,\n"
+            "                   compile_modes=compile_modes, dtypes=dtypes, device=device, settings=settings,\n"
+            "                   results_path=results_path, only_cells=only_cells,\n"
             "                   progress_file=progress_file, runner_pid=runner_pid, run_id=run_id)"),
         new_code_cell("if show:  # a grid run skips drawing (and importing pandas and matplotlib)\n"
                       "    from bench_utils.report.sections import show_records\n\n"

@@ -8,6 +8,7 @@ from bench_utils.measurement.timing import Measurement
 from bench_utils.paths import PROJECT_ROOT
 from bench_utils.records import failure_record, make_record, measurement_settings, skipped_after_oom
 from bench_utils.results import append_record
+from bench_utils.settings import Settings
 from bench_utils.study.groups import execution_order
 from bench_utils.study.watch import write_progress
 
@@ -45,10 +46,8 @@ class FakeNotebook:
                 key = (cell.model, cell.batch_size)
                 fields = dict(study=cell.study, task=cell.task, model=cell.model, batch_size=cell.batch_size,
                               compile_mode=cell.compile_mode, dtype=cell.dtype, device=cell.device,
-                              memory_format=cell.memory_format, shapes=cell.shapes)
-                config = measurement_settings(**{key: parameters[key] for key in (
-                    "runs", "warmup", "blocks", "weights", "seed", "tf32", "backend", "fullgraph", "dynamic",
-                    "gpu_memory_gib")})
+                              memory_format=cell.settings.memory_format, shapes=cell.settings.shapes)
+                config = measurement_settings(Settings(**parameters["settings"]))
                 if cell.compile_mode not in oom_at:  # a cell the notebook measures
                     with self.lock:
                         self.calls.append((cell.model, cell.batch_size, cell.compile_mode, device))

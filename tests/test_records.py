@@ -2,6 +2,7 @@ import math
 
 import pytest
 
+from bench_utils.settings import Settings
 from bench_utils import make_record
 from bench_utils.records import SCHEMA_VERSION, validate_record
 from sample_records import CELL, ENV, ok_record
@@ -77,8 +78,7 @@ def test_identity_and_environment_key():
 def test_the_settings_a_cell_was_measured_with_belong_to_its_key():
     from bench_utils.records import measurement_settings, record_key, settings_hash
 
-    base = measurement_settings(runs=300, warmup=10, blocks=10, weights="auto", seed=0, tf32="default",
-                                backend="inductor", fullgraph=False, dynamic=None)
+    base = measurement_settings(Settings(blocks=10, weights="auto"))
     keys = {record_key(ok_record(config={**base, **change})) for change in (
         {}, {"runs": 100}, {"warmup": 5}, {"blocks": 30}, {"weights_requested": "random"}, {"seed": 1},
         {"tf32": "strict"}, {"backend": "aot_eager"}, {"fullgraph": True}, {"dynamic": True},
@@ -93,8 +93,7 @@ def test_the_settings_a_cell_was_measured_with_belong_to_its_key():
 def test_a_gpu_memory_cap_is_a_setting_and_records_before_it_keep_their_key():
     from bench_utils.records import measurement_settings, settings_hash
 
-    base = measurement_settings(runs=300, warmup=10, blocks=10, weights="auto", seed=0, tf32="default",
-                                backend="inductor", fullgraph=False, dynamic=None)
+    base = measurement_settings(Settings(blocks=10, weights="auto"))
     older = {key: value for key, value in base.items() if key != "gpu_memory_gib"}  # written before caps
     assert base["gpu_memory_gib"] is None and settings_hash(older, "eager") == settings_hash(base, "eager")
     capped = {**base, "gpu_memory_gib": 16}

@@ -171,7 +171,7 @@ def _measure(task: GroupTask, folder: Path, slot: str | None, executor: Executor
     for record in task.seed_records:
         append_record(results_path, record)
     offset = results_path.stat().st_size if results_path.exists() else 0
-    cells = [Cell(**cell) for cell in task.cells]
+    cells = [Cell.from_parameters(cell) for cell in task.cells]
     grid = Grid(path=f"<{task.study} on a cluster node>", study=task.study, description="",
                 devices=sorted({cell.device for cell in cells}), cells=cells)
     events: queue.Queue = queue.Queue()

@@ -35,7 +35,7 @@ from ..measurement.power import EnergyProbe
 from ..measurement.timing import SYNC_PER_CALL, Measurement, measure
 from ..variants import aot_inductor, modes as compile_module, portable_cache as portable
 from ..variants.agreement import task_agreement
-from ..variants.batch_shapes import (DYNAMIC, STATIC, SharedCompilation, check_shapes, mark_batch_dynamic,
+from ..variants.batch_shapes import (DYNAMIC, STATIC, SharedCompilation, mark_batch_dynamic,
                                      one_graph_for_all_batch_sizes)
 from ..variants.compile_cost import compile_cold_then_warm, fresh_caches, no_recompile, reuse_compiled
 from ..variants.parity import compare_outputs, fp64_reference, unjudged
@@ -43,6 +43,7 @@ from ..variants.precision import tf32_in_force
 from ..zoo.loading import LoadedModel
 from .after_timing import energy_per_inference, memory_of, outside_timing, release
 from .phases import Phases
+from ..settings import Settings
 from ..vocabulary import CompileMode
 
 
@@ -81,17 +82,16 @@ def _gpu_name(device: torch.device) -> str | None:
     return torch.cuda.get_device_name(device) if device.type == "cuda" else None
 
 
-def run_cell(loaded: LoadedModel, *, batch_size: int, mode: str, runs: int = 300,
-             warmup: int = 10, blocks: int | None = None, backend: str = "inductor",
-             fullgraph: bool = False, dynamic: bool | None = None, sync: str = SYNC_PER_CALL,
-             seed: int = 0, math_settings: dict[str, Any] | None = None,
-             warm_compile: bool = True, phases: Phases | None = None, shapes: str = STATIC,
-             compilation: SharedCompilation | None = None, portable_cache: bool = False) -> CellResult:
+def run_cell(loaded: LoadedModel, *, batch_size: int, mode: str, settings: Settings | None = None,
+             sync: str = SYNC_PER_CALL, math_settings: dict[str, Any] | None = None, warm_compile: bool = True,
+             phases: Phases | None = None, compilation: SharedCompilation | None = None,
+             **setting_values: Any) -> CellResult:
     """Measure ``loaded`` at ``batch_size`` in ``mode`` (eager, or a compile mode).
 
-    ``math_settings`` are the float32 settings in force (``configure_fp32_math``'s
-    result): the accuracy gate's tolerances and the peak figure follow TF32. With
-    ``warm_compile`` False a compiled cell compiles cold only (its warm cost was
+    ``settings`` say how (runs, warm-up, blocks, the compile options, shapes...; ``Settings``' defaults
+    where None); a setting given by name (``runs=12``) wins. ``math_settings`` are the float32
+    settings in force (``configure_fp32_math``'s result): the accuracy gate's tolerances and the
+    peak figure follow TF32. With ``warm_compile`` False a compiled cell compiles cold only (its warm cost was
     measured at another batch size of the same model and mode). ``phases``, if given, collects
     where the time goes (the caller keeps it, even when the cell fails). With ``shapes``
     ``dynamic`` the batch dimension is marked dynamic and ``compilation`` (the result's, from a
@@ -101,8 +101,10 @@ def run_cell(loaded: LoadedModel, *, batch_size: int, mode: str, runs: int = 300
     (``variants.portable_cache``), after the timed runs.
     """
     phases = phases if phases is not None else Phases()
+    settings = Settings.from_parameters({**(settings or Settings()).to_parameters(), **setting_values})
+    shapes = settings.shapes
     compile_module.check_mode(mode)
-    if check_shapes(shapes) == DYNAMIC and (mode == CompileMode.EAGER or mode in compile_module.AOT_MODES):
+    if shapes == DYNAMIC and (mode == CompileMode.EAGER or mode in compile_module.AOT_MODES):
         raise ValueError(f"shapes 'dynamic' needs a torch.compile mode, not {mode!r}")
     device = torch.device(loaded.device)
     tf32_by_work = tf32_in_force(math_settings or {}, device, loaded.dtype)
@@ -121,14 +123,12 @@ def run_cell(loaded: LoadedModel, *, batch_size: int, mode: str, runs: int = 300
         if mode != CompileMode.EAGER:
             with one_graph_for_all_batch_sizes(shapes == DYNAMIC):  # a batch of 1 not specialized
                 return _compiled_cell(loaded, inputs, eager_fn, compute, device, tf32, phases,
-                                      batch_size=batch_size, mode=mode, runs=runs, warmup=warmup,
-                                      blocks=blocks, backend=backend, fullgraph=fullgraph, dynamic=dynamic,
-                                      sync=sync, seed=seed, warm_compile=warm_compile,
-                                      compilation=compilation if shapes == DYNAMIC else None,
-                                      dynamic_batch=shapes == DYNAMIC, portable_cache=portable_cache)
+                                      batch_size=batch_size, mode=mode, settings=settings, sync=sync,
+                                      warm_compile=warm_compile,
+                                      compilation=compilation if shapes == DYNAMIC else None)
         with EnergyProbe(device) as clocks:  # clocks and throttling at the start and end
             start = time.perf_counter()
-            measurement = measure(eager_fn, warmup=warmup, runs=runs, device=device, sync=sync)
+            measurement = measure(eager_fn, warmup=settings.warmup, runs=settings.runs, device=device, sync=sync)
             phases.add_loop(time.perf_counter() - start, sum(measurement.times_ms))
         notes: list[str] = []
         memory = outside_timing("memory", notes, device,
@@ -155,10 +155,10 @@ def _fresh_start(model: torch.nn.Module, inputs: dict[str, torch.Tensor], artifa
 
 def _compiled_cell(loaded: LoadedModel, inputs: dict[str, torch.Tensor], eager_fn: Callable[[], Any],
                    compute: Callable[..., dict[str, Any]], device: torch.device, tf32: bool,
-                   phases: Phases, *, batch_size: int, mode: str, runs: int, warmup: int,
-                   blocks: int | None, backend: str, fullgraph: bool, dynamic: bool | None, sync: str,
-                   seed: int, warm_compile: bool, compilation: SharedCompilation | None,
-                   dynamic_batch: bool, portable_cache: bool) -> CellResult:
+                   phases: Phases, *, batch_size: int, mode: str, settings: Settings, sync: str,
+                   warm_compile: bool, compilation: SharedCompilation | None) -> CellResult:
+    dynamic_batch, portable_cache = settings.shapes == DYNAMIC, settings.portable_cache
+    backend, fullgraph, dynamic, warmup = settings.backend, settings.fullgraph, settings.dynamic, settings.warmup
     if compilation is None:
         compile_module.reset()  # no graph of an earlier model or cell may be reused
     if dynamic_batch:
@@ -209,8 +209,8 @@ def _compiled_cell(loaded: LoadedModel, inputs: dict[str, torch.Tensor], eager_f
             compiled_fn = compiled.forward
             with no_recompile(), EnergyProbe(device) as clocks:
                 start = time.perf_counter()
-                comparison = compare(eager_fn, compiled_fn, warmup=warmup, runs=runs, blocks=blocks,
-                                     device=device, sync=sync, order_seed=seed)
+                comparison = compare(eager_fn, compiled_fn, warmup=warmup, runs=settings.runs, blocks=settings.blocks,
+                                     device=device, sync=sync, order_seed=settings.seed)
                 phases.add_loop(time.perf_counter() - start, sum(comparison.baseline.times_ms)
                                 + sum(comparison.candidate.times_ms))
 

@@ -26,31 +26,28 @@ the key (``GridError``).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
+import itertools
 from pathlib import Path
 import re
 from typing import Any
 
-from ..vocabulary import (AOT_MODES, CompileMode, MemoryFormat, Shapes, check_memory_format, check_mode,
-                          check_shapes, dtype_name, tf32_policy)
-from ..zoo.registry import TASKS, WEIGHTS, resolve_key
-from .grid_checks import (GridError, check_accelerators, check_devices, check_gpu_memory, check_timm, check_type, checked_names, fail, non_empty,
-                          positive, unknown_keys)
+from ..settings import ANYWHERE, AXIS, TOP, Settings, setting_fields
+from ..vocabulary import AOT_MODES, CompileMode, Shapes, check_mode, dtype_name
+from ..zoo.registry import TASKS, resolve_key
+from .grid_checks import (GridError, check_accelerators, check_devices, check_timm, check_type, checked_names, fail,
+                          non_empty, unknown_keys)
 from .grid_yaml import GridFileError, read_yaml
 
-TOP_LEVEL = {
-    "study": str, "description": str, "runs": int, "warmup": int, "blocks": int,
-    "weights": str, "seed": int, "devices": list, "tf32": (str, bool), "backend": str,
-    "fullgraph": bool, "dynamic": (bool, type(None)), "portable_cache": bool, "grids": list,
-    "accelerators": list, "gpu_memory_gib": (int, float),
-}
-GRID_KEYS = {"models": list, "batch_sizes": list, "compile_modes": list, "dtypes": list,
-             "task": str, "runs": int, "warmup": int, "blocks": int, "memory_formats": list,
-             "shapes": list, "portable_cache": bool}
+# The keys of a grid file: the study's own, then each setting where it may be given (``settings``).
+STUDY_KEYS = {"study": str, "description": str, "devices": list, "grids": list, "accelerators": list}
+SUBGRID_KEYS = {"models": list, "batch_sizes": list, "compile_modes": list, "dtypes": list, "task": str}
+TOP_LEVEL = {**STUDY_KEYS, **{item.name: item.metadata["accepts"] for item in setting_fields()
+                              if item.metadata["grid"] in (TOP, ANYWHERE)}}
+GRID_KEYS = {**SUBGRID_KEYS,
+             **{item.name: item.metadata["accepts"] for item in setting_fields() if item.metadata["grid"] == ANYWHERE},
+             **{item.metadata["plural"]: list for item in setting_fields() if item.metadata["grid"] == AXIS}}
 REQUIRED_GRID_KEYS = ("models", "batch_sizes", "compile_modes")
-DEFAULTS = {"runs": 300, "warmup": 10, "blocks": 30, "weights": "random", "seed": 0,
-            "devices": ["cpu"], "tf32": "default", "backend": "inductor", "fullgraph": False,
-            "dynamic": None, "portable_cache": False, "description": "", "gpu_memory_gib": None}
 NOTEBOOKS = {"image-classification": "classification.ipynb",
              "image-segmentation": "segmentation.ipynb",
              "object-detection": "detection.ipynb"}
@@ -59,7 +56,8 @@ _STUDY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 @dataclass(frozen=True)
 class Cell:
-    """One measurement: what the task notebook receives as parameters."""
+    """One measurement: its identity (study, task, model, batch size, compile mode, dtype, device kind)
+    and how it is measured (``settings``)."""
 
     study: str
     task: str
@@ -68,26 +66,12 @@ class Cell:
     compile_mode: str
     dtype: str
     device: str                  # the kind: cpu or cuda
-    runs: int
-    warmup: int
-    blocks: int
-    weights: str
-    seed: int
-    tf32: str                    # the TF32 policy: default, strict or on
-    backend: str
-    fullgraph: bool
-    dynamic: bool | None
-    memory_format: str = MemoryFormat.CONTIGUOUS.value  # or channels_last
-    shapes: str = Shapes.STATIC.value                 # or dynamic: one compilation for all batch sizes
-    portable_cache: bool = False      # also time a fresh process started from the saved compile cache
-    gpu_memory_gib: float | None = None   # the GPU memory a CUDA cell may use (a smaller card), None: all
+    settings: Settings = field(default_factory=Settings)
 
     @property
     def variant(self) -> tuple[str, ...]:
         """What sets the cell apart from the guide's way (empty for the guide's cells)."""
-        return tuple(part for part, default in ((self.memory_format, MemoryFormat.CONTIGUOUS),
-                                                (self.shapes, Shapes.STATIC))
-                     if part != default)
+        return self.settings.variant()
 
     @property
     def cell_id(self) -> str:
@@ -99,7 +83,7 @@ class Cell:
     @property
     def group(self) -> tuple[str, ...]:
         """Cells that differ only in batch size (an OOM at one batch skips the larger ones)."""
-        return (self.model, self.compile_mode, self.dtype, self.memory_format, self.shapes, self.device)
+        return (self.model, self.compile_mode, self.dtype, *self.settings.variant_values(), self.device)
 
     @property
     def notebook(self) -> str:
@@ -107,10 +91,19 @@ class Cell:
 
     def identity(self) -> tuple:
         return (self.study, self.task, self.model, self.batch_size, self.compile_mode,
-                self.dtype, self.memory_format, self.shapes, self.device)
+                self.dtype, *self.settings.variant_values(), self.device)
 
     def to_parameters(self) -> dict[str, Any]:
-        return asdict(self)
+        """The cell as flat names and values (a Ray task carries it so); ``from_parameters`` reads it back."""
+        return {**{name: getattr(self, name) for name in _IDENTITY}, **self.settings.to_parameters()}
+
+    @classmethod
+    def from_parameters(cls, values: dict[str, Any]) -> Cell:
+        return cls(**{name: values[name] for name in _IDENTITY},
+                   settings=Settings(**{key: value for key, value in values.items() if key not in _IDENTITY}))
+
+
+_IDENTITY = ("study", "task", "model", "batch_size", "compile_mode", "dtype", "device")
 
 
 @dataclass
@@ -144,134 +137,149 @@ def load_grid(path: str | Path) -> Grid:
 def parse_grid(data: Any, path: str = "<grid>") -> Grid:
     if not isinstance(data, dict):
         raise GridError(f"{path}: the grid file must be a mapping of keys (study, grids, ...)")
-    unknown_keys(path, "", data, TOP_LEVEL)
-    for key, expected in TOP_LEVEL.items():
-        if key in data:
-            check_type(path, key, data[key], expected)
+    _check_keys(path, "", data, TOP_LEVEL)
     for key in ("study", "grids"):
         if key not in data:
             raise fail(path, key, "is required")
-    settings = {**DEFAULTS, **{k: v for k, v in data.items() if k != "grids"}}
-    if not _STUDY_NAME.match(settings["study"]):
-        raise fail(path, "study", f"must be a file-name-safe name, got {settings['study']!r}")
-    for key in ("runs", "blocks"):
-        positive(path, key, settings[key])
-    if settings["warmup"] < 0:
-        raise fail(path, "warmup", f"must be >= 0, got {settings['warmup']}")
-    if settings["weights"] not in WEIGHTS:
-        raise fail(path, "weights", f"unknown weights {settings['weights']!r}: use one of {', '.join(WEIGHTS)}")
-    try:
-        settings["tf32"] = str(tf32_policy(settings["tf32"]))
-    except ValueError as exc:
-        raise fail(path, "tf32", str(exc)) from None
-    devices = check_devices(path, settings["devices"])
-    if settings["gpu_memory_gib"] is not None:
-        check_gpu_memory(path, settings["gpu_memory_gib"], devices)
-    try:
-        if settings["backend"] != "inductor":  # only torch knows its backends: read with torch here alone
-            from ..variants.modes import check_backend
-
-            check_backend(settings["backend"])
-    except ValueError as exc:
-        raise fail(path, "backend", str(exc)) from None
+    if not _STUDY_NAME.match(data["study"]):
+        raise fail(path, "study", f"must be a file-name-safe name, got {data['study']!r}")
+    devices = check_devices(path, data.get("devices", ["cpu"]))
+    study_settings = _settings(path, "", data, Settings())
+    _check_study_settings(path, study_settings, devices)
     non_empty(path, "grids", data["grids"])
-
     accelerators = check_accelerators(path, data["accelerators"]) if "accelerators" in data else []
-    grid = Grid(path=path, study=settings["study"], description=settings["description"],
+    grid = Grid(path=path, study=data["study"], description=data.get("description", ""),
                 devices=devices, accelerators=accelerators)
     seen = set()
     for index, item in enumerate(data["grids"]):
-        for cell in _expand(path, index, item, settings, grid.device_kinds, "blocks" in data):
+        for cell in _expand(path, f"grids[{index}]", item, study_settings, grid):
             if cell.identity() not in seen:  # sub-grids may overlap: each cell once
                 seen.add(cell.identity())
                 grid.cells.append(cell)
     return grid
 
 
-def _expand(path: str, index: int, item: Any, settings: dict, kinds: list[str],
-            blocks_given: bool) -> list[Cell]:
-    where = f"grids[{index}]."
+def _check_keys(path: str, where: str, mapping: dict, known: dict) -> None:
+    unknown_keys(path, where, mapping, known)
+    for key, expected in known.items():
+        if key in mapping:
+            check_type(path, where + key, mapping[key], expected)
+
+
+def _settings(path: str, where: str, mapping: dict, base: Settings) -> Settings:
+    """``base`` with the settings ``mapping`` gives, each checked (the error names its key)."""
+    keys = {item.name for item in setting_fields() if item.metadata["grid"] in (TOP, ANYWHERE)}
+    given = {key: value for key, value in mapping.items() if key in keys}
+    for key, value in given.items():
+        item = next(item for item in setting_fields() if item.name == key)
+        try:
+            given[key] = item.metadata["check"](value)
+        except ValueError as exc:
+            raise fail(path, where + key, str(exc)) from None
+    return replace(base, **given)
+
+
+def _check_study_settings(path: str, settings: Settings, devices: list[str]) -> None:
+    if settings.gpu_memory_gib is not None and not any(device.startswith("cuda") for device in devices):
+        raise fail(path, "gpu_memory_gib", "caps a GPU's memory, but the grid has no CUDA device (devices: "
+                   f"{', '.join(devices)})")
+    if settings.backend != "inductor":  # only torch knows its backends: read with torch here alone
+        from ..variants.modes import check_backend
+
+        try:
+            check_backend(settings.backend)
+        except ValueError as exc:
+            raise fail(path, "backend", str(exc)) from None
+
+
+def _expand(path: str, where: str, item: Any, study_settings: Settings, grid: Grid) -> list[Cell]:
+    """A sub-grid's cells: models x device kinds x dtypes x axes (memory formats, shapes) x modes x batch sizes."""
     if not isinstance(item, dict):
-        raise fail(path, f"grids[{index}]", "must be a mapping with models, batch_sizes, compile_modes")
-    unknown_keys(path, where, item, GRID_KEYS)
-    for key, expected in GRID_KEYS.items():
-        if key in item:
-            check_type(path, where + key, item[key], expected)
+        raise fail(path, where, "must be a mapping with models, batch_sizes, compile_modes")
+    where += "."
+    _check_keys(path, where, item, GRID_KEYS)
     for key in REQUIRED_GRID_KEYS:
         if key not in item:
             raise fail(path, where + key, "is required")
         non_empty(path, where + key, item[key])
-    dtypes = item.get("dtypes", ["float32"])
-    non_empty(path, where + "dtypes", dtypes)
-    local = {key: item.get(key, settings[key]) for key in ("runs", "warmup", "blocks", "portable_cache")}
-    if not (blocks_given or "blocks" in item):  # the default (30 pairs) never asks for more than runs
-        local["blocks"] = min(local["blocks"], local["runs"])
-    for key in ("runs", "blocks"):
-        positive(path, where + key, local[key])
-    if local["blocks"] > local["runs"]:
-        raise fail(path, where + "blocks", f"must not exceed runs ({local['runs']}), got {local['blocks']}")
-    for value in item["batch_sizes"]:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise fail(path, where + "batch_sizes", f"must be positive integers, got {value!r}")
-    modes = []
-    for mode in item["compile_modes"]:
-        try:
-            modes.append(str(check_mode(str(mode))))
-        except ValueError as exc:
-            raise fail(path, where + "compile_modes", str(exc)) from None
-    dtype_names = []
-    for dtype in dtypes:
-        try:
-            dtype_names.append(str(dtype_name(str(dtype))))
-        except ValueError as exc:
-            raise fail(path, where + "dtypes", str(exc)) from None
-    memory_formats = checked_names(path, where + "memory_formats",
-                                   item.get("memory_formats", [MemoryFormat.CONTIGUOUS]), check_memory_format)
-    shapes = checked_names(path, where + "shapes", item.get("shapes", [Shapes.STATIC]), check_shapes)
-    if Shapes.DYNAMIC in shapes:
-        if any(mode in AOT_MODES for mode in modes):
-            raise fail(path, where + "shapes", "dynamic needs a torch.compile mode: aot-inductor packages "
-                        "are exported at fixed shapes (put aot-inductor in a sub-grid of its own)")
-        if settings["dynamic"] is False:
-            raise fail(path, where + "shapes", "dynamic marks the batch dimension dynamic, but the grid "
-                        "sets dynamic: false (torch.compile's own setting); remove one of them")
-    task_override = item.get("task")
-    if task_override is not None and task_override not in TASKS:
-        raise fail(path, where + "task", f"unknown task {task_override!r}: use one of {', '.join(TASKS)}")
+    settings = _sub_grid_settings(path, where, item, study_settings)
+    batch_sizes = _batch_sizes(path, where, item["batch_sizes"])
+    modes = _names(path, where + "compile_modes", item["compile_modes"], check_mode)
+    dtypes = _names(path, where + "dtypes", item.get("dtypes", ["float32"]), dtype_name)
+    axes = {axis.name: checked_names(path, where + axis.metadata["plural"],
+                                     item.get(axis.metadata["plural"], [axis.default]),
+                                     axis.metadata["check"])
+            for axis in setting_fields() if axis.metadata["grid"] == AXIS}
+    _check_dynamic_shapes(path, where, axes.get("shapes", []), modes, settings)
     cells = []
     for model in item["models"]:
-        try:
-            spec = resolve_key(str(model))
-        except ValueError as exc:
-            raise fail(path, where + "models", str(exc)) from None
-        if spec is not None or str(model).startswith("timm:"):
-            key, task = (spec.key, spec.task) if spec else (check_timm(path, where, str(model)),
-                                                            "image-classification")
-            if task_override is not None and task_override != task:
-                raise fail(path, where + "task", f"{model!r} is an {task} model: the sub-grid's "
-                            f"task ({task_override}) applies only to checkpoints outside the registry")
-        elif task_override:
-            key, task = str(model), task_override
-        else:
-            raise fail(path, where + "task", f"model {model!r} is not in the registry: "
-                        "give the sub-grid's task (image-classification, image-segmentation "
-                        "or object-detection)")
-        for kind in kinds:
-            for dtype in dtype_names:
-                for memory_format in memory_formats:
-                    for shape in shapes:
-                        for mode in modes:
-                            for batch_size in sorted(set(item["batch_sizes"])):
-                                cells.append(Cell(
-                                    study=settings["study"], task=task, model=key, batch_size=batch_size,
-                                    compile_mode=mode, dtype=dtype, device=kind, runs=local["runs"],
-                                    warmup=local["warmup"], blocks=local["blocks"],
-                                    weights=settings["weights"], seed=settings["seed"],
-                                    tf32=settings["tf32"], backend=settings["backend"],
-                                    fullgraph=settings["fullgraph"], dynamic=settings["dynamic"],
-                                    memory_format=memory_format,
-                                    portable_cache=local["portable_cache"],
-                                    gpu_memory_gib=settings["gpu_memory_gib"] if kind == "cuda" else None,
-                                    # eager compiles nothing: the same cell whatever the shapes
-                                    shapes=Shapes.STATIC.value if mode == CompileMode.EAGER else shape))
+        key, task = _model(path, where, str(model), item.get("task"))
+        for kind in grid.device_kinds:
+            for dtype in dtypes:
+                for values in itertools.product(*axes.values()):
+                    axis_settings = replace(settings, **dict(zip(axes, values)),
+                                            gpu_memory_gib=settings.gpu_memory_gib if kind == "cuda" else None)
+                    for mode in modes:
+                        # eager compiles nothing: the same cell whatever the shapes
+                        cell_settings = (replace(axis_settings, shapes=Shapes.STATIC.value)
+                                         if mode == CompileMode.EAGER else axis_settings)
+                        cells += [Cell(study=grid.study, task=task, model=key, batch_size=batch, compile_mode=mode,
+                                       dtype=dtype, device=kind, settings=cell_settings) for batch in batch_sizes]
     return cells
+
+
+def _sub_grid_settings(path: str, where: str, item: dict, study_settings: Settings) -> Settings:
+    """The study's settings with the sub-grid's own; ``blocks`` resolved (never more than runs)."""
+    settings = _settings(path, where, item, study_settings)
+    if settings.blocks is not None and settings.blocks > settings.runs:
+        raise fail(path, where + "blocks", f"must not exceed runs ({settings.runs}), got {settings.blocks}")
+    return settings.with_blocks()
+
+
+def _batch_sizes(path: str, where: str, values: list) -> list[int]:
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise fail(path, where + "batch_sizes", f"must be positive integers, got {value!r}")
+    return sorted(set(values))
+
+
+def _names(path: str, key: str, values: list, check) -> list[str]:
+    non_empty(path, key, values)
+    names = []
+    for value in values:
+        try:
+            names.append(str(check(str(value))))
+        except ValueError as exc:
+            raise fail(path, key, str(exc)) from None
+    return list(dict.fromkeys(names))
+
+
+def _check_dynamic_shapes(path: str, where: str, shapes: list[str], modes: list[str], settings: Settings) -> None:
+    if Shapes.DYNAMIC not in shapes:
+        return
+    if any(mode in AOT_MODES for mode in modes):
+        raise fail(path, where + "shapes", "dynamic needs a torch.compile mode: aot-inductor packages "
+                   "are exported at fixed shapes (put aot-inductor in a sub-grid of its own)")
+    if settings.dynamic is False:
+        raise fail(path, where + "shapes", "dynamic marks the batch dimension dynamic, but the grid "
+                   "sets dynamic: false (torch.compile's own setting); remove one of them")
+
+
+def _model(path: str, where: str, model: str, task_override: str | None) -> tuple[str, str]:
+    """The model's key and task: from the registry, timm, or the sub-grid's task for another checkpoint."""
+    if task_override is not None and task_override not in TASKS:
+        raise fail(path, where + "task", f"unknown task {task_override!r}: use one of {', '.join(TASKS)}")
+    try:
+        spec = resolve_key(model)
+    except ValueError as exc:
+        raise fail(path, where + "models", str(exc)) from None
+    if spec is not None or model.startswith("timm:"):
+        key, task = (spec.key, spec.task) if spec else (check_timm(path, where, model), "image-classification")
+        if task_override is not None and task_override != task:
+            raise fail(path, where + "task", f"{model!r} is an {task} model: the sub-grid's "
+                       f"task ({task_override}) applies only to checkpoints outside the registry")
+        return key, task
+    if task_override:
+        return model, task_override
+    raise fail(path, where + "task", f"model {model!r} is not in the registry: give the sub-grid's task "
+               "(image-classification, image-segmentation or object-detection)")

@@ -6,8 +6,6 @@ import difflib
 import re
 from typing import Any
 
-from ..measurement.memory_cap import check_gpu_memory_gib
-
 
 class GridError(ValueError):
     """A grid file that cannot be run; the message is one line naming file and key."""
@@ -41,11 +39,6 @@ def non_empty(path: str, key: str, values: list) -> None:
         raise fail(path, key, "must not be empty")
 
 
-def positive(path: str, key: str, value: int) -> None:
-    if value < 1:
-        raise fail(path, key, f"must be >= 1, got {value}")
-
-
 def check_devices(path: str, devices: list) -> list[str]:
     non_empty(path, "devices", devices)
     checked = []
@@ -70,17 +63,6 @@ def check_accelerators(path: str, kinds: list) -> list[str]:
             raise fail(path, "accelerators", f"{kind} is listed twice")
         checked.append(kind)
     return checked
-
-
-def check_gpu_memory(path: str, gib: object, devices: list[str]) -> None:
-    """``gpu_memory_gib``: a positive number of GiB, for a grid with CUDA cells."""
-    try:
-        check_gpu_memory_gib(gib)
-    except ValueError as exc:
-        raise fail(path, "gpu_memory_gib", str(exc)) from None
-    if not any(device.startswith("cuda") for device in devices):
-        raise fail(path, "gpu_memory_gib", "caps a GPU's memory, but the grid has no CUDA device (devices: "
-                   f"{', '.join(devices)})")
 
 
 def check_timm(path: str, where: str, model: str) -> str:

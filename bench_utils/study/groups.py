@@ -22,9 +22,7 @@ EAGER = "eager"
 
 def kernel_key(cell: Cell) -> tuple:
     """What the cells of one kernel share: all but batch size and compile mode."""
-    return (cell.study, cell.task, cell.model, cell.dtype, cell.device, cell.runs, cell.warmup,
-            cell.blocks, cell.weights, cell.seed, cell.tf32, cell.backend, cell.fullgraph,
-            cell.dynamic, cell.memory_format, cell.shapes, cell.portable_cache, cell.gpu_memory_gib)
+    return (cell.study, cell.task, cell.model, cell.dtype, cell.device, cell.settings)
 
 
 def execution_order(pairs: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:

@@ -113,7 +113,7 @@ class CellShape:
 
     @classmethod
     def of_cell(cls, cell: Any) -> "CellShape":
-        return cls(cell.model, cell.batch_size, cell.compile_mode, cell.dtype, cell.tf32, cell.runs, cell.warmup)
+        return cls(cell.model, cell.batch_size, cell.compile_mode, cell.dtype, cell.settings.tf32, cell.settings.runs, cell.settings.warmup)
 
     @classmethod
     def of_record(cls, record: dict[str, Any]) -> "CellShape":

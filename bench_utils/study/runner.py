@@ -31,7 +31,7 @@ from typing import Any, Callable
 from ..env import capture_environment
 from ..kernel import ensure_kernel
 from ..paths import REPORTS_DIR
-from ..records import (environment_key, failure_record, measurement_settings,
+from ..records import (VARIANT_FIELDS, environment_key, failure_record, measurement_settings,
                        settings_hash, skipped_after_oom)
 from ..results import append_record, locked
 from .device_lock import device_lock, split_cpus
@@ -63,7 +63,7 @@ def study_folder(grid: Grid, out_dir: str | os.PathLike | None) -> Path:
 def default_cell_timeout(grid: Grid) -> int:
     """Seconds a cell may go without a record before it is stopped: 30 minutes to load and compile,
     plus 20 s per call it times (warm-up and runs): hours where a cell may need them, never unbounded."""
-    return max(1800 + 20 * (cell.warmup + cell.runs) for cell in grid.cells)
+    return max(1800 + 20 * (cell.settings.warmup + cell.settings.runs) for cell in grid.cells)
 
 
 class Runner:
@@ -289,13 +289,9 @@ def cell_fields(cell: Cell) -> dict[str, Any]:
     """The record fields that name ``cell`` (``records.make_record``'s cell arguments)."""
     return dict(study=cell.study, task=cell.task, model=cell.model, batch_size=cell.batch_size,
                 compile_mode=cell.compile_mode, dtype=cell.dtype, device=cell.device,
-                memory_format=cell.memory_format, shapes=cell.shapes)
+                **dict(zip(VARIANT_FIELDS, cell.settings.variant_values())))
 
 
 def unmeasured_config(cell: Cell) -> dict[str, Any]:
     """The ``config`` of a record the runner writes for a cell it did not measure."""
-    return {**measurement_settings(runs=cell.runs, warmup=cell.warmup, blocks=cell.blocks,
-                                   weights=cell.weights, seed=cell.seed, tf32=cell.tf32,
-                                   backend=cell.backend, fullgraph=cell.fullgraph, dynamic=cell.dynamic,
-                                   gpu_memory_gib=cell.gpu_memory_gib),
-            "weights": None}  # nothing was measured
+    return {**measurement_settings(cell.settings), "weights": None}  # nothing was measured

@@ -25,14 +25,14 @@ which does so only while that file does not exist yet: a cell stuck on one machi
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 import gc
 import os
 import threading
 import time
 from pathlib import Path
 import traceback
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import psutil
 import torch
@@ -53,7 +53,8 @@ from ..parameters import positive_int_list, text_list
 from .phases import Phases
 from .watch import write_progress
 from .lease import lease_is_current, start_watchdog
-from ..vocabulary import CompileMode, Status
+from ..settings import Settings
+from ..vocabulary import CompileMode, Shapes, Status
 
 FAULT_ENV = "BENCH_UTILS_INJECT_FAULT"
 HANG_MARKER_ENV = "BENCH_UTILS_HANG_MARKER"
@@ -99,22 +100,21 @@ def _error_text(exc: BaseException) -> str:
 
 def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[int],
         compile_modes: Iterable[str], dtypes: Iterable[str] = ("float32",), device: str = "cpu",
-        runs: int = 300, warmup: int = 10, blocks: int | None = None, weights: str = "random",
-        seed: int = 0, results_path: str | os.PathLike, tf32: str | bool = "default",
-        backend: str = "inductor", fullgraph: bool = False, dynamic: bool | None = None,
-        memory_format: str = "contiguous", shapes: str = "static", portable_cache: bool = False,
-        gpu_memory_gib: float | None = None, only_cells: Iterable[Sequence] | None = None,
-        progress_file: str | os.PathLike | None = None,
-        runner_pid: int | None = None, run_id: str | None = None) -> list[dict[str, Any]]:
+        results_path: str | os.PathLike, settings: Settings | Mapping[str, Any] | None = None,
+        only_cells: Iterable[Sequence] | None = None, progress_file: str | os.PathLike | None = None,
+        runner_pid: int | None = None, run_id: str | None = None, **setting_values: Any) -> list[dict[str, Any]]:
     """Measure every cell of models x dtypes x modes x batch sizes; return their records.
 
+    ``settings`` say how (``bench_utils.settings.Settings``, or a mapping of its fields, as the
+    notebooks' ``settings`` parameter gives them); a setting given by name (``runs=20``) wins.
     ``only_cells``, if given, are the ``(compile_mode, batch_size)`` pairs to measure instead
     of every mode x batch size (the grid runner's kernel groups); either way they are measured
     in ``groups.execution_order``: compiled modes first, eager last, batch sizes ascending.
     ``progress_file``, if given, names the cell being begun (the grid runner reads it).
-    ``gpu_memory_gib`` holds the kernel to that much GPU memory (``measurement.memory_cap``).
     """
     started = time.perf_counter()
+    base = settings.to_parameters() if isinstance(settings, Settings) else dict(settings or {})
+    settings = Settings.from_parameters({**base, **setting_values})
     models, compile_modes, dtypes = (text_list(name, value) for name, value in (
         ("models", models), ("compile_modes", compile_modes), ("dtypes", dtypes)))
     batch_sizes = positive_int_list("batch_sizes", batch_sizes)
@@ -130,13 +130,11 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
     pairs = execution_order(_cell_pairs(only_cells) if only_cells else
                             [(mode, batch) for mode in compile_modes for batch in batch_sizes])
     # Set once for the whole run (global torch state); every record carries the settings.
-    config = {**measurement_settings(runs=runs, warmup=warmup, blocks=blocks, weights=weights, seed=seed,
-                                     tf32=tf32, backend=backend, fullgraph=fullgraph, dynamic=dynamic,
-                                     gpu_memory_gib=gpu_memory_gib),
-              **configure_fp32_math(tf32),  # the policy's name, and what it set
-              **gpu_memory_cap(gpu_memory_gib, device)}  # before anything is on the GPU
-    if any(mode != CompileMode.EAGER for mode, _ in pairs):  # once per kernel: no cell's cold compile pays its start
-        compile_workers.ready(backend)
+    config = {**measurement_settings(settings),
+              **configure_fp32_math(settings.tf32),  # the policy's name, and what it set
+              **gpu_memory_cap(settings.gpu_memory_gib, device)}  # before anything is on the GPU
+    if any(mode != CompileMode.EAGER for mode, _ in pairs):  # once per kernel: no cold compile pays its start
+        compile_workers.ready(settings.backend)
     kernel = _Kernel(environment=capture_environment(),
                      startup_s=_kernel_startup_s(started) if runner_pid else 0.0)
     written = []
@@ -146,13 +144,16 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
         for model_key in models:
             for dtype in dtypes:
                 dtype = parse_dtype(dtype)[0]
-                written += _run_model(study=study, task=task, model_key=model_key, dtype=dtype,
-                                      device=device, pairs=pairs, runs=runs, warmup=warmup,
-                                      blocks=blocks, weights=weights, seed=seed, config=config,
-                                      backend=backend, fullgraph=fullgraph, dynamic=dynamic,
-                                      memory_format=memory_format, shapes=shapes,
-                                      portable_cache=portable_cache, results_path=results_path, guard=guard,
-                                      progress_file=progress_file, kernel=kernel, bar=bar)
+                cells = _ModelCells(study=study, task=task, model=model_key, dtype=dtype, device=device,
+                                    settings=settings, config=config, kernel=kernel)
+                for mode, batch_size in pairs:
+                    if progress_file:  # the runner learns which cell a dying kernel was on
+                        write_progress(progress_file, mode, batch_size)
+                    bar.set_postfix_str(f"{model_key} {dtype} {mode} batch {batch_size}")
+                    record = cells.record(mode, batch_size)
+                    append_record(results_path, record, guard=guard)
+                    written.append(record)
+                    bar.update()
     return written
 
 
@@ -188,82 +189,86 @@ class _Kernel:
         return {"startup_s": round(startup, 4), "load_s": round(load_s, 4), **cell_phases}
 
 
-def _run_model(*, study, task, model_key, dtype, device, pairs, runs, warmup, blocks, weights,
-               seed, config, backend, fullgraph, dynamic, memory_format, shapes, portable_cache,
-               results_path, guard,
-               progress_file, kernel: _Kernel, bar) -> list[dict[str, Any]]:
-    loaded, load_error = None, None
-    written = []
-    oom_at: dict[str, int] = {}            # per mode: the batch size that ran out of memory
-    warm_measured: set[str] = set()        # modes whose warm compile this kernel has measured
-    shared_eager: dict[int, CellResult] = {}
-    compilation = None                     # shapes "dynamic": the mode's one compilation so far
-    for mode, batch_size in pairs:
-        if compilation is not None and compilation.mode != mode:  # that mode is done
-            compilation = None
+class _ModelCells:
+    """One model's cells in one kernel: the model built once, and what its cells share (an OOM's
+    batch size per mode, the warm compiles measured, eager sides to reuse, a dynamic compilation)."""
+
+    def __init__(self, *, study: str, task: str, model: str, dtype: str, device: str, settings: Settings,
+                 config: dict[str, Any], kernel: _Kernel):
+        self.study, self.task, self.model, self.dtype, self.device = study, task, model, dtype, device
+        self.settings, self.config, self.kernel = settings, config, kernel
+        self.loaded, self.load_error = None, None
+        self.oom_at: dict[str, int] = {}             # per mode: the batch size that ran out of memory
+        self.warm_measured: set[str] = set()         # modes whose warm compile this kernel has measured
+        self.shared_eager: dict[int, CellResult] = {}
+        self.compilation = None                      # shapes "dynamic": the mode's one compilation so far
+
+    def record(self, mode: str, batch_size: int) -> dict[str, Any]:
+        """The cell's record: measured, shared from a compiled cell's eager side, skipped, or failed."""
+        if self.compilation is not None and self.compilation.mode != mode:  # that mode is done
+            self.compilation = None
             compile_module.reset()
-        cell_shapes = "static" if mode == CompileMode.EAGER else shapes  # eager compiles nothing
-        cell = dict(study=study, task=task, model=model_key, batch_size=batch_size,
-                    compile_mode=mode, dtype=dtype, device=device, memory_format=memory_format,
-                    shapes=cell_shapes)
-        if progress_file:  # the runner learns which cell a dying kernel was on
-            write_progress(progress_file, mode, batch_size)
-        bar.set_postfix_str(f"{model_key} {dtype} {mode} batch {batch_size}")
+        # eager compiles nothing
+        settings = replace(self.settings, shapes=Shapes.STATIC.value) if mode == CompileMode.EAGER else self.settings
+        cell = dict(study=self.study, task=self.task, model=self.model, batch_size=batch_size, compile_mode=mode,
+                    dtype=self.dtype, device=self.device, memory_format=settings.memory_format, shapes=settings.shapes)
         phases, load_s = Phases(), 0.0
-        shared = shared_eager.pop(batch_size, None) if mode == CompileMode.EAGER else None
-        if mode in oom_at and shared is None:
-            record = skipped_after_oom(cell, oom_at[mode], _failure_config(config, loaded),
-                                       environment=kernel.environment)
+        shared = self.shared_eager.pop(batch_size, None) if mode == CompileMode.EAGER else None
+        if mode in self.oom_at and shared is None:
+            record = skipped_after_oom(cell, self.oom_at[mode], self._failure_config(),
+                                       environment=self.kernel.environment)
         else:
             try:
-                _inject_fault(model_key, batch_size)
-                if load_error is not None:
-                    raise load_error
-                if loaded is None:
+                _inject_fault(self.model, batch_size)
+                if self.loaded is None:
                     try:
-                        loaded = load(model_key, weights=weights, dtype=dtype, device=device,
-                                      task=task, seed=seed, memory_format=memory_format)
-                    except Exception as exc:
-                        load_error = exc
-                        raise
-                    finally:
+                        self._load()
+                    finally:  # the load's seconds apart from the cell's phases, failed or not
                         load_s, phases = time.perf_counter() - phases.started, Phases()
-                if shared is not None:
-                    result = dataclasses.replace(shared, phases=phases)
-                else:
-                    result = run_cell(loaded, batch_size=batch_size, mode=mode, runs=runs,
-                                      warmup=warmup, blocks=blocks, backend=backend,
-                                      fullgraph=fullgraph, dynamic=dynamic, seed=seed,
-                                      math_settings=config, warm_compile=mode not in warm_measured,
-                                      phases=phases, shapes=cell_shapes, compilation=compilation,
-                                      # once per mode; a dynamic compilation's marks would not travel
-                                      portable_cache=(portable_cache and mode not in warm_measured
-                                                      and cell_shapes == "static"))
-                    compilation = result.compilation
-                options = compile_module.options(mode, backend, fullgraph, dynamic)
-                record = cell_record(result, loaded, study=study, config=config,
-                                     compile_options=options, environment=kernel.environment)
-                if mode != CompileMode.EAGER:  # only a recorded cell's compile and pairs count
-                    warm_measured.add(mode)
-                    if result.shared_eager is not None:
-                        shared_eager.setdefault(batch_size, result.shared_eager)
+                result = (dataclasses.replace(shared, phases=phases) if shared is not None
+                          else self._measure(mode, batch_size, settings, phases))
+                record = cell_record(result, self.loaded, study=self.study, config=self.config,
+                                     compile_options=compile_module.options(mode, settings.backend, settings.fullgraph,
+                                                                            settings.dynamic),
+                                     environment=self.kernel.environment)
             except Exception as exc:
-                status = Status.OOM if is_out_of_memory(exc) else "error"
+                status = Status.OOM if is_out_of_memory(exc) else Status.ERROR
                 if status == Status.OOM:  # batches ascend within a mode: the rest of it is larger
-                    oom_at[mode] = batch_size
-                record = failure_record(**cell, status=status, config=_failure_config(config, loaded),
-                                        error=_error_text(exc), environment=kernel.environment)
+                    self.oom_at[mode] = batch_size
+                record = failure_record(**cell, status=status, config=self._failure_config(),
+                                        error=_error_text(exc), environment=self.kernel.environment)
                 _free_memory()
-        record["phases"] = kernel.phases(phases.to_dict(), load_s)
-        append_record(results_path, record, guard=guard)
-        written.append(record)
-        bar.update()
-    return written
+        record["phases"] = self.kernel.phases(phases.to_dict(), load_s)
+        return record
 
+    def _load(self) -> None:
+        """Build the model, once: a failure fails every cell of it."""
+        if self.load_error is not None:
+            raise self.load_error
+        try:
+            self.loaded = load(self.model, weights=self.settings.weights, dtype=self.dtype, device=self.device,
+                               task=self.task, seed=self.settings.seed, memory_format=self.settings.memory_format)
+        except Exception as exc:
+            self.load_error = exc
+            raise
 
-def _failure_config(config: dict[str, Any], loaded: Any) -> dict[str, Any]:
-    """A failed cell's settings: the weights of the model if it was built, else none measured."""
-    return {**config, "weights": loaded.weights if loaded is not None else None}
+    def _measure(self, mode: str, batch_size: int, settings: Settings, phases: Phases) -> CellResult:
+        first_of_mode = mode not in self.warm_measured
+        # the portable cache once per mode; a dynamic compilation's marks would not travel
+        portable = settings.portable_cache and first_of_mode and settings.shapes == Shapes.STATIC
+        result = run_cell(self.loaded, batch_size=batch_size, mode=mode,
+                          settings=replace(settings, portable_cache=portable), math_settings=self.config,
+                          warm_compile=first_of_mode, phases=phases, compilation=self.compilation)
+        self.compilation = result.compilation
+        if mode != CompileMode.EAGER:  # only a measured cell's compile and pairs count
+            self.warm_measured.add(mode)
+            if result.shared_eager is not None:
+                self.shared_eager.setdefault(batch_size, result.shared_eager)
+        return result
+
+    def _failure_config(self) -> dict[str, Any]:
+        """A failed cell's settings: the weights of the model if it was built, else none measured."""
+        return {**self.config, "weights": self.loaded.weights if self.loaded is not None else None}
 
 
 def _free_memory() -> None:

@@ -10,10 +10,11 @@ from dataclasses import dataclass
 import difflib
 from typing import Any
 
+from ..vocabulary import Weights, names
 from .architectures import ARCHITECTURES
 
 TASKS = ("image-classification", "image-segmentation", "object-detection")
-WEIGHTS = ("random", "pretrained", "auto")
+WEIGHTS = names(Weights)
 TIMM_PREFIX = "timm:"
 
 

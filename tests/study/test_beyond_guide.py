@@ -16,9 +16,9 @@ def test_the_gpu_grid_asks_for_every_variant_on_the_guides_models():
     cells = load_grid(PROJECT_ROOT / "params" / "beyond-guide.yaml").cells
     assert {c.device for c in cells} == {"cuda"} and len(cells) == 108
     assert "aot-inductor" in {c.compile_mode for c in cells}
-    assert {c.memory_format for c in cells} == {"contiguous", "channels_last"}
-    assert {c.shapes for c in cells} == {"static", "dynamic"} and all(c.portable_cache for c in cells)
-    assert {c.batch_size for c in cells if c.shapes == "dynamic"} == {1, 2, 4, 8, 16}
+    assert {c.settings.memory_format for c in cells} == {"contiguous", "channels_last"}
+    assert {c.settings.shapes for c in cells} == {"static", "dynamic"} and all(c.settings.portable_cache for c in cells)
+    assert {c.batch_size for c in cells if c.settings.shapes == "dynamic"} == {1, 2, 4, 8, 16}
 
 
 def test_every_variant_runs_is_recorded_and_reported(tmp_path):

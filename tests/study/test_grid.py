@@ -24,7 +24,7 @@ def test_expansion_orders_cells_and_fills_defaults(tmp_path):
     first = grid.cells[0]
     assert (first.model, first.compile_mode, first.batch_size, first.dtype) == ("resnet", "eager", 1, "float32")
     assert first.task == "image-classification" and grid.cells[-1].task == "object-detection"
-    assert first.runs == 5 and first.warmup == 10 and first.weights == "random" and first.device == "cpu"
+    assert first.settings.runs == 5 and first.settings.warmup == 10 and first.settings.weights == "random" and first.device == "cpu"
     assert first.notebook == "classification.ipynb"
     assert first.cell_id == "image-classification__resnet__bs1__eager__float32__cpu"
 
@@ -34,7 +34,7 @@ def test_repo_grids_are_valid():
     assert len(guide.cells) == 12 * 3 * 2 + 4 * 2
     assert {c.compile_mode for c in guide.cells} == {"eager", "default", "reduce-overhead"}
     # the guide ran PyTorch's defaults (cuDNN TF32 on, matmul TF32 off), 30 pairs of 10 runs
-    assert all(c.runs == 300 and c.dtype == "float32" and c.tf32 == "default" and c.blocks == 30
+    assert all(c.settings.runs == 300 and c.dtype == "float32" and c.settings.tf32 == "default" and c.settings.blocks == 30
                for c in guide.cells)
     quick = load_grid("params/cpu-quick.yaml")
     assert {c.task for c in quick.cells} == {"image-classification", "image-segmentation", "object-detection"}
@@ -64,7 +64,7 @@ def test_overlapping_subgrids_give_each_cell_once_and_overrides_apply():
     grid = parse_grid({"study": "t", "grids": [
         {"models": ["resnet"], "batch_sizes": [1], "compile_modes": ["eager"]},
         {"models": ["resnet"], "batch_sizes": [1, 2], "compile_modes": ["eager"], "runs": 7}]})
-    assert [(c.batch_size, c.runs) for c in grid.cells] == [(1, 300), (2, 7)]
+    assert [(c.batch_size, c.settings.runs) for c in grid.cells] == [(1, 300), (2, 7)]
 
 
 @pytest.mark.parametrize("value, policy", [(None, "default"), ("strict", "strict"), ("on", "on"),
@@ -73,7 +73,7 @@ def test_tf32_policy_defaults_to_pytorchs_and_reads_the_former_booleans(value, p
     data = {"study": "t", "grids": [{"models": ["resnet"], "batch_sizes": [1], "compile_modes": ["eager"]}]}
     if value is not None:
         data["tf32"] = value
-    assert {c.tf32 for c in parse_grid(data).cells} == {policy}
+    assert {c.settings.tf32 for c in parse_grid(data).cells} == {policy}
 
 
 def test_devices_pin_workers():
@@ -151,7 +151,7 @@ grids:
 
 def test_memory_formats_and_shapes_expand_and_eager_is_always_static(tmp_path):
     cells = load_grid(write(tmp_path, VARIANTS)).cells
-    variants = {(c.compile_mode, c.memory_format, c.shapes) for c in cells}
+    variants = {(c.compile_mode, c.settings.memory_format, c.settings.shapes) for c in cells}
     assert variants == {("eager", "contiguous", "static"), ("eager", "channels_last", "static"),
                         ("default", "contiguous", "static"), ("default", "channels_last", "static"),
                         ("default", "contiguous", "dynamic"), ("default", "channels_last", "dynamic")}
@@ -184,9 +184,9 @@ def test_dynamic_shapes_refuse_aot_inductor_and_a_static_compile_setting(tmp_pat
 def test_a_gpu_memory_cap_applies_to_the_cuda_cells_only():
     grid = parse_grid({"study": "s", "devices": ["cpu", "cuda"], "gpu_memory_gib": 16, "grids": [
         {"models": ["resnet"], "batch_sizes": [1], "compile_modes": ["eager"]}]})
-    assert {(cell.device, cell.gpu_memory_gib) for cell in grid.cells} == {("cpu", None), ("cuda", 16)}
+    assert {(cell.device, cell.settings.gpu_memory_gib) for cell in grid.cells} == {("cpu", None), ("cuda", 16)}
     assert parse_grid({"study": "s", "grids": [{"models": ["resnet"], "batch_sizes": [1], "compile_modes": [
-        "eager"]}]}).cells[0].gpu_memory_gib is None
+        "eager"]}]}).cells[0].settings.gpu_memory_gib is None
 
 
 @pytest.mark.parametrize("extra, message", [

@@ -38,5 +38,5 @@ def test_each_memory_format_and_shapes_gets_a_kernel_of_its_own():
         "image-classification__resnet__float32__channels_last__dynamic__cpu"]
     dynamic = groups[1]
     assert dynamic.pairs() == [["default", 1], ["default", 4]]  # no eager: it is the static kernel's
-    assert all(c.shapes == "dynamic" and c.memory_format == "contiguous" for c in dynamic.cells)
+    assert all(c.settings.shapes == "dynamic" and c.settings.memory_format == "contiguous" for c in dynamic.cells)
     assert "channels_last" in groups[2].label

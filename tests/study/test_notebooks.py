@@ -1,3 +1,4 @@
+import ast
 import json
 from pathlib import Path
 import subprocess
@@ -7,10 +8,10 @@ import nbformat
 import papermill
 import pytest
 
+from bench_utils.settings import Settings
+
 NOTEBOOKS = ["classification", "segmentation", "detection"]
-EXPECTED = ["study", "models", "batch_sizes", "compile_modes", "dtypes", "device", "runs", "warmup",
-            "blocks", "weights", "seed", "tf32", "backend", "fullgraph", "dynamic", "memory_format", "shapes",
-            "portable_cache", "gpu_memory_gib", "results_path",
+EXPECTED = ["study", "models", "batch_sizes", "compile_modes", "dtypes", "device", "settings", "results_path",
             "only_cells", "show", "progress_file", "runner_pid", "run_id"]
 
 
@@ -25,9 +26,9 @@ def test_notebook_is_stripped_and_parameterized(name):
     assert nb.metadata.kernelspec.name == "bench-utils"
     documented = papermill.inspect_notebook(f"notebooks/{name}.ipynb")
     assert list(documented) == EXPECTED
-    assert all(documented[p]["help"] and documented[p]["inferred_type_name"] != "None"
-               for p in EXPECTED if p != "dynamic")
-    assert documented["runs"]["default"] in ("300", "100", "20")
+    assert all(documented[p]["help"] and documented[p]["inferred_type_name"] != "None" for p in EXPECTED)
+    settings = Settings.from_parameters(ast.literal_eval(documented["settings"]["default"]))  # valid settings
+    assert settings.runs in (300, 100, 20)
 
 
 def test_report_notebook_is_stripped_and_parameterized():

@@ -1,3 +1,4 @@
+from dataclasses import replace
 import subprocess
 import sys
 
@@ -26,9 +27,8 @@ def record(cell, environment, phases=None, status="ok", runs=None, warmup=None):
     """The record a kernel writes for ``cell``, measured with ``runs`` and ``warmup`` (default: the cell's)."""
     fields = dict(study=cell.study, task=cell.task, model=cell.model, batch_size=cell.batch_size,
                   compile_mode=cell.compile_mode, dtype=cell.dtype, device=cell.device)
-    config = measurement_settings(runs=runs or cell.runs, warmup=cell.warmup if warmup is None else warmup,
-                                  blocks=cell.blocks, weights=cell.weights, seed=cell.seed, tf32=cell.tf32,
-                                  backend=cell.backend, fullgraph=cell.fullgraph, dynamic=cell.dynamic)
+    config = measurement_settings(replace(cell.settings, runs=runs or cell.settings.runs,
+                                          warmup=cell.settings.warmup if warmup is None else warmup))
     extra = {"phases": phases} if phases is not None else {}
     if status == "ok":
         return make_record(**fields, measurement=Measurement([1.0, 2.0, 3.0], 5.0), config=config,

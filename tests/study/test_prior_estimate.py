@@ -1,5 +1,6 @@
 import pytest
 
+from bench_utils.settings import Settings
 from bench_utils.measurement.timing import Measurement
 from bench_utils.paths import PROJECT_ROOT
 from bench_utils.records import make_record, measurement_settings
@@ -85,8 +86,7 @@ def test_a_cell_counts_what_the_cell_does_around_its_timed_runs():
 def record_on(environment, batch, cell_s, mode="default", startup_s=0.0):
     fields = dict(study="t", task="image-classification", model="m", batch_size=batch, compile_mode=mode,
                   dtype="float32", device="cuda")
-    config = measurement_settings(runs=300, warmup=10, blocks=30, weights="random", seed=0, tf32="strict",
-                                  backend="inductor", fullgraph=False, dynamic=None)
+    config = measurement_settings(Settings(blocks=30, tf32="strict"))
     return make_record(**fields, measurement=Measurement([1.0, 2.0], 1.0), config=config, environment=environment,
                        compile={"warm_ms": 1.0}, extra={"phases": {"cell_s": cell_s, "startup_s": startup_s}})
 

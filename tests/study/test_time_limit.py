@@ -1,3 +1,4 @@
+from dataclasses import replace
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -75,9 +76,7 @@ def estimated(cell, environment, seconds, startup_s=0.0):
     """A record that prices ``cell`` but is not this grid's measurement (other runs): it is run again."""
     fields = dict(study=cell.study, task=cell.task, model=cell.model, batch_size=cell.batch_size,
                   compile_mode=cell.compile_mode, dtype=cell.dtype, device=cell.device)
-    config = measurement_settings(runs=7, warmup=cell.warmup, blocks=cell.blocks, weights=cell.weights,
-                                  seed=cell.seed, tf32=cell.tf32, backend=cell.backend, fullgraph=cell.fullgraph,
-                                  dynamic=cell.dynamic)
+    config = measurement_settings(replace(cell.settings, runs=7))
     return make_record(**fields, measurement=Measurement([1.0, 2.0, 3.0], 5.0), config=config,
                        environment=environment, extra={"phases": {"cell_s": seconds, "startup_s": startup_s}})
 
@@ -179,7 +178,7 @@ def test_on_a_known_gpu_unrecorded_cells_cost_the_priors_high_figure_until_a_rec
     # (a record without a warm compile time is priced as a cell that compiled cold only), the limit counting
     # the calibrated high figure (one ratio: the point +25 %), so that the last cell started rarely overruns
     first = estimated(cells[0], h100, 2 * prior.raw_cell(CellShape.of_cell(cells[0]), warm=False).point)
-    first["config"]["runs"] = cells[0].runs  # this grid's own measurement, as the run writes it
+    first["config"]["runs"] = cells[0].settings.runs  # this grid's own measurement, as the run writes it
     append_record(runner.results_path, first)
     _, points = costs.of_kernel(group, cells[1:], figure="point")
     assert points[0] == pytest.approx(2 * prior.raw_cell(default_4, warm=True).point)
