@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from .frame import TORCH_SEPARATOR
+from .frame import NOT_MEASURABLE, TORCH_SEPARATOR
 from .i18n import Catalog
 from ..vocabulary import Status
 
@@ -90,3 +90,11 @@ def mib(value: Any, catalog: Catalog) -> str:
     if value is None or pd.isna(value):
         return "–"
     return ltr(catalog.number(value / 2**20, 1), catalog)
+
+
+def region_mib(value: Any, method: Any, catalog: Catalog) -> str:
+    """A region's memory (``frame.region_memory``) in MiB; where it was measured but no figure could
+    see it (a CPU's resident memory that did not move), says so rather than 0 or a dash."""
+    if method == NOT_MEASURABLE:
+        return catalog.t("memory_not_measurable")
+    return mib(value, catalog)

@@ -12,10 +12,13 @@ from dataclasses import dataclass, fields, replace
 import pandas as pd
 
 from ..measurement import stats
-from .frame import compiled_modes
+from .frame import CPU_ALLOCATOR, CUDA_RESERVED, NOT_MEASURABLE, RESIDENT, compiled_modes
 from ..vocabulary import CompileMode
 
 MIB = 2 ** 20
+# frame.region_memory's methods, as the memory table names them
+MEASURED_BY = {CUDA_RESERVED: "CUDA allocator (reserved)", CPU_ALLOCATOR: "CPU allocator (torch.profiler)",
+               RESIDENT: "resident memory", NOT_MEASURABLE: "not measurable here", None: "not measured"}
 
 
 @dataclass(frozen=True)
@@ -110,13 +113,21 @@ def compile_table(data: pd.DataFrame, selection: Selection) -> pd.DataFrame:
 
 
 def memory_table(data: pd.DataFrame, selection: Selection) -> pd.DataFrame:
-    """Peak memory of the compiled model against eager's (the dynamo harness's memory ratio)."""
+    """Peak memory of the compiled model against eager's (the dynamo harness's memory ratio), and which
+    figure both are (``frame.region_memory``). A ratio is only taken between two figures of one kind."""
     compiled, _ = cells(data, selection)
     table = pd.DataFrame({"model": compiled["label"],
                           "eager_peak_mib": compiled["eager_peak_bytes"].astype(float) / MIB,
                           "compiled_peak_mib": compiled["peak_bytes"].astype(float) / MIB})
-    table["memory_ratio"] = table["compiled_peak_mib"] / table["eager_peak_mib"].where(table["eager_peak_mib"] > 0)
+    like_for_like = (compiled["eager_peak_method"] == compiled["peak_method"]) & (table["eager_peak_mib"] > 0)
+    table["memory_ratio"] = table["compiled_peak_mib"] / table["eager_peak_mib"].where(like_for_like)
+    sides = zip(map(_measured_by, compiled["eager_peak_method"]), map(_measured_by, compiled["peak_method"]))
+    table["measured_by"] = [eager if eager == other else f"eager: {eager}, compiled: {other}" for eager, other in sides]
     return table.reset_index(drop=True)
+
+
+def _measured_by(method: str | None) -> str:
+    return MEASURED_BY[None if pd.isna(method) else method]
 
 
 def summary_table(data: pd.DataFrame) -> pd.DataFrame:

@@ -18,7 +18,7 @@ from ..measurement import stats
 from .frame import compiled_modes
 from .i18n import Catalog
 from .markdown import (environment_label, integer, ltr, markdown_table, mib, mode_label, ms, number,
-                       speedup_cells, status_text)
+                       region_mib, speedup_cells, status_text)
 from ..vocabulary import CompileMode, Status
 
 REFERENCE_CSV = Path(__file__).parent / "data" / "hf_torch_compile_reference.csv"
@@ -210,8 +210,8 @@ def dynamic_batch_table(data: pd.DataFrame, catalog: Catalog) -> str:
 
 
 def memory_table(data: pd.DataFrame, catalog: Catalog) -> str:
-    rows = [[*_cell_columns(row, catalog), mib(row["eager_peak_bytes"], catalog),
-             mib(row["peak_bytes"], catalog), mib(row["graph_pool_bytes"], catalog),
+    rows = [[*_cell_columns(row, catalog), region_mib(row["eager_peak_bytes"], row["eager_peak_method"], catalog),
+             region_mib(row["peak_bytes"], row["peak_method"], catalog), mib(row["graph_pool_bytes"], catalog),
              mib(row["reserved_bytes"], catalog), ltr(catalog.number(row["throughput"], 1), catalog)]
             for row in _compiled_rows(data)]
     headers = [*_cell_headers(catalog), catalog.t("col_memory_eager"), catalog.t("col_memory_compiled"), catalog.t("col_graph_pool"),

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 import torch
 
+from ..measurement.cpu_activation import FIELDS as CPU_ACTIVATION_FIELDS, cpu_activation_peak
 from ..measurement.memory import MemoryProbe
 from ..measurement.power import EnergyProbe, per_inference
 from ..measurement.timing import make_timer
@@ -35,11 +36,15 @@ _sleep = time.sleep  # module-level so tests can drive the clock
 
 def memory_of(fn: Callable[[], Any], device: torch.device, loaded: LoadedModel,
               inputs: dict[str, torch.Tensor], phases: Phases) -> dict[str, Any]:
-    """The memory probe's report over ``MEMORY_CALLS`` calls of ``fn``."""
-    with phases.timing("memory"), MemoryProbe(device, model=loaded.model, inputs=inputs) as probe:
-        for _ in range(MEMORY_CALLS):
-            fn()
-    return probe.report
+    """The memory probe's report over ``MEMORY_CALLS`` calls of ``fn`` and, on a CPU, the activation
+    memory of one more call under torch's profiler (``measurement/cpu_activation.py``; None elsewhere)."""
+    with phases.timing("memory"):
+        with MemoryProbe(device, model=loaded.model, inputs=inputs) as probe:
+            for _ in range(MEMORY_CALLS):
+                fn()
+        # after the probe's region: the profiler's own memory stays out of the resident figures
+        activation = cpu_activation_peak(fn) if device.type == "cpu" else dict.fromkeys(CPU_ACTIVATION_FIELDS)
+    return {**probe.report, **activation}
 
 
 def energy_per_inference(device: torch.device, sides: dict[str, tuple[Callable[[], Any], float]], sync: str,

@@ -7,7 +7,7 @@ compilation of a process (``maybe_warm_pool``) and, until the workers answer, co
 process: so without this module the first cold compile of a kernel pays the start (and on CPU
 shares the machine with it), later ones do not. By default the pool also quiesces (stops its
 workers) after ``quiesce_async_compile_time`` seconds without a job (60) and restarts them on the next
-one: the pool this module starts does not (``quiesce_async_compile_pool`` off before it is created), as
+one: the pool this module starts does not (``quiesce_async_compile_pool`` off while it is created), as
 a study's timed runs often last longer than that, and on torch 2.11 a sidecar whose workers were
 restarted by fork has hung for its whole 300 s shutdown wait at exit (seen in this suite).
 
@@ -20,6 +20,7 @@ as torch decides on a one-core machine) or no Triton there is no pool to start.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 import time
 from typing import Any
 
@@ -80,12 +81,14 @@ def ready(backend: str = "inductor", timeout_s: float = READY_TIMEOUT_S) -> dict
     compile_class = async_compile.AsyncCompile
     already_up = is_up()
     created = compile_class.process_pool.cache_info().currsize > 0
-    if not created and hasattr(config, "quiesce_async_compile_pool"):  # read when the pool is created
-        config.quiesce_async_compile_pool = False
-    block["quiesces"] = bool(getattr(compile_class.process_pool(), "timer", None)) if created else False
+    # read once, as the pool is created; patched for that moment alone: inductor's config is part of every
+    # FX-graph cache key, and a fresh process started from the cache (``portable_cache``) has the default
+    no_quiesce = (config.patch(quiesce_async_compile_pool=False)
+                  if not created and hasattr(config, "quiesce_async_compile_pool") else nullcontext())
     start = time.perf_counter()
     try:
-        compile_class.warm_pool()     # the pool object (a SubprocPool starts its sidecar here)
+        with no_quiesce:
+            compile_class.warm_pool()  # the pool object (a SubprocPool starts its sidecar here)
         compile_class.wakeup()        # submits the readiness job; a SubprocPool's sidecar starts its workers
         if compile_class._ready_future is not None:
             compile_class._ready_future.result(timeout=timeout_s)
@@ -97,6 +100,7 @@ def ready(backend: str = "inductor", timeout_s: float = READY_TIMEOUT_S) -> dict
         return {**block, "already_up": already_up, "wait_ms": None, "start_ms": None, "note": _failed}
     wait_ms = (time.perf_counter() - start) * 1e3
     pool = compile_class.process_pool()
+    block["quiesces"] = getattr(pool, "timer", None) is not None
     if not created:
         _measured_start = (pool, wait_ms)
     started_here = _measured_start is not None and _measured_start[0] is pool

@@ -107,3 +107,55 @@ def test_a_cuda_graph_modes_memory_is_not_measured_without_its_pool():
                                  cuda_graphs=False)
     skipped["compile"]["cuda_graphs_requested"] = True
     assert pd.isna(frame([skipped]).iloc[0]["peak_bytes"])
+
+
+def _cpu_record(memory: dict, eager: dict) -> dict:
+    return make_record(study="s", task="image-classification", model="resnet", batch_size=1,
+                       compile_mode="default", dtype="float32", device="cpu", environment={},
+                       measurement=Measurement(times_ms=[5.0, 5.0], first_call_ms=900.0),
+                       memory={**memory, "eager": eager}, compile={"cold_ms": 880.0},
+                       extra={"speedup": {"mean": 2.0, "mean_ci95": [1.9, 2.1]}})
+
+
+def test_a_cpu_cells_memory_is_the_profilers_figure_where_recorded():
+    from bench_utils.report.frame import CPU_ALLOCATOR, frame
+    from bench_utils.report.selection import Selection, memory_table
+
+    MiB = 2**20
+    # resident memory did not move (the allocator reused warm-up's blocks): the profiler's figure is shown
+    record = _cpu_record({"rss_peak_increase_bytes": 20480, "cpu_activation_peak_bytes": 19 * MiB},
+                         {"rss_peak_increase_bytes": 0, "cpu_activation_peak_bytes": 12 * MiB})
+    data = frame([record])
+    row = data.iloc[0]
+    assert (row["peak_bytes"], row["eager_peak_bytes"]) == (19 * MiB, 12 * MiB)
+    assert row["peak_method"] == row["eager_peak_method"] == CPU_ALLOCATOR
+    table = memory_table(data, Selection(environment=data["environment"].iloc[0], batch_size=1,
+                                         mode="default", dtype="float32"))
+    assert table["memory_ratio"].iloc[0] == 19 / 12
+    assert table["measured_by"].iloc[0] == "CPU allocator (torch.profiler)"
+
+
+def test_a_cpu_cell_whose_resident_memory_did_not_move_is_not_measurable_not_zero():
+    from bench_utils.report.frame import NOT_MEASURABLE, RESIDENT, frame
+    from bench_utils.report.selection import Selection, memory_table
+
+    MiB = 2**20
+    # a record from before the profiler's figure: resident increases of 0 and of a few pages say nothing
+    data = frame([_cpu_record({"rss_peak_increase_bytes": 0}, {"rss_peak_increase_bytes": 20480})])
+    row = data.iloc[0]
+    assert pd.isna(row["peak_bytes"]) and pd.isna(row["eager_peak_bytes"])
+    assert row["peak_method"] == row["eager_peak_method"] == NOT_MEASURABLE
+    table = memory_table(data, Selection(environment=data["environment"].iloc[0], batch_size=1,
+                                         mode="default", dtype="float32"))
+    assert pd.isna(table["memory_ratio"].iloc[0]) and table["measured_by"].iloc[0] == "not measurable here"
+    # a resident increase the call did make is still shown; beside a profiler figure, no ratio is taken
+    mixed = frame([_cpu_record({"rss_peak_increase_bytes": 150 * MiB},
+                               {"rss_peak_increase_bytes": 0, "cpu_activation_peak_bytes": 100 * MiB})])
+    assert (mixed.iloc[0]["peak_bytes"], mixed.iloc[0]["peak_method"]) == (150 * MiB, RESIDENT)
+    table = memory_table(mixed, Selection(environment=mixed["environment"].iloc[0], batch_size=1,
+                                          mode="default", dtype="float32"))
+    assert pd.isna(table["memory_ratio"].iloc[0])
+    assert table["measured_by"].iloc[0] == "eager: CPU allocator (torch.profiler), compiled: resident memory"
+    # a probe that did not run (it failed: the cell's notes say why) is not measured, not unmeasurable
+    failed = frame([_cpu_record({}, {"rss_peak_increase_bytes": 0})]).iloc[0]
+    assert pd.isna(failed["peak_bytes"]) and failed["peak_method"] is None

@@ -24,3 +24,12 @@ def test_mode_labels_keep_the_torch_option_name():
     assert mode_label("reduce-overhead", Catalog("es")) == "menos sobrecarga (reduce-overhead)"
     assert mode_label("reduce-overhead", Catalog("ar")) == f"تقليل الحمل الزائد ({LRI}reduce-overhead{PDI})"
     assert mode_label("some-new-mode", Catalog("ar")) == f"{LRI}some-new-mode{PDI}"  # as written
+
+
+def test_a_region_no_figure_could_see_says_so_and_one_not_measured_is_a_dash():
+    from bench_utils.report.frame import CPU_ALLOCATOR, NOT_MEASURABLE
+    from bench_utils.report.markdown import region_mib
+
+    assert region_mib(1.5 * 2**20, CPU_ALLOCATOR, Catalog("en")) == "1.5"
+    assert region_mib(None, NOT_MEASURABLE, Catalog("es")) == "no medible aquí"
+    assert region_mib(None, None, Catalog("en")) == "–"

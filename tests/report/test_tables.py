@@ -349,3 +349,21 @@ def test_a_gate_judged_without_float64_and_a_batch_size_that_recompiled_are_flag
         assert [model for model, line in rows.items() if eager_only in line] == ["vit"]
         assert [model for model, line in rows.items() if catalog.t("flag_parity_none") in line] == ["detr"]
         assert [model for model, line in rows.items() if catalog.t("flag_batch_recompiled") in line] == ["convnext"]
+
+
+def test_a_memory_figure_no_method_could_see_reads_not_measurable_in_every_language():
+    from bench_utils import make_record
+    from bench_utils.measurement.timing import Measurement
+
+    record = make_record(study="s", task="image-classification", model="resnet", batch_size=1,
+                         compile_mode="default", dtype="float32", device="cpu", environment={},
+                         measurement=Measurement(times_ms=[5.0, 5.0], first_call_ms=900.0),
+                         memory={"rss_peak_increase_bytes": 0, "eager": {"rss_peak_increase_bytes": 0,
+                                                                         "cpu_activation_peak_bytes": 12 * 2**20}},
+                         compile={"cold_ms": 880.0}, extra={"speedup": {"mean": 2.0, "mean_ci95": [1.9, 2.1]}})
+    data = frame([record])
+    for locale, words in (("en", "not measurable here"), ("ar", "غير قابل للقياس هنا"), ("es", "no medible aquí")):
+        row = next(line for line in report_tables.memory_table(data, Catalog(locale)).splitlines() if "ResNet" in line)
+        assert row.split("|")[6].strip() == words  # the compiled side's peak increase: no figure, never 0.0
+    english = report_tables.memory_table(data, Catalog("en"))
+    assert "| 12.0 | not measurable here |" in english  # eager's profiler figure, compiled's none

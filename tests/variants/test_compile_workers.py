@@ -47,3 +47,18 @@ def test_a_pool_that_does_not_answer_is_waited_for_once_a_process(monkeypatch):
         assert first["wait_ms"] is None and "did not answer" in first["note"] and "sidecar died" in first["note"]
         again = compile_workers.ready()  # every later compilation: no second wait on a broken pool
         assert again["note"] == first["note"] and again["wait_ms"] is None and starts == [1]
+
+
+def test_starting_the_pool_leaves_inductors_config_as_it_was():
+    # inductor's config enters every FX-graph cache key: a fresh process (the portable cache) has the default
+    from torch._inductor import async_compile
+
+    with config.patch(compile_threads=2):
+        if not compile_workers.in_use():
+            pytest.skip("inductor uses no worker pool here (no Triton)")
+        before = config.save_config_portable()
+        async_compile.shutdown_compile_workers()  # a pool of its own to start
+        AsyncCompile.process_pool.cache_clear()
+        block = compile_workers.ready()
+        assert block["wait_ms"] is not None and block["quiesces"] is False, block.get("note")
+        assert config.save_config_portable() == before
