@@ -199,7 +199,7 @@ def test_a_gpu_memory_cap_reaches_the_kernel_and_is_a_setting_of_its_own(tmp_pat
 
     class Capped(FakeNotebook):
         def __call__(self, group, device, parameters, out_dir, poll, attempt):
-            seen.append(parameters["gpu_memory_gib"])
+            seen.append(parameters["settings"]["gpu_memory_gib"])
             return super().__call__(group, device, parameters, out_dir, poll, attempt)
 
     capped = {**GRID, "gpu_memory_gib": 16}

@@ -1,0 +1,58 @@
+from dataclasses import fields
+
+import pytest
+
+from bench_utils.records import COMPILE_SETTINGS, OPTIONAL_SETTINGS, SETTINGS_KEYS, VARIANT_FIELDS, measurement_settings
+from bench_utils.settings import AXIS, Settings, setting_names
+from bench_utils.study.grid import GRID_KEYS, TOP_LEVEL, parse_grid
+
+
+def test_every_setting_has_help_a_check_and_a_place():
+    for item in fields(Settings):
+        assert item.metadata["help"] and callable(item.metadata["check"]), item.name
+        assert (item.metadata["grid"] == AXIS) == bool(item.metadata["plural"]), item.name
+        assert item.metadata["check"](item.default) == item.default  # the default passes its own check
+
+
+def test_settings_from_parameters_are_checked_and_unknown_names_refused():
+    assert Settings.from_parameters({"tf32": True, "runs": 5}) == Settings(tf32="on", runs=5)
+    with pytest.raises(ValueError, match="runs: must be >= 1, got 0"):
+        Settings.from_parameters({"runs": 0})
+    with pytest.raises(ValueError, match="shapes: unknown shapes 'dinamic'. Did you mean 'dynamic'"):
+        Settings.from_parameters({"shapes": "dinamic"})
+    with pytest.raises(TypeError, match="unknown setting rnus: the settings are runs, warmup"):
+        Settings.from_parameters({"rnus": 5})
+
+
+def test_blocks_default_to_thirty_or_runs_where_fewer():
+    assert Settings().with_blocks().blocks == 30 and Settings(runs=7).with_blocks().blocks == 7
+    assert Settings(runs=7, blocks=3).with_blocks().blocks == 3
+
+
+def test_the_records_config_and_hash_keys_are_the_settings_as_before():
+    # the keys of every record written so far: a change here would make every earlier cell another cell
+    assert sorted(SETTINGS_KEYS) == sorted(["runs", "warmup", "blocks", "weights_requested", "seed", "tf32",
+                                            "backend", "fullgraph", "dynamic", "sync"])
+    assert COMPILE_SETTINGS == ("backend", "fullgraph", "dynamic") and OPTIONAL_SETTINGS == ("gpu_memory_gib",)
+    assert list(VARIANT_FIELDS) == ["memory_format", "shapes"]
+    config = measurement_settings(Settings(weights="auto", gpu_memory_gib=16))
+    assert config["weights_requested"] == "auto" and config["gpu_memory_gib"] == 16 and "portable_cache" not in config
+
+
+def test_a_grid_takes_each_setting_where_its_field_says():
+    assert {"runs", "warmup", "blocks", "portable_cache"} <= set(GRID_KEYS) - {"memory_formats", "shapes"}
+    assert {"memory_formats", "shapes"} <= set(GRID_KEYS) and "memory_format" not in GRID_KEYS
+    assert set(setting_names()) - {"memory_format", "shapes"} <= set(TOP_LEVEL)
+    grid = parse_grid({"study": "s", "seed": 3, "grids": [
+        {"models": ["resnet"], "batch_sizes": [1], "compile_modes": ["default"], "runs": 8,
+         "memory_formats": ["contiguous", "channels_last"]}]})
+    assert [(c.settings.seed, c.settings.runs, c.settings.blocks, c.settings.memory_format) for c in grid.cells] == [
+        (3, 8, 8, "contiguous"), (3, 8, 8, "channels_last")]
+
+
+def test_a_cell_travels_as_flat_parameters_and_back():
+    cell = parse_grid({"study": "s", "tf32": "on", "grids": [
+        {"models": ["resnet"], "batch_sizes": [4], "compile_modes": ["default"], "shapes": ["dynamic"]}]}).cells[0]
+    flat = cell.to_parameters()
+    assert flat["tf32"] == "on" and flat["shapes"] == "dynamic" and "settings" not in flat
+    assert type(cell).from_parameters(flat) == cell
