@@ -144,7 +144,8 @@ def format_cell(record: dict) -> str:
     cell, latency = record["cell"], record["latency"]
     lines = [f"{cell['model']} ({record['model']['checkpoint']}, {record['config']['weights']} "
              f"weights) batch {cell['batch_size']}, {cell['dtype']}, {cell['device']}, "
-             f"mode {cell['compile_mode']}" + (", channels_last" if cell.get("memory_format") == "channels_last" else ""),
+             f"mode {cell['compile_mode']}"
+             + (", channels_last" if cell.get("memory_format") == "channels_last" else ""),
              f"latency   mean {latency['mean'] * 1e3:.3f} ms, median {latency['median'] * 1e3:.3f} ms, "
              f"p99 {latency['p99'] * 1e3:.3f} ms over {latency['count']} runs"]
     if "speedup" in record:
@@ -201,15 +202,13 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
                                 help=item.metadata["help"])
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m bench_utils",
-                                     description="torch.compile inference speed-up study")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
+def _add_env_command(commands: argparse._SubParsersAction) -> None:
     env = commands.add_parser("env", help="print the environment every record carries")
     env.add_argument("--json", action="store_true", help="print JSON instead of a table")
     env.set_defaults(handler=_cmd_env)
 
+
+def _add_validate_timer_command(commands: argparse._SubParsersAction) -> None:
     check = commands.add_parser("validate-timer",
                                 help="compare measure() with torch.utils.benchmark and do_bench")
     check.add_argument("--device", default=None, help="cpu or cuda[:N] (default: cuda if available)")
@@ -225,12 +224,16 @@ def build_parser() -> argparse.ArgumentParser:
                        "off by more than the check's tolerance, timer_check.TOLERANCE)")
     check.set_defaults(handler=_cmd_validate_timer)
 
+
+def _add_models_command(commands: argparse._SubParsersAction) -> None:
     models = commands.add_parser("models", help="list the model zoo with parameter counts")
     models.add_argument("--verify", action="store_true",
                         help="build each model offline and check its parameter count")
     models.add_argument("--json", action="store_true", help="print JSON instead of a table")
     models.set_defaults(handler=_cmd_models)
 
+
+def _add_cell_command(commands: argparse._SubParsersAction) -> None:
     cell = commands.add_parser("cell", help="measure one model, batch size and mode (vs eager)")
     cell.add_argument("model", help="a registry key (see `models`), 'org/name' or 'timm:<name>'")
     cell.add_argument("--batch-size", type=_positive_int, default=1)
@@ -248,6 +251,8 @@ def build_parser() -> argparse.ArgumentParser:
     cell.add_argument("--results", type=Path, default=None, help="append the record to this JSONL file")
     cell.set_defaults(handler=_cmd_cell)
 
+
+def _add_run_command(commands: argparse._SubParsersAction) -> None:
     run = commands.add_parser("run", help="run a study grid (YAML) through the task notebooks")
     run.add_argument("params", type=Path, help="the grid file, such as params/cpu-quick.yaml")
     run.add_argument("--out", type=Path, default=None,
@@ -275,6 +280,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "cluster of this machine alone)")
     run.set_defaults(handler=_cmd_run)
 
+
+def _add_report_command(commands: argparse._SubParsersAction) -> None:
     rep = commands.add_parser("report", help="render the localized HTML and Markdown report")
     rep.add_argument("results", nargs="+", type=Path,
                      help="study folders or results.jsonl files (several merge GPUs or torch versions)")
@@ -282,6 +289,18 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--locales", default="en,ar,es", help="comma-separated locales")
     rep.add_argument("--formats", default="html,md", help="html, md or both")
     rep.set_defaults(handler=_cmd_report)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bench_utils",
+                                     description="torch.compile inference speed-up study")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_env_command(commands)
+    _add_validate_timer_command(commands)
+    _add_models_command(commands)
+    _add_cell_command(commands)
+    _add_run_command(commands)
+    _add_report_command(commands)
     return parser
 
 

@@ -153,6 +153,50 @@ def _fresh_start(model: torch.nn.Module, inputs: dict[str, torch.Tensor], artifa
                                            fullgraph=fullgraph, dynamic=dynamic, device=device.type)
 
 
+def _compile(loaded: LoadedModel, inputs: dict[str, torch.Tensor], mode: str, settings: Settings,
+             device: torch.device, warm_compile: bool, compilation: SharedCompilation | None,
+             package_folder: str | None) -> tuple[Any, Any, bytes | None]:
+    """The cell's compilation (cold, then warm where asked), an AOTInductor package where
+    ``package_folder``, or the dynamic-batch ``compilation`` called at a new batch size; with the
+    model the forward calls and, for a portable cache, the cache artifacts."""
+    made: list[Any] = []  # the compiled model the last forward calls
+
+    def make_forward(model: Callable) -> Callable[[], Any]:
+        made[:] = [model]
+        return _forward(model, inputs, mode)
+
+    artifacts = None
+    if package_folder is not None:
+        compiled = aot_inductor.compiled_cell(loaded.model, inputs, make_forward, device, package_folder,
+                                              warm=warm_compile)
+    elif compilation is not None:
+        compiled = reuse_compiled(compilation.model, mode, make_forward, device,
+                                  compilation.compiled_at_batch_size, backend=settings.backend)
+    else:
+        with portable.recording():  # this compilation's cache artifacts, none older
+            compiled = compile_cold_then_warm(loaded.model, mode, make_forward, device, backend=settings.backend,
+                                              fullgraph=settings.fullgraph, dynamic=settings.dynamic,
+                                              warm=warm_compile)
+        if settings.portable_cache and settings.shapes != DYNAMIC:
+            artifacts = portable.saved_artifacts()
+    return compiled, made[0] if made else None, artifacts
+
+
+def _compile_report(compiled: Any, compilation: SharedCompilation | None, batch_size: int,
+                    at_end: dict[str, Any], eager_ms: float, compiled_ms: float) -> dict[str, Any]:
+    """The record's ``compile`` block: graphs, breaks, recompiles, CUDA graphs, cold and warm cost."""
+    report = dict(compiled.cold_stats) if compilation is None else compilation.compile_stats(batch_size,
+                                                                                              compiled.cold_stats)
+    # CUDA graphs as the timed (warm, where made) compilation had them, as its cuda_graphs says
+    report.update({key: value for key, value in (compiled.warm_stats or {}).items() if key.startswith("cudagraph_")})
+    report["recompiles"] = at_end["graphs"] - compiled.after_warm["graphs"]
+    report["warm_fx_graph_cache_hits"] = (compiled.warm_stats or {}).get("fx_graph_cache_hits")
+    report.update(compiled.costs(eager_ms))
+    report["first_call_ms"] = compiled.cold_calls_ms[0]
+    report["break_even_calls"] = compile_module.break_even_calls(report["cold_ms"], eager_ms, compiled_ms)
+    return report
+
+
 def _compiled_cell(loaded: LoadedModel, inputs: dict[str, torch.Tensor], eager_fn: Callable[[], Any],
                    compute: Callable[..., dict[str, Any]], device: torch.device, tf32: bool,
                    phases: Phases, *, batch_size: int, mode: str, settings: Settings, sync: str,
@@ -184,27 +228,10 @@ def _compiled_cell(loaded: LoadedModel, inputs: dict[str, torch.Tensor], eager_f
         aot = mode in compile_module.AOT_MODES  # its package lives in a folder of the cell's own
         with fresh_caches(), (tempfile.TemporaryDirectory(prefix="aoti-") if aot else nullcontext()) as package_folder:
             with phases.timing("compile"):
-                made: list[Any] = []  # the compiled model the last forward calls
-
-                def make_forward(model: Callable) -> Callable[[], Any]:
-                    made[:] = [model]
-                    return _forward(model, inputs, mode)
-
-                if aot:
-                    compiled = aot_inductor.compiled_cell(loaded.model, inputs, make_forward,
-                                                          device, package_folder, warm=warm_compile)
-                elif compilation is not None:
-                    compiled = reuse_compiled(compilation.model, mode, make_forward, device,
-                                              compilation.compiled_at_batch_size, backend=backend)
-                else:
-                    with portable.recording():  # this compilation's cache artifacts, none older
-                        compiled = compile_cold_then_warm(loaded.model, mode, make_forward,
-                                                          device, backend=backend, fullgraph=fullgraph,
-                                                          dynamic=dynamic, warm=warm_compile)
-                    if portable_cache and not dynamic_batch:
-                        artifacts = portable.saved_artifacts()
+                compiled, made, artifacts = _compile(loaded, inputs, mode, settings, device, warm_compile,
+                                                     compilation, package_folder if aot else None)
             if dynamic_batch:
-                compilation = compilation or SharedCompilation(mode, made[0], batch_size, {
+                compilation = compilation or SharedCompilation(mode, made, batch_size, {
                     key: compiled.cold_stats[key] for key in ("graphs", "graph_breaks", "break_reasons")})
             compiled_fn = compiled.forward
             with no_recompile(), EnergyProbe(device) as clocks:
@@ -246,16 +273,7 @@ def _compiled_cell(loaded: LoadedModel, inputs: dict[str, torch.Tensor], eager_f
     eager_ms = comparison.baseline.mean_ms
     # the cell's first call is the cold compiling one, not compare's own first (warm) call
     measurement = dataclasses.replace(comparison.candidate, first_call_ms=compiled.cold_calls_ms[0])
-    report = dict(compiled.cold_stats) if compilation is None else compilation.compile_stats(batch_size,
-                                                                                              compiled.cold_stats)
-    # CUDA graphs as the timed (warm, where made) compilation had them, as its cuda_graphs says
-    report.update({key: value for key, value in (compiled.warm_stats or {}).items() if key.startswith("cudagraph_")})
-    report["recompiles"] = at_end["graphs"] - compiled.after_warm["graphs"]
-    report["warm_fx_graph_cache_hits"] = (compiled.warm_stats or {}).get("fx_graph_cache_hits")
-    report.update(compiled.costs(eager_ms))
-    report["first_call_ms"] = compiled.cold_calls_ms[0]
-    report["break_even_calls"] = compile_module.break_even_calls(report["cold_ms"], eager_ms,
-                                                                 measurement.mean_ms)
+    report = _compile_report(compiled, compilation, batch_size, at_end, eager_ms, measurement.mean_ms)
     if portable_cache and not aot and fresh is not None:
         report["portable_cache"] = fresh
     eager_energy = None

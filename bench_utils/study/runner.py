@@ -20,6 +20,7 @@ Executing a notebook is ``execution``, following it ``watch``; the person watchi
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 import os
 from pathlib import Path
 import queue
@@ -225,50 +226,61 @@ class Runner:
         watch.read_new_records()
         ending, cell = watch.ending(returncode)
         progress_path.unlink(missing_ok=True)
-        remaining = watch.remaining
         if ending in (DONE, STOPPED):
-            return remaining
-        seconds = time.monotonic() - watch.last_event
-        tail = failure or (log_tail(log_path) if log_path else "(no log)")
-        log = str(log_path) if log_path else None
+            return watch.remaining
+        died = _KernelEnd(group.group_id, device, returncode, cell, watch.remaining,
+                          time.monotonic() - watch.last_event,
+                          failure or (log_tail(log_path) if log_path else "(no log)"),
+                          str(log_path) if log_path else None)
         if cell is None:  # it began no cell: its start failed (or hung), not a cell's measurement
-            kills[None] += 1
-            if kills[None] < KILLS_BEFORE_ERROR:
-                return remaining
-            for cell in remaining:
-                self._record_failure(cell, Status.ERROR, f"the notebook's kernel ended (exit status "
-                                     f"{returncode}) before it began any cell, {kills[None]} times: "
-                                     f"its start fails. Last lines of its log:\n{tail}", log)
-                self._finish(Outcome(cell, Status.ERROR, seconds, device, "the kernel did not start"),
-                             tally, progress)
-            return []
-        rest = [c for c in remaining if c != cell]
+            return self._start_failed(died, kills, tally, progress)
         if ending == TIMED_OUT:
             self._record_failure(cell, Status.ERROR, f"the cell recorded nothing for {self.timeout} s "
-                                 f"(--timeout) and its kernel was stopped.\n{tail}", log)
-            self._finish(Outcome(cell, Status.ERROR, seconds, device, f"timed out after {self.timeout} s"),
-                         tally, progress)
-            return rest
+                                 f"(--timeout) and its kernel was stopped.\n{died.tail}", died.log)
+            self._finish(died.outcome(Status.ERROR, f"timed out after {self.timeout} s"), tally, progress)
+            return died.rest
         if ending == OOM_KILLED:
-            self._record_failure(cell, "oom", "the kernel was ended by the operating system's "
-                                 "out-of-memory killer: it ran out of host memory. Last lines of its "
-                                 f"log:\n{tail}", log)
-            self._finish(Outcome(cell, "oom", seconds, device, "killed by the OOM killer"), tally, progress)
-            larger = [c for c in rest if c.compile_mode == cell.compile_mode and c.batch_size > cell.batch_size]
-            self._record_skipped(larger, cell.batch_size, device, tally, progress)
-            return [c for c in rest if c not in larger]
+            return self._host_oom(died, tally, progress)
+        return self._kernel_died(died, kills, tally, progress)
+
+    def _start_failed(self, died: _KernelEnd, kills: Counter, tally: RunOutcome, progress: Progress) -> list[Cell]:
+        """A kernel that began no cell: a new one tries again, until the start has failed too often."""
+        kills[None] += 1
+        if kills[None] < KILLS_BEFORE_ERROR:
+            return died.remaining
+        for cell in died.remaining:
+            self._record_failure(cell, Status.ERROR, f"the notebook's kernel ended (exit status "
+                                 f"{died.returncode}) before it began any cell, {kills[None]} times: "
+                                 f"its start fails. Last lines of its log:\n{died.tail}", died.log)
+            self._finish(Outcome(cell, Status.ERROR, died.seconds, died.device, "the kernel did not start"),
+                         tally, progress)
+        return []
+
+    def _host_oom(self, died: _KernelEnd, tally: RunOutcome, progress: Progress) -> list[Cell]:
+        """The OOM killer ended the kernel: the cell is ``oom``, and the larger batches of its mode skipped."""
+        cell = died.cell
+        self._record_failure(cell, Status.OOM, "the kernel was ended by the operating system's "
+                             "out-of-memory killer: it ran out of host memory. Last lines of its "
+                             f"log:\n{died.tail}", died.log)
+        self._finish(died.outcome(Status.OOM, "killed by the OOM killer"), tally, progress)
+        larger = [c for c in died.rest if c.compile_mode == cell.compile_mode and c.batch_size > cell.batch_size]
+        self._record_skipped(larger, cell.batch_size, died.device, tally, progress)
+        return [c for c in died.rest if c not in larger]
+
+    def _kernel_died(self, died: _KernelEnd, kills: Counter, tally: RunOutcome, progress: Progress) -> list[Cell]:
+        """The kernel ended mid-cell: a new kernel takes up its cells, until that cell has ended one too often."""
+        cell = died.cell
         kills[cell] += 1
         if kills[cell] < KILLS_BEFORE_ERROR:
-            print(f"[run] the kernel of {group.group_id} ended (exit status {returncode}) while "
-                  f"measuring {cell.cell_id}: a new kernel takes up its {len(remaining)} unfinished "
+            print(f"[run] the kernel of {died.group_id} ended (exit status {died.returncode}) while "
+                  f"measuring {cell.cell_id}: a new kernel takes up its {len(died.remaining)} unfinished "
                   "cell(s)", file=self.stream, flush=True)
-            return remaining
-        self._record_failure(cell, Status.ERROR, f"the notebook's kernel ended (exit status {returncode}) "
+            return died.remaining
+        self._record_failure(cell, Status.ERROR, f"the notebook's kernel ended (exit status {died.returncode}) "
                              f"while measuring this cell, {kills[cell]} times; the kernel may have "
-                             f"died. Last lines of its log:\n{tail}", log)
-        self._finish(Outcome(cell, Status.ERROR, seconds, device, f"no record (exit status {returncode})"),
-                     tally, progress)
-        return rest
+                             f"died. Last lines of its log:\n{died.tail}", died.log)
+        self._finish(died.outcome(Status.ERROR, f"no record (exit status {died.returncode})"), tally, progress)
+        return died.rest
 
     def _record_failure(self, cell: Cell, status: str, message: str, log: str | None) -> None:
         self._append(failure_record(**cell_fields(cell), status=status, error=message,
@@ -283,6 +295,27 @@ class Runner:
     def _append(self, record: dict[str, Any]) -> None:
         with self._lock:
             append_record(self.results_path, record)
+
+
+@dataclass(frozen=True)
+class _KernelEnd:
+    """How a kernel ended before its cells were done: on which cell, and what its log said."""
+
+    group_id: str
+    device: str
+    returncode: int
+    cell: Cell | None          # the cell it was measuring; None: it began none
+    remaining: list[Cell]      # its cells without a record, that one included
+    seconds: float             # since its last record
+    tail: str                  # the end of its log (or why the executor failed)
+    log: str | None
+
+    @property
+    def rest(self) -> list[Cell]:
+        return [c for c in self.remaining if c != self.cell]
+
+    def outcome(self, status: str, message: str) -> Outcome:
+        return Outcome(self.cell, status, self.seconds, self.device, message)
 
 
 def cell_fields(cell: Cell) -> dict[str, Any]:
