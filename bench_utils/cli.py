@@ -79,11 +79,11 @@ def _cmd_cell(args: argparse.Namespace) -> int:
 
     check_mode(args.mode)
     settings = Settings.from_parameters({name: getattr(args, name) for name in setting_names()})
-    config = {**measurement_settings(settings, sync=args.sync), **configure_fp32_math(settings.tf32),
+    config = {**measurement_settings(settings), **configure_fp32_math(settings.tf32),
               **gpu_memory_cap(settings.gpu_memory_gib, args.device)}
     loaded = load(args.model, weights=settings.weights, dtype=args.dtype, device=args.device,
                   seed=settings.seed, memory_format=settings.memory_format)
-    result = run_cell(loaded, batch_size=args.batch_size, mode=args.mode, settings=settings, sync=args.sync,
+    result = run_cell(loaded, batch_size=args.batch_size, mode=args.mode, settings=settings,
                       math_settings=config)
     options = compile_module.options(args.mode, settings.backend, settings.fullgraph, settings.dynamic)
     record = cell_record(result, loaded, study=args.study, compile_options=options, config=config)
@@ -244,9 +244,6 @@ def _add_cell_command(commands: argparse._SubParsersAction) -> None:
                       help=f"{', '.join(DType)} (or {', '.join(DTYPE_ALIASES)})")
     cell.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
     _add_setting_flags(cell)
-    cell.add_argument("--sync", choices=("per-call", "pipelined"), default="per-call",
-                      help="per-call: each timed call from an idle device (a request's latency); "
-                           "pipelined: one wait after the loop (throughput)")
     cell.add_argument("--study", default="adhoc")
     cell.add_argument("--results", type=Path, default=None, help="append the record to this JSONL file")
     cell.set_defaults(handler=_cmd_cell)

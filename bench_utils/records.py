@@ -191,15 +191,15 @@ def _record_keys(*kinds: str) -> tuple[str, ...]:
     return tuple(_record_name(item) for item in setting_fields() if item.metadata["record"] in kinds)
 
 
-def measurement_settings(settings: Settings, *, sync: str = "per-call") -> dict[str, Any]:
+def measurement_settings(settings: Settings) -> dict[str, Any]:
     """How a cell is measured, as its record's ``config`` carries it: each setting a record keeps
     (``settings``: its ``record``), under its record name (``weights_requested``: the weights asked
-    for), and ``sync``, how each timed call was bracketed (the ``cell`` command's alone)."""
+    for)."""
     return {**{_record_name(item): getattr(settings, item.name) for item in setting_fields()
-               if item.metadata["record"] in (HASHED, COMPILE, WHEN_SET)}, "sync": sync}
+               if item.metadata["record"] in (HASHED, COMPILE, WHEN_SET)}}
 
 
-SETTINGS_KEYS = (*_record_keys(HASHED, COMPILE), "sync")
+SETTINGS_KEYS = _record_keys(HASHED, COMPILE)
 COMPILE_SETTINGS = _record_keys(COMPILE)  # no part of an eager cell's measurement
 # settings that enter the hash only where set: the records written before them keep their keys
 OPTIONAL_SETTINGS = _record_keys(WHEN_SET)

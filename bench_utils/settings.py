@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import MISSING, Field, asdict, dataclass, field, fields, replace
 from typing import Any, Callable, Mapping
 
-from .vocabulary import (MemoryFormat, Shapes, Tf32Policy, Weights, check_memory_format, check_shapes, names,
+from .parameters import one_of
+from .vocabulary import (MemoryFormat, Shapes, Sync, Tf32Policy, Weights, check_memory_format, check_shapes, names,
                          tf32_policy)
 
 TOP, ANYWHERE, AXIS = "top", "anywhere", "axis"
@@ -104,7 +105,8 @@ class Settings:
     seed: int = setting(0, "seed of the random weights and inputs", check=_non_negative, accepts=int, grid=TOP)
     tf32: str = setting(Tf32Policy.DEFAULT.value, "float32 TF32 policy: default (PyTorch's: cuDNN TF32 on, matmul "
                         "off, as the guide ran), strict (none) or on (both)",
-                        check=lambda value: str(tf32_policy(value)), accepts=(str, bool), grid=TOP, choices=names(Tf32Policy))
+                        check=lambda value: str(tf32_policy(value)), accepts=(str, bool), grid=TOP,
+                        choices=names(Tf32Policy))
     backend: str = setting("inductor", "torch.compile backend", check=_text, accepts=str, grid=TOP, record=COMPILE)
     fullgraph: bool = setting(False, "torch.compile's fullgraph", check=_flag, accepts=bool, grid=TOP,
                               record=COMPILE)
@@ -118,6 +120,10 @@ class Settings:
                           grid=AXIS, plural="shapes", record=IDENTITY, choices=names(Shapes))
     portable_cache: bool = setting(False, "also time a fresh process started from the saved compile cache (once "
                                    "per model and mode)", check=_flag, accepts=bool, record=None)
+    sync: str = setting(Sync.PER_CALL.value, "how a timed call is bracketed on a GPU: per-call (each from an idle "
+                        "device: a request's latency) or pipelined (one wait after the loop: throughput)",
+                        check=lambda value: one_of("sync", value, names(Sync)), accepts=str, grid=None,
+                        choices=names(Sync))
     gpu_memory_gib: float | None = setting(None, "CUDA: the GPU memory a cell may use, in GiB (a 16 GB card: 16); "
                                            "None: the whole card", check=_gpu_memory_gib,
                                            accepts=(int, float, type(None)), grid=TOP, record=WHEN_SET)

@@ -32,6 +32,13 @@ CUDA_GRAPH_MODES = (CompileMode.REDUCE_OVERHEAD, CompileMode.MAX_AUTOTUNE)
 COMPILED_MODE_ORDER = tuple(mode for mode in CompileMode if mode != CompileMode.EAGER)
 
 
+class Sync(StrEnum):
+    """How each timed call is bracketed on a GPU."""
+
+    PER_CALL = "per-call"    # each call from an idle device: one request's latency (the default)
+    PIPELINED = "pipelined"  # one wait after the loop: the host runs ahead, throughput-like figures
+
+
 class Weights(StrEnum):
     """Where a model's weights come from."""
 

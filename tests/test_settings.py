@@ -3,7 +3,7 @@ from dataclasses import fields
 import pytest
 
 from bench_utils.records import COMPILE_SETTINGS, OPTIONAL_SETTINGS, SETTINGS_KEYS, VARIANT_FIELDS, measurement_settings
-from bench_utils.settings import AXIS, Settings, setting_names
+from bench_utils.settings import ANYWHERE, AXIS, TOP, Settings
 from bench_utils.study.grid import GRID_KEYS, TOP_LEVEL, parse_grid
 
 
@@ -35,14 +35,16 @@ def test_the_records_config_and_hash_keys_are_the_settings_as_before():
                                             "backend", "fullgraph", "dynamic", "sync"])
     assert COMPILE_SETTINGS == ("backend", "fullgraph", "dynamic") and OPTIONAL_SETTINGS == ("gpu_memory_gib",)
     assert list(VARIANT_FIELDS) == ["memory_format", "shapes"]
-    config = measurement_settings(Settings(weights="auto", gpu_memory_gib=16))
+    config = measurement_settings(Settings(weights="auto", gpu_memory_gib=16, sync="pipelined"))
     assert config["weights_requested"] == "auto" and config["gpu_memory_gib"] == 16 and "portable_cache" not in config
+    assert config["sync"] == "pipelined"
 
 
 def test_a_grid_takes_each_setting_where_its_field_says():
     assert {"runs", "warmup", "blocks", "portable_cache"} <= set(GRID_KEYS) - {"memory_formats", "shapes"}
     assert {"memory_formats", "shapes"} <= set(GRID_KEYS) and "memory_format" not in GRID_KEYS
-    assert set(setting_names()) - {"memory_format", "shapes"} <= set(TOP_LEVEL)
+    assert {item.name for item in fields(Settings) if item.metadata["grid"] in (TOP, ANYWHERE)} <= set(TOP_LEVEL)
+    assert not {item.name for item in fields(Settings) if item.metadata["grid"] is None} & (set(TOP_LEVEL) | set(GRID_KEYS))
     grid = parse_grid({"study": "s", "seed": 3, "grids": [
         {"models": ["resnet"], "batch_sizes": [1], "compile_modes": ["default"], "runs": 8,
          "memory_formats": ["contiguous", "channels_last"]}]})

@@ -26,14 +26,15 @@ from typing import Any, Callable, Iterator
 
 import torch
 
+from ..vocabulary import Sync, names
 from . import stats
 from .devices import resolve_device, synchronize
 
 TIMER_CUDA_EVENT = "cuda_event"
 TIMER_PERF_COUNTER = "perf_counter_ns"
-SYNC_PER_CALL = "per-call"    # one request's latency, from an idle device (the default)
-SYNC_PIPELINED = "pipelined"  # the host runs ahead: throughput-like figures
-SYNC_MODES = (SYNC_PER_CALL, SYNC_PIPELINED)
+SYNC_PER_CALL = Sync.PER_CALL.value     # one request's latency, from an idle device (the default)
+SYNC_PIPELINED = Sync.PIPELINED.value   # the host runs ahead: throughput-like figures
+SYNC_MODES = names(Sync)
 
 
 def check_sync(sync: Any) -> str:

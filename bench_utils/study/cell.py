@@ -32,7 +32,7 @@ from ..measurement.compare import Comparison, compare
 from ..measurement.devices import quiet_toolchain_logs
 from ..measurement.flops import compute_block, count_forward_flops
 from ..measurement.power import EnergyProbe
-from ..measurement.timing import SYNC_PER_CALL, Measurement, measure
+from ..measurement.timing import Measurement, measure
 from ..variants import aot_inductor, modes as compile_module, portable_cache as portable
 from ..variants.agreement import task_agreement
 from ..variants.batch_shapes import (DYNAMIC, STATIC, SharedCompilation, mark_batch_dynamic,
@@ -83,7 +83,7 @@ def _gpu_name(device: torch.device) -> str | None:
 
 
 def run_cell(loaded: LoadedModel, *, batch_size: int, mode: str, settings: Settings | None = None,
-             sync: str = SYNC_PER_CALL, math_settings: dict[str, Any] | None = None, warm_compile: bool = True,
+             math_settings: dict[str, Any] | None = None, warm_compile: bool = True,
              phases: Phases | None = None, compilation: SharedCompilation | None = None,
              **setting_values: Any) -> CellResult:
     """Measure ``loaded`` at ``batch_size`` in ``mode`` (eager, or a compile mode).
@@ -123,19 +123,20 @@ def run_cell(loaded: LoadedModel, *, batch_size: int, mode: str, settings: Setti
         if mode != CompileMode.EAGER:
             with one_graph_for_all_batch_sizes(shapes == DYNAMIC):  # a batch of 1 not specialized
                 return _compiled_cell(loaded, inputs, eager_fn, compute, device, tf32, phases,
-                                      batch_size=batch_size, mode=mode, settings=settings, sync=sync,
+                                      batch_size=batch_size, mode=mode, settings=settings,
                                       warm_compile=warm_compile,
                                       compilation=compilation if shapes == DYNAMIC else None)
         with EnergyProbe(device) as clocks:  # clocks and throttling at the start and end
             start = time.perf_counter()
-            measurement = measure(eager_fn, warmup=settings.warmup, runs=settings.runs, device=device, sync=sync)
+            measurement = measure(eager_fn, warmup=settings.warmup, runs=settings.runs, device=device,
+                                  sync=settings.sync)
             phases.add_loop(time.perf_counter() - start, sum(measurement.times_ms))
         notes: list[str] = []
         memory = outside_timing("memory", notes, device,
                                 lambda: memory_of(eager_fn, device, loaded, inputs, phases))
         with phases.timing("energy"):
             energy = outside_timing("energy", notes, device, lambda: energy_per_inference(
-                device, {"eager": (eager_fn, measurement.mean_ms)}, sync, clocks.report))
+                device, {"eager": (eager_fn, measurement.mean_ms)}, settings.sync, clocks.report))
         return CellResult(mode, batch_size, measurement, memory=memory,
                           compute=compute(measurement.mean_ms), energy=energy, notes=notes,
                           phases=phases)
@@ -199,7 +200,7 @@ def _compile_report(compiled: Any, compilation: SharedCompilation | None, batch_
 
 def _compiled_cell(loaded: LoadedModel, inputs: dict[str, torch.Tensor], eager_fn: Callable[[], Any],
                    compute: Callable[..., dict[str, Any]], device: torch.device, tf32: bool,
-                   phases: Phases, *, batch_size: int, mode: str, settings: Settings, sync: str,
+                   phases: Phases, *, batch_size: int, mode: str, settings: Settings,
                    warm_compile: bool, compilation: SharedCompilation | None) -> CellResult:
     dynamic_batch, portable_cache = settings.shapes == DYNAMIC, settings.portable_cache
     backend, fullgraph, dynamic, warmup = settings.backend, settings.fullgraph, settings.dynamic, settings.warmup
@@ -237,7 +238,7 @@ def _compiled_cell(loaded: LoadedModel, inputs: dict[str, torch.Tensor], eager_f
             with no_recompile(), EnergyProbe(device) as clocks:
                 start = time.perf_counter()
                 comparison = compare(eager_fn, compiled_fn, warmup=warmup, runs=settings.runs, blocks=settings.blocks,
-                                     device=device, sync=sync, order_seed=settings.seed)
+                                     device=device, sync=settings.sync, order_seed=settings.seed)
                 phases.add_loop(time.perf_counter() - start, sum(comparison.baseline.times_ms)
                                 + sum(comparison.candidate.times_ms))
 
@@ -245,7 +246,7 @@ def _compiled_cell(loaded: LoadedModel, inputs: dict[str, torch.Tensor], eager_f
                 with no_recompile():
                     return energy_per_inference(device, {"eager": (eager_fn, comparison.baseline.mean_ms),
                                             "compiled": (compiled_fn, comparison.candidate.mean_ms)},
-                                   sync, clocks.report)
+                                   settings.sync, clocks.report)
 
             def gate() -> tuple[dict[str, Any], dict[str, Any] | None]:
                 compiled_out = compile_module.clone_outputs(compiled_fn(), "cpu")
