@@ -39,8 +39,8 @@ ALLOWED = {
 BASE_ORDER = ["paths", "parameters", "vocabulary", "settings", "kernel", "env", "records", "results"]
 # Modules that must load neither torch nor (where listed) pandas: the runner's lease,
 # the records, the model registry and the whole report read results without them.
-NO_TORCH = ["bench_utils.paths", "bench_utils.parameters", "bench_utils.vocabulary", "bench_utils.settings", "bench_utils.kernel",
-            "bench_utils.env", "bench_utils.records",
+NO_TORCH = ["bench_utils.paths", "bench_utils.parameters", "bench_utils.vocabulary", "bench_utils.settings",
+            "bench_utils.kernel", "bench_utils.env", "bench_utils.records",
             "bench_utils.results", "bench_utils.study.lease", "bench_utils.study.grid", "bench_utils.zoo.registry",
             "bench_utils.zoo.architectures", "bench_utils.report.frame", "bench_utils.report.tables",
             "bench_utils.report.context", "bench_utils.report.plots", "bench_utils.report.sections",

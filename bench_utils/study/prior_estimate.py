@@ -113,7 +113,9 @@ class CellShape:
 
     @classmethod
     def of_cell(cls, cell: Any) -> "CellShape":
-        return cls(cell.model, cell.batch_size, cell.compile_mode, cell.dtype, cell.settings.tf32, cell.settings.runs, cell.settings.warmup)
+        settings = cell.settings
+        return cls(cell.model, cell.batch_size, cell.compile_mode, cell.dtype, settings.tf32, settings.runs,
+                   settings.warmup)
 
     @classmethod
     def of_record(cls, record: dict[str, Any]) -> "CellShape":
