@@ -122,7 +122,7 @@ class Settings:
                                    "per model and mode)", check=_flag, accepts=bool, record=None)
     sync: str = setting(Sync.PER_CALL.value, "how a timed call is bracketed on a GPU: per-call (each from an idle "
                         "device: a request's latency) or pipelined (one wait after the loop: throughput)",
-                        check=lambda value: one_of("sync", value, names(Sync)), accepts=str, grid=None,
+                        check=lambda value: one_of("sync", value, names(Sync)), accepts=str,
                         choices=names(Sync))
     gpu_memory_gib: float | None = setting(None, "CUDA: the GPU memory a cell may use, in GiB (a 16 GB card: 16); "
                                            "None: the whole card", check=_gpu_memory_gib,

@@ -1,4 +1,4 @@
-from dataclasses import fields
+from dataclasses import fields, replace
 
 import pytest
 
@@ -45,7 +45,7 @@ def test_a_grid_takes_each_setting_where_its_field_says():
     assert {"memory_formats", "shapes"} <= set(GRID_KEYS) and "memory_format" not in GRID_KEYS
     assert {item.name for item in fields(Settings) if item.metadata["grid"] in (TOP, ANYWHERE)} <= set(TOP_LEVEL)
     not_in_grids = {item.name for item in fields(Settings) if item.metadata["grid"] is None}
-    assert not_in_grids and not not_in_grids & (set(TOP_LEVEL) | set(GRID_KEYS))
+    assert not not_in_grids & (set(TOP_LEVEL) | set(GRID_KEYS))
     grid = parse_grid({"study": "s", "seed": 3, "grids": [
         {"models": ["resnet"], "batch_sizes": [1], "compile_modes": ["default"], "runs": 8,
          "memory_formats": ["contiguous", "channels_last"]}]})
@@ -59,3 +59,21 @@ def test_a_cell_travels_as_flat_parameters_and_back():
     flat = cell.to_parameters()
     assert flat["tf32"] == "on" and flat["shapes"] == "dynamic" and "settings" not in flat
     assert type(cell).from_parameters(flat) == cell
+
+
+def test_sync_is_a_grid_key_and_a_setting_of_the_record_kernel_and_notebook():
+    from bench_utils.records import settings_hash
+    from bench_utils.study.groups import kernel_groups
+
+    grid = parse_grid({"study": "s", "devices": ["cuda"], "sync": "pipelined", "grids": [
+        {"models": ["resnet"], "batch_sizes": [1], "compile_modes": ["default"]},
+        {"models": ["vit"], "batch_sizes": [1], "compile_modes": ["default"], "sync": "per-call"}]})
+    assert [cell.settings.sync for cell in grid.cells] == ["pipelined", "per-call"]
+    resnet = grid.cells[0]
+    per_call = replace(resnet, settings=replace(resnet.settings, sync="per-call"))
+    assert len(kernel_groups([resnet, per_call])) == 2  # a kernel each: the notebook's settings differ
+    hashes = {settings_hash(measurement_settings(cell.settings), "default") for cell in (resnet, per_call)}
+    assert len(hashes) == 2  # another cell of the record
+    with pytest.raises(ValueError, match="sync: unknown sync 'async'"):
+        parse_grid({"study": "s", "sync": "async", "grids": [
+            {"models": ["resnet"], "batch_sizes": [1], "compile_modes": ["default"]}]})
