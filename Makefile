@@ -55,7 +55,7 @@ else
 PARAMS ?= $(shell $(PY) -c 'import torch; print("params/hf-guide.yaml" if torch.cuda.is_available() else "params/cpu-quick.yaml")' 2>/dev/null || echo params/cpu-quick.yaml)
 endif
 
-STUDY_DIR = reports/$(shell $(PY) -c 'from bench_utils.study.grid import load_grid; print(load_grid("$(PARAMS)").study)' 2>/dev/null)
+STUDY_DIR = reports/$(shell $(PY) -c 'from bench_utils.study.grid.grid_file import load_grid; print(load_grid("$(PARAMS)").study)' 2>/dev/null)
 LOCALES ?= en,ar,es
 
 report: setup

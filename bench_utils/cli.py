@@ -30,7 +30,7 @@ def _cmd_env(args: argparse.Namespace) -> int:
 def _cmd_validate_timer(args: argparse.Namespace) -> int:
     from .measurement.devices import resolve_device
     from .measurement.timer_check import format_timer_check, validate_timer
-    from .study.device_lock import device_lock
+    from .study.runner.device_lock import device_lock
 
     device = str(resolve_device(args.device))
     # never timed under another measurement of this device (a running study, say)
@@ -71,8 +71,8 @@ def _cmd_cell(args: argparse.Namespace) -> int:
     from .measurement.memory_cap import gpu_memory_cap
     from .records import measurement_settings
     from .results import append_record
-    from .study.cell import run_cell
-    from .study.cell_record import cell_record
+    from .study.cell.measured_cell import run_cell
+    from .study.cell.cell_record import cell_record
     from .variants import modes as compile_module
     from .variants.precision import configure_fp32_math
     from .zoo.loading import load
@@ -98,7 +98,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     import time
 
     started = time.monotonic()  # a --time-limit counts from the command's start
-    from .study.grid import load_grid
+    from .study.grid.grid_file import load_grid
 
     grid = load_grid(args.params)  # GridError (a ValueError): one line, exit 2
     if args.executor == "ray":
@@ -110,7 +110,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                               address=args.address, devices=args.devices, dry_run=args.dry_run)
     if args.address:
         raise ValueError("--address names a Ray cluster: use it with --executor ray")
-    from .study.run_command import run_locally
+    from .study.runner.run_command import run_locally
 
     return run_locally(grid, args.params, out=args.out, force=args.force, timeout=args.timeout,
                        devices=_check_devices(args.devices) if args.devices else None, dry_run=args.dry_run,

@@ -225,7 +225,7 @@ def results_by_work_key(records: Iterable[dict[str, Any]]) -> dict[tuple, dict[s
 def eager_cells_sharing_pairs(cells: Iterable) -> set:
     """Eager cells whose latency comes from a compiled cell of their kernel at the same batch
     size (the eager side of its interleaved pairs): they time nothing of their own."""
-    from bench_utils.study.groups import kernel_groups
+    from bench_utils.study.grid.kernel_groups import kernel_groups
 
     return {cell for group in kernel_groups(cells) for cell in group.eager_sharing_pairs()}
 
@@ -321,7 +321,7 @@ class Projection:
 def project(cells: list, results: Iterable[dict[str, Any]], kernel_start_s: float | None,
             overhead_per_cell_s: float) -> Projection:
     """The guide grid's wall time: kernels x start + cells x overhead + each cell's work."""
-    from bench_utils.study.groups import kernel_groups
+    from bench_utils.study.grid.kernel_groups import kernel_groups
 
     results = list(results)
     by_key = results_by_work_key(results)
@@ -402,8 +402,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from bench_utils.results import read_records
-    from bench_utils.study.grid import load_grid
-    from bench_utils.study.runner import Runner
+    from bench_utils.study.grid.grid_file import load_grid
+    from bench_utils.study.runner.grid_runner import Runner
 
     grid = load_grid(args.grid)
     out_dir = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="study-cost-"))

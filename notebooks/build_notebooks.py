@@ -52,7 +52,7 @@ for name, (task, title, models, batches, runs, guide_models) in TASKS.items():
             'run_id: str = ""  # set by the grid runner\n',
             metadata={"tags": ["parameters"]}),
         new_code_cell(
-            "from bench_utils.study import task\n\n"
+            "from bench_utils.study.cell import task\n\n"
             f'records = task.run(study=study, task="{task}", models=models, batch_sizes=batch_sizes,\n'
             "                   compile_modes=compile_modes, dtypes=dtypes, device=device, settings=settings,\n"
             "                   results_path=results_path, only_cells=only_cells,\n"

@@ -41,7 +41,7 @@ BASE_ORDER = ["paths", "parameters", "vocabulary", "settings", "kernel", "env", 
 # the records, the model registry and the whole report read results without them.
 NO_TORCH = ["bench_utils.paths", "bench_utils.parameters", "bench_utils.vocabulary", "bench_utils.settings",
             "bench_utils.kernel", "bench_utils.env", "bench_utils.records",
-            "bench_utils.results", "bench_utils.study.lease", "bench_utils.study.grid", "bench_utils.zoo.registry",
+            "bench_utils.results", "bench_utils.study.lease", "bench_utils.study.grid.grid_file", "bench_utils.zoo.registry",
             "bench_utils.zoo.architectures", "bench_utils.report.frame", "bench_utils.report.tables",
             "bench_utils.report.context", "bench_utils.report.plots", "bench_utils.report.sections",
             "bench_utils.report.render", "bench_utils.cli", "bench_utils"]
@@ -132,13 +132,13 @@ def test_no_module_imports_a_higher_layer():
 
 def test_the_checker_catches_a_wrong_way_import():
     # The rules themselves: the imports that issue #8 found running the wrong way.
-    assert violations("bench_utils.report.render", {"bench_utils.study.runner"})
+    assert violations("bench_utils.report.render", {"bench_utils.study.runner.grid_runner"})
     assert violations("bench_utils.measurement.timer_check", {"bench_utils.variants.modes"})
-    assert violations("bench_utils.study.task", {"bench_utils.report.frame"})
-    assert violations("bench_utils.study.runner", {"bench_utils.cluster.driver"})
+    assert violations("bench_utils.study.cell.task", {"bench_utils.report.frame"})
+    assert violations("bench_utils.study.runner.grid_runner", {"bench_utils.cluster.driver"})
     assert violations("bench_utils.cluster.driver", {"bench_utils.report.frame"})
     assert violations("bench_utils.records", {"bench_utils.results"})
-    assert not violations("bench_utils.study.cell", {"bench_utils.measurement.compare", "bench_utils.records"})
+    assert not violations("bench_utils.study.cell.measured_cell", {"bench_utils.measurement.compare", "bench_utils.records"})
 
 
 SUBPACKAGES = ["measurement", "variants", "zoo", "study", "cluster", "report"]
@@ -171,6 +171,27 @@ def test_lease_records_registry_and_report_load_no_torch():
     loaded = {name: heavy_modules_loaded_by(name) for name in NO_TORCH}
     assert [name for name, heavy in loaded.items() if heavy["torch"]] == []
     assert [name for name in NO_PANDAS if loaded[name]["pandas"]] == []
+
+
+# bench_utils/study/ by where the code runs: the host (grid reading, the runner) and the kernel (the cell)
+HOST_SIDE = ("bench_utils.study.grid", "bench_utils.study.runner")
+SHARED = ("bench_utils.study.lease", "bench_utils.study.progress_file")
+
+
+def test_the_host_side_of_the_study_loads_no_torch_and_never_the_kernels_side():
+    host = [m for m in modules() if m.startswith(HOST_SIDE) or m in SHARED]
+    script = ("import importlib, sys\n"
+              f"for name in {host!r}: importlib.import_module(name)\n"
+              "print('torch' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().splitlines()[-1] == "False"
+    wrong = [f"{module} imports {target}" for module in host for target in package_imports(module, modules()[module])
+             if target.startswith("bench_utils.study.cell")]
+    wrong += [f"{module} imports {target}" for module, path in modules().items()
+              if module.startswith("bench_utils.study.cell") for target in package_imports(module, path)
+              if target.startswith("bench_utils.study.runner")]
+    assert not wrong, wrong
 
 
 def test_the_public_api_still_imports_from_the_top():

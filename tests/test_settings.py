@@ -4,7 +4,7 @@ import pytest
 
 from bench_utils.records import COMPILE_SETTINGS, OPTIONAL_SETTINGS, SETTINGS_KEYS, VARIANT_FIELDS, measurement_settings
 from bench_utils.settings import ANYWHERE, AXIS, TOP, Settings
-from bench_utils.study.grid import GRID_KEYS, TOP_LEVEL, parse_grid
+from bench_utils.study.grid.grid_file import GRID_KEYS, TOP_LEVEL, parse_grid
 
 
 def test_every_setting_has_help_a_check_and_a_place():
@@ -63,7 +63,7 @@ def test_a_cell_travels_as_flat_parameters_and_back():
 
 def test_sync_is_a_grid_key_and_a_setting_of_the_record_kernel_and_notebook():
     from bench_utils.records import settings_hash
-    from bench_utils.study.groups import kernel_groups
+    from bench_utils.study.grid.kernel_groups import kernel_groups
 
     grid = parse_grid({"study": "s", "devices": ["cuda"], "sync": "pipelined", "grids": [
         {"models": ["resnet"], "batch_sizes": [1], "compile_modes": ["default"]},

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from ..paths import PROJECT_ROOT, scrub
-from ..study.groups import KernelGroup, kernel_groups
+from ..study.grid.kernel_groups import KernelGroup, kernel_groups
 
 
 def kept_name(group: KernelGroup, kind: str | None, tries: int, relative: str) -> Path:

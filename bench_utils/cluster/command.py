@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import sys
 
-from ..study.grid import Grid
+from ..study.grid.grid_file import Grid
 from ..study.lease import LeaseHeldError
-from ..study.progress import format_run_outcome
+from ..study.runner.progress_display import format_run_outcome
 from .driver import ClusterRunner
 from .placement import task_resources
 

@@ -36,13 +36,13 @@ from typing import Any, Callable
 from ..paths import scrub
 from ..records import cell_identity, failure_record, record_key
 from ..results import append_record, iter_records, locked
-from ..study.grid import Cell, Grid
-from ..study.groups import KernelGroup, kernel_groups
+from ..study.grid.grid_file import Cell, Grid
+from ..study.grid.kernel_groups import KernelGroup, kernel_groups
 from ..study.lease import RunnerLease
-from ..study.progress import Outcome, Progress, RunOutcome
-from ..study.resume import DONE_STATUSES
-from ..study.runner import cell_fields, default_cell_timeout, study_folder, unmeasured_config
-from ..study.stopping import StopOnSignal
+from ..study.runner.progress_display import Outcome, Progress, RunOutcome
+from ..study.runner.resume import DONE_STATUSES
+from ..study.runner.grid_runner import cell_fields, default_cell_timeout, study_folder, unmeasured_config
+from ..study.runner.clean_stop import StopOnSignal
 from .node import GroupTask
 from .audit_trail import keep_files, kept_name
 from .cluster_api import Cancelled, Cluster, HostOutOfMemory, NodeLost, TaskFailed

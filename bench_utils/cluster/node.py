@@ -37,9 +37,9 @@ from ..env import ACCELERATOR_TYPE_ENV, CLUSTER_NODE_ENV
 from ..paths import PROJECT_ROOT, REPORTS_DIR
 from ..records import cell_identity
 from ..results import append_record, iter_records
-from ..study.grid import Cell, Grid
-from ..study.progress import Outcome
-from ..study.runner import Executor, Runner
+from ..study.grid.grid_file import Cell, Grid
+from ..study.runner.progress_display import Outcome
+from ..study.runner.grid_runner import Executor, Runner
 
 POLL_S = 0.25
 SCRATCH_ENV = "BENCH_UTILS_SCRATCH_DIR"   # where the nodes' folders go (tests: a temporary folder)

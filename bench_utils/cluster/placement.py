@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..study.grid import Grid
+from ..study.grid.grid_file import Grid
 
 ACCELERATOR_RESOURCE = "accelerator_type:"   # Ray's resource for a node's accelerator type
 

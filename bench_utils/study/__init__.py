@@ -1,1 +1,1 @@
-"""The study: grid files, the resumable runner and its lease, notebook execution, and one measured cell."""
+"""The study, by where its code runs: grid files and the runner on the host, the measured cell in its kernel."""

@@ -9,8 +9,8 @@ import pytest
 from bench_utils.measurement.timing import Measurement
 from bench_utils.records import make_record
 from bench_utils.results import append_record
-from bench_utils.study.grid import parse_grid
-from bench_utils.study.progress import Outcome, RunOutcome
+from bench_utils.study.grid.grid_file import parse_grid
+from bench_utils.study.runner.progress_display import Outcome, RunOutcome
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("study_cost", ROOT / "benchmarks" / "study_cost.py")
@@ -286,7 +286,7 @@ class FakeRunner:
 
 
 def test_main_prints_the_breakdown_removes_its_folder_and_fails_on_a_failed_cell(tmp_path, monkeypatch, capsys):
-    import bench_utils.study.runner as runner_module
+    import bench_utils.study.runner.grid_runner as runner_module
 
     grid_file = tmp_path / "grid.yaml"
     grid_file.write_text("study: bench\nruns: 10\nwarmup: 2\ndevices: [cpu]\n"

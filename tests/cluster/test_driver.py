@@ -14,8 +14,8 @@ from bench_utils.cluster.driver import MAX_NODE_LOSSES, ClusterRunner
 from bench_utils.cluster.node import stream_group
 from bench_utils.env import ACCELERATOR_TYPE_ENV, CLUSTER_NODE_ENV
 from bench_utils.results import read_records
-from bench_utils.study.grid import parse_grid
-from bench_utils.study.progress import format_run_outcome
+from bench_utils.study.grid.grid_file import parse_grid
+from bench_utils.study.runner.progress_display import format_run_outcome
 from fake_notebook import FakeNotebook
 
 GRID = {"study": "c", "runs": 3, "warmup": 1, "blocks": 1, "accelerators": ["KA", "KB"], "grids": [

@@ -8,7 +8,7 @@ import pytest
 from bench_utils.cluster import node as node_module
 from bench_utils.cluster.node import OWNER_LOCK, GroupTask, stream_group
 from bench_utils.env import ACCELERATOR_TYPE_ENV, CLUSTER_NODE_ENV
-from bench_utils.study.grid import parse_grid
+from bench_utils.study.grid.grid_file import parse_grid
 from fake_notebook import FakeNotebook
 
 GRID = {"study": "n", "runs": 3, "warmup": 1, "blocks": 1, "grids": [

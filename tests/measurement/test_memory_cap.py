@@ -56,7 +56,7 @@ def test_on_a_gpu_an_allocation_beyond_the_cap_is_cudas_out_of_memory():
     script = textwrap.dedent("""
         import torch
         from bench_utils.measurement.memory_cap import GIB, gpu_memory_cap
-        from bench_utils.study.task import is_out_of_memory
+        from bench_utils.study.cell.task import is_out_of_memory
         kept = gpu_memory_cap(1, "cuda:0")
         assert 0 < kept["gpu_memory_fraction"] < 1, kept
         small = torch.empty(GIB // 2, dtype=torch.uint8, device="cuda")

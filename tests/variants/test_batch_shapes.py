@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from bench_utils.study.cell import run_cell
+from bench_utils.study.cell.measured_cell import run_cell
 from bench_utils.variants.batch_shapes import (DYNAMIC, SharedCompilation, check_shapes, compile_method,
                                                mark_batch_dynamic, one_graph_for_all_batch_sizes)
 from bench_utils.zoo.loading import LoadedModel

@@ -1,0 +1,69 @@
+"""The result record of a measured cell: the cell's result in the record schema."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...measurement.compare import Comparison
+from ...measurement.paired import METHOD
+from ...records import make_record
+from ...variants import modes as compile_module
+from ...zoo.loading import LoadedModel
+from .measured_cell import CellResult
+from ...vocabulary import Status
+
+
+def speedup_block(comparison: Comparison) -> dict[str, Any]:
+    """The speed-up over interleaved eager, and the eager latency it was measured against."""
+    eager = comparison.baseline
+    data = comparison.to_dict()
+    return {
+        "baseline": "eager, interleaved in random-order pairs of blocks",
+        "method": METHOD,
+        "mean": comparison.speedup_mean,
+        "mean_ci95": data["speedup_mean_ci95"],
+        "median": comparison.speedup_median,
+        "median_ci95": data["speedup_median_ci95"],
+        "excludes_one": comparison.excludes_one,
+        "paired_pvalue": comparison.pvalue,
+        "pairs": comparison.blocks,
+        "order_seed": comparison.order_seed,
+        "order": data["order"],
+        "eager_mean_ms": eager.mean_ms,
+        "eager_median_ms": eager.median_ms,
+        "eager_p99_ms": eager.p99_ms,
+        "eager_ci95_mean_ms": list(eager.ci95_mean_ms),
+        "eager_outliers": eager.outliers,
+    }
+
+
+def cell_record(result: CellResult, loaded: LoadedModel, *, study: str,
+                config: dict[str, Any] | None = None,
+                compile_options: dict[str, Any] | None = None,
+                environment: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The result record of a measured cell."""
+    compile_block = {**(compile_options or compile_module.options(result.mode)), **result.compile}
+    extra: dict[str, Any] = {"model": loaded.info()}
+    if result.comparison is not None:
+        extra["speedup"] = speedup_block(result.comparison)
+    for name in ("parity", "agreement", "compute", "energy"):
+        if getattr(result, name) is not None:
+            extra[name] = getattr(result, name)
+    if result.shared_from is not None:  # one measurement, two records: say so
+        extra["shared_measurement"] = {
+            "with_compile_mode": result.shared_from,
+            "design": f"eager side of the {result.shared_from} cell's random-order pairs of blocks, "
+                      "measured there interleaved with the compiled runs; not timed again"}
+    if result.notes:  # figures taken after the timed runs that could not be taken
+        extra["notes"] = list(result.notes)
+    memory = result.memory
+    if result.eager_memory is not None:
+        memory = {**(memory or {}), "eager": result.eager_memory}
+    return make_record(
+        study=study, task=loaded.task, model=loaded.key, batch_size=result.batch_size,
+        compile_mode=result.mode, dtype=loaded.dtype, device=loaded.device,
+        memory_format=loaded.memory_format, shapes=result.shapes, status=Status.OK,
+        measurement=result.measurement, memory=memory, compile=compile_block,
+        # the weights measured, never the request ("auto" resolves to random or pretrained)
+        config={**(config or {}), "weights": loaded.weights}, environment=environment,
+        extra=extra)

@@ -1,0 +1,277 @@
+"""What a task notebook does: measure its cells and write their records.
+
+The notebooks stay thin: a parameters cell, then ``task.run(...)``, whose records
+they show as a table and a plot (``bench_utils.report``) when a person runs them.
+One kernel measures many cells (the grid runner's kernel groups): the environment is
+captured and the model built once, and inductor's compile-worker pool started before the first
+compiled cell (``variants.compile_workers``); each compiled cell still starts from a dynamo
+reset and fresh compile caches. Every cell gets exactly one record, appended as soon
+as it is measured: ``ok``; ``oom`` (and the larger batch sizes of that model, mode
+and dtype are recorded as ``oom`` without running); or ``error`` with the end of the
+traceback. An eager cell whose batch size a compiled cell has just measured takes
+its latency from that cell's interleaved eager runs instead of timing eager again. With
+``shapes="dynamic"`` a mode is compiled once, at its smallest batch size, and that compilation
+serves its larger batch sizes (``variants.batch_shapes``) until the kernel moves to the next mode.
+Each record's ``phases`` say where the time went. Under the grid runner, records are
+written only while the runner's lease is this run's (see ``lease``).
+
+Tests reach the failure paths through ``BENCH_UTILS_INJECT_FAULT``, a list of
+``kind:model:batch_size`` entries separated by ``;`` (kind: ``oom``, ``error``,
+``crash``, which aborts the kernel process as a segfault would, ``hang``, which
+blocks for ever after touching the file named by ``BENCH_UTILS_HANG_MARKER``, or ``hang-once``,
+which does so only while that file does not exist yet: a cell stuck on one machine, not the next).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, replace
+import gc
+import os
+import threading
+import time
+from pathlib import Path
+import traceback
+from typing import Any, Iterable, Mapping, Sequence
+
+import psutil
+import torch
+from tqdm.auto import tqdm
+
+from ...env import capture_environment
+from ...measurement.memory_cap import gpu_memory_cap
+from ...paths import PROJECT_ROOT
+from ...records import failure_record, measurement_settings, skipped_after_oom
+from ...results import append_record
+from ...variants import compile_workers, modes as compile_module
+from ...variants.precision import configure_fp32_math, parse_dtype
+from ...zoo.loading import load
+from .measured_cell import CellResult, run_cell
+from .cell_record import cell_record
+from ..grid.kernel_groups import execution_order
+from ...parameters import positive_int_list, text_list
+from .time_by_phase import Phases
+from ..progress_file import write_progress
+from ..lease import lease_is_current, start_watchdog
+from ...settings import Settings
+from ...vocabulary import CompileMode, Shapes, Status
+
+FAULT_ENV = "BENCH_UTILS_INJECT_FAULT"
+HANG_MARKER_ENV = "BENCH_UTILS_HANG_MARKER"
+TRACEBACK_LINES = 30
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """CUDA's OutOfMemoryError, or an allocator's or CUDA library's allocation failure in any other error."""
+    if isinstance(exc, torch.cuda.OutOfMemoryError):
+        return True
+    text = str(exc).lower()
+    # cuBLAS and cuDNN report a failed workspace allocation in their own words
+    return any(sign in text for sign in ("out of memory", "can't allocate memory",
+                                         "cublas_status_alloc_failed", "cudnn_status_alloc_failed"))
+
+
+def _inject_fault(model: str, batch_size: int) -> None:
+    for entry in filter(None, os.environ.get(FAULT_ENV, "").split(";")):
+        kind, _, rest = entry.partition(":")
+        fault_model, _, fault_batch = rest.rpartition(":")
+        if fault_model != model or fault_batch != str(batch_size):
+            continue
+        if kind == "oom":
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB "
+                                              "(injected fault)")
+        if kind == "error":
+            raise RuntimeError("injected fault")
+        if kind == "crash":
+            os.abort()
+        if kind in ("hang", "hang-once"):  # a stuck cell; the marker file tells a test it is stuck now
+            marker = os.environ.get(HANG_MARKER_ENV)
+            if kind == "hang-once" and (not marker or Path(marker).exists()):
+                continue
+            if marker:
+                Path(marker).touch()
+            threading.Event().wait()
+
+
+def _error_text(exc: BaseException) -> str:
+    lines = traceback.format_exception(exc)
+    return "".join(lines[-TRACEBACK_LINES:]).strip()
+
+
+def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[int],
+        compile_modes: Iterable[str], dtypes: Iterable[str] = ("float32",), device: str = "cpu",
+        results_path: str | os.PathLike, settings: Settings | Mapping[str, Any] | None = None,
+        only_cells: Iterable[Sequence] | None = None, progress_file: str | os.PathLike | None = None,
+        runner_pid: int | None = None, run_id: str | None = None, **setting_values: Any) -> list[dict[str, Any]]:
+    """Measure every cell of models x dtypes x modes x batch sizes; return their records.
+
+    ``settings`` say how (``bench_utils.settings.Settings``, or a mapping of its fields, as the
+    notebooks' ``settings`` parameter gives them); a setting given by name (``runs=20``) wins.
+    ``only_cells``, if given, are the ``(compile_mode, batch_size)`` pairs to measure instead
+    of every mode x batch size (the grid runner's kernel groups); either way they are measured
+    in ``groups.execution_order``: compiled modes first, eager last, batch sizes ascending.
+    ``progress_file``, if given, names the cell being begun (the grid runner reads it).
+    """
+    started = time.perf_counter()
+    base = settings.to_parameters() if isinstance(settings, Settings) else dict(settings or {})
+    settings = Settings.from_parameters({**base, **setting_values})
+    models, compile_modes, dtypes = (text_list(name, value) for name, value in (
+        ("models", models), ("compile_modes", compile_modes), ("dtypes", dtypes)))
+    batch_sizes = positive_int_list("batch_sizes", batch_sizes)
+    results_path = Path(results_path)
+    if not results_path.is_absolute():  # the same default from JupyterLab and the runner
+        results_path = PROJECT_ROOT / results_path
+    if progress_file and not Path(progress_file).is_absolute():
+        progress_file = PROJECT_ROOT / progress_file
+    guard = None
+    if runner_pid:  # under the grid runner: never outlive it, never write for a stale run
+        start_watchdog(int(runner_pid), results_path.parent, str(run_id))
+        guard = lambda: lease_is_current(results_path.parent, str(run_id))  # noqa: E731
+    pairs = execution_order(_cell_pairs(only_cells) if only_cells else
+                            [(mode, batch) for mode in compile_modes for batch in batch_sizes])
+    # Set once for the whole run (global torch state); every record carries the settings.
+    config = {**measurement_settings(settings),
+              **configure_fp32_math(settings.tf32),  # the policy's name, and what it set
+              **gpu_memory_cap(settings.gpu_memory_gib, device)}  # before anything is on the GPU
+    if any(mode != CompileMode.EAGER for mode, _ in pairs):  # once per kernel: no cold compile pays its start
+        compile_workers.ready(settings.backend)
+    kernel = _Kernel(environment=capture_environment(),
+                     startup_s=_kernel_startup_s(started) if runner_pid else 0.0)
+    written = []
+    # A person running the notebook sees a bar over its cells (tqdm's widget in JupyterLab, text
+    # elsewhere); under the grid runner, which shows its own progress, none.
+    with cell_bar(len(models) * len(dtypes) * len(pairs), shown=not runner_pid) as bar:
+        for model_key in models:
+            for dtype in dtypes:
+                dtype = parse_dtype(dtype)[0]
+                cells = _ModelCells(study=study, task=task, model=model_key, dtype=dtype, device=device,
+                                    settings=settings, config=config, kernel=kernel)
+                for mode, batch_size in pairs:
+                    if progress_file:  # the runner learns which cell a dying kernel was on
+                        write_progress(progress_file, mode, batch_size)
+                    bar.set_postfix_str(f"{model_key} {dtype} {mode} batch {batch_size}")
+                    record = cells.record(mode, batch_size)
+                    append_record(results_path, record, guard=guard)
+                    written.append(record)
+                    bar.update()
+    return written
+
+
+def cell_bar(total: int, shown: bool):
+    """tqdm.auto's bar over ``total`` cells: the notebook widget in a kernel, text on a terminal."""
+    return tqdm(total=total, unit="cell", desc="cells", disable=not shown, leave=True)
+
+
+def _cell_pairs(only_cells: Iterable[Sequence]) -> list[tuple[str, int]]:
+    pairs = []
+    for item in only_cells:
+        if isinstance(item, str) or len(item) != 2:
+            raise ValueError(f"only_cells: each item is [compile_mode, batch_size], got {item!r}")
+        pairs.append((str(item[0]), int(item[1])))
+    return pairs
+
+
+def _kernel_startup_s(now: float) -> float:
+    """Seconds from this kernel process's start to ``now`` (perf_counter): imports and boot."""
+    age = time.time() - psutil.Process().create_time()
+    return max(0.0, age - (time.perf_counter() - now))
+
+
+@dataclass
+class _Kernel:
+    """What one kernel captures once and reports once."""
+
+    environment: dict[str, Any]
+    startup_s: float                 # reported in the first record, then 0
+
+    def phases(self, cell_phases: dict[str, float], load_s: float) -> dict[str, float]:
+        startup, self.startup_s = self.startup_s, 0.0
+        return {"startup_s": round(startup, 4), "load_s": round(load_s, 4), **cell_phases}
+
+
+class _ModelCells:
+    """One model's cells in one kernel: the model built once, and what its cells share (an OOM's
+    batch size per mode, the warm compiles measured, eager sides to reuse, a dynamic compilation)."""
+
+    def __init__(self, *, study: str, task: str, model: str, dtype: str, device: str, settings: Settings,
+                 config: dict[str, Any], kernel: _Kernel):
+        self.study, self.task, self.model, self.dtype, self.device = study, task, model, dtype, device
+        self.settings, self.config, self.kernel = settings, config, kernel
+        self.loaded, self.load_error = None, None
+        self.oom_at: dict[str, int] = {}             # per mode: the batch size that ran out of memory
+        self.warm_measured: set[str] = set()         # modes whose warm compile this kernel has measured
+        self.shared_eager: dict[int, CellResult] = {}
+        self.compilation = None                      # shapes "dynamic": the mode's one compilation so far
+
+    def record(self, mode: str, batch_size: int) -> dict[str, Any]:
+        """The cell's record: measured, shared from a compiled cell's eager side, skipped, or failed."""
+        if self.compilation is not None and self.compilation.mode != mode:  # that mode is done
+            self.compilation = None
+            compile_module.reset()
+        # eager compiles nothing
+        settings = replace(self.settings, shapes=Shapes.STATIC.value) if mode == CompileMode.EAGER else self.settings
+        cell = dict(study=self.study, task=self.task, model=self.model, batch_size=batch_size, compile_mode=mode,
+                    dtype=self.dtype, device=self.device, memory_format=settings.memory_format, shapes=settings.shapes)
+        phases, load_s = Phases(), 0.0
+        shared = self.shared_eager.pop(batch_size, None) if mode == CompileMode.EAGER else None
+        if mode in self.oom_at and shared is None:
+            record = skipped_after_oom(cell, self.oom_at[mode], self._failure_config(),
+                                       environment=self.kernel.environment)
+        else:
+            try:
+                _inject_fault(self.model, batch_size)
+                if self.loaded is None:
+                    try:
+                        self._load()
+                    finally:  # the load's seconds apart from the cell's phases, failed or not
+                        load_s, phases = time.perf_counter() - phases.started, Phases()
+                result = (dataclasses.replace(shared, phases=phases) if shared is not None
+                          else self._measure(mode, batch_size, settings, phases))
+                record = cell_record(result, self.loaded, study=self.study, config=self.config,
+                                     compile_options=compile_module.options(mode, settings.backend, settings.fullgraph,
+                                                                            settings.dynamic),
+                                     environment=self.kernel.environment)
+            except Exception as exc:
+                status = Status.OOM if is_out_of_memory(exc) else Status.ERROR
+                if status == Status.OOM:  # batches ascend within a mode: the rest of it is larger
+                    self.oom_at[mode] = batch_size
+                record = failure_record(**cell, status=status, config=self._failure_config(),
+                                        error=_error_text(exc), environment=self.kernel.environment)
+                _free_memory()
+        record["phases"] = self.kernel.phases(phases.to_dict(), load_s)
+        return record
+
+    def _load(self) -> None:
+        """Build the model, once: a failure fails every cell of it."""
+        if self.load_error is not None:
+            raise self.load_error
+        try:
+            self.loaded = load(self.model, weights=self.settings.weights, dtype=self.dtype, device=self.device,
+                               task=self.task, seed=self.settings.seed, memory_format=self.settings.memory_format)
+        except Exception as exc:
+            self.load_error = exc
+            raise
+
+    def _measure(self, mode: str, batch_size: int, settings: Settings, phases: Phases) -> CellResult:
+        first_of_mode = mode not in self.warm_measured
+        # the portable cache once per mode; a dynamic compilation's marks would not travel
+        portable = settings.portable_cache and first_of_mode and settings.shapes == Shapes.STATIC
+        result = run_cell(self.loaded, batch_size=batch_size, mode=mode,
+                          settings=replace(settings, portable_cache=portable), math_settings=self.config,
+                          warm_compile=first_of_mode, phases=phases, compilation=self.compilation)
+        self.compilation = result.compilation
+        if mode != CompileMode.EAGER:  # only a measured cell's compile and pairs count
+            self.warm_measured.add(mode)
+            if result.shared_eager is not None:
+                self.shared_eager.setdefault(batch_size, result.shared_eager)
+        return result
+
+    def _failure_config(self) -> dict[str, Any]:
+        """A failed cell's settings: the weights of the model if it was built, else none measured."""
+        return {**self.config, "weights": self.loaded.weights if self.loaded is not None else None}
+
+
+def _free_memory() -> None:
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()

@@ -1,0 +1,1 @@
+"""Grid files: read strictly, checked, expanded into cells and kernel groups (on the host; no torch)."""

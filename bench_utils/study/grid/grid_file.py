@@ -1,0 +1,285 @@
+"""Study grids: a YAML file validated, then expanded into cells.
+
+A grid file names a study and one or more sub-grids, each a product of models x
+batch sizes x compile modes x dtypes, measured on each device kind listed::
+
+    study: hf-guide
+    runs: 300            # timed runs per cell (after warm-up)
+    devices: [cuda]      # device kinds (cpu, cuda); 'cuda:0, cuda:1' also pins workers
+    grids:
+      - models: [vit, resnet]
+        batch_sizes: [1, 4, 16]
+        compile_modes: [eager, default]
+        dtypes: [float32]
+        memory_formats: [contiguous, channels_last]   # optional (default: contiguous)
+        shapes: [static, dynamic]   # optional: dynamic is one compilation for all batch sizes
+
+``gpu_memory_gib: 16`` holds each CUDA cell to that much GPU memory, as a 16 GB card would
+(``measurement.memory_cap``): its OOMs, on a larger GPU.
+A grid may name the accelerator types of a Ray cluster to cover (``accelerators: [H100, A100]``):
+each kind measures every cell, and only ``run --executor ray`` runs it (``bench_utils.cluster``).
+Eager cells are always ``static`` (nothing compiles); ``aot-inductor`` packages are exported at
+fixed shapes, so ``dynamic`` applies to the torch.compile modes only.
+Every mistake is reported before anything runs, in one line naming the file and
+the key (``GridError``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+import itertools
+from pathlib import Path
+import re
+from typing import Any
+
+from ...settings import ANYWHERE, AXIS, TOP, Settings, setting_fields
+from ...vocabulary import AOT_MODES, CompileMode, Shapes, check_mode, dtype_name
+from ...zoo.registry import TASKS, resolve_key
+from .checks import (GridError, check_accelerators, check_devices, check_timm, check_type, checked_names, fail,
+                          non_empty, unknown_keys)
+from .yaml_reading import GridFileError, read_yaml
+
+# The keys of a grid file: the study's own, then each setting where it may be given (``settings``).
+STUDY_KEYS = {"study": str, "description": str, "devices": list, "grids": list, "accelerators": list}
+SUBGRID_KEYS = {"models": list, "batch_sizes": list, "compile_modes": list, "dtypes": list, "task": str}
+TOP_LEVEL = {**STUDY_KEYS, **{item.name: item.metadata["accepts"] for item in setting_fields()
+                              if item.metadata["grid"] in (TOP, ANYWHERE)}}
+GRID_KEYS = {**SUBGRID_KEYS,
+             **{item.name: item.metadata["accepts"] for item in setting_fields() if item.metadata["grid"] == ANYWHERE},
+             **{item.metadata["plural"]: list for item in setting_fields() if item.metadata["grid"] == AXIS}}
+REQUIRED_GRID_KEYS = ("models", "batch_sizes", "compile_modes")
+NOTEBOOKS = {"image-classification": "classification.ipynb",
+             "image-segmentation": "segmentation.ipynb",
+             "object-detection": "detection.ipynb"}
+_STUDY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One measurement: its identity (study, task, model, batch size, compile mode, dtype, device kind)
+    and how it is measured (``settings``)."""
+
+    study: str
+    task: str
+    model: str
+    batch_size: int
+    compile_mode: str
+    dtype: str
+    device: str                  # the kind: cpu or cuda
+    settings: Settings = field(default_factory=Settings)
+
+    @property
+    def variant(self) -> tuple[str, ...]:
+        """What sets the cell apart from the guide's way (empty for the guide's cells)."""
+        return self.settings.variant()
+
+    @property
+    def cell_id(self) -> str:
+        """A file-name-safe identifier, unique within a study (the guide's cells keep their old ids)."""
+        raw = "__".join((self.task, self.model, f"bs{self.batch_size}", self.compile_mode, *self.variant,
+                         self.dtype, self.device))
+        return re.sub(r"[^A-Za-z0-9_.-]+", "-", raw)
+
+    @property
+    def group(self) -> tuple[str, ...]:
+        """Cells that differ only in batch size (an OOM at one batch skips the larger ones)."""
+        return (self.model, self.compile_mode, self.dtype, *self.settings.variant_values(), self.device)
+
+    @property
+    def notebook(self) -> str:
+        return NOTEBOOKS[self.task]
+
+    def identity(self) -> tuple:
+        return (self.study, self.task, self.model, self.batch_size, self.compile_mode,
+                self.dtype, *self.settings.variant_values(), self.device)
+
+    def to_parameters(self) -> dict[str, Any]:
+        """The cell as flat names and values (a Ray task carries it so); ``from_parameters`` reads it back."""
+        return {**{name: getattr(self, name) for name in _IDENTITY}, **self.settings.to_parameters()}
+
+    @classmethod
+    def from_parameters(cls, values: dict[str, Any]) -> Cell:
+        return cls(**{name: values[name] for name in _IDENTITY},
+                   settings=Settings(**{key: value for key, value in values.items() if key not in _IDENTITY}))
+
+
+_IDENTITY = ("study", "task", "model", "batch_size", "compile_mode", "dtype", "device")
+
+
+@dataclass
+class Grid:
+    path: str
+    study: str
+    description: str
+    devices: list[str]               # as written: kinds, or pinned devices
+    cells: list[Cell] = field(default_factory=list)
+    accelerators: list[str] = field(default_factory=list)  # a cluster's kinds to cover, each all cells
+
+    @property
+    def device_kinds(self) -> list[str]:
+        return sorted({device.split(":")[0] for device in self.devices})
+
+    def workers(self, kind: str) -> list[str]:
+        """The devices of ``kind`` that cells run on, one worker each."""
+        pinned = [device for device in self.devices if device.startswith(kind + ":")]
+        return pinned or [kind if kind == "cpu" else f"{kind}:0"]
+
+
+def load_grid(path: str | Path) -> Grid:
+    """Read, validate and expand a grid file; GridError on any mistake."""
+    try:
+        data = read_yaml(path)
+    except GridFileError as exc:
+        raise GridError(str(exc)) from None
+    return parse_grid(data, str(path))
+
+
+def parse_grid(data: Any, path: str = "<grid>") -> Grid:
+    if not isinstance(data, dict):
+        raise GridError(f"{path}: the grid file must be a mapping of keys (study, grids, ...)")
+    _check_keys(path, "", data, TOP_LEVEL)
+    for key in ("study", "grids"):
+        if key not in data:
+            raise fail(path, key, "is required")
+    if not _STUDY_NAME.match(data["study"]):
+        raise fail(path, "study", f"must be a file-name-safe name, got {data['study']!r}")
+    devices = check_devices(path, data.get("devices", ["cpu"]))
+    study_settings = _settings(path, "", data, Settings())
+    _check_study_settings(path, study_settings, devices)
+    non_empty(path, "grids", data["grids"])
+    accelerators = check_accelerators(path, data["accelerators"]) if "accelerators" in data else []
+    grid = Grid(path=path, study=data["study"], description=data.get("description", ""),
+                devices=devices, accelerators=accelerators)
+    seen = set()
+    for index, item in enumerate(data["grids"]):
+        for cell in _expand(path, f"grids[{index}]", item, study_settings, grid):
+            if cell.identity() not in seen:  # sub-grids may overlap: each cell once
+                seen.add(cell.identity())
+                grid.cells.append(cell)
+    return grid
+
+
+def _check_keys(path: str, where: str, mapping: dict, known: dict) -> None:
+    unknown_keys(path, where, mapping, known)
+    for key, expected in known.items():
+        if key in mapping:
+            check_type(path, where + key, mapping[key], expected)
+
+
+def _settings(path: str, where: str, mapping: dict, base: Settings) -> Settings:
+    """``base`` with the settings ``mapping`` gives, each checked (the error names its key)."""
+    keys = {item.name for item in setting_fields() if item.metadata["grid"] in (TOP, ANYWHERE)}
+    given = {key: value for key, value in mapping.items() if key in keys}
+    for key, value in given.items():
+        item = next(item for item in setting_fields() if item.name == key)
+        try:
+            given[key] = item.metadata["check"](value)
+        except ValueError as exc:
+            raise fail(path, where + key, str(exc)) from None
+    return replace(base, **given)
+
+
+def _check_study_settings(path: str, settings: Settings, devices: list[str]) -> None:
+    if settings.gpu_memory_gib is not None and not any(device.startswith("cuda") for device in devices):
+        raise fail(path, "gpu_memory_gib", "caps a GPU's memory, but the grid has no CUDA device (devices: "
+                   f"{', '.join(devices)})")
+    if settings.backend != "inductor":  # only torch knows its backends: read with torch here alone
+        from ...variants.modes import check_backend
+
+        try:
+            check_backend(settings.backend)
+        except ValueError as exc:
+            raise fail(path, "backend", str(exc)) from None
+
+
+def _expand(path: str, where: str, item: Any, study_settings: Settings, grid: Grid) -> list[Cell]:
+    """A sub-grid's cells: models x device kinds x dtypes x axes (memory formats, shapes) x modes x batch sizes."""
+    if not isinstance(item, dict):
+        raise fail(path, where, "must be a mapping with models, batch_sizes, compile_modes")
+    where += "."
+    _check_keys(path, where, item, GRID_KEYS)
+    for key in REQUIRED_GRID_KEYS:
+        if key not in item:
+            raise fail(path, where + key, "is required")
+        non_empty(path, where + key, item[key])
+    settings = _sub_grid_settings(path, where, item, study_settings)
+    batch_sizes = _batch_sizes(path, where, item["batch_sizes"])
+    modes = _names(path, where + "compile_modes", item["compile_modes"], check_mode)
+    dtypes = _names(path, where + "dtypes", item.get("dtypes", ["float32"]), dtype_name)
+    axes = {axis.name: checked_names(path, where + axis.metadata["plural"],
+                                     item.get(axis.metadata["plural"], [axis.default]),
+                                     axis.metadata["check"])
+            for axis in setting_fields() if axis.metadata["grid"] == AXIS}
+    _check_dynamic_shapes(path, where, axes.get("shapes", []), modes, settings)
+    cells = []
+    for model in item["models"]:
+        key, task = _model(path, where, str(model), item.get("task"))
+        for kind in grid.device_kinds:
+            for dtype in dtypes:
+                for values in itertools.product(*axes.values()):
+                    axis_settings = replace(settings, **dict(zip(axes, values)),
+                                            gpu_memory_gib=settings.gpu_memory_gib if kind == "cuda" else None)
+                    for mode in modes:
+                        # eager compiles nothing: the same cell whatever the shapes
+                        cell_settings = (replace(axis_settings, shapes=Shapes.STATIC.value)
+                                         if mode == CompileMode.EAGER else axis_settings)
+                        cells += [Cell(study=grid.study, task=task, model=key, batch_size=batch, compile_mode=mode,
+                                       dtype=dtype, device=kind, settings=cell_settings) for batch in batch_sizes]
+    return cells
+
+
+def _sub_grid_settings(path: str, where: str, item: dict, study_settings: Settings) -> Settings:
+    """The study's settings with the sub-grid's own; ``blocks`` resolved (never more than runs)."""
+    settings = _settings(path, where, item, study_settings)
+    if settings.blocks is not None and settings.blocks > settings.runs:
+        raise fail(path, where + "blocks", f"must not exceed runs ({settings.runs}), got {settings.blocks}")
+    return settings.with_blocks()
+
+
+def _batch_sizes(path: str, where: str, values: list) -> list[int]:
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise fail(path, where + "batch_sizes", f"must be positive integers, got {value!r}")
+    return sorted(set(values))
+
+
+def _names(path: str, key: str, values: list, check) -> list[str]:
+    non_empty(path, key, values)
+    names = []
+    for value in values:
+        try:
+            names.append(str(check(str(value))))
+        except ValueError as exc:
+            raise fail(path, key, str(exc)) from None
+    return list(dict.fromkeys(names))
+
+
+def _check_dynamic_shapes(path: str, where: str, shapes: list[str], modes: list[str], settings: Settings) -> None:
+    if Shapes.DYNAMIC not in shapes:
+        return
+    if any(mode in AOT_MODES for mode in modes):
+        raise fail(path, where + "shapes", "dynamic needs a torch.compile mode: aot-inductor packages "
+                   "are exported at fixed shapes (put aot-inductor in a sub-grid of its own)")
+    if settings.dynamic is False:
+        raise fail(path, where + "shapes", "dynamic marks the batch dimension dynamic, but the grid "
+                   "sets dynamic: false (torch.compile's own setting); remove one of them")
+
+
+def _model(path: str, where: str, model: str, task_override: str | None) -> tuple[str, str]:
+    """The model's key and task: from the registry, timm, or the sub-grid's task for another checkpoint."""
+    if task_override is not None and task_override not in TASKS:
+        raise fail(path, where + "task", f"unknown task {task_override!r}: use one of {', '.join(TASKS)}")
+    try:
+        spec = resolve_key(model)
+    except ValueError as exc:
+        raise fail(path, where + "models", str(exc)) from None
+    if spec is not None or model.startswith("timm:"):
+        key, task = (spec.key, spec.task) if spec else (check_timm(path, where, model), "image-classification")
+        if task_override is not None and task_override != task:
+            raise fail(path, where + "task", f"{model!r} is an {task} model: the sub-grid's "
+                       f"task ({task_override}) applies only to checkpoints outside the registry")
+        return key, task
+    if task_override:
+        return model, task_override
+    raise fail(path, where + "task", f"model {model!r} is not in the registry: give the sub-grid's task "
+               "(image-classification, image-segmentation or object-detection)")

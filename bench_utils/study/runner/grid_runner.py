@@ -1,0 +1,330 @@
+"""The grid runner: a whole study from one YAML file, crash-proof and resumable.
+
+``python -m bench_utils run PARAMS.yaml [--out DIR] [--force] [--devices cuda:0,cuda:1] [--time-limit 9m]``
+
+The cells are run in kernel groups (``groups``): one papermill execution of the task notebook, in its own kernel
+process, measures every pending cell of one (task, model, dtype, device), so torch is imported and the model built
+once per group, not once per cell. The kernel appends one record per cell as soon as it is measured (``ok``, ``oom``
+or ``error``; the notebook's own OOM rule skips larger batches), and the runner follows the results file while it runs:
+
+- a kernel that dies (a segfault, a killed process) loses only the cell it was measuring: a new kernel takes up the
+  group's unfinished cells; a cell that kills its kernel twice is recorded ``error`` with its log's end;
+- a kernel ended by the operating system's OOM killer records that cell ``oom``, its mode's larger batches skipped;
+- a cell that records nothing for ``timeout`` seconds is stopped and recorded as ``error``, the group going on;
+- cells recorded ``ok`` or ``oom`` for the same environment (torch version, GPU or CPU model) are skipped: running
+  again resumes; an OOM recorded so far, in this run or an earlier one, rules out larger batches;
+- one worker per device (CUDA_VISIBLE_DEVICES); with a ``time_limit`` a kernel starts only the cells that fit.
+
+Executing a notebook is ``execution``, following it ``watch``; the person watching sees ``progress``."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+import os
+from pathlib import Path
+import queue
+import sys
+import threading
+import time
+from typing import Any, Callable
+
+from ...env import capture_environment
+from ...kernel import ensure_kernel
+from ...paths import REPORTS_DIR
+from ...records import (VARIANT_FIELDS, environment_key, failure_record, measurement_settings,
+                       settings_hash, skipped_after_oom)
+from ...results import append_record, locked
+from .device_lock import device_lock, split_cpus
+from .papermill_execution import execute_with_papermill, log_tail, notebook_parameters
+from ..grid.grid_file import Cell, Grid
+from ..grid.kernel_groups import KernelGroup, kernel_groups
+from .device_workers import check_workers, workers_of
+from .kernel_watch import DONE, OOM_KILLED, STOPPED, TIMED_OUT, KernelWatch
+from ..lease import RunnerLease
+from .progress_display import Outcome, Progress, RunOutcome
+from .resume import group_key, oom_batches, read_done
+from .clean_stop import RunningProcesses, StopOnSignal
+from ...vocabulary import Status
+
+# executor(group, device, parameters, out_dir, poll, attempt) -> (exit status, log path);
+# it calls poll() every second or so while the kernel runs, and ends the kernel when it is True.
+Executor = Callable[[KernelGroup, str, dict[str, Any], Path, Callable[[], bool], int], "tuple[int, Path]"]
+KILLS_BEFORE_ERROR = 2   # a cell that ends its kernel this often is an error, not bad luck
+
+
+def study_folder(grid: Grid, out_dir: str | os.PathLike | None) -> Path:
+    """``--out`` resolved once (kernels run from the project root), or ``reports/<study>/``."""
+    folder = Path(out_dir).resolve() if out_dir else REPORTS_DIR / grid.study
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"--out {folder} is a file, not a study folder")
+    return folder
+
+
+def default_cell_timeout(grid: Grid) -> int:
+    """Seconds a cell may go without a record before it is stopped: 30 minutes to load and compile,
+    plus 20 s per call it times (warm-up and runs): hours where a cell may need them, never unbounded."""
+    return max(1800 + 20 * (cell.settings.warmup + cell.settings.runs) for cell in grid.cells)
+
+
+class Runner:
+    """Runs a Grid's pending cells; ``run()`` returns a RunOutcome."""
+
+    def __init__(self, grid: Grid, out_dir: str | os.PathLike | None = None, *,
+                 force: bool = False, devices: list[str] | None = None,
+                 executor: Executor | None = None, timeout: int | None = None,
+                 stream=None, progress: Callable[[int, Any], Progress] = Progress) -> None:
+        if grid.accelerators:
+            raise ValueError(f"{grid.path}: accelerators: the grid covers a cluster's accelerator types "
+                             f"({', '.join(grid.accelerators)}): run it with --executor ray")
+        self.grid = grid
+        self.out_dir = study_folder(grid, out_dir)
+        self.results_path = self.out_dir / "results.jsonl"
+        self.force = force
+        self.devices = devices
+        # A stuck cell must not stall the grid for ever: bounded by default, from the cells' size.
+        self.timeout = timeout or default_cell_timeout(grid)
+        self.uses_papermill = executor is None
+        self.running = RunningProcesses()
+        self.affinity: dict[str, set[int]] = {}
+        self.executor = executor or (lambda group, device, params, out, poll, attempt: execute_with_papermill(
+            group, device, params, out, poll=poll, attempt=attempt, running=self.running,
+            cpus=self.affinity.get(device)))
+        self.stream = stream or sys.stderr
+        self.progress = progress  # (pending cells, stream) -> what the person watching sees
+        self.environment = capture_environment()
+        self.earlier_ooms: dict[tuple, int] = {}
+        self.time_limit = None  # a time_limit.TimeLimit: cells that fit, and the stop at its deadline
+        self._lock = threading.Lock()
+
+    def workers(self, kind: str) -> list[str]:
+        return workers_of(self.grid, self.devices, kind)
+
+    def check_devices(self) -> list[str]:
+        return check_workers(self.grid, self.devices, self.environment)
+
+    def key(self, cell: Cell) -> tuple:
+        """The cell's identity on this machine's environment (see ``records.record_key``)."""
+        return (*cell.identity(), settings_hash(unmeasured_config(cell), cell.compile_mode),
+                *environment_key(self.environment, cell.device))
+
+    def pending(self) -> tuple[list[Cell], int]:
+        done = set() if self.force else read_done(self.results_path)
+        # OOMs of earlier runs still rule out larger batches (not with --force: all is measured again)
+        self.earlier_ooms = {} if self.force else oom_batches(self.results_path)
+        pending = [cell for cell in self.grid.cells if self.key(cell) not in done]
+        return pending, len(self.grid.cells) - len(pending)
+
+    def earlier_oom(self, cell: Cell) -> int | None:
+        """The batch size that ran out of memory in an earlier run, if it rules this cell out."""
+        oom_at = self.earlier_ooms.get(group_key(self.key(cell)))
+        return oom_at if oom_at is not None and cell.batch_size > oom_at else None
+
+    def run(self) -> RunOutcome:
+        workers = self.check_devices()
+        if len(workers) > 1:  # disjoint cores per worker: two kernels never share one
+            self.affinity = dict(zip(workers, split_cpus(os.sched_getaffinity(0), len(workers))))
+        if self.uses_papermill:
+            ensure_kernel()
+        with RunnerLease(self.out_dir, self.results_path) as lease, \
+                StopOnSignal(self.running.end_all, self.time_limit) as self.stop:
+            self.run_id = lease.run_id
+            pending, resumed = self.pending()
+            tally = RunOutcome(resumed=resumed, total=len(self.grid.cells))
+            if not pending:
+                return tally
+            progress = self.progress(len(pending), self.stream)
+            queues: dict[str, queue.Queue] = defaultdict(queue.Queue)
+            for group in kernel_groups(pending):
+                queues[group.device].put(group)
+            threads = [threading.Thread(target=self._work, args=(queues[kind], device, tally, progress),
+                                        name=f"worker-{device}")
+                       for kind in queues for device in self.workers(kind)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()  # the lease is held until every worker has stopped
+            progress.close()
+            tally.not_run = len(pending) - len(tally.outcomes)
+            tally.signal = self.stop.signal
+        return tally
+
+    def _work(self, groups: queue.Queue, device: str, tally: RunOutcome, progress: Progress) -> None:
+        try:
+            while not self.stop.requested.is_set():
+                try:
+                    group = groups.get_nowait()
+                except queue.Empty:
+                    return
+                self._run_group(group, device, tally, progress)
+        except BaseException as exc:  # a full disk, say: stop the run and say so, never die silently
+            with self._lock:
+                tally.worker_errors.append(f"worker {device}: {type(exc).__name__}: {exc}")
+            self.stop.requested.set()
+            self.running.end_all()
+
+    def _finish(self, outcome: Outcome, tally: RunOutcome, progress: Progress) -> None:
+        with self._lock:
+            tally.outcomes.append(outcome)
+        progress.finish(outcome)
+
+    def _record_skipped(self, cells: list[Cell], oom_at: int, device: str, tally: RunOutcome, progress: Progress):
+        for cell in cells:
+            self._append(skipped_after_oom(cell_fields(cell), oom_at, unmeasured_config(cell),
+                                           environment=self.environment))
+            self._finish(Outcome(cell, "skipped", 0.0, device, f"after OOM at batch {oom_at}"), tally, progress)
+
+    def _rule_out(self, cells: list[Cell], device: str, tally: RunOutcome, progress: Progress) -> list[Cell]:
+        """``cells`` less those an out-of-memory error recorded so far rules out, recorded as skipped (a kernel
+        cut short by a time limit leaves its larger batch sizes to the next kernel: they must not run there)."""
+        if not self.force:
+            self.earlier_ooms = oom_batches(self.results_path)
+        for cell in (ruled_out := [cell for cell in cells if self.earlier_oom(cell) is not None]):
+            self._record_skipped([cell], self.earlier_oom(cell), device, tally, progress)
+        return [cell for cell in cells if cell not in ruled_out]
+
+    def _run_group(self, group: KernelGroup, device: str, tally: RunOutcome, progress: Progress) -> None:
+        """Measure a group's cells in as few kernels as its failures allow."""
+        remaining, kills, attempt = list(group.cells), Counter(), 0
+        while (remaining := self._rule_out(remaining, device, tally, progress)) and not self.stop.requested.is_set():
+            attempt += 1
+            if not (fit := self.time_limit.fitting(group, remaining) if self.time_limit else remaining):
+                return  # none would finish before the time limit: left for a later run
+            with device_lock(device, say=lambda line: print(f"[run] {line}", file=self.stream),
+                             cancelled=self.stop.requested.is_set) as held:
+                if not held:
+                    return  # a stop request while waiting for the device
+                remaining = (self._run_kernel(group, fit, device, attempt, kills, tally, progress)
+                             + [cell for cell in remaining if cell not in fit])
+
+    def _run_kernel(self, group: KernelGroup, cells: list[Cell], device: str, attempt: int,
+                    kills: Counter, tally: RunOutcome, progress: Progress) -> list[Cell]:
+        """One kernel over ``cells``; returns the cells left for the next kernel."""
+        this_kernel = KernelGroup(group.group_id, tuple(cells))
+
+        def on_record(cell: Cell, record: dict[str, Any], seconds: float) -> None:
+            status = Status.SKIPPED if record.get("skipped_after_oom") is not None else record["status"]
+            error = (record.get("error") or "").strip().splitlines()
+            self._finish(Outcome(cell, status, seconds, device, error[-1][:160] if error else ""),
+                         tally, progress)
+            if watch.remaining:
+                progress.start(watch.remaining[0], device)
+
+        progress_path = self.out_dir / "logs" / f"{group.group_id}.{attempt}.progress"
+        progress_path.unlink(missing_ok=True)
+        watch = KernelWatch(self.results_path, progress_path, cells, self._size(), self.timeout,
+                            self.stop.requested.is_set, on_record)
+        parameters = notebook_parameters(this_kernel, self.results_path, self.run_id, progress_path)
+        progress.start(cells[0], device)
+        try:
+            returncode, log_path = self.executor(this_kernel, device, parameters, self.out_dir,
+                                                 watch.poll, attempt)
+        except Exception as exc:  # the executor itself failed: the cells still get their records
+            returncode, log_path, failure = -1, None, f"{type(exc).__name__}: {exc}"
+        else:
+            failure = None
+        watch.read_new_records()
+        ending, cell = watch.ending(returncode)
+        progress_path.unlink(missing_ok=True)
+        if ending in (DONE, STOPPED):
+            return watch.remaining
+        died = _KernelEnd(group.group_id, device, returncode, cell, watch.remaining,
+                          time.monotonic() - watch.last_event,
+                          failure or (log_tail(log_path) if log_path else "(no log)"),
+                          str(log_path) if log_path else None)
+        if cell is None:  # it began no cell: its start failed (or hung), not a cell's measurement
+            return self._start_failed(died, kills, tally, progress)
+        if ending == TIMED_OUT:
+            self._record_failure(cell, Status.ERROR, f"the cell recorded nothing for {self.timeout} s "
+                                 f"(--timeout) and its kernel was stopped.\n{died.tail}", died.log)
+            self._finish(died.outcome(Status.ERROR, f"timed out after {self.timeout} s"), tally, progress)
+            return died.rest
+        if ending == OOM_KILLED:
+            return self._host_oom(died, tally, progress)
+        return self._kernel_died(died, kills, tally, progress)
+
+    def _start_failed(self, died: _KernelEnd, kills: Counter, tally: RunOutcome, progress: Progress) -> list[Cell]:
+        """A kernel that began no cell: a new one tries again, until the start has failed too often."""
+        kills[None] += 1
+        if kills[None] < KILLS_BEFORE_ERROR:
+            return died.remaining
+        for cell in died.remaining:
+            self._record_failure(cell, Status.ERROR, f"the notebook's kernel ended (exit status "
+                                 f"{died.returncode}) before it began any cell, {kills[None]} times: "
+                                 f"its start fails. Last lines of its log:\n{died.tail}", died.log)
+            self._finish(Outcome(cell, Status.ERROR, died.seconds, died.device, "the kernel did not start"),
+                         tally, progress)
+        return []
+
+    def _host_oom(self, died: _KernelEnd, tally: RunOutcome, progress: Progress) -> list[Cell]:
+        """The OOM killer ended the kernel: the cell is ``oom``, and the larger batches of its mode skipped."""
+        cell = died.cell
+        self._record_failure(cell, Status.OOM, "the kernel was ended by the operating system's "
+                             "out-of-memory killer: it ran out of host memory. Last lines of its "
+                             f"log:\n{died.tail}", died.log)
+        self._finish(died.outcome(Status.OOM, "killed by the OOM killer"), tally, progress)
+        larger = [c for c in died.rest if c.compile_mode == cell.compile_mode and c.batch_size > cell.batch_size]
+        self._record_skipped(larger, cell.batch_size, died.device, tally, progress)
+        return [c for c in died.rest if c not in larger]
+
+    def _kernel_died(self, died: _KernelEnd, kills: Counter, tally: RunOutcome, progress: Progress) -> list[Cell]:
+        """The kernel ended mid-cell: a new kernel takes up its cells, until that cell has ended one too often."""
+        cell = died.cell
+        kills[cell] += 1
+        if kills[cell] < KILLS_BEFORE_ERROR:
+            print(f"[run] the kernel of {died.group_id} ended (exit status {died.returncode}) while "
+                  f"measuring {cell.cell_id}: a new kernel takes up its {len(died.remaining)} unfinished "
+                  "cell(s)", file=self.stream, flush=True)
+            return died.remaining
+        self._record_failure(cell, Status.ERROR, f"the notebook's kernel ended (exit status {died.returncode}) "
+                             f"while measuring this cell, {kills[cell]} times; the kernel may have "
+                             f"died. Last lines of its log:\n{died.tail}", died.log)
+        self._finish(died.outcome(Status.ERROR, f"no record (exit status {died.returncode})"), tally, progress)
+        return died.rest
+
+    def _record_failure(self, cell: Cell, status: str, message: str, log: str | None) -> None:
+        self._append(failure_record(**cell_fields(cell), status=status, error=message,
+                                    config=unmeasured_config(cell), environment=self.environment, log=log))
+
+    def _size(self) -> int:
+        if not self.results_path.exists():
+            return 0
+        with locked(self.results_path, shared=True):  # a size between whole lines
+            return self.results_path.stat().st_size
+
+    def _append(self, record: dict[str, Any]) -> None:
+        with self._lock:
+            append_record(self.results_path, record)
+
+
+@dataclass(frozen=True)
+class _KernelEnd:
+    """How a kernel ended before its cells were done: on which cell, and what its log said."""
+
+    group_id: str
+    device: str
+    returncode: int
+    cell: Cell | None          # the cell it was measuring; None: it began none
+    remaining: list[Cell]      # its cells without a record, that one included
+    seconds: float             # since its last record
+    tail: str                  # the end of its log (or why the executor failed)
+    log: str | None
+
+    @property
+    def rest(self) -> list[Cell]:
+        return [c for c in self.remaining if c != self.cell]
+
+    def outcome(self, status: str, message: str) -> Outcome:
+        return Outcome(self.cell, status, self.seconds, self.device, message)
+
+
+def cell_fields(cell: Cell) -> dict[str, Any]:
+    """The record fields that name ``cell`` (``records.make_record``'s cell arguments)."""
+    return dict(study=cell.study, task=cell.task, model=cell.model, batch_size=cell.batch_size,
+                compile_mode=cell.compile_mode, dtype=cell.dtype, device=cell.device,
+                **dict(zip(VARIANT_FIELDS, cell.settings.variant_values())))
+
+
+def unmeasured_config(cell: Cell) -> dict[str, Any]:
+    """The ``config`` of a record the runner writes for a cell it did not measure."""
+    return {**measurement_settings(cell.settings), "weights": None}  # nothing was measured

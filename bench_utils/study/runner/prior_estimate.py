@@ -1,0 +1,275 @@
+"""An a-priori price of cells never run on a GPU: ``run GRID --dry-run --device-model H100``.
+
+Without a record of a cell on a device, its cost is modelled from what the model does and what the
+device can do. ``data/model_costs.json`` holds, per model, the FLOPs of one forward pass (convolutions
+apart from the rest, since TF32 may apply to one only), the bytes its eager operators read and write,
+its operator count and its build time, measured once on a CPU by ``benchmarks/model_costs.py``; the
+device's peaks are the datasheets' (``measurement.peaks``). One call takes
+
+    max(device time, host time) + a synchronisation,
+    device time = max(FLOPs / (peak x efficiency), bytes / (bandwidth x efficiency)) + kernels x a floor,
+    host time   = the host's cost per launched kernel x the kernels (eager: one per operator; Inductor
+                  fuses them; a CUDA-graph replay launches one graph),
+
+and a cell adds what ``study.cell`` does around its timed runs: the FLOP count (one eager call under a
+dispatch mode), the accuracy gate (an eager call, a float64 call on the float64 units, a compiled call),
+the memory probe of each side (``after_timing.MEMORY_CALLS`` calls), the energy windows (CUDA only),
+the cold compile (and the warm one at the first batch size of a mode) and the timed calls (warm-up and
+runs, both sides for a compiled cell). A kernel adds its start and the model build. Every rate is an
+assumption; ``OPTIMISTIC``, ``TYPICAL`` and ``PESSIMISTIC`` give the low, point and high figures.
+
+Calibration: cells recorded on the device (any study, any results file) replace the prior for
+themselves, and scale it for the rest by the ratio recorded / prior over them (the median ratio;
+the range becomes the ratios' spread, at least +-25 %). No torch is imported here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+import json
+from pathlib import Path
+import statistics
+from typing import Any, Iterable
+
+from ...env import gpu_name
+from ...measurement.peaks import FP64_TFLOPS, MEMORY_BANDWIDTH_GBS, PEAK_TFLOPS, gpu_key, peak_tflops
+from ...vocabulary import CUDA_GRAPH_MODES, TF32_SWITCHES as TF32_POLICIES, CompileMode, Status
+
+MODEL_COSTS = Path(__file__).with_name("data") / "model_costs.json"
+# Cold compile of a mode over the default mode's: max-autotune benchmarks candidate kernels for each
+# matmul and convolution; reduce-overhead adds the CUDA-graph recording; AOTInductor exports first.
+MODE_COMPILE_FACTOR = {"default": 1.0, "reduce-overhead": 1.2, "max-autotune": 4.0,
+                       "max-autotune-no-cudagraphs": 4.0, "aot-inductor": 1.5}
+MEMORY_CALLS = 3              # after_timing.MEMORY_CALLS (tests check they agree)
+ENERGY_WINDOW_S = 5.0         # per side: after_timing.ENERGY_WINDOW_S (tests check they agree)
+SYNC_S = 20e-6                # a per-call synchronisation, each timed call from an idle device
+FLOP_COUNT_S_PER_OP = 50e-6   # FlopCounterMode's Python dispatch per operator
+CELL_OVERHEAD_S = 1.0         # the record, dynamo reset, garbage collection, CUDA cache release
+SHARED_EAGER_S = 0.5          # an eager cell that takes a compiled cell's pairs: its record only
+RATIO_SPREAD = 1.25           # a calibrated range is at least the median ratio /1.25 to x1.25
+COMPILE_S_PER_OP = 0.66       # a cold compile on the table's CPU per eager operator where none was measured (ViT)
+
+
+@dataclass(frozen=True)
+class Span:
+    """Seconds: a low figure, the point estimate and a high one."""
+
+    low: float
+    point: float
+    high: float
+
+    def __add__(self, other: "Span") -> "Span":
+        return Span(self.low + other.low, self.point + other.point, self.high + other.high)
+
+    @classmethod
+    def exact(cls, seconds: float) -> "Span":
+        return cls(seconds, seconds, seconds)
+
+
+ZERO = Span.exact(0.0)
+
+
+@dataclass(frozen=True)
+class Assumptions:
+    """Every rate the prior assumes; one instance per end of its range."""
+
+    flop_efficiency: float       # share of the dense peak a forward pass's matmuls and convolutions reach
+    bandwidth_efficiency: float  # share of the peak memory bandwidth its traffic reaches
+    host_s_per_kernel: float     # Python, dispatch and launch per eager operator (HF models: ~20-30 us)
+    fused_kernel_share: float    # Inductor's kernels per eager operator (fusion)
+    graph_kernel_share: float    # a CUDA-graph replay's host cost, per eager operator, as a share of eager's
+    device_s_per_kernel: float   # the device's floor per kernel (launch latency, tails of small grids)
+    compiled_traffic: float      # a compiled pass's bytes over eager's (fused operators skip memory)
+    compile_factor: float        # a GPU host's cold compile over this CPU's (Triton vs C++ codegen)
+    warm_compile_share: float    # a warm compile (the FX graph cache hit) over a cold one
+    start_s: float               # kernel boot: papermill, ipykernel, torch import, CUDA context
+    build_factor: float          # a GPU host's model build over this CPU's
+
+
+# Rates: the guide's published A100, V100 and T4 latencies (torch 2.0.1; ResNet-50 at batch 1 eager: 6.5 ms
+# over 227 operators, ~29 us each on the A100's host) fix the efficiencies and host costs: with these ends
+# the range holds ~90 % of the guide's 200 eager and compiled latencies, and the point is right within
+# 25 % on the geometric mean (tests/study/runner/test_prior_estimate.py checks it). The compile factor: the
+# table's CPU compiled on 2 shared cores with Inductor's C++ backend (ViT-B/16 in 98 s), a GPU host compiles
+# on many cores with Triton kernels built in parallel workers (a ResNet in ~15 s on an A100 host in
+# pytorch/pytorch#103453, 2023): a third of the CPU's time, from a seventh to as long.
+OPTIMISTIC = Assumptions(0.7, 0.8, 8e-6, 0.3, 0.03, 2e-6, 0.35, 0.15, 0.2, 10.0, 0.5)
+TYPICAL = Assumptions(0.35, 0.6, 20e-6, 0.5, 0.08, 4e-6, 0.5, 0.35, 0.35, 20.0, 1.0)
+PESSIMISTIC = Assumptions(0.15, 0.35, 35e-6, 0.8, 0.2, 8e-6, 0.7, 1.0, 0.6, 40.0, 2.0)
+ENDS = (OPTIMISTIC, TYPICAL, PESSIMISTIC)
+
+
+@dataclass(frozen=True)
+class CellShape:
+    """What the prior needs of a cell: from a grid's ``Cell`` or from a record."""
+
+    model: str
+    batch_size: int
+    compile_mode: str
+    dtype: str
+    tf32: str
+    runs: int
+    warmup: int
+
+    @classmethod
+    def of_cell(cls, cell: Any) -> "CellShape":
+        settings = cell.settings
+        return cls(cell.model, cell.batch_size, cell.compile_mode, cell.dtype, settings.tf32, settings.runs,
+                   settings.warmup)
+
+    @classmethod
+    def of_record(cls, record: dict[str, Any]) -> "CellShape":
+        cell, config = record["cell"], record.get("config") or {}
+        return cls(cell["model"], cell["batch_size"], cell["compile_mode"], cell["dtype"],
+                   str(config.get("tf32", "default")), int(config.get("runs") or 0), int(config.get("warmup") or 0))
+
+
+def known_devices() -> list[str]:
+    return list(PEAK_TFLOPS)
+
+
+def device_key(name: str) -> str:
+    """The datasheet key of ``--device-model NAME`` ("H100", "A100-SXM4-80GB", "L4"...); ValueError
+    naming the known ones otherwise."""
+    key = gpu_key(name)
+    if key is None:
+        raise ValueError(f"--device-model {name!r} is not a GPU with datasheet peaks here; known: "
+                         f"{', '.join(known_devices())}")
+    return key
+
+
+def load_model_costs(path: Path = MODEL_COSTS) -> dict[str, dict[str, Any]]:
+    return json.loads(Path(path).read_text(encoding="utf-8"))["models"]
+
+
+@dataclass
+class Prior:
+    """The a-priori cost of cells and kernel starts on one GPU, calibrated by its recorded cells."""
+
+    device: str                                      # a ``PEAK_TFLOPS`` key
+    costs: dict[str, dict[str, Any]] = field(default_factory=load_model_costs)
+    cell_ratios: list[float] = field(default_factory=list)    # recorded / prior point, per recorded cell
+    start_ratios: list[float] = field(default_factory=list)   # the same for kernel starts
+
+    # --- one call ---------------------------------------------------------------------
+
+    def call_seconds(self, shape: CellShape, side: str, ends: Assumptions) -> float | None:
+        """One forward pass of ``side`` (eager, or the cell's compile mode); None where the table has
+        no such model or the device no peak for the dtype."""
+        row = self.costs.get(shape.model)
+        matmul_tf32, conv_tf32 = TF32_POLICIES.get(shape.tf32, (False, True))
+        conv_peak = peak_tflops(self.device, shape.dtype, conv_tf32)
+        other_peak = peak_tflops(self.device, shape.dtype, matmul_tf32)
+        if row is None or not conv_peak or not other_peak:
+            return None
+        batch = shape.batch_size
+        conv = (row["conv_gflops_fixed"] + row["conv_gflops_per_image"] * batch) * 1e9
+        other = (row["other_gflops_fixed"] + row["other_gflops_per_image"] * batch) * 1e9
+        traffic = (row["eager_mb_fixed"] + row["eager_mb_per_image"] * batch) * 1e6
+        traffic *= 0.5 if shape.dtype in ("float16", "bfloat16") else 1.0
+        ops = row["eager_ops"]
+        kernels = ops if side == CompileMode.EAGER else ops * ends.fused_kernel_share
+        if side != CompileMode.EAGER:
+            traffic *= ends.compiled_traffic
+        compute = (conv / conv_peak + other / other_peak) / 1e12 / ends.flop_efficiency
+        memory = traffic / (MEMORY_BANDWIDTH_GBS[self.device] * 1e9 * ends.bandwidth_efficiency)
+        device = max(compute, memory) + kernels * ends.device_s_per_kernel
+        host_kernels = ops * ends.graph_kernel_share if side in CUDA_GRAPH_MODES else kernels
+        return max(device, host_kernels * ends.host_s_per_kernel) + SYNC_S
+
+    def fp64_call_seconds(self, shape: CellShape, ends: Assumptions) -> float:
+        """The accuracy gate's float64 reference: every FLOP on the float64 units, twice the bytes."""
+        row = self.costs[shape.model]
+        batch = shape.batch_size
+        flops = sum(row[f"{kind}_gflops_fixed"] + row[f"{kind}_gflops_per_image"] * batch
+                    for kind in ("conv", "other")) * 1e9
+        traffic = 2 * (row["eager_mb_fixed"] + row["eager_mb_per_image"] * batch) * 1e6
+        device = max(flops / (FP64_TFLOPS[self.device] * 1e12 * ends.flop_efficiency),
+                     traffic / (MEMORY_BANDWIDTH_GBS[self.device] * 1e9 * ends.bandwidth_efficiency))
+        return max(device, row["eager_ops"] * ends.host_s_per_kernel)
+
+    # --- one cell, one kernel start -----------------------------------------------------
+
+    def cpu_compile_seconds(self, row: dict[str, Any]) -> float:
+        """The table's cold compile on its CPU; where it was not measured, the median seconds per eager
+        operator of the models where it was, times this model's operators."""
+        if row.get("cold_compile_s_cpu"):
+            return row["cold_compile_s_cpu"]
+        rates = [r["cold_compile_s_cpu"] / r["eager_ops"] for r in self.costs.values() if r.get("cold_compile_s_cpu")]
+        return (statistics.median(rates) if rates else COMPILE_S_PER_OP) * row["eager_ops"]
+
+    def _cell_at(self, shape: CellShape, shares_pairs: bool, warm: bool, ends: Assumptions) -> float | None:
+        eager = self.call_seconds(shape, "eager", ends)
+        if eager is None:
+            return None
+        if shape.compile_mode == CompileMode.EAGER and shares_pairs:
+            return SHARED_EAGER_S
+        row = self.costs[shape.model]
+        flop_count = eager + row["eager_ops"] * FLOP_COUNT_S_PER_OP
+        calls = shape.warmup + shape.runs
+        memory = MEMORY_CALLS * eager + 0.5
+        if shape.compile_mode == CompileMode.EAGER:
+            return flop_count + calls * eager + memory + ENERGY_WINDOW_S + CELL_OVERHEAD_S
+        compiled = self.call_seconds(shape, shape.compile_mode, ends)
+        if shape.compile_mode in CUDA_GRAPH_MODES:
+            calls = max(shape.warmup, 2) + shape.runs  # study.cell: replays settle after recording
+        cold = (self.cpu_compile_seconds(row) * ends.compile_factor
+                * MODE_COMPILE_FACTOR.get(shape.compile_mode, 1.0))
+        compile_s = cold * (1 + ends.warm_compile_share if warm else 1)
+        gate = eager + self.fp64_call_seconds(shape, ends) + compiled
+        return (flop_count + gate + 2 * memory + compile_s + calls * (eager + compiled)
+                + 2 * ENERGY_WINDOW_S + CELL_OVERHEAD_S)
+
+    def raw_cell(self, shape: CellShape, shares_pairs: bool = False, warm: bool = True) -> Span | None:
+        """The uncalibrated prior of one cell; None where the model or dtype has no figures."""
+        low, point, high = (self._cell_at(shape, shares_pairs, warm, ends) for ends in ENDS)
+        return None if point is None else Span(low, point, high)
+
+    def raw_start(self, model: str) -> Span | None:
+        row = self.costs.get(model)
+        if row is None:
+            return None
+        low, point, high = (ends.start_s + row["build_s_cpu"] * ends.build_factor for ends in ENDS)
+        return Span(low, point, high)
+
+    def cell(self, shape: CellShape, shares_pairs: bool = False, warm: bool = True) -> Span | None:
+        """The cell's prior, scaled by the ratio observed on recorded cells where there are any."""
+        return _calibrated(self.raw_cell(shape, shares_pairs, warm), self.cell_ratios)
+
+    def start(self, model: str) -> Span | None:
+        return _calibrated(self.raw_start(model), self.start_ratios)
+
+    @property
+    def calibrated_on(self) -> int:
+        return len(self.cell_ratios)
+
+    def calibrate(self, records: Iterable[dict[str, Any]]) -> "Prior":
+        """A copy scaled by ``records`` (ok records of this device with ``phases``): recorded / prior."""
+        cells, starts = [], []
+        for record in records:
+            phases, shape = record["phases"], CellShape.of_record(record)
+            shared = "shared_measurement" in record  # an eager cell on a compiled cell's pairs: its record only
+            prior = self.raw_cell(shape, shared, (record.get("compile") or {}).get("warm_ms") is not None)
+            if prior is not None and phases.get("cell_s") and not shared:
+                cells.append(float(phases["cell_s"]) / prior.point)
+            started = float(phases.get("startup_s") or 0) + float(phases.get("load_s") or 0)
+            start = self.raw_start(shape.model)
+            if start is not None and phases.get("startup_s"):
+                starts.append(started / start.point)
+        return replace(self, cell_ratios=cells, start_ratios=starts)
+
+
+def _calibrated(prior: Span | None, ratios: list[float]) -> Span | None:
+    if prior is None or not ratios:
+        return prior
+    median = statistics.median(ratios)
+    low, high = min(min(ratios), median / RATIO_SPREAD), max(max(ratios), median * RATIO_SPREAD)
+    return Span(prior.point * low, prior.point * median, prior.point * high)
+
+
+def records_on_device(records: Iterable[dict[str, Any]], device: str) -> list[dict[str, Any]]:
+    """The ``ok`` CUDA records with ``phases`` that were measured on a GPU of ``device``'s key."""
+    return [record for record in records
+            if record.get("status") == Status.OK and isinstance(record.get("phases"), dict)
+            and str(record["cell"].get("device", "")).startswith("cuda")
+            and gpu_key(gpu_name(record.get("environment") or {}, "cuda:0")) == device]

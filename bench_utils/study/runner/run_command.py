@@ -1,0 +1,50 @@
+"""``python -m bench_utils run GRID`` on this machine: the local executor's command (Ray's is ``cluster.command``)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from ..grid.grid_file import Grid
+from ..lease import LeaseHeldError
+from .prior_estimate import device_key
+from .progress_display import format_run_outcome
+from .grid_runner import Runner
+from .time_limit import parse_duration, set_time_limit, what_is_left
+
+
+def run_locally(grid: Grid, params: os.PathLike | str, *, out=None, force: bool = False,
+                devices: list[str] | None = None, timeout: int | None = None, dry_run: bool = False,
+                device_model: str | None = None, time_limit: str | None = None,
+                started: float | None = None) -> int:
+    """Run (or with ``dry_run`` plan) ``grid`` here and print its summary; the exit status. A time limit
+    counts from ``started`` (``time.monotonic()`` at the command's start). Bad input: ValueError."""
+    seconds = parse_duration(time_limit) if time_limit else None  # bad input fails before anything starts
+    if device_model:
+        device_key(device_model)
+    runner = Runner(grid, out, force=force, devices=devices, timeout=timeout)
+    if dry_run:  # nothing measured, no kernel, no lease, no file written
+        from .estimate import format_plan, plan_run
+
+        print(format_plan(plan_run(runner, device_model=device_model)))
+        return 0
+    if seconds is not None:
+        set_time_limit(runner, seconds, device_model, sys.stderr, started or time.monotonic())
+    print(f"[run] study {grid.study}: {len(grid.cells)} cells from {params}; "
+          f"results in {runner.results_path}; a cell that records nothing for "
+          f"{runner.timeout / 60:.0f} min is stopped "
+          f"({'--timeout' if timeout else 'default from the runs per cell; --timeout to change'})",
+          file=sys.stderr)
+    try:
+        outcome = runner.run()
+    except LeaseHeldError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(format_run_outcome(outcome, runner.results_path))
+    if runner.time_limit is None:
+        return outcome.exit_status()
+    left, status = what_is_left(runner, device_model, outcome)
+    if left:
+        print(left)
+    return status

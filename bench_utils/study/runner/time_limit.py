@@ -1,0 +1,226 @@
+"""``run GRID --time-limit 9m``: start no cell that would not finish in time, and stop at the limit.
+
+Short GPU commands and batch schedulers' wall-time limits both end a run from outside; this ends it
+from inside, cleanly. Before each kernel starts, its cells are cut to those that fit, in execution
+order, in the time left: the kernel's start and each cell priced by the dry run's estimate (the
+records of the cell on this environment where there are any; else the a-priori estimate
+(``prior_estimate``) for ``--device-model`` or the GPU this machine has, calibrated by the cells
+already recorded on it; else the conservative rule below). Cells are priced at the estimate's high
+figure, so that the last one started rarely overruns; but a run that has started nothing yet starts
+a kernel's first cell where its point figure fits (an uncalibrated prior's high figure may exceed any
+short limit, and only a record calibrates it), and where not even that fits, it says how long a limit
+the kernel needs (exit ``LIMIT_TOO_SHORT_EXIT``: running again would not help).
+A kernel group none of whose cells fits is not started; a later, cheaper one may be. At the limit
+itself the run stops as on SIGTERM: the kernels are ended and the cells cut short write no record,
+so they are measured by the next run. The cells left are then listed with their estimate.
+
+The conservative rule, where nothing prices a cell (a CPU run, a model with no figures, a first
+run): ``UNKNOWN_CELL_S`` per cell and ``UNKNOWN_START_S`` per kernel start.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Callable
+
+from ...env import gpu_name
+from .estimate import estimate_cell_seconds, estimate_kernel_start_seconds
+from .prior_estimate import CellShape, Prior, Span, device_key, records_on_device
+from .prior_plan import minutes as span_text
+
+if TYPE_CHECKING:
+    from ..grid.grid_file import Cell
+    from ..grid.kernel_groups import KernelGroup
+    from .grid_runner import Runner
+
+UNKNOWN_CELL_S = 300.0    # a cell nothing prices: 5 minutes, more than a guide cell takes on a GPU
+UNKNOWN_START_S = 120.0   # a kernel start nothing prices: boot, imports and the largest model build
+LIMIT_REACHED_EXIT = 3    # the run stopped at its time limit with cells left: run it again to go on
+LIMIT_TOO_SHORT_EXIT = 4  # nothing started: the next kernel's start and first cell need a longer limit
+_UNITS = {"": 1, "s": 1, "m": 60, "min": 60, "h": 3600}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds of ``9m``, ``540s``, ``1h``, ``1.5h``, ``540`` (seconds); ValueError in one line."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*(s|m|min|h)?\s*", str(text).lower())
+    if not match or float(match.group(1)) <= 0:
+        raise ValueError(f"--time-limit {text!r}: give a positive duration such as 9m, 540s, 1h or 540 (seconds)")
+    return float(match.group(1)) * _UNITS[match.group(2) or ""]
+
+
+def duration_text(seconds: float) -> str:
+    """Seconds as minutes, to a tenth below ten."""
+    return f"{seconds / 60:.1f} min" if seconds < 600 else f"{seconds / 60:.0f} min"
+
+
+def machine_prior(runner: Runner, device_model: str | None) -> Prior | None:
+    """The prior for ``device_model``, or for this machine's GPU where the grid has CUDA cells and the GPU
+    has datasheet peaks; None otherwise. ValueError for an unknown ``device_model``."""
+    if device_model:
+        return Prior(device_key(device_model))
+    name = gpu_name(runner.environment, "cuda:0")
+    if any(cell.device.startswith("cuda") for cell in runner.grid.cells) and name:
+        try:
+            return Prior(device_key(name))
+        except ValueError:
+            return None
+    return None
+
+
+class CellCosts:
+    """Seconds of a kernel's start and of its cells, read afresh from the records before each kernel."""
+
+    def __init__(self, runner: Runner, prior: Prior | None, reports_dir=None) -> None:
+        self.runner, self.prior, self.reports_dir = runner, prior, reports_dir
+
+    def _records(self) -> tuple[list[dict[str, Any]], Prior | None]:
+        from ...paths import REPORTS_DIR
+        from ...results import read_records
+        from .estimate import records_of_environment, results_files
+
+        files = results_files(self.runner.results_path, self.reports_dir or REPORTS_DIR)
+        records = records_of_environment(files, self.runner.environment)
+        if self.prior is None:
+            return records, None
+        device = records_on_device(read_records([f for f in files if f.is_file()]), self.prior.device)
+        return records, self.prior.calibrate(device)
+
+    def of_kernel(self, group: KernelGroup, cells: list[Cell], figure: str = "high") -> tuple[float, list[float]]:
+        """The kernel's start and each cell's seconds, as the limit counts them (a prior's ``figure``)."""
+        from ..grid.kernel_groups import KernelGroup as Group
+
+        records, prior = self._records()
+        prior = prior if group.device.startswith("cuda") else None  # a GPU's prior prices no CPU cell
+        sharing = Group(group.group_id, tuple(cells)).eager_sharing_pairs()
+        start = estimate_kernel_start_seconds(cells[0], records)
+        if start is None:
+            start = _pick(prior and prior.start(cells[0].model), figure, UNKNOWN_START_S)
+        seconds, modes = [], set()
+        for cell in cells:
+            known = estimate_cell_seconds(cell, records, cell in sharing)
+            warm = cell.compile_mode not in modes
+            modes.add(cell.compile_mode)
+            seconds.append(known if known is not None else _pick(
+                prior and prior.cell(CellShape.of_cell(cell), cell in sharing, warm), figure, UNKNOWN_CELL_S))
+        return start, seconds
+
+
+def _pick(span: Span | None, figure: str, unknown: float) -> float:
+    """The prior's ``figure`` ("high" or "point"; calibrated, the spread its records show); ``unknown``
+    where it prices nothing."""
+    return unknown if span is None else getattr(span, figure)
+
+
+class TimeLimit:
+    """The run's deadline: which cells may still start, and the stop when it passes."""
+
+    def __init__(self, seconds: float, costs: Callable[[KernelGroup, list[Cell]], tuple[float, list[float]]],
+                 clock: Callable[[], float] = time.monotonic, started: float | None = None) -> None:
+        self.seconds, self.costs, self.clock = seconds, costs, clock
+        self.deadline = (clock() if started is None else started) + seconds
+        self.reached = False          # the deadline passed while the run was on
+        self.held_back = False        # a cell was not started: it would not have finished in time
+        self.started_any = False      # a kernel was given cells in this run
+        self.needs: float | None = None  # seconds a kernel's start and first cell need, where the limit is shorter
+        self.say: Callable[[str], None] = lambda line: None   # tells the person watching what is held back
+        self._timer: threading.Timer | None = None
+
+    def left(self) -> float:
+        return self.deadline - self.clock()
+
+    def fitting(self, group: KernelGroup, cells: list[Cell]) -> list[Cell]:
+        """The first of ``cells`` that the kernel can start and finish before the deadline."""
+        if not cells:
+            return []
+        start, seconds = self.costs(group, cells)
+        budget, total, fit = self.left(), start, []
+        for cell, cost in zip(cells, seconds):
+            total += cost
+            if total > budget:
+                break
+            fit.append(cell)
+        if not fit and not self.started_any:
+            fit = self._first_on_its_point_figure(group, cells, budget)
+        self.started_any = self.started_any or bool(fit)
+        if len(fit) < len(cells):
+            self.held_back = True
+            self.say(f"[run] time limit: {len(fit)} of the {len(cells)} cell(s) of {group.group_id} fit in the "
+                     f"{duration_text(max(budget, 0.0))} left ({duration_text(total)} with the next); the rest "
+                     "wait for a later run")
+        return fit
+
+    def _first_on_its_point_figure(self, group: KernelGroup, cells: list[Cell], budget: float) -> list[Cell]:
+        """The first cell, where the kernel's start and it fit by the estimate's point figure; else none,
+        and how long a limit they need."""
+        start, seconds = self.costs(group, cells[:1], figure="point")
+        if start + seconds[0] <= budget:
+            self.say(f"[run] time limit: {group.group_id}'s first cell fits only by its estimate's point figure "
+                     f"({duration_text(start + seconds[0])}): started, so that its record calibrates the estimate")
+            return cells[:1]
+        self.needs = max(self.needs or 0.0, start + seconds[0])
+        self.say(f"[run] time limit: {group.group_id} needs a limit of {duration_text(start + seconds[0])} at least "
+                 "(its start and first cell, by the estimate's point figure)")
+        return []
+
+    def arm(self, on_limit: Callable[[], None]) -> "TimeLimit":
+        """Call ``on_limit`` (the runner's stop) when the deadline passes; ``disarm`` cancels it."""
+        def fire() -> None:
+            self.reached = True
+            on_limit()
+
+        self._timer = threading.Timer(max(0.0, self.left()), fire)
+        self._timer.daemon = True
+        self._timer.start()
+        return self
+
+    def disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+
+def set_time_limit(runner: Runner, seconds: float, device_model: str | None, stream, started: float) -> TimeLimit:
+    """A limit of ``seconds`` from ``started`` (``time.monotonic()``) on ``runner``, said on ``stream``."""
+    prior = machine_prior(runner, device_model)
+    runner.time_limit = TimeLimit(seconds, CellCosts(runner, prior).of_kernel, started=started)
+    runner.time_limit.say = lambda line: print(line, file=stream, flush=True)
+    source = f"else the a-priori estimate for {prior.device}" if prior else "no a-priori estimate (no known GPU)"
+    print(f"[run] time limit {duration_text(seconds)}: a kernel starts only the cells that fit (estimates from "
+          f"records, {source}, else {UNKNOWN_CELL_S / 60:.0f} min a cell); the run stops at the limit",
+          file=stream, flush=True)
+    return runner.time_limit
+
+
+def what_is_left(runner: Runner, device_model: str | None, outcome, reports_dir=None) -> tuple[str, int]:
+    """After a run under a time limit: the cells left by kernel with their estimate, and the exit status
+    (``LIMIT_REACHED_EXIT`` where the limit left cells and no cell or worker failed)."""
+    from .estimate import plan_run
+    from .prior_plan import kernel_span
+
+    limit, status = runner.time_limit, outcome.exit_status()
+    if outcome.signal is not None or not (limit.reached or limit.held_back) or not outcome.not_run:
+        return "", status
+    prior = machine_prior(runner, device_model)
+    plan = plan_run(runner, reports_dir, device_model=prior.device if prior else None)
+    lines, total, unknown = [], Span.exact(0.0), 0
+    for kernel in plan.kernels:
+        if prior:
+            span, missing = kernel_span(kernel)
+        else:
+            missing = kernel.unknown_cells + (kernel.start_seconds is None)
+            span = Span.exact(kernel.known_seconds) if kernel.known_seconds else None
+        total, unknown = total + (span or Span.exact(0.0)), unknown + missing
+        order = ", ".join(f"{cell.compile_mode} {cell.batch_size}" for cell in kernel.group.cells)
+        lines.append(f"  kernel {kernel.group.group_id}: {order}: " + (span_text(span) if span else "no estimate"))
+    why = "the limit was reached" if limit.reached else "no other cell would finish before the limit"
+    if not limit.started_any and limit.needs:  # running again would start nothing either
+        why = f"no kernel fits: give --time-limit {duration_text(limit.needs)} at least"
+        status = status or LIMIT_TOO_SHORT_EXIT
+    priced = "no estimate (no record prices them)" if not total.point else (
+        f"estimated {span_text(total)}" + (f", {unknown} cell(s) or kernel start(s) without an estimate not "
+                                           "included" if unknown else ""))
+    head = (f"time limit {duration_text(limit.seconds)}: {why}; left for a later run: {plan.cells_to_run} cell(s) in "
+            f"{len(plan.kernels)} kernel(s), {priced}{' a priori for ' + prior.device if prior else ''}"
+            + ("" if status == LIMIT_TOO_SHORT_EXIT else "; run the same command again to go on"))
+    return "\n".join([head, *lines]), LIMIT_REACHED_EXIT if status == 0 else status

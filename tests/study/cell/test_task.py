@@ -1,0 +1,235 @@
+import pytest
+
+from bench_utils.results import StaleWriterError, read_records
+from bench_utils.study.cell import task
+from bench_utils.study.lease import RunnerLease
+
+
+def run(tmp_path, **kwargs):
+    options = dict(study="t", task="image-classification", models=["timm:resnet18"],
+                   batch_sizes=[1, 2, 4], compile_modes=["eager"], runs=2, warmup=1, blocks=1,
+                   results_path=tmp_path / "results.jsonl")
+    options.update(kwargs)
+    return task.run(**options)
+
+
+def test_cells_are_measured_and_recorded(tmp_path):
+    returned = run(tmp_path, batch_sizes=[1, 2])
+    assert [r["status"] for r in returned] == ["ok", "ok"]
+    assert all(r["latency"]["mean"] > 0 for r in returned)
+    records = read_records(tmp_path / "results.jsonl")
+    assert [r["cell"]["batch_size"] for r in records] == [1, 2]
+    assert records[0]["config"]["tf32"] == "default" and records[0]["model"]["weights"] == "random"
+    assert records[0]["config"]["gpu_memory_gib"] is None  # the whole card (none here)
+
+
+def test_out_of_memory_records_oom_and_skips_larger_batches(tmp_path, monkeypatch):
+    monkeypatch.setenv(task.FAULT_ENV, "oom:timm:resnet18:2")
+    assert [r["status"] for r in run(tmp_path)] == ["ok", "oom", "oom"]
+    records = read_records(tmp_path / "results.jsonl")
+    assert "OutOfMemoryError" in records[1]["error"] and records[2]["skipped_after_oom"] == 2
+
+
+def test_a_gpu_memory_cap_on_a_cpu_kernel_is_refused_before_anything_is_measured(tmp_path):
+    with pytest.raises(ValueError, match="gpu_memory_gib caps a GPU's memory"):
+        run(tmp_path, gpu_memory_gib=16)
+    assert not (tmp_path / "results.jsonl").exists()
+
+
+@pytest.mark.cuda
+def test_on_a_gpu_a_cap_makes_a_batch_that_needs_more_oom_and_skips_the_larger_ones(tmp_path):
+    # batch 2048's images alone are 1.2 GB in float32: beyond a 1 GiB card
+    returned = run(tmp_path, device="cuda", batch_sizes=[1, 2048, 4096], gpu_memory_gib=1)
+    assert [r["status"] for r in returned] == ["ok", "oom", "oom"]
+    records = read_records(tmp_path / "results.jsonl")
+    assert "OutOfMemoryError" in records[1]["error"] and records[2]["skipped_after_oom"] == 2048
+    assert {r["config"]["gpu_memory_gib"] for r in records} == {1}
+    assert 0 < records[0]["config"]["gpu_memory_fraction"] < 0.1  # 1 GiB of a large card
+
+
+def test_an_error_records_the_traceback_and_the_rest_goes_on(tmp_path, monkeypatch):
+    monkeypatch.setenv(task.FAULT_ENV, "error:timm:resnet18:1")
+    assert [r["status"] for r in run(tmp_path, batch_sizes=[1, 2])] == ["error", "ok"]
+    error = read_records(tmp_path / "results.jsonl")[0]["error"]
+    assert "Traceback" in error and "RuntimeError: injected fault" in error
+
+
+def test_a_model_that_cannot_load_gives_an_error_per_cell(tmp_path):
+    returned = run(tmp_path, models=["resnet"], weights="pretrained", batch_sizes=[1, 2])
+    assert [r["status"] for r in returned] == ["error", "error"]
+    assert "weights='random'" in read_records(tmp_path / "results.jsonl")[1]["error"]
+
+
+def test_out_of_memory_is_recognized():
+    import torch
+
+    assert task.is_out_of_memory(torch.cuda.OutOfMemoryError("CUDA out of memory"))
+    assert task.is_out_of_memory(RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried"))
+    assert task.is_out_of_memory(RuntimeError(
+        "CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"))
+    assert not task.is_out_of_memory(RuntimeError("shape mismatch"))
+
+
+def test_a_notebook_of_a_replaced_runner_writes_nothing(tmp_path, monkeypatch):
+    import os
+
+    # The watchdog would end this very process (it is tested in test_lease.py).
+    monkeypatch.setattr(task, "start_watchdog", lambda *args, **kwargs: None)
+    results = tmp_path / "results.jsonl"
+    with RunnerLease(tmp_path, results) as old:
+        stale = old.run_id
+    with RunnerLease(tmp_path, results):
+        with pytest.raises(StaleWriterError):
+            run(tmp_path, batch_sizes=[1], runner_pid=os.getpid(), run_id=stale)
+    assert not results.exists() or read_records(results) == []
+
+
+def test_auto_weights_record_the_weights_measured_not_the_request(tmp_path):
+    # Offline (the tests force it), "auto" falls back to random: records must say "random".
+    with pytest.warns(UserWarning, match="falling back to random weights"):
+        returned = run(tmp_path, models=["resnet"], weights="auto", batch_sizes=[1], runs=1)
+    assert [r["status"] for r in returned] == ["ok"]
+    config = read_records(tmp_path / "results.jsonl")[0]["config"]
+    assert config["weights"] == "random" and config["weights_requested"] == "auto"
+
+
+def test_only_cells_are_measured_in_execution_order_with_their_phases(tmp_path):
+    returned = run(tmp_path, only_cells=[["eager", 4], ["eager", 1]])
+    assert [(r["cell"]["compile_mode"], r["cell"]["batch_size"]) for r in returned] == [("eager", 1), ("eager", 4)]
+    first, second = (r["phases"] for r in returned)
+    assert first["load_s"] > 0 and second["load_s"] == 0  # the model is built once per kernel
+    assert first["startup_s"] == 0  # reported under the grid runner only
+    for phases in (first, second):
+        assert phases["timed_s"] > 0 and phases["cell_s"] >= phases["timed_s"] + phases["warmup_s"]
+    with pytest.raises(ValueError, match="only_cells"):
+        run(tmp_path, only_cells=["eager"])
+
+
+def test_an_eager_cell_takes_the_eager_side_of_the_compiled_cells_pairs(tmp_path):
+    returned = run(tmp_path, compile_modes=["eager", "default"], batch_sizes=[1, 2], runs=4, blocks=2,
+                   backend="aot_eager")
+    order = [(r["cell"]["compile_mode"], r["cell"]["batch_size"]) for r in returned]
+    assert order == [("default", 1), ("default", 2), ("eager", 1), ("eager", 2)]  # compiled first
+    by_cell = dict(zip(order, returned))
+    for batch in (1, 2):
+        compiled, eager = by_cell[("default", batch)], by_cell[("eager", batch)]
+        assert eager["status"] == "ok" and eager["shared_measurement"]["with_compile_mode"] == "default"
+        assert eager["latency"]["mean"] * 1e3 == pytest.approx(compiled["speedup"]["eager_mean_ms"])
+        assert eager["latency"]["count"] == 4 and eager["phases"]["timed_s"] == 0
+        assert eager["memory"] is not None and eager["compute"]["flops"] == compiled["compute"]["flops"]
+    # the warm compile is measured once per model and mode
+    assert by_cell[("default", 1)]["compile"]["warm_ms"] is not None
+    assert by_cell[("default", 2)]["compile"]["warm_ms"] is None
+
+
+def test_an_eager_cell_without_a_compiled_one_is_timed_itself(tmp_path):
+    returned = run(tmp_path, only_cells=[["default", 1], ["eager", 1], ["eager", 2]], runs=2, blocks=1,
+                   backend="aot_eager")
+    eager_two = returned[-1]
+    assert "shared_measurement" not in eager_two and eager_two["phases"]["timed_s"] > 0
+
+
+class RecordingBar:
+    """Stands in for tqdm: what the bar was told."""
+
+    made = []
+
+    def __init__(self, total, unit, desc, disable, leave):
+        self.total, self.disable, self.updates, self.postfixes = total, disable, 0, []
+        RecordingBar.made.append(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def update(self):
+        self.updates += 1
+
+    def set_postfix_str(self, text):
+        self.postfixes.append(text)
+
+
+def test_a_person_sees_a_bar_over_the_cells_and_the_grid_runner_none(tmp_path, monkeypatch):
+    monkeypatch.setattr(task, "tqdm", RecordingBar)
+    RecordingBar.made.clear()
+    run(tmp_path, models=["timm:resnet18", "no-such-model"], batch_sizes=[1, 2])
+    bar = RecordingBar.made[-1]
+    assert bar.total == 4 and bar.updates == 4 and not bar.disable  # failed cells count too
+    assert bar.postfixes[0] == "timm:resnet18 float32 eager batch 1"
+    assert bar.postfixes[-1] == "no-such-model float32 eager batch 2"
+
+
+def test_dynamic_shapes_compile_once_and_count_what_later_batch_sizes_recompile(tmp_path):
+    returned = run(tmp_path, compile_modes=["default"], batch_sizes=[2, 3, 4], runs=4, blocks=2,
+                   backend="aot_eager", shapes="dynamic")
+    assert [r["status"] for r in returned] == ["ok"] * 3
+    assert {r["cell"]["shapes"] for r in returned} == {"dynamic"}
+    first, *later = returned
+    assert first["compile"]["graphs"] >= 1 and first["compile"]["warm_ms"] is not None
+    for record in later:  # the batch-2 compilation serves batch 3 and 4: no graph compiled there
+        assert record["compile"]["batch_shapes"] == {"shapes": "dynamic", "compiled_at_batch_size": 2,
+                                                     "recompiles_at_this_batch_size": 0,
+                                                     "method": "mark_dynamic(batch) + backed_size_oblivious"}
+        # the model's graphs are the one compilation's; its first call here compiled none
+        assert record["compile"]["graphs"] == first["compile"]["graphs"] and "batch size 2" in record["compile"]["cache"]
+        assert record["parity"]["parity"] == "pass"
+    static = run(tmp_path / "static", compile_modes=["default"], batch_sizes=[2, 3], runs=4, blocks=2,
+                 backend="aot_eager")
+    assert [r["compile"]["graphs"] for r in static] == [1, 1]  # the guide's way: one per batch size
+    assert all("batch_shapes" not in r["compile"] and r["cell"]["shapes"] == "static" for r in static)
+
+
+def test_a_compilation_at_batch_size_one_serves_the_next_batch_size(tmp_path):
+    from bench_utils.zoo.loading import load
+    from torch_recompiles import frames_recompiled
+
+    loaded = load("timm:resnet18", weights="random")
+    # dynamo would specialize a batch of 1 (and recompile at 2) but for backed_size_oblivious; torch 2.11's
+    # conv2d still guards on it: the record says what torch does
+    recompiles = frames_recompiled(loaded.model, loaded.inputs, (1, 2))
+    returned = run(tmp_path, compile_modes=["default"], batch_sizes=[1, 2], runs=4, blocks=2,
+                   backend="aot_eager", shapes="dynamic")
+    assert returned[1]["compile"]["batch_shapes"]["recompiles_at_this_batch_size"] == recompiles
+
+
+def test_channels_last_converts_model_and_images_for_eager_and_compiled_alike(tmp_path):
+    returned = run(tmp_path, compile_modes=["eager", "default"], batch_sizes=[1], runs=4, blocks=2,
+                   backend="aot_eager", memory_format="channels_last")
+    assert [r["status"] for r in returned] == ["ok", "ok"]
+    assert {r["cell"]["memory_format"] for r in returned} == {"channels_last"}
+    assert {r["model"]["memory_format"] for r in returned} == {"channels_last"}
+    compiled = returned[0]
+    assert compiled["parity"]["parity"] == "pass"  # against eager in the same layout
+
+
+def test_the_loaded_model_and_its_images_are_in_the_asked_layout():
+    import torch
+
+    from bench_utils.variants.memory_format import CHANNELS_LAST, layout_of
+    from bench_utils.zoo.loading import load
+
+    loaded = load("timm:resnet18", memory_format=CHANNELS_LAST)
+    inputs = loaded.inputs(2)
+    assert layout_of(inputs) == CHANNELS_LAST and loaded.info()["memory_format"] == CHANNELS_LAST
+    conv = next(m for m in loaded.model.modules() if isinstance(m, torch.nn.Conv2d))
+    assert conv.weight.is_contiguous(memory_format=torch.channels_last) and not conv.weight.is_contiguous()
+    assert layout_of(load("timm:resnet18").inputs(2)) == "contiguous"
+    with pytest.raises(ValueError, match="unknown memory format 'nchw'"):
+        load("timm:resnet18", memory_format="nchw")
+
+
+def test_a_kernel_starts_the_compile_worker_pool_before_its_first_compiled_cell(tmp_path, monkeypatch):
+    from bench_utils.variants import compile_workers
+
+    events = []
+    monkeypatch.setattr(compile_workers, "ready", lambda backend="inductor", **_: events.append(("pool", backend)))
+    run_cell = task.run_cell
+    monkeypatch.setattr(task, "run_cell", lambda loaded, **kw: events.append(("cell", kw["mode"])) or
+                        run_cell(loaded, **kw))
+    run(tmp_path, batch_sizes=[1])  # eager only: nothing compiles, no pool
+    assert events == [("cell", "eager")]
+    events.clear()
+    run(tmp_path, compile_modes=["default"], batch_sizes=[1], backend="aot_eager")
+    assert events[:2] == [("pool", "aot_eager"), ("cell", "default")]  # the kernel's, then the cell's own check

@@ -1,0 +1,42 @@
+from bench_utils.study.grid.grid_file import parse_grid
+from bench_utils.study.grid.kernel_groups import execution_order, kernel_groups
+
+GRID = {"study": "g", "runs": 3, "warmup": 1, "blocks": 1, "grids": [
+    {"models": ["resnet"], "batch_sizes": [4, 1], "compile_modes": ["eager", "reduce-overhead", "default"]},
+    {"models": ["resnet"], "batch_sizes": [16], "compile_modes": ["default"], "runs": 5, "blocks": 1},
+    {"models": ["segformer"], "batch_sizes": [1], "compile_modes": ["eager"]}]}
+
+
+def test_compiled_modes_first_in_their_order_then_eager_batches_ascending_each_once():
+    pairs = [("eager", 4), ("reduce-overhead", 1), ("eager", 1), ("default", 4), ("eager", 4), ("default", 1)]
+    assert execution_order(pairs) == [("reduce-overhead", 1), ("default", 1), ("default", 4),
+                                      ("eager", 1), ("eager", 4)]
+
+
+def test_a_group_is_one_model_with_one_set_of_settings_and_ids_stay_unique():
+    groups = kernel_groups(parse_grid(GRID).cells)
+    assert [g.group_id for g in groups] == ["image-classification__resnet__float32__cpu",
+                                            "image-classification__resnet__float32__cpu__2",  # runs 5
+                                            "image-segmentation__segformer__float32__cpu"]
+    first = groups[0]
+    assert first.pairs() == [["reduce-overhead", 1], ["reduce-overhead", 4], ["default", 1], ["default", 4],
+                             ["eager", 1], ["eager", 4]]
+    assert {(c.compile_mode, c.batch_size) for c in first.eager_sharing_pairs()} == {("eager", 1), ("eager", 4)}
+    assert groups[2].eager_sharing_pairs() == set()  # eager alone: timed by itself
+    assert first.without(first.cells[:2]).pairs()[0] == ["default", 1]
+
+
+def test_each_memory_format_and_shapes_gets_a_kernel_of_its_own():
+    grid = {"study": "g", "runs": 3, "warmup": 1, "blocks": 1, "grids": [
+        {"models": ["resnet"], "batch_sizes": [1, 4], "compile_modes": ["eager", "default"],
+         "memory_formats": ["contiguous", "channels_last"], "shapes": ["static", "dynamic"]}]}
+    groups = kernel_groups(parse_grid(grid).cells)
+    assert [g.group_id for g in groups] == [
+        "image-classification__resnet__float32__cpu",
+        "image-classification__resnet__float32__dynamic__cpu",
+        "image-classification__resnet__float32__channels_last__cpu",
+        "image-classification__resnet__float32__channels_last__dynamic__cpu"]
+    dynamic = groups[1]
+    assert dynamic.pairs() == [["default", 1], ["default", 4]]  # no eager: it is the static kernel's
+    assert all(c.settings.shapes == "dynamic" and c.settings.memory_format == "contiguous" for c in dynamic.cells)
+    assert "channels_last" in groups[2].label

@@ -1,0 +1,171 @@
+import pytest
+
+from bench_utils.settings import Settings
+from bench_utils.measurement.timing import Measurement
+from bench_utils.paths import PROJECT_ROOT
+from bench_utils.records import make_record, measurement_settings
+from bench_utils.study.runner.prior_estimate import (ENDS, OPTIMISTIC, PESSIMISTIC, SYNC_S, TYPICAL, Assumptions, CellShape,
+                                              Prior, Span, device_key, load_model_costs, records_on_device)
+
+# A model of round figures: 134 GFLOPs of matmuls per image, 1,675 MB of eager traffic per image, 100 kernels.
+ROW = {"conv_gflops_per_image": 0.0, "conv_gflops_fixed": 0.0, "other_gflops_per_image": 134.0,
+       "other_gflops_fixed": 0.0, "eager_mb_per_image": 1675.0, "eager_mb_fixed": 0.0, "eager_ops": 100,
+       "build_s_cpu": 2.0, "cold_compile_s_cpu": 30.0}
+HALF = Assumptions(flop_efficiency=0.5, bandwidth_efficiency=0.5, host_s_per_kernel=10e-6, fused_kernel_share=0.5,
+                   graph_kernel_share=0.05, device_s_per_kernel=1e-6, compiled_traffic=0.5, compile_factor=1.0,
+                   warm_compile_share=0.5, start_s=10.0, build_factor=1.0)
+H100_ENV = {"torch_version": "2.11.0", "driver_version": "580.1",
+            "gpus": [{"index": 0, "name": "NVIDIA H100 80GB HBM3"}]}
+
+
+def shape(batch=1, mode="default", tf32="strict", dtype="float32", runs=300, warmup=10):
+    return CellShape("m", batch, mode, dtype, tf32, runs, warmup)
+
+
+def test_a_call_is_the_roofline_or_the_hosts_launches_whichever_is_slower():
+    prior = Prior("H100 SXM", costs={"m": ROW})
+    # H100 SXM float32 without TF32: 67 TFLOP/s; at half of it 134 GFLOPs take 4 ms. The traffic,
+    # 1,675 MB at half of 3,350 GB/s, takes 1 ms: compute bound. 100 kernels add 0.1 ms on the device;
+    # the host's 100 launches at 10 us (1 ms) hide behind it.
+    assert prior.call_seconds(shape(), "eager", HALF) == pytest.approx(4.1e-3 + SYNC_S)
+    # TF32 on (policy "on"): 494.5 TFLOP/s, so 0.54 ms of compute; the 1 ms of traffic now bounds it
+    assert prior.call_seconds(shape(tf32="on"), "eager", HALF) == pytest.approx(1.1e-3 + SYNC_S)
+    # compiled: half the traffic (0.5 ms) and half the kernels (0.05 ms): 134 / 247.25 TFLOP/s = 0.542 ms
+    assert prior.call_seconds(shape(tf32="on"), "default", HALF) == pytest.approx(
+        134e9 / 247.25e12 + 50e-6 + SYNC_S)
+    # a tiny batch is launch bound: the host's 1 ms, not the 0.04 ms of compute
+    tiny = Prior("H100 SXM", costs={"m": {**ROW, "other_gflops_per_image": 1.34, "eager_mb_per_image": 16.75}})
+    assert tiny.call_seconds(shape(), "eager", HALF) == pytest.approx(1e-3 + SYNC_S)
+    # a CUDA-graph replay: its host cost a twentieth of eager's (0.05 ms), the device's 0.04 + 0.05 ms bound it
+    assert tiny.call_seconds(shape(mode="reduce-overhead"), "reduce-overhead", HALF) == pytest.approx(
+        1.34e9 / 33.5e12 + 50e-6 + SYNC_S)
+
+
+def test_work_grows_with_the_batch_and_halves_its_bytes_in_16_bit():
+    prior = Prior("A100 SXM", costs={"m": ROW})
+    one, four = (prior.call_seconds(shape(batch=b), "eager", HALF) for b in (1, 4))
+    assert (four - SYNC_S) > 3.9 * (one - SYNC_S)
+    assert Prior("T4", costs={"m": ROW}).call_seconds(shape(dtype="bfloat16"), "eager", HALF) is None  # no BF16
+    memory_bound = Prior("L4", costs={"m": {**ROW, "other_gflops_per_image": 0.0}})
+    full, half = (memory_bound.call_seconds(shape(dtype=d), "eager", HALF) for d in ("float32", "float16"))
+    assert half - SYNC_S - 1e-4 == pytest.approx((full - SYNC_S - 1e-4) / 2)
+
+
+def test_the_range_holds_the_point_estimate_for_every_model_of_the_table():
+    prior = Prior("H100 SXM")
+    assert set(load_model_costs()) >= {"vit", "resnet", "detr", "maskformer", "conditional-detr"}
+    for model in load_model_costs():
+        for mode in ("eager", "default", "reduce-overhead", "max-autotune"):
+            for batch in (1, 16):
+                span = prior.cell(CellShape(model, batch, mode, "float32", "default", 300, 10))
+                assert 0 < span.low < span.point < span.high, (model, mode, batch)
+        start = prior.start(model)
+        assert 0 < start.low < start.point < start.high
+    assert [ends.flop_efficiency for ends in ENDS] == sorted([ends.flop_efficiency for ends in ENDS], reverse=True)
+    assert OPTIMISTIC.host_s_per_kernel < TYPICAL.host_s_per_kernel < PESSIMISTIC.host_s_per_kernel
+
+
+def test_a_cell_counts_what_the_cell_does_around_its_timed_runs():
+    prior = Prior("H100 SXM", costs={"m": ROW})
+    compiled, eager = shape(), shape(mode="eager")
+    shared = prior.raw_cell(eager, shares_pairs=True)
+    alone = prior.raw_cell(eager)
+    assert shared.point < 1 < alone.point  # an eager cell taking a compiled cell's pairs times nothing
+    # the first batch size of a mode also compiles warm; a compiled cell times both sides
+    assert prior.raw_cell(compiled, warm=True).point > prior.raw_cell(compiled, warm=False).point
+    cold = 30 * TYPICAL.compile_factor  # the table's 30 s on its CPU, as a GPU host would compile
+    assert prior.raw_cell(compiled, warm=False).point > alone.point + cold
+    assert prior.raw_cell(compiled, warm=True).point - prior.raw_cell(compiled, warm=False).point == pytest.approx(
+        cold * TYPICAL.warm_compile_share)
+    more_runs = prior.raw_cell(shape(runs=3000), warm=False).point - prior.raw_cell(compiled, warm=False).point
+    assert more_runs == pytest.approx(2700 * (prior.call_seconds(compiled, "eager", TYPICAL)
+                                              + prior.call_seconds(compiled, "default", TYPICAL)))
+    assert prior.raw_cell(CellShape("not-in-table", 1, "default", "float32", "default", 300, 10)) is None
+
+
+def record_on(environment, batch, cell_s, mode="default", startup_s=0.0):
+    fields = dict(study="t", task="image-classification", model="m", batch_size=batch, compile_mode=mode,
+                  dtype="float32", device="cuda")
+    config = measurement_settings(Settings(blocks=30, tf32="strict"))
+    return make_record(**fields, measurement=Measurement([1.0, 2.0], 1.0), config=config, environment=environment,
+                       compile={"warm_ms": 1.0}, extra={"phases": {"cell_s": cell_s, "startup_s": startup_s}})
+
+
+def test_calibration_moves_the_prior_toward_the_cells_recorded_on_the_device():
+    prior = Prior("H100 SXM", costs={"m": ROW})
+    raw = prior.raw_cell(shape(batch=4))
+    recorded = [record_on(H100_ENV, 1, 2 * prior.raw_cell(shape(batch=1)).point, startup_s=50.0),
+                record_on(H100_ENV, 16, 4 * prior.raw_cell(shape(batch=16)).point)]
+    a100 = {**H100_ENV, "gpus": [{"index": 0, "name": "NVIDIA A100-SXM4-80GB"}]}
+    assert records_on_device([*recorded, record_on(a100, 4, 1.0)], "H100 SXM") == recorded
+    shared = record_on(H100_ENV, 4, 50.0, mode="eager")  # an eager cell on shared pairs: says nothing of the rest
+    shared["shared_measurement"] = {"with_compile_mode": "default"}
+    calibrated = prior.calibrate([*recorded, shared])
+    assert calibrated.calibrated_on == 2 and prior.calibrated_on == 0
+    span = calibrated.cell(shape(batch=4))
+    assert span.point == pytest.approx(3 * raw.point)  # the median of the ratios 2 and 4, and their spread
+    assert span.low == pytest.approx(2 * raw.point) and span.high == pytest.approx(4 * raw.point)
+    assert calibrated.start("m").point == pytest.approx(50.0)  # the one recorded kernel start
+    # one recorded cell: its ratio, with at least +-25 % around it
+    one = prior.calibrate(recorded[:1]).cell(shape(batch=4))
+    assert (one.low, one.point, one.high) == pytest.approx((1.6 * raw.point, 2 * raw.point, 2.5 * raw.point))
+
+
+def test_device_names_resolve_and_unknown_ones_list_the_known():
+    assert device_key("H100") == "H100 SXM" and device_key("a100-pcie") == "A100 PCIe" and device_key("L4") == "L4"
+    with pytest.raises(ValueError, match=r"'RTX 4090'.*known: H100 SXM, H100 NVL, .*V100S PCIe$"):
+        device_key("RTX 4090")
+
+
+def test_the_priors_copies_of_other_modules_constants_agree_with_them():
+    from bench_utils.study.cell import memory_and_energy as after_timing
+    from bench_utils.study.runner import prior_estimate
+    from bench_utils.vocabulary import COMPILED_MODE_ORDER
+
+    assert prior_estimate.MEMORY_CALLS == after_timing.MEMORY_CALLS
+    assert prior_estimate.ENERGY_WINDOW_S == after_timing.ENERGY_WINDOW_S
+    assert set(prior_estimate.MODE_COMPILE_FACTOR) == set(COMPILED_MODE_ORDER)
+
+
+def test_the_table_says_where_it_came_from():
+    import json
+
+    table = json.loads((PROJECT_ROOT / "bench_utils" / "study" / "runner" / "data" / "model_costs.json").read_text())
+    assert table["provenance"]["script"].startswith("benchmarks/model_costs.py")
+    assert {"torch", "transformers", "cpu_model", "measured"} <= set(table["provenance"])
+
+
+def test_span_adds_each_end():
+    assert Span(1, 2, 3) + Span(10, 20, 30) == Span(11, 22, 33) and Span.exact(4) == Span(4, 4, 4)
+
+
+def test_the_priors_call_times_hold_the_guides_published_latencies():
+    """The guide's A100, V100 and T4 tables (torch 2.0.1, fp32, default mode): its eager and compiled latencies
+    fall within the prior's range for most cells, and its point is right within a factor of 1.3 on average."""
+    import csv
+    import math
+
+    from bench_utils.zoo.registry import REGISTRY
+
+    key_of = {spec.label: spec.key for spec in REGISTRY.values()}
+    devices = {"A100": "A100 SXM", "V100": "V100 SXM2", "T4": "T4"}
+    inside, ratios = 0, []
+    with open(PROJECT_ROOT / "bench_utils" / "report" / "data" / "hf_torch_compile_reference.csv") as table:
+        rows = [row for row in csv.DictReader(table) if row["torch_version"] == "2.0.1" and row["status"] == "ok"]
+    for row in rows:
+        prior = Prior(devices[row["gpu"]])
+        cell = CellShape(key_of[row["model"]], int(row["batch_size"]), "default", "float32", "default", 300, 10)
+        for side, published in (("eager", row["eager_ms"]), ("default", row["compiled_ms"])):
+            low, point, high = (prior.call_seconds(cell, side, ends) * 1e3 for ends in ENDS)
+            inside += low <= float(published) <= high
+            ratios.append(float(published) / point)
+    assert len(ratios) == 200
+    assert inside >= 0.8 * len(ratios)
+    assert 1 / 1.3 < math.exp(sum(map(math.log, ratios)) / len(ratios)) < 1.3
+
+
+def test_a_model_without_a_measured_compile_takes_the_measured_ones_rate_per_operator():
+    prior = Prior("H100 SXM", costs={"a": ROW, "b": {**ROW, "cold_compile_s_cpu": 90.0, "eager_ops": 200},
+                                     "c": {**ROW, "cold_compile_s_cpu": None, "eager_ops": 400}})
+    assert prior.cpu_compile_seconds(prior.costs["a"]) == 30.0
+    assert prior.cpu_compile_seconds(prior.costs["c"]) == pytest.approx(400 * 0.375)  # median of 0.3 and 0.45 s
