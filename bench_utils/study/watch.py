@@ -14,7 +14,7 @@ from pathlib import Path
 import time
 from typing import Any, Callable
 
-from ..records import cell_identity
+from ..record_key import cell_identity
 from ..results import iter_records, locked
 from .execution import oom_kill_count
 from .grid import Cell
