@@ -6,24 +6,25 @@ when not ok), the latency block in optimum-benchmark's shape (seconds), the
 throughput, memory and compile blocks, the run's configuration (weights, seed...)
 and the environment. A record that was not measured carries no latency at all:
 no number is ever written that was not measured.
-Building and validating records, and a cell's identity, live here; writing and
-reading the results file live in ``results``. No torch and no pandas are imported:
-the runner, the lease and the report read records without them.
+Building and validating records live here; what each block holds, and reading one, in
+``record_blocks``; a record's identity in ``record_key``; writing and reading the results
+file in ``results``. No torch and no pandas are imported: the runner, the lease and the
+report read records without them.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-from dataclasses import Field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 import uuid
 
-from .env import capture_environment, gpu_name
-from .settings import COMPILE, HASHED, IDENTITY, WHEN_SET, Settings, setting_fields
-from .vocabulary import CompileMode, Status
+from .env import capture_environment
+from .record_blocks import (CellBlock, CompileBlock, ConfigBlock, EnvironmentBlock, LatencyBlock, MemoryBlock,
+                            ThroughputBlock)
+from .record_key import VARIANT_FIELDS, record_name
+from .settings import COMPILE, HASHED, WHEN_SET, Settings, setting_fields
+from .vocabulary import Status
 
 if TYPE_CHECKING:  # the measurement layer imports torch; records are read without it
     from .measurement.timing import Measurement
@@ -32,16 +33,12 @@ if TYPE_CHECKING:  # the measurement layer imports torch; records are read witho
 SCHEMA_VERSION = 2
 STATUSES = tuple(Status)
 CELL_FIELDS = ("study", "task", "model", "batch_size", "compile_mode", "dtype", "device")
-# A cell's variant beyond the guide's way, with the value a record without it means (records
-# written before variants existed are the guide's cells).
-VARIANT_FIELDS = {item.name: (item.default, *(name for name in item.metadata["choices"] if name != item.default))
-                  for item in setting_fields() if item.metadata["record"] == IDENTITY}
 MAX_ERROR_CHARS = 8_000
 
 
 # --- building ---------------------------------------------------------------------
 
-def latency_block(measurement: Measurement) -> dict[str, Any]:
+def latency_block(measurement: Measurement) -> LatencyBlock:
     """optimum-benchmark's latency block (seconds), plus p999, median, ci95 and more."""
     seconds = [t / 1000.0 for t in measurement.times_ms]
     mean = measurement.mean_ms / 1000.0
@@ -72,16 +69,16 @@ def latency_block(measurement: Measurement) -> dict[str, Any]:
 
 def make_record(*, study: str, task: str, model: str, batch_size: int, compile_mode: str,
                 dtype: str, device: str, memory_format: str = "contiguous", shapes: str = "static",
-                status: str = Status.OK, measurement: Measurement | None = None, memory: dict | None = None,
-                compile: dict | None = None, config: dict | None = None,
-                error: str | None = None, environment: dict | None = None,
+                status: str = Status.OK, measurement: Measurement | None = None, memory: MemoryBlock | None = None,
+                compile: CompileBlock | None = None, config: ConfigBlock | None = None,
+                error: str | None = None, environment: EnvironmentBlock | None = None,
                 extra: dict | None = None) -> dict[str, Any]:
     """A validated record for one cell; the environment is captured when not given."""
-    cell = {"study": study, "task": task, "model": model, "batch_size": batch_size,
-            "compile_mode": compile_mode, "dtype": dtype, "device": device,
-            "memory_format": memory_format, "shapes": shapes}
+    cell: CellBlock = {"study": study, "task": task, "model": model, "batch_size": batch_size,
+                       "compile_mode": compile_mode, "dtype": dtype, "device": device,
+                       "memory_format": memory_format, "shapes": shapes}
     validate_cell(cell)  # before anything is computed from it
-    compile_block = dict(compile or {})
+    compile_block: CompileBlock = {**(compile or {})}
     if measurement is not None:
         compile_block.setdefault("first_call_ms", measurement.first_call_ms)
     record = {
@@ -92,7 +89,7 @@ def make_record(*, study: str, task: str, model: str, batch_size: int, compile_m
         "error": _tail(error) if error is not None else None,
         "config": dict(config or {}),
         "latency": latency_block(measurement) if measurement is not None else None,
-        "throughput": ({"unit": "samples/s", "value": measurement.throughput(batch_size)}
+        "throughput": (ThroughputBlock(unit="samples/s", value=measurement.throughput(batch_size))
                        if measurement is not None else None),
         "memory": memory,
         "compile": compile_block or None,
@@ -168,76 +165,26 @@ def validate_record(record: dict[str, Any]) -> None:
         raise ValueError(f"{bad} is NaN or infinite: JSON cannot hold it and it is not a measurement")
 
 
-# --- identity -------------------------------------------------------------------
+# --- a record's config -------------------------------------------------------------
 
-def cell_variant(record: dict[str, Any]) -> tuple[str, str]:
-    """(memory_format, shapes) of a record's cell; the guide's (contiguous, static) when not said."""
-    cell = record["cell"]
-    return tuple(cell.get(name) or allowed[0] for name, allowed in VARIANT_FIELDS.items())
-
-
-def cell_identity(record: dict[str, Any]) -> tuple:
-    """(study, task, model, batch_size, compile_mode, dtype, memory_format, shapes, device kind)."""
-    cell = record["cell"]
-    return (cell["study"], cell["task"], cell["model"], cell["batch_size"], cell["compile_mode"],
-            cell["dtype"], *cell_variant(record), cell["device"].split(":")[0])
-
-
-def _record_name(item: Field) -> str:
-    return item.metadata["record_name"] or item.name
-
-
-def _record_keys(*kinds: str) -> tuple[str, ...]:
-    return tuple(_record_name(item) for item in setting_fields() if item.metadata["record"] in kinds)
-
-
-def measurement_settings(settings: Settings) -> dict[str, Any]:
+def measurement_settings(settings: Settings) -> ConfigBlock:
     """How a cell is measured, as its record's ``config`` carries it: each setting a record keeps
     (``settings``: its ``record``), under its record name (``weights_requested``: the weights asked
     for)."""
-    return {**{_record_name(item): getattr(settings, item.name) for item in setting_fields()
-               if item.metadata["record"] in (HASHED, COMPILE, WHEN_SET)}}
+    return {record_name(item): getattr(settings, item.name) for item in setting_fields()
+            if item.metadata["record"] in (HASHED, COMPILE, WHEN_SET)}
 
 
-SETTINGS_KEYS = _record_keys(HASHED, COMPILE)
-COMPILE_SETTINGS = _record_keys(COMPILE)  # no part of an eager cell's measurement
-# settings that enter the hash only where set: the records written before them keep their keys
-OPTIONAL_SETTINGS = _record_keys(WHEN_SET)
-
-
-def settings_hash(config: dict[str, Any], compile_mode: str) -> str:
-    """A short hash of the settings that change a cell's measurement: change one, and the cell
-    is another cell (measured again on resume, shown apart in reports)."""
-    settings = {key: config.get(key) for key in SETTINGS_KEYS
-                if not (compile_mode == CompileMode.EAGER and key in COMPILE_SETTINGS)}
-    settings.update({key: config[key] for key in OPTIONAL_SETTINGS if config.get(key) is not None})
-    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode("utf-8")).hexdigest()[:12]
-
-
-def environment_key(environment: dict[str, Any], kind: str) -> tuple[Any, ...]:
-    """What a cell's identity takes from the environment: the torch version, the processor, and
-    the host fact that changes latency on it (the GPU driver; the CPU's core count). A CPU cell
-    placed by a cluster on a declared accelerator type also takes that kind (a GPU's kind is its
-    name, already there)."""
-    if kind == "cuda":
-        return (environment.get("torch_version"), gpu_name(environment, "cuda:0"),
-                environment.get("driver_version"))
-    return (environment.get("torch_version"), environment.get("cpu_model"),
-            environment.get("cpu_count_logical"), environment.get("accelerator_type"))
-
-
-def record_key(record: dict[str, Any]) -> tuple:
-    """A cell's identity, how it was measured, and on what: the same key means the same measurement."""
-    identity = cell_identity(record)
-    return (*identity, settings_hash(record.get("config") or {}, identity[4]),
-            *environment_key(record.get("environment") or {}, identity[-1]))
+def unmeasured_config(settings: Settings) -> ConfigBlock:
+    """The ``config`` of a record a runner writes for a cell no kernel measured: no weights were."""
+    return {**measurement_settings(settings), "weights": None}
 
 
 # --- records of cells that were not measured -------------------------------------
 
 def failure_record(*, study: str, task: str, model: str, batch_size: int, compile_mode: str,
-                   dtype: str, device: str, status: str, error: str, config: dict[str, Any],
-                   environment: dict[str, Any] | None = None, memory_format: str = "contiguous",
+                   dtype: str, device: str, status: str, error: str, config: ConfigBlock,
+                   environment: EnvironmentBlock | None = None, memory_format: str = "contiguous",
                    shapes: str = "static", **extra: Any) -> dict[str, Any]:
     """The record of a cell that was not measured (oom, error or skipped)."""
     return make_record(study=study, task=task, model=model, batch_size=batch_size,
@@ -247,8 +194,8 @@ def failure_record(*, study: str, task: str, model: str, batch_size: int, compil
                        extra=extra or None)
 
 
-def skipped_after_oom(cell: dict[str, Any], oom_at: int, config: dict[str, Any],
-                      environment: dict[str, Any] | None = None) -> dict[str, Any]:
+def skipped_after_oom(cell: CellBlock, oom_at: int, config: ConfigBlock,
+                      environment: EnvironmentBlock | None = None) -> dict[str, Any]:
     """The record of a cell not run because a smaller batch of its group ran out of memory."""
     return failure_record(**cell, status=Status.OOM, config=config, environment=environment,
                           error=f"not run: batch size {oom_at} ran out of memory for this model, "

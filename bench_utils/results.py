@@ -22,7 +22,8 @@ import sys
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 import warnings
 
-from .records import CELL_FIELDS, SCHEMA_VERSION, VARIANT_FIELDS, validate_record
+from .record_key import VARIANT_FIELDS
+from .records import CELL_FIELDS, SCHEMA_VERSION, validate_record
 
 if TYPE_CHECKING:
     import pandas as pd

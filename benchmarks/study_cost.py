@@ -82,7 +82,7 @@ class CellCost:
 
 def records_by_cell(records: Iterable[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
     """The last record of each cell identity (a results file is in time order)."""
-    from bench_utils.records import cell_identity
+    from bench_utils.record_key import cell_identity
 
     return {cell_identity(record): record for record in records}
 

@@ -21,7 +21,8 @@ import bench_utils
 
 PACKAGE = Path(bench_utils.__file__).parent
 # the base every layer may use
-TOP_MODULES = {"paths", "parameters", "vocabulary", "settings", "env", "records", "results", "kernel"}
+TOP_MODULES = {"paths", "parameters", "vocabulary", "settings", "env", "record_blocks", "record_key", "records",
+               "results", "kernel"}
 
 # What each part may import of the package (besides itself and the base).
 ALLOWED = {
@@ -36,16 +37,19 @@ ALLOWED = {
     "__init__": {"measurement", "variants", "zoo", "study", "cluster", "report"},
 }
 # Within the base, the order in which its modules may import each other.
-BASE_ORDER = ["paths", "parameters", "vocabulary", "settings", "kernel", "env", "records", "results"]
+BASE_ORDER = ["paths", "parameters", "vocabulary", "settings", "kernel", "record_blocks", "env", "record_key",
+              "records", "results"]
 # Modules that must load neither torch nor (where listed) pandas: the runner's lease,
 # the records, the model registry and the whole report read results without them.
 NO_TORCH = ["bench_utils.paths", "bench_utils.parameters", "bench_utils.vocabulary", "bench_utils.settings",
-            "bench_utils.kernel", "bench_utils.env", "bench_utils.records",
+            "bench_utils.kernel", "bench_utils.env", "bench_utils.record_blocks", "bench_utils.record_key",
+            "bench_utils.records",
             "bench_utils.results", "bench_utils.study.lease", "bench_utils.study.grid.grid_file", "bench_utils.zoo.registry",
             "bench_utils.zoo.architectures", "bench_utils.report.frame", "bench_utils.report.tables",
             "bench_utils.report.context", "bench_utils.report.plots", "bench_utils.report.sections",
             "bench_utils.report.render", "bench_utils.cli", "bench_utils"]
-NO_PANDAS = ["bench_utils.parameters", "bench_utils.records", "bench_utils.results", "bench_utils.study.lease", "bench_utils.kernel"]
+NO_PANDAS = ["bench_utils.parameters", "bench_utils.record_blocks", "bench_utils.record_key", "bench_utils.records",
+             "bench_utils.results", "bench_utils.study.lease", "bench_utils.kernel"]
 # A module this long is worth a look (a warning: files split by meaning, not by size); past the limit, split it.
 WARN_LINES = 400
 MAX_LINES = 600

@@ -34,14 +34,15 @@ import threading
 from typing import Any, Callable
 
 from ..paths import scrub
-from ..records import cell_identity, failure_record, record_key
+from ..record_key import CellIdentity, RecordKey, cell_identity, record_key
+from ..records import failure_record, unmeasured_config
 from ..results import append_record, iter_records, locked
 from ..study.grid.grid_file import Cell, Grid
 from ..study.grid.kernel_groups import KernelGroup, kernel_groups
 from ..study.lease import RunnerLease
 from ..study.runner.progress_display import Outcome, Progress, RunOutcome
 from ..study.runner.resume import DONE_STATUSES
-from ..study.runner.grid_runner import cell_fields, default_cell_timeout, study_folder, unmeasured_config
+from ..study.runner.grid_runner import default_cell_timeout, study_folder
 from ..study.runner.clean_stop import StopOnSignal
 from .node import GroupTask
 from .audit_trail import keep_files, kept_name
@@ -112,9 +113,9 @@ class ClusterRunner:
 
     def _read_study(self) -> None:
         """What the study knows: records by cell (sent to nodes) and the keys already done."""
-        self.records: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
-        self.done: set[tuple] = set()
-        self.recorded: set[tuple] = set()          # (kind, cell identity) recorded in this run
+        self.records: dict[CellIdentity, list[dict[str, Any]]] = defaultdict(list)
+        self.done: set[RecordKey] = set()
+        self.recorded: set[tuple[str | None, CellIdentity]] = set()  # (kind, identity) recorded in this run
         if self.force or not self.results_path.exists():
             return  # --force: every cell is measured again, whatever the study holds
         with locked(self.results_path, shared=True):
@@ -260,8 +261,8 @@ class ClusterRunner:
     def _record(self, work: _Work, cell: Cell, status: str, reason: str, tally: RunOutcome,
                 progress: Progress) -> None:
         """A record the driver writes for a cell its node could not record, in that node's environment."""
-        record = failure_record(**cell_fields(cell), status=status, error=scrub(reason),
-                                config=unmeasured_config(cell), environment=work.environment)
+        record = failure_record(**cell.identity().cell_block(), status=status, error=scrub(reason),
+                                config=unmeasured_config(cell.settings), environment=work.environment)
         self._count(work, cell, record, Outcome(cell, status, 0.0, work.node, reason.splitlines()[0][:160]),
                     tally, progress)
 

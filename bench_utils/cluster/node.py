@@ -35,7 +35,7 @@ from typing import Any, Iterator
 
 from ..env import ACCELERATOR_TYPE_ENV, CLUSTER_NODE_ENV
 from ..paths import PROJECT_ROOT, REPORTS_DIR
-from ..records import cell_identity
+from ..record_key import cell_identity
 from ..results import append_record, iter_records
 from ..study.grid.grid_file import Cell, Grid
 from ..study.runner.progress_display import Outcome

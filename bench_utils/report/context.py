@@ -12,6 +12,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from ..record_blocks import block
 from .frame import device_name
 from .i18n import Catalog
 from .markdown import environment_label, ltr, markdown_table
@@ -44,7 +45,7 @@ def environment_tables(records: Iterable[dict[str, Any]], catalog: Catalog) -> l
     """One table per device: the environment of its latest record."""
     by_device: dict[str, dict[str, Any]] = {}
     for record in records:
-        by_device[device_name(record)] = record.get("environment") or {}
+        by_device[device_name(record)] = block(record, "environment")
     tables = []
     for device, environment in sorted(by_device.items()):
         rows = []

@@ -16,7 +16,8 @@ import pandas as pd
 
 from ..env import gpu_name
 from ..paths import PROJECT_ROOT
-from ..records import cell_variant, record_key
+from ..record_blocks import CompileBlock, MemoryBlock, block, eager_memory, energy_side, last_error_line, part
+from ..record_key import RecordKey, cell_identity, record_key
 from ..results import read_records
 from ..parameters import text_list
 from ..zoo.registry import label_of
@@ -62,7 +63,7 @@ class DuplicateCellWarning(UserWarning):
 def latest_records(paths: Iterable[str | os.PathLike]) -> list[dict[str, Any]]:
     """Every cell's latest record, across all the files given.
 
-    A cell is the same (``records.record_key``, without the study name) whatever study
+    A cell is the same (``record_key.RecordKey.without_study``) whatever study
     folder it came from; the record with the latest timestamp wins (a cell measured
     again replaces its earlier record, an error included). Two records that differ
     in settings or host but would fill the same row of a table (same model, batch,
@@ -70,19 +71,19 @@ def latest_records(paths: Iterable[str | os.PathLike]) -> list[dict[str, Any]]:
     and a warning names both.
     """
     records = read_records(results_files(paths))
-    records.sort(key=lambda r: (r.get("environment") or {}).get("timestamp_utc") or "")
-    latest: dict[tuple, dict[str, Any]] = {}
+    records.sort(key=lambda r: block(r, "environment").get("timestamp_utc") or "")
+    latest: dict[RecordKey, dict[str, Any]] = {}
     for record in records:
-        latest[record_key(record)[1:]] = record  # [1:]: without the study name
+        latest[record_key(record).without_study()] = record
     shown: dict[tuple, dict[str, Any]] = {}
     for record in latest.values():
-        cell = record["cell"]
+        cell, device = record["cell"], device_name(record)
         row = (cell["task"], cell["model"], cell["batch_size"], cell["compile_mode"], cell["dtype"],
-               *cell_variant(record), device_name(record), (record.get("environment") or {}).get("torch_version"))
+               *cell_identity(record).variant, device, block(record, "environment").get("torch_version"))
         if row in shown:
             earlier = shown[row]
             warnings.warn(f"two records claim one cell ({cell['model']}, batch {cell['batch_size']}, "
-                          f"{cell['compile_mode']}, {row[5]}): {_where(earlier)} and {_where(record)} "
+                          f"{cell['compile_mode']}, {device}): {_where(earlier)} and {_where(record)} "
                           "differ in their settings or host; the later is shown", DuplicateCellWarning,
                           stacklevel=2)
         shown[row] = record
@@ -95,9 +96,9 @@ def _where(record: dict[str, Any]) -> str:
 
 
 def device_name(record: dict[str, Any]) -> str:
-    environment = record.get("environment") or {}
+    environment = block(record, "environment")
     if record["cell"]["device"].startswith("cuda"):
-        cap = (record.get("config") or {}).get("gpu_memory_gib")  # a smaller card, emulated
+        cap = block(record, "config").get("gpu_memory_gib")  # a smaller card, emulated
         return (gpu_name(environment, "cuda:0") or "GPU") + (f" ({cap:g} GiB cap)" if cap is not None else "")
     kind = environment.get("accelerator_type")  # a cluster's declared kind of CPU node
     return f"CPU ({environment.get('cpu_model') or 'unknown'}{f', {kind}' if kind else ''})"
@@ -108,23 +109,20 @@ def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
     rows = []
     for record in records:
         cell = record["cell"]
-        latency = record.get("latency") or {}
-        speedup = record.get("speedup") or {}
-        compiled = record.get("compile") or {}
-        memory = record.get("memory") or {}
-        eager_memory = memory.get("eager") or {}
+        latency, speedup = block(record, "latency"), block(record, "speedup")
+        compiled, memory, parity = block(record, "compile"), block(record, "memory"), block(record, "parity")
+        compute, config = block(record, "compute"), block(record, "config")
         cuda = cell["device"].startswith("cuda")
-        compute = record.get("compute") or {}
-        energy = record.get("energy") or {}
         count = latency.get("count") or 0
-        memory_format, shapes = cell_variant(record)
+        variant = cell_identity(record).variant_fields()
+        memory_format, shapes = variant["memory_format"], variant["shapes"]
         rows.append({
             "device_name": device_name(record),
-            "torch_version": (record.get("environment") or {}).get("torch_version"),
+            "torch_version": block(record, "environment").get("torch_version"),
             "task": cell["task"], "model": cell["model"],
             "label": label_of(cell["model"]) + (CHANNELS_LAST_LABEL if memory_format == "channels_last" else ""),
             "device": cell["device"], "memory_format": memory_format, "shapes": shapes,
-            "error": ((record.get("error") or "").strip().splitlines() or [None])[-1],
+            "error": last_error_line(record),
             "batch_size": cell["batch_size"], "compile_mode": cell["compile_mode"],
             "mode": cell["compile_mode"] + (DYNAMIC_BATCH if shapes == "dynamic" else ""), "dtype": cell["dtype"],
             "status": record["status"],
@@ -138,13 +136,13 @@ def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
             "ci_low": (speedup.get("mean_ci95") or [np.nan, np.nan])[0],
             "ci_high": (speedup.get("mean_ci95") or [np.nan, np.nan])[1],
             "eager_interleaved_ms": speedup.get("eager_mean_ms", np.nan),
-            "parity": (record.get("parity") or {}).get("parity"),
+            "parity": parity.get("parity"),
             # what judged it: float64, eager's own dtype ("same-dtype") or nothing ("none"); at which tolerance
-            "parity_reference": (record.get("parity") or {}).get("reference"),
-            "parity_tolerance": ((record.get("parity") or {}).get("tolerance") or {}).get("key"),
+            "parity_reference": parity.get("reference"),
+            "parity_tolerance": part(parity, "tolerance").get("key"),
             "pvalue": speedup.get("paired_pvalue"), "pairs": speedup.get("pairs"),
             "speedup_method": speedup.get("method"),
-            "agreement": (record.get("agreement") or {}).get("value"),
+            "agreement": block(record, "agreement").get("value"),
             "compile_s": (compiled["cold_ms"] / 1e3  # the cost a first user pays
                           if compiled.get("cold_ms") is not None else np.nan),
             "compile_warm_s": (compiled["warm_ms"] / 1e3 if compiled.get("warm_ms") is not None else np.nan),
@@ -152,16 +150,16 @@ def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
             "first_answer_s": _seconds(compiled.get("cold_calls_ms")),
             "warm_first_answer_s": _seconds(compiled.get("warm_calls_ms")),
             "fresh_process_s": fresh_process_seconds(compiled),
-            "fresh_cache_hits": (compiled.get("portable_cache") or {}).get("fx_graph_cache_hits"),
-            "batch_recompiles": (compiled.get("batch_shapes") or {}).get("recompiles_at_this_batch_size"),
-            "compiled_at_batch": (compiled.get("batch_shapes") or {}).get("compiled_at_batch_size"),
+            "fresh_cache_hits": part(compiled, "portable_cache").get("fx_graph_cache_hits"),
+            "batch_recompiles": part(compiled, "batch_shapes").get("recompiles_at_this_batch_size"),
+            "compiled_at_batch": part(compiled, "batch_shapes").get("compiled_at_batch_size"),
             "graphs": compiled.get("graphs"), "graph_breaks": compiled.get("graph_breaks"),
             "recompiles": compiled.get("recompiles"),
             "break_even": compiled.get("break_even_calls"),
             # a CUDA-graph mode's pool counts whether inductor kept its graphs or not: what the mode asked
             **region_columns("", memory, cuda, graphs=cell["compile_mode"] != CompileMode.EAGER and bool(
                 compiled.get("cuda_graphs_requested", compiled.get("cuda_graphs")))),
-            **region_columns("eager_", eager_memory, cuda),  # eager takes no pool: one alive is a compilation's
+            **region_columns("eager_", eager_memory(record), cuda),  # eager takes no pool: one alive is a compilation's
             "reserved_bytes": memory.get("cuda_peak_reserved_increase_bytes"),
             "graph_pool_bytes": memory.get("cuda_graph_pool_bytes"),
             # what the mode asked for, and what inductor did (True, "partial", False; see variants.cuda_graph_checks)
@@ -170,11 +168,11 @@ def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
             "tflops": compute.get("tflops"), "percent_of_peak": compute.get("percent_of_peak"),
             "eager_tflops": compute.get("eager_tflops"),
             "eager_percent_of_peak": compute.get("eager_percent_of_peak"),
-            "joules": (energy.get("eager" if cell["compile_mode"] == CompileMode.EAGER else "compiled")
-                       or {}).get("joules_per_inference"),
-            "eager_joules": (energy.get("eager") or {}).get("joules_per_inference"),
-            "throughput": (record.get("throughput") or {}).get("value", np.nan),
-            "weights": (record.get("config") or {}).get("weights"),
+            "joules": energy_side(record, "eager" if cell["compile_mode"] == CompileMode.EAGER
+                                  else "compiled").get("joules_per_inference"),
+            "eager_joules": energy_side(record, "eager").get("joules_per_inference"),
+            "throughput": block(record, "throughput").get("value", np.nan),
+            "weights": config.get("weights"),
             "timer": latency.get("timer"), "warmup": latency.get("warmup"), "runs": count or None,
         })
     result = pd.DataFrame(rows)
@@ -194,13 +192,13 @@ NOT_MEASURABLE = "not_measurable"  # a CPU region measured, but neither figure c
 RESIDENT_FLOOR_BYTES = 2**20
 
 
-def region_columns(prefix: str, memory: dict[str, Any], cuda: bool, *, graphs: bool = False) -> dict[str, Any]:
+def region_columns(prefix: str, memory: MemoryBlock, cuda: bool, *, graphs: bool = False) -> dict[str, Any]:
     """``{prefix}peak_bytes`` and ``{prefix}peak_method`` of one side's memory block (``region_memory``)."""
     value, method = region_memory(memory, cuda, graphs=graphs)
     return {f"{prefix}peak_bytes": value, f"{prefix}peak_method": method}
 
 
-def region_memory(memory: dict[str, Any], cuda: bool, *, graphs: bool = False) -> tuple[float | None, str | None]:
+def region_memory(memory: MemoryBlock, cuda: bool, *, graphs: bool = False) -> tuple[float | None, str | None]:
     """What a measured region needed on top of what was alive before it, and which figure that is.
 
     On CUDA, the memory the allocator took from the driver for it (the peak reserved increase)
@@ -238,10 +236,10 @@ def _seconds(parts: list | None, scale: float = 1e-3) -> float:
     return float(sum(parts)) * scale
 
 
-def fresh_process_seconds(compiled: dict[str, Any]) -> float:
+def fresh_process_seconds(compiled: CompileBlock) -> float:
     """A new interpreter's imports, load and first answer (s): from an AOTInductor package, or from a
     torch.compile mode's portable cache (model build, cache load and compiling calls); NaN if neither."""
-    aot = (compiled.get("aot") or {}).get("fresh_process")
+    aot = part(compiled, "aot").get("fresh_process")
     if aot:
         return _seconds(list(aot.values()), scale=1.0)
     portable = compiled.get("portable_cache")

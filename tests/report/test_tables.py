@@ -171,6 +171,7 @@ def test_two_records_claiming_one_row_warn_and_the_later_is_shown(tmp_path):
         records = latest_records([first, second])
     messages = [str(w.message) for w in caught]
     assert len(messages) == 2 and all("two records claim one cell" in m for m in messages)
+    assert all("(resnet, batch 1, " in m and ", CPU (EPYC)): " in m for m in messages)  # the row's device
     assert any("a/results.jsonl:2 and b/results.jsonl:2" in m for m in messages)
     assert len(records) == 2 and {r["cell"]["study"] for r in records} == {"b"}
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from ...measurement.compare import Comparison
 from ...measurement.paired import METHOD
+from ...record_blocks import ConfigBlock, EnvironmentBlock, MemoryBlock, SpeedupBlock
 from ...records import make_record
 from ...variants import modes as compile_module
 from ...zoo.loading import LoadedModel
@@ -13,7 +14,7 @@ from .measured_cell import CellResult
 from ...vocabulary import Status
 
 
-def speedup_block(comparison: Comparison) -> dict[str, Any]:
+def speedup_block(comparison: Comparison) -> SpeedupBlock:
     """The speed-up over interleaved eager, and the eager latency it was measured against."""
     eager = comparison.baseline
     data = comparison.to_dict()
@@ -38,9 +39,9 @@ def speedup_block(comparison: Comparison) -> dict[str, Any]:
 
 
 def cell_record(result: CellResult, loaded: LoadedModel, *, study: str,
-                config: dict[str, Any] | None = None,
+                config: ConfigBlock | None = None,
                 compile_options: dict[str, Any] | None = None,
-                environment: dict[str, Any] | None = None) -> dict[str, Any]:
+                environment: EnvironmentBlock | None = None) -> dict[str, Any]:
     """The result record of a measured cell."""
     compile_block = {**(compile_options or compile_module.options(result.mode)), **result.compile}
     extra: dict[str, Any] = {"model": loaded.info()}
@@ -56,7 +57,7 @@ def cell_record(result: CellResult, loaded: LoadedModel, *, study: str,
                       "measured there interleaved with the compiled runs; not timed again"}
     if result.notes:  # figures taken after the timed runs that could not be taken
         extra["notes"] = list(result.notes)
-    memory = result.memory
+    memory: MemoryBlock | None = result.memory
     if result.eager_memory is not None:
         memory = {**(memory or {}), "eager": result.eager_memory}
     return make_record(

@@ -32,6 +32,7 @@ from pathlib import Path
 import re
 from typing import Any
 
+from ...record_key import CellIdentity
 from ...settings import ANYWHERE, AXIS, TOP, Settings, setting_fields
 from ...vocabulary import AOT_MODES, CompileMode, Shapes, check_mode, dtype_name
 from ...zoo.registry import TASKS, resolve_key
@@ -89,9 +90,10 @@ class Cell:
     def notebook(self) -> str:
         return NOTEBOOKS[self.task]
 
-    def identity(self) -> tuple:
-        return (self.study, self.task, self.model, self.batch_size, self.compile_mode,
-                self.dtype, *self.settings.variant_values(), self.device)
+    def identity(self) -> CellIdentity:
+        """What its record's ``record_key.cell_identity`` will be."""
+        return CellIdentity(self.study, self.task, self.model, self.batch_size, self.compile_mode,
+                            self.dtype, self.settings.variant_values(), self.device)
 
     def to_parameters(self) -> dict[str, Any]:
         """The cell as flat names and values (a Ray task carries it so); ``from_parameters`` reads it back."""

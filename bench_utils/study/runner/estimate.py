@@ -2,7 +2,7 @@
 
 The plan lists the kernels the runner would start, the cells each measures in execution order, and the
 cells an earlier out-of-memory error rules out. Its estimate comes from earlier records of this
-environment (the same torch version and processor, as ``records.environment_key`` says) that carry a
+environment (the same torch version and processor, as ``record_key.environment_key`` says) that carry a
 ``phases`` block, the seconds spent inside the kernel (``startup_s``, ``load_s``, ``cell_s``, ``timed_s``...).
 A cell costs what its most recent record's ``cell_s`` was, the timed and warm-up part scaled to the
 cell's runs and warm-up; a kernel adds its start (kernel boot and model build). What no record covers is
@@ -18,9 +18,9 @@ from pathlib import Path
 import statistics
 from typing import TYPE_CHECKING, Any, Iterable
 
-from ...records import cell_identity, environment_key
+from ...record_blocks import block
+from ...record_key import cell_identity, environment_key
 from ...results import read_records
-from .resume import group_key
 from ...vocabulary import Status
 
 if TYPE_CHECKING:  # the grid and its groups import the compile variants, and so torch
@@ -41,7 +41,7 @@ def _kind(device: str) -> str:
 
 def _phase(record: dict[str, Any], name: str) -> float:
     """Seconds of one phase; 0 where the record has no such key."""
-    return float((record.get("phases") or {}).get(name) or 0.0)
+    return float(block(record, "phases").get(name) or 0.0)
 
 
 def records_of_environment(paths: Iterable[str | os.PathLike],
@@ -52,18 +52,18 @@ def records_of_environment(paths: Iterable[str | os.PathLike],
     records = read_records([Path(path) for path in paths if Path(path).is_file()])
     return [record for record in records
             if isinstance(record.get("phases"), dict)
-            and environment_key(record.get("environment") or {}, _kind(record["cell"]["device"]))
+            and environment_key(block(record, "environment"), _kind(record["cell"]["device"]))
             == environment_key(environment, _kind(record["cell"]["device"]))]
 
 
 def _same_cell(cell: Cell, record: dict[str, Any]) -> bool:
-    """The same cell, whatever the study: [1:] leaves the study's name out of both identities."""
-    return cell_identity(record)[1:] == cell.identity()[1:]
+    """The same cell, whatever the study."""
+    return cell_identity(record).without_study() == cell.identity().without_study()
 
 
 def _calls(record: dict[str, Any]) -> int | None:
     """Warm-up and timed calls of a record, from its config; None when not recorded."""
-    config = record.get("config") or {}
+    config = block(record, "config")
     runs, warmup = config.get("runs"), config.get("warmup") or 0
     return runs + warmup if isinstance(runs, int) and runs + warmup > 0 else None
 
@@ -189,8 +189,7 @@ def plan_run(runner: Runner, reports_dir: str | os.PathLike | None = None, devic
     pending, resumed = runner.pending()
     skipped = []
     for cell in pending:  # as the runner does: larger batches than an earlier OOM are not run
-        oom_at = runner.earlier_ooms.get(group_key(runner.key(cell)))
-        if oom_at is not None and cell.batch_size > oom_at:
+        if (oom_at := runner.earlier_oom(cell)) is not None:
             skipped.append((cell, oom_at))
     files = results_files(runner.results_path, Path(reports_dir or REPORTS_DIR))
     prior, records = device_prior(device_model, files) if device_model else (None, None)

@@ -32,8 +32,9 @@ from typing import Any, Callable
 from ...env import capture_environment
 from ...kernel import ensure_kernel
 from ...paths import REPORTS_DIR
-from ...records import (VARIANT_FIELDS, environment_key, failure_record, measurement_settings,
-                       settings_hash, skipped_after_oom)
+from ...record_blocks import last_error_line
+from ...record_key import RecordKey
+from ...records import failure_record, skipped_after_oom, unmeasured_config
 from ...results import append_record, locked
 from .device_lock import device_lock, split_cpus
 from .papermill_execution import execute_with_papermill, log_tail, notebook_parameters
@@ -43,7 +44,7 @@ from .device_workers import check_workers, workers_of
 from .kernel_watch import DONE, OOM_KILLED, STOPPED, TIMED_OUT, KernelWatch
 from ..lease import RunnerLease
 from .progress_display import Outcome, Progress, RunOutcome
-from .resume import group_key, oom_batches, read_done
+from .resume import oom_batches, read_done
 from .clean_stop import RunningProcesses, StopOnSignal
 from ...vocabulary import Status
 
@@ -93,7 +94,7 @@ class Runner:
         self.stream = stream or sys.stderr
         self.progress = progress  # (pending cells, stream) -> what the person watching sees
         self.environment = capture_environment()
-        self.earlier_ooms: dict[tuple, int] = {}
+        self.earlier_ooms: dict[RecordKey, int] = {}
         self.time_limit = None  # a time_limit.TimeLimit: cells that fit, and the stop at its deadline
         self._lock = threading.Lock()
 
@@ -103,10 +104,9 @@ class Runner:
     def check_devices(self) -> list[str]:
         return check_workers(self.grid, self.devices, self.environment)
 
-    def key(self, cell: Cell) -> tuple:
-        """The cell's identity on this machine's environment (see ``records.record_key``)."""
-        return (*cell.identity(), settings_hash(unmeasured_config(cell), cell.compile_mode),
-                *environment_key(self.environment, cell.device))
+    def key(self, cell: Cell) -> RecordKey:
+        """The key its record will have, measured on this machine (``record_key.RecordKey``)."""
+        return RecordKey.of(cell.identity(), unmeasured_config(cell.settings), self.environment)
 
     def pending(self) -> tuple[list[Cell], int]:
         done = set() if self.force else read_done(self.results_path)
@@ -117,7 +117,7 @@ class Runner:
 
     def earlier_oom(self, cell: Cell) -> int | None:
         """The batch size that ran out of memory in an earlier run, if it rules this cell out."""
-        oom_at = self.earlier_ooms.get(group_key(self.key(cell)))
+        oom_at = self.earlier_ooms.get(self.key(cell).without_batch_size())
         return oom_at if oom_at is not None and cell.batch_size > oom_at else None
 
     def run(self) -> RunOutcome:
@@ -170,7 +170,7 @@ class Runner:
 
     def _record_skipped(self, cells: list[Cell], oom_at: int, device: str, tally: RunOutcome, progress: Progress):
         for cell in cells:
-            self._append(skipped_after_oom(cell_fields(cell), oom_at, unmeasured_config(cell),
+            self._append(skipped_after_oom(cell.identity().cell_block(), oom_at, unmeasured_config(cell.settings),
                                            environment=self.environment))
             self._finish(Outcome(cell, "skipped", 0.0, device, f"after OOM at batch {oom_at}"), tally, progress)
 
@@ -204,8 +204,8 @@ class Runner:
 
         def on_record(cell: Cell, record: dict[str, Any], seconds: float) -> None:
             status = Status.SKIPPED if record.get("skipped_after_oom") is not None else record["status"]
-            error = (record.get("error") or "").strip().splitlines()
-            self._finish(Outcome(cell, status, seconds, device, error[-1][:160] if error else ""),
+            error = last_error_line(record) or ""
+            self._finish(Outcome(cell, status, seconds, device, error[:160]),
                          tally, progress)
             if watch.remaining:
                 progress.start(watch.remaining[0], device)
@@ -283,8 +283,8 @@ class Runner:
         return died.rest
 
     def _record_failure(self, cell: Cell, status: str, message: str, log: str | None) -> None:
-        self._append(failure_record(**cell_fields(cell), status=status, error=message,
-                                    config=unmeasured_config(cell), environment=self.environment, log=log))
+        self._append(failure_record(**cell.identity().cell_block(), status=status, error=message,
+                                    config=unmeasured_config(cell.settings), environment=self.environment, log=log))
 
     def _size(self) -> int:
         if not self.results_path.exists():
@@ -317,14 +317,3 @@ class _KernelEnd:
     def outcome(self, status: str, message: str) -> Outcome:
         return Outcome(self.cell, status, self.seconds, self.device, message)
 
-
-def cell_fields(cell: Cell) -> dict[str, Any]:
-    """The record fields that name ``cell`` (``records.make_record``'s cell arguments)."""
-    return dict(study=cell.study, task=cell.task, model=cell.model, batch_size=cell.batch_size,
-                compile_mode=cell.compile_mode, dtype=cell.dtype, device=cell.device,
-                **dict(zip(VARIANT_FIELDS, cell.settings.variant_values())))
-
-
-def unmeasured_config(cell: Cell) -> dict[str, Any]:
-    """The ``config`` of a record the runner writes for a cell it did not measure."""
-    return {**measurement_settings(cell.settings), "weights": None}  # nothing was measured

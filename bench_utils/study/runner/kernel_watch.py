@@ -13,7 +13,7 @@ from pathlib import Path
 import time
 from typing import Any, Callable
 
-from ...records import cell_identity
+from ...record_key import cell_identity
 from ...results import iter_records, locked
 from .papermill_execution import oom_kill_count
 from ..grid.grid_file import Cell

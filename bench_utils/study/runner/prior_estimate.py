@@ -33,6 +33,7 @@ from typing import Any, Iterable
 
 from ...env import gpu_name
 from ...measurement.peaks import FP64_TFLOPS, MEMORY_BANDWIDTH_GBS, PEAK_TFLOPS, gpu_key, peak_tflops
+from ...record_blocks import block
 from ...vocabulary import CUDA_GRAPH_MODES, TF32_SWITCHES as TF32_POLICIES, CompileMode, Status
 
 MODEL_COSTS = Path(__file__).with_name("data") / "model_costs.json"
@@ -119,7 +120,7 @@ class CellShape:
 
     @classmethod
     def of_record(cls, record: dict[str, Any]) -> "CellShape":
-        cell, config = record["cell"], record.get("config") or {}
+        cell, config = record["cell"], block(record, "config")
         return cls(cell["model"], cell["batch_size"], cell["compile_mode"], cell["dtype"],
                    str(config.get("tf32", "default")), int(config.get("runs") or 0), int(config.get("warmup") or 0))
 
@@ -249,7 +250,7 @@ class Prior:
         for record in records:
             phases, shape = record["phases"], CellShape.of_record(record)
             shared = "shared_measurement" in record  # an eager cell on a compiled cell's pairs: its record only
-            prior = self.raw_cell(shape, shared, (record.get("compile") or {}).get("warm_ms") is not None)
+            prior = self.raw_cell(shape, shared, block(record, "compile").get("warm_ms") is not None)
             if prior is not None and phases.get("cell_s") and not shared:
                 cells.append(float(phases["cell_s"]) / prior.point)
             started = float(phases.get("startup_s") or 0) + float(phases.get("load_s") or 0)
@@ -272,4 +273,4 @@ def records_on_device(records: Iterable[dict[str, Any]], device: str) -> list[di
     return [record for record in records
             if record.get("status") == Status.OK and isinstance(record.get("phases"), dict)
             and str(record["cell"].get("device", "")).startswith("cuda")
-            and gpu_key(gpu_name(record.get("environment") or {}, "cuda:0")) == device]
+            and gpu_key(gpu_name(block(record, "environment"), "cuda:0")) == device]

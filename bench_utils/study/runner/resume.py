@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...records import record_key
+from ...record_key import RecordKey, record_key
 from ...results import iter_records, locked
 from ...vocabulary import DONE_STATUSES, Status
 
@@ -21,23 +21,19 @@ def _records(results_path: Path):
         return [record for _, record in iter_records(results_path)]
 
 
-def read_done(results_path: Path) -> set[tuple]:
+def read_done(results_path: Path) -> set[RecordKey]:
     """Keys of the cells that have an ok or oom record."""
     return {record_key(record) for record in _records(results_path)
             if record.get("status") in DONE_STATUSES}
 
 
-def group_key(key: tuple) -> tuple:
-    """A cell's key without its batch size: the cells the OOM rule ties together."""
-    return key[:3] + key[4:]
-
-
-def oom_batches(results_path: Path) -> dict[tuple, int]:
-    """The smallest batch size that ran out of memory, per group (model, mode, dtype, environment)."""
-    smallest: dict[tuple, int] = {}
+def oom_batches(results_path: Path) -> dict[RecordKey, int]:
+    """The smallest batch size that ran out of memory, per group (``RecordKey.without_batch_size``: model,
+    mode, dtype, variant, settings and environment)."""
+    smallest: dict[RecordKey, int] = {}
     for record in _records(results_path):
         if record.get("status") == Status.OOM:
             key = record_key(record)
-            group, batch = group_key(key), key[3]
+            group, batch = key.without_batch_size(), key.identity.batch_size
             smallest[group] = min(batch, smallest.get(group, batch))
     return smallest

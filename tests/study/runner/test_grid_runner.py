@@ -146,6 +146,31 @@ def test_compile_settings_re_measure_compiled_cells_only(tmp_path):
     assert sorted(again.calls) == [("resnet", batch, "default", "cpu") for batch in (1, 4, 16)]
 
 
+def test_a_grid_cells_key_is_the_key_of_the_record_the_real_kernel_writes_for_it(tmp_path, monkeypatch):
+    # the kernel (task.run, as the notebook calls it) in this process, for measured, compiled, variant and
+    # failed cells: resume must find each cell it recorded
+    from bench_utils.record_key import record_key
+    from bench_utils.study import task
+
+    monkeypatch.setenv(task.FAULT_ENV, "error:timm:resnet18:2")  # the kernel's own failure records too
+    grid = parse_grid({"study": "t", "runs": 2, "warmup": 1, "blocks": 1, "backend": "aot_eager", "grids": [
+        {"models": ["timm:resnet18"], "batch_sizes": [1, 2], "compile_modes": ["eager", "default"],
+         "memory_formats": ["contiguous", "channels_last"]}]})
+
+    def kernel(group, device, parameters, out_dir, poll, attempt):
+        (out_dir / "logs").mkdir(exist_ok=True)  # for its progress file, as papermill's executor makes it
+        task.run(task=group.first.task, **{key: value for key, value in parameters.items()
+                                          if key not in ("show", "runner_pid", "run_id")})
+        return 0, out_dir / "kernel.log"
+
+    runner = Runner(grid, tmp_path, executor=kernel)
+    assert not runner.run().worker_errors
+    records = read_records(tmp_path / "results.jsonl")
+    assert sorted(record["status"] for record in records) == ["error"] * 4 + ["ok"] * 4
+    assert {runner.key(cell) for cell in grid.cells} == {record_key(record) for record in records}
+    assert runner.pending() == ([cell for cell in grid.cells if cell.batch_size == 2], 4)  # errors run again
+
+
 @pytest.mark.parametrize("host", [{"cpu_count_logical": 128}, {"torch_version": "9.9.9"}])
 def test_records_of_another_host_do_not_count(tmp_path, monkeypatch, host):
     run(tmp_path, FakeNotebook())

@@ -1,0 +1,286 @@
+"""The blocks of a result record, typed, and one way to read each from any record of the schema.
+
+A record stays a plain JSON object (``records`` builds it, ``results`` writes it); these TypedDicts say
+what each block holds. Every block is ``total=False``: records of schema 2 written before a key existed
+lack it and still read (``docs/records.md`` says which keys came late). ``block(record, name)`` reads a
+block as the type below, ``{}`` where the record has none or it is null (a failed cell has no latency);
+``part`` reads a block inside a block the same way. Nothing here imports torch or pandas.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Mapping, TypedDict, overload
+
+
+class CellBlock(TypedDict, total=False):
+    """What the cell is; ``memory_format`` and ``shapes`` (the variant) are absent from records made
+    before variants existed, which are the guide's cells (``record_key.VARIANT_FIELDS``)."""
+
+    study: str
+    task: str
+    model: str
+    batch_size: int
+    compile_mode: str
+    dtype: str
+    device: str  # as the kernel named it: cpu, cuda or cuda:N
+    memory_format: str
+    shapes: str
+
+
+class LatencyBlock(TypedDict, total=False):
+    """optimum-benchmark's latency block, in seconds (``records.latency_block``)."""
+
+    unit: str
+    values: list[float]
+    count: int
+    total: float
+    mean: float
+    p50: float
+    p90: float
+    p95: float
+    p99: float
+    stdev: float
+    stdev_: float  # relative, in percent
+    p999: float
+    median: float
+    ci95: list[float]
+    min: float
+    max: float
+    outliers: int
+    timer: str
+    sync: str      # per-call or pipelined
+    warmup: int
+
+
+class ThroughputBlock(TypedDict, total=False):
+    unit: str      # samples/s
+    value: float
+
+
+class SpeedupBlock(TypedDict, total=False):
+    """A compiled cell's paired speed-up over interleaved eager (``study.cell_record.speedup_block``)."""
+
+    baseline: str
+    method: str
+    mean: float
+    mean_ci95: list[float]
+    median: float
+    median_ci95: list[float]
+    excludes_one: bool
+    paired_pvalue: float | None
+    pairs: int
+    order_seed: int
+    order: list[str]
+    eager_mean_ms: float
+    eager_median_ms: float
+    eager_p99_ms: float
+    eager_ci95_mean_ms: list[float]
+    eager_outliers: int
+
+
+class CompileBlock(TypedDict, total=False):
+    """The compile options, then what compiling cost and found (``variants.compile_cost``)."""
+
+    mode: str
+    backend: str | None
+    fullgraph: bool | None
+    dynamic: bool | None
+    cuda_graphs: bool | str | None   # what happened: True, "partial", False
+    cuda_graphs_requested: bool
+    first_call_ms: float
+    cold_ms: float
+    warm_ms: float | None            # None: measured at another batch size of the model and mode
+    cold_calls_ms: list[float]
+    warm_calls_ms: list[float] | None
+    compiling_calls: int
+    graphs: int
+    graph_breaks: int
+    recompiles: int
+    break_even_calls: float | None
+    compile_workers: dict[str, Any]
+    aot: dict[str, Any]              # aot-inductor: export, compile, package, load, fresh_process
+    portable_cache: dict[str, Any]   # a fresh process from the saved compile cache
+    batch_shapes: dict[str, Any]     # dynamic cells: compiled_at_batch_size, recompiles_at_this_batch_size
+
+
+class MemoryBlock(TypedDict, total=False):
+    """The ``MemoryProbe`` report and the CPU activation peak; a compiled cell's eager side under ``eager``."""
+
+    device: str
+    param_count: int | None
+    param_bytes: int | None
+    buffer_bytes: int | None
+    input_bytes: int | None
+    cuda_peak_allocated_bytes: int
+    cuda_peak_reserved_bytes: int
+    cuda_peak_allocated_increase_bytes: int
+    cuda_peak_reserved_increase_bytes: int
+    cuda_graph_pool_bytes: int | None
+    rss_peak_increase_bytes: int | None
+    cpu_activation_peak_bytes: int | None
+    cpu_activation_allocations: int | None
+    cpu_activation_method: str
+    cpu_activation_note: str | None
+    eager: MemoryBlock
+
+
+class ToleranceBlock(TypedDict, total=False):
+    key: str
+    tol: float
+    multiplier: float
+    source: str
+
+
+class ParityBlock(TypedDict, total=False):
+    """The accuracy gate's verdict (``variants.parity``) and what judged it."""
+
+    parity: str | None               # pass, fail; None: not judged
+    method: str | None
+    reference: str                   # float64, same-dtype or none
+    reference_note: str | None
+    rule: str | None
+    dtype: str
+    tf32: bool
+    tolerance: ToleranceBlock
+    max_abs_err: float | None
+    worst_tensor: str | None
+    rmse_ratio: float | None
+    problem_count: int
+    problems: list[str]
+
+
+class AgreementBlock(TypedDict, total=False):
+    value: float | None              # the task-level agreement of compiled with eager
+
+
+class ComputeBlock(TypedDict, total=False):
+    flops: int | None
+    tflops: float | None
+    percent_of_peak: float | None
+    eager_tflops: float | None
+    eager_percent_of_peak: float | None
+
+
+class EnergySide(TypedDict, total=False):
+    joules_per_inference: float | None
+
+
+class EnergyBlock(TypedDict, total=False):
+    """NVIDIA GPUs: each side's energy (``measurement.power``); absent elsewhere."""
+
+    eager: EnergySide
+    compiled: EnergySide
+    timed_runs: int
+
+
+class PhasesBlock(TypedDict, total=False):
+    """Seconds inside the kernel (``study.phases``); ``startup_s`` and ``load_s`` where that cell paid them."""
+
+    startup_s: float
+    load_s: float
+    cell_s: float
+    compile_s: float
+    warmup_s: float
+    timed_s: float
+    parity_s: float
+    memory_s: float
+    flops_s: float
+    energy_s: float
+
+
+class EnvironmentBlock(TypedDict, total=False):
+    """What the cell was measured on (``env.capture_environment``); the keys a record's identity and the
+    report read are typed here, the rest (versions, settings in force) are there."""
+
+    torch_version: str
+    cpu_model: str | None
+    cpu_count_logical: int | None
+    driver_version: str | None
+    gpus: list[dict[str, Any]]
+    accelerator_type: str | None     # a cluster's declared kind of node; None locally
+    cluster_node_id: str | None
+    timestamp_utc: str
+
+
+class ConfigBlock(TypedDict, total=False):
+    """How the cell was measured: its settings under their record names (``records.measurement_settings``),
+    the weights measured (None: nothing was) and the TF32 settings in force."""
+
+    weights: str | None
+    weights_requested: str
+    runs: int
+    warmup: int
+    blocks: int | None
+    seed: int
+    tf32: str
+    backend: str
+    fullgraph: bool
+    dynamic: bool | None
+    sync: str
+    gpu_memory_gib: float | None
+    gpu_memory_fraction: float
+
+
+BLOCK_TYPES = {"cell": CellBlock, "latency": LatencyBlock, "throughput": ThroughputBlock, "speedup": SpeedupBlock,
+               "compile": CompileBlock, "memory": MemoryBlock, "parity": ParityBlock, "agreement": AgreementBlock,
+               "compute": ComputeBlock, "energy": EnergyBlock, "phases": PhasesBlock,
+               "environment": EnvironmentBlock, "config": ConfigBlock}
+
+
+@overload
+def block(record: Mapping[str, Any], name: Literal["cell"]) -> CellBlock: ...
+@overload
+def block(record: Mapping[str, Any], name: Literal["latency"]) -> LatencyBlock: ...
+@overload
+def block(record: Mapping[str, Any], name: Literal["throughput"]) -> ThroughputBlock: ...
+@overload
+def block(record: Mapping[str, Any], name: Literal["speedup"]) -> SpeedupBlock: ...
+@overload
+def block(record: Mapping[str, Any], name: Literal["compile"]) -> CompileBlock: ...
+@overload
+def block(record: Mapping[str, Any], name: Literal["memory"]) -> MemoryBlock: ...
+@overload
+def block(record: Mapping[str, Any], name: Literal["parity"]) -> ParityBlock: ...
+@overload
+def block(record: Mapping[str, Any], name: Literal["agreement"]) -> AgreementBlock: ...
+@overload
+def block(record: Mapping[str, Any], name: Literal["compute"]) -> ComputeBlock: ...
+@overload
+def block(record: Mapping[str, Any], name: Literal["energy"]) -> EnergyBlock: ...
+@overload
+def block(record: Mapping[str, Any], name: Literal["phases"]) -> PhasesBlock: ...
+@overload
+def block(record: Mapping[str, Any], name: Literal["environment"]) -> EnvironmentBlock: ...
+@overload
+def block(record: Mapping[str, Any], name: Literal["config"]) -> ConfigBlock: ...
+
+
+def block(record: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    """The record's ``name`` block; ``{}`` where it has none or it is null. A name that is no block is a
+    KeyError: a misspelt name must not read as a block that is always empty."""
+    if name not in BLOCK_TYPES:
+        raise KeyError(f"no record block {name!r}: the blocks are {', '.join(BLOCK_TYPES)}")
+    return part(record, name)
+
+
+def part(parent: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """A block inside a block (``compile``'s ``portable_cache``, ``parity``'s ``tolerance``); ``{}`` where
+    absent or null."""
+    found = parent.get(name)
+    return found if isinstance(found, dict) else {}
+
+
+def eager_memory(record: Mapping[str, Any]) -> MemoryBlock:
+    """A compiled cell's eager side's memory (``memory.eager``); ``{}`` where not measured."""
+    return part(block(record, "memory"), "eager")  # type: ignore[return-value]
+
+
+def energy_side(record: Mapping[str, Any], side: Literal["eager", "compiled"]) -> EnergySide:
+    """One side's energy (``energy.eager`` or ``energy.compiled``); ``{}`` where not measured."""
+    return part(block(record, "energy"), side)  # type: ignore[return-value]
+
+
+def last_error_line(record: Mapping[str, Any]) -> str | None:
+    """The error text's last line (a traceback's exception); None for a record without one."""
+    lines = (record.get("error") or "").strip().splitlines()
+    return lines[-1] if lines else None

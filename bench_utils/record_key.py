@@ -1,0 +1,134 @@
+"""What makes two records the same measurement: the cell's identity, its settings' hash and its environment.
+
+``RecordKey.of(identity, config, environment)`` is the one way a key is made: ``record_key(record)`` makes
+a record's, and the runner its grid cell's (``study.grid.Cell.identity()``, the config it would record and
+its machine's environment), so the two cannot drift apart. Keys are tuples (NamedTuples): equal and
+hashed by their values, as resume, the cluster's dedupe and the report rely on. No torch, no pandas.
+"""
+
+from __future__ import annotations
+
+from dataclasses import Field
+import hashlib
+import json
+from typing import Any, Mapping, NamedTuple
+
+from .env import gpu_name
+from .record_blocks import CellBlock, block
+from .settings import COMPILE, HASHED, IDENTITY, WHEN_SET, setting_fields
+from .vocabulary import CompileMode
+
+# A cell's variant beyond the guide's way (the settings whose ``record`` is IDENTITY), each with the names it
+# may take, the default first: the value a record without it means (records written before variants existed
+# are the guide's cells).
+VARIANT_FIELDS = {item.name: (item.default, *(name for name in item.metadata["choices"] if name != item.default))
+                  for item in setting_fields() if item.metadata["record"] == IDENTITY}
+
+
+class CellIdentity(NamedTuple):
+    """A cell, whatever it was measured with or on. ``variant``: the values of ``VARIANT_FIELDS`` in their
+    order (a new identity setting joins it with no change here); ``device``: the kind, cpu or cuda."""
+
+    study: str | None     # None: the same cell in any study (``without_study``)
+    task: str
+    model: str
+    batch_size: int | None  # None: any batch size (``without_batch_size``)
+    compile_mode: str
+    dtype: str
+    variant: tuple[str, ...]
+    device: str
+
+    @classmethod
+    def of_record(cls, record: Mapping[str, Any]) -> CellIdentity:
+        cell = record["cell"]
+        return cls(cell["study"], cell["task"], cell["model"], cell["batch_size"], cell["compile_mode"],
+                   cell["dtype"], cell_variant(record), cell["device"].split(":")[0])
+
+    def variant_fields(self) -> dict[str, str]:
+        """The variant by name (``{"memory_format": "contiguous", "shapes": "static"}``)."""
+        return dict(zip(VARIANT_FIELDS, self.variant))
+
+    def cell_block(self) -> CellBlock:
+        """The record's ``cell`` block for this identity (``records.make_record`` takes it as keywords)."""
+        return {"study": self.study, "task": self.task, "model": self.model, "batch_size": self.batch_size,
+                "compile_mode": self.compile_mode, "dtype": self.dtype, "device": self.device,
+                **self.variant_fields()}
+
+    def without_study(self) -> CellIdentity:
+        return self._replace(study=None)
+
+
+class RecordKey(NamedTuple):
+    """A cell's identity, how it was measured (``settings_hash``) and on what (``environment_key``): the
+    same key means the same measurement."""
+
+    identity: CellIdentity
+    settings_hash: str
+    environment: tuple[Any, ...]
+
+    @classmethod
+    def of(cls, identity: CellIdentity, config: Mapping[str, Any], environment: Mapping[str, Any]) -> RecordKey:
+        """The key of ``identity`` measured with ``config`` (a record's) on ``environment``."""
+        return cls(identity, settings_hash(config, identity.compile_mode),
+                   environment_key(environment, identity.device))
+
+    def without_study(self) -> RecordKey:
+        """The same measurement in any study folder (the report keeps one record per such key)."""
+        return self._replace(identity=self.identity.without_study())
+
+    def without_batch_size(self) -> RecordKey:
+        """The cells an out-of-memory error ties together: the same but for their batch size."""
+        return self._replace(identity=self.identity._replace(batch_size=None))
+
+
+def cell_variant(record: Mapping[str, Any]) -> tuple[str, ...]:
+    """A record's variant values (``VARIANT_FIELDS``' order); each one's default where the record says none."""
+    cell = record["cell"]
+    return tuple(cell.get(name) or allowed[0] for name, allowed in VARIANT_FIELDS.items())
+
+
+def cell_identity(record: Mapping[str, Any]) -> CellIdentity:
+    return CellIdentity.of_record(record)
+
+
+def record_key(record: Mapping[str, Any]) -> RecordKey:
+    """A record's key: its cell, its config's settings and its environment."""
+    return RecordKey.of(cell_identity(record), block(record, "config"), block(record, "environment"))
+
+
+# --- the settings' hash -------------------------------------------------------------
+
+def record_name(item: Field) -> str:
+    """A setting's key in a record's ``config``."""
+    return item.metadata["record_name"] or item.name
+
+
+def _record_keys(*kinds: str) -> tuple[str, ...]:
+    return tuple(record_name(item) for item in setting_fields() if item.metadata["record"] in kinds)
+
+
+SETTINGS_KEYS = _record_keys(HASHED, COMPILE)
+COMPILE_SETTINGS = _record_keys(COMPILE)  # no part of an eager cell's measurement
+# settings that enter the hash only where set: the records written before them keep their keys
+OPTIONAL_SETTINGS = _record_keys(WHEN_SET)
+
+
+def settings_hash(config: Mapping[str, Any], compile_mode: str) -> str:
+    """A short hash of the settings that change a cell's measurement: change one, and the cell
+    is another cell (measured again on resume, shown apart in reports)."""
+    settings = {key: config.get(key) for key in SETTINGS_KEYS
+                if not (compile_mode == CompileMode.EAGER and key in COMPILE_SETTINGS)}
+    settings.update({key: config[key] for key in OPTIONAL_SETTINGS if config.get(key) is not None})
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode("utf-8")).hexdigest()[:12]
+
+
+def environment_key(environment: Mapping[str, Any], kind: str) -> tuple[Any, ...]:
+    """What a cell's identity takes from the environment: the torch version, the processor, and
+    the host fact that changes latency on it (the GPU driver; the CPU's core count). A CPU cell
+    placed by a cluster on a declared accelerator type also takes that kind (a GPU's kind is its
+    name, already there)."""
+    if kind == "cuda":
+        return (environment.get("torch_version"), gpu_name(environment, "cuda:0"),
+                environment.get("driver_version"))
+    return (environment.get("torch_version"), environment.get("cpu_model"),
+            environment.get("cpu_count_logical"), environment.get("accelerator_type"))

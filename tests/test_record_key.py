@@ -1,0 +1,113 @@
+import json
+from pathlib import Path
+
+from bench_utils.record_key import (CellIdentity, RecordKey, cell_identity, environment_key, record_key,
+                                    settings_hash)
+from bench_utils.records import measurement_settings
+from bench_utils.settings import Settings
+from sample_records import ok_record
+
+FIXTURE = Path(__file__).parent / "fixtures" / "smoke-results.jsonl"
+
+
+def fixture_records() -> list[dict]:
+    return [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines()]
+
+
+def test_identity_and_environment_key():
+    record = ok_record(device="cuda:1", environment={
+        "torch_version": "2.15.0", "cpu_model": "EPYC", "driver_version": "580.1",
+        "gpus": [{"index": 0, "name": "NVIDIA H100"}]})
+    assert cell_identity(record) == CellIdentity("test", "image-classification", "resnet", 4, "default", "float32",
+                                                 ("contiguous", "static"), "cuda")
+    assert record_key(record).environment == ("2.15.0", "NVIDIA H100", "580.1")
+    cpu = ok_record(environment={"torch_version": "2.15.0", "cpu_model": "EPYC", "cpu_count_logical": 2,
+                                 "gpus": []})
+    assert record_key(cpu).environment == ("2.15.0", "EPYC", 2, None)  # no cluster kind: a local run
+
+
+def test_keys_of_records_written_before_the_named_key_are_what_they_were():
+    # computed from these records by the positional tuple the key replaced: resume must find them done
+    first, *_, error = fixture_records()
+    assert record_key(first) == RecordKey(
+        CellIdentity("smoke", "image-segmentation", "mobilenet", 1, "eager", "float32", ("contiguous", "static"), "cpu"),
+        "e18aa1811533", ("2.14.1+cu130", "AMD EPYC", 2, None))
+    assert record_key(fixture_records()[1]).settings_hash == "5ea931a79075"  # compiled: its compile options
+    assert record_key(error).identity.study == "faults" and record_key(error).settings_hash == "e18aa1811533"
+
+
+def test_keys_are_equal_and_hashed_by_value_and_slice_by_name():
+    records = fixture_records()
+    keys = [record_key(record) for record in records]
+    assert len(set(keys)) == 9 and record_key(dict(records[0])) == keys[0]
+    assert hash(record_key(json.loads(json.dumps(records[0])))) == hash(keys[0])  # read back: the same key
+    # the report's: one key per cell across study folders (smoke and faults both measured resnet18 at batch 1
+    # and 2, and mobilenet's eager cell)
+    assert len({key.without_study() for key in keys}) == 6
+    assert keys[2].without_study() == keys[5].without_study() and keys[2] != keys[5]
+    # the OOM rule's: one group per model, mode, dtype, variant, settings and environment
+    faults = {key.without_batch_size() for key in keys if key.identity.study == "faults"}
+    assert len(faults) == 2 and keys[5].without_batch_size() == keys[7].without_batch_size()
+    assert keys[5].without_batch_size() != keys[2].without_batch_size()  # another study
+
+
+def test_a_keys_parts_are_each_part_of_its_equality():
+    base = ok_record(device="cuda:0")
+    assert record_key(ok_record(device="cuda:1")) == record_key(base)  # a device index is no other cell
+    for change in ({"study": "other"}, {"task": "object-detection"}, {"model": "vit"}, {"batch_size": 8},
+                   {"compile_mode": "max-autotune"}, {"dtype": "float16"}, {"memory_format": "channels_last"},
+                   {"shapes": "dynamic"}, {"device": "cpu"}, {"config": {"runs": 7}},
+                   {"environment": {"torch_version": "2.16.0", "gpus": []}}):
+        assert record_key(ok_record(**{"device": "cuda:0", **change})) != record_key(base), change
+
+
+def test_the_settings_a_cell_was_measured_with_belong_to_its_key():
+    base = measurement_settings(Settings(blocks=10, weights="auto"))
+    keys = {record_key(ok_record(config={**base, **change})) for change in (
+        {}, {"runs": 100}, {"warmup": 5}, {"blocks": 30}, {"weights_requested": "random"}, {"seed": 1},
+        {"tf32": "strict"}, {"backend": "aot_eager"}, {"fullgraph": True}, {"dynamic": True},
+        {"sync": "pipelined"})}
+    assert len(keys) == 11
+    # eager cells do not compile: compile options are no part of their measurement
+    assert settings_hash(base, "eager") == settings_hash({**base, "fullgraph": True}, "eager")
+    assert settings_hash(base, "default") != settings_hash({**base, "fullgraph": True}, "default")
+
+
+def test_a_gpu_memory_cap_is_a_setting_and_records_before_it_keep_their_key():
+    base = measurement_settings(Settings(blocks=10, weights="auto"))
+    older = {key: value for key, value in base.items() if key != "gpu_memory_gib"}  # written before caps
+    assert base["gpu_memory_gib"] is None and settings_hash(older, "eager") == settings_hash(base, "eager")
+    capped = {**base, "gpu_memory_gib": 16}
+    assert settings_hash(capped, "eager") != settings_hash(base, "eager")
+    assert settings_hash(capped, "eager") != settings_hash({**base, "gpu_memory_gib": 24}, "eager")
+
+
+def test_a_variant_is_another_cell_and_old_records_are_the_guides_cells():
+    guide = ok_record()
+    older = ok_record()
+    del older["cell"]["memory_format"], older["cell"]["shapes"]  # written before variants existed
+    nhwc = ok_record(memory_format="channels_last")
+    dynamic = ok_record(shapes="dynamic")
+    assert cell_identity(older) == cell_identity(guide)
+    assert record_key(older) == record_key(guide)
+    assert len({record_key(record) for record in (guide, nhwc, dynamic)}) == 3
+    assert cell_identity(nhwc).variant_fields() == {"memory_format": "channels_last", "shapes": "static"}
+    assert cell_identity(dynamic).variant == ("contiguous", "dynamic")
+
+
+def test_an_identity_gives_back_the_cell_block_it_was_read_from():
+    record = ok_record(device="cpu", memory_format="channels_last")
+    assert cell_identity(record).cell_block() == record["cell"]
+
+
+def test_a_cpu_nodes_declared_kind_is_part_of_its_identity_a_gpus_name_already_is():
+    cpu = {"torch_version": "2.9", "cpu_model": "EPYC", "cpu_count_logical": 8}
+    assert environment_key({**cpu, "accelerator_type": "KA"}, "cpu") != environment_key(
+        {**cpu, "accelerator_type": "KB"}, "cpu")
+    assert environment_key(cpu, "cpu") == environment_key({**cpu, "accelerator_type": None}, "cpu")
+    gpu = {"torch_version": "2.9", "driver_version": "580", "gpus": [{"index": 0, "name": "NVIDIA H100"}]}
+    # a GPU measured locally and on a cluster node of its type is one environment
+    assert environment_key(gpu, "cuda") == environment_key({**gpu, "accelerator_type": "H100"}, "cuda")
+    record = ok_record()
+    placed = {**record, "environment": {**record["environment"], "accelerator_type": "KA"}}
+    assert record_key(placed) != record_key(record)
