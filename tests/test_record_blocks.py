@@ -7,7 +7,7 @@ from bench_utils.record_blocks import (BLOCK_TYPES, ConfigBlock, LatencyBlock, P
                                        energy_side, last_error_line, part)
 from bench_utils.records import measurement_settings
 from bench_utils.settings import Settings
-from bench_utils.study.phases import Phases
+from bench_utils.study.cell.time_by_phase import Phases
 from sample_records import CELL, ENV, ok_record
 
 FIXTURE = Path(__file__).parent / "fixtures" / "smoke-results.jsonl"

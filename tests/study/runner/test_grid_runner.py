@@ -150,7 +150,7 @@ def test_a_grid_cells_key_is_the_key_of_the_record_the_real_kernel_writes_for_it
     # the kernel (task.run, as the notebook calls it) in this process, for measured, compiled, variant and
     # failed cells: resume must find each cell it recorded
     from bench_utils.record_key import record_key
-    from bench_utils.study import task
+    from bench_utils.study.cell import task
 
     monkeypatch.setenv(task.FAULT_ENV, "error:timm:resnet18:2")  # the kernel's own failure records too
     grid = parse_grid({"study": "t", "runs": 2, "warmup": 1, "blocks": 1, "backend": "aot_eager", "grids": [
