@@ -15,7 +15,8 @@ or ``error``; the notebook's own OOM rule skips larger batches), and the runner 
   again resumes; an OOM recorded so far, in this run or an earlier one, rules out larger batches;
 - one worker per device (CUDA_VISIBLE_DEVICES); with a ``time_limit`` a kernel starts only the cells that fit.
 
-Executing a notebook is ``execution``, following it ``watch``; the person watching sees ``progress``."""
+Executing a notebook is ``papermill_execution``, following it ``kernel_watch``; the person watching sees
+``progress_display``."""
 
 from __future__ import annotations
 

@@ -79,8 +79,8 @@ def notebook_parameters(group: KernelGroup, results_path: Path, run_id: str,
     ``only_cells`` lists the group's ``[compile_mode, batch_size]`` pairs in the order the
     kernel measures them, which is how the runner knows which cell a dead kernel was on;
     ``show`` is off: a grid run draws no table and no plot; the kernel names the cell it begins in
-    ``progress_file`` (``watch``). Paths are given relative to the project root, which the kernel
-    runs from.
+    ``progress_file`` (``study.progress_file``, read by ``kernel_watch``). Paths are given relative to
+    the project root, which the kernel runs from.
     """
     cell = group.first
     return {"study": cell.study, "models": [cell.model],

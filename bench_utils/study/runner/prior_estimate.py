@@ -13,7 +13,7 @@ device's peaks are the datasheets' (``measurement.peaks``). One call takes
 
 and a cell adds what ``study.cell`` does around its timed runs: the FLOP count (one eager call under a
 dispatch mode), the accuracy gate (an eager call, a float64 call on the float64 units, a compiled call),
-the memory probe of each side (``after_timing.MEMORY_CALLS`` calls), the energy windows (CUDA only),
+the memory probe of each side (``cell.memory_and_energy.MEMORY_CALLS`` calls), the energy windows (CUDA only),
 the cold compile (and the warm one at the first batch size of a mode) and the timed calls (warm-up and
 runs, both sides for a compiled cell). A kernel adds its start and the model build. Every rate is an
 assumption; ``OPTIMISTIC``, ``TYPICAL`` and ``PESSIMISTIC`` give the low, point and high figures.
@@ -41,8 +41,8 @@ MODEL_COSTS = Path(__file__).with_name("data") / "model_costs.json"
 # matmul and convolution; reduce-overhead adds the CUDA-graph recording; AOTInductor exports first.
 MODE_COMPILE_FACTOR = {"default": 1.0, "reduce-overhead": 1.2, "max-autotune": 4.0,
                        "max-autotune-no-cudagraphs": 4.0, "aot-inductor": 1.5}
-MEMORY_CALLS = 3              # after_timing.MEMORY_CALLS (tests check they agree)
-ENERGY_WINDOW_S = 5.0         # per side: after_timing.ENERGY_WINDOW_S (tests check they agree)
+MEMORY_CALLS = 3              # cell.memory_and_energy.MEMORY_CALLS (tests check they agree)
+ENERGY_WINDOW_S = 5.0         # per side: cell.memory_and_energy.ENERGY_WINDOW_S (tests check they agree)
 SYNC_S = 20e-6                # a per-call synchronisation, each timed call from an idle device
 FLOP_COUNT_S_PER_OP = 50e-6   # FlopCounterMode's Python dispatch per operator
 CELL_OVERHEAD_S = 1.0         # the record, dynamo reset, garbage collection, CUDA cache release
