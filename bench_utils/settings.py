@@ -16,7 +16,7 @@ config) or None (the record says what it did elsewhere).
 
 from __future__ import annotations
 
-from dataclasses import MISSING, Field, asdict, dataclass, field, fields, replace
+from dataclasses import Field, asdict, dataclass, field, fields, replace
 from typing import Any, Callable, Mapping
 
 from .parameters import one_of
@@ -173,6 +173,3 @@ def setting_fields() -> tuple[Field, ...]:
 def setting_names() -> tuple[str, ...]:
     return tuple(item.name for item in fields(Settings))
 
-
-def default_of(item: Field) -> Any:
-    return None if item.default is MISSING else item.default

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 import re
 
 from bench_utils.paths import PROJECT_ROOT

@@ -27,7 +27,7 @@ from typing import Any, Iterator
 
 import torch
 
-from ..vocabulary import Shapes, check_shapes
+from ..vocabulary import Shapes
 
 STATIC, DYNAMIC = Shapes.STATIC, Shapes.DYNAMIC
 SHAPES = tuple(Shapes)

@@ -1,7 +1,6 @@
 """params/beyond-guide-cpu.yaml end to end: every deployment variant through the grid runner, on
 timm's tiny test ResNet, then the report in three locales (minutes: inductor compiles C++ here)."""
 
-from pathlib import Path
 import subprocess
 import sys
 

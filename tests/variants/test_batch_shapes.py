@@ -2,8 +2,9 @@ import pytest
 import torch
 
 from bench_utils.study.cell.measured_cell import run_cell
-from bench_utils.variants.batch_shapes import (DYNAMIC, SharedCompilation, check_shapes, compile_method,
+from bench_utils.variants.batch_shapes import (DYNAMIC, SharedCompilation, compile_method,
                                                mark_batch_dynamic, one_graph_for_all_batch_sizes)
+from bench_utils.vocabulary import check_shapes
 from bench_utils.zoo.loading import LoadedModel
 from torch_recompiles import frames_recompiled
 

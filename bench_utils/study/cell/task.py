@@ -24,7 +24,6 @@ which does so only while that file does not exist yet: a cell stuck on one machi
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, replace
 import gc
 import os
@@ -225,7 +224,7 @@ class _ModelCells:
                         self._load()
                     finally:  # the load's seconds apart from the cell's phases, failed or not
                         load_s, phases = time.perf_counter() - phases.started, Phases()
-                result = (dataclasses.replace(shared, phases=phases) if shared is not None
+                result = (replace(shared, phases=phases) if shared is not None
                           else self._measure(mode, batch_size, settings, phases))
                 record = cell_record(result, self.loaded, study=self.study, config=self.config,
                                      compile_options=compile_module.options(mode, settings.backend, settings.fullgraph,

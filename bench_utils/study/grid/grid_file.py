@@ -206,8 +206,8 @@ def _expand(path: str, where: str, item: Any, study_settings: Settings, grid: Gr
         non_empty(path, where + key, item[key])
     settings = _sub_grid_settings(path, where, item, study_settings)
     batch_sizes = _batch_sizes(path, where, item["batch_sizes"])
-    modes = _names(path, where + "compile_modes", item["compile_modes"], check_mode)
-    dtypes = _names(path, where + "dtypes", item.get("dtypes", ["float32"]), dtype_name)
+    modes = checked_names(path, where + "compile_modes", item["compile_modes"], check_mode)
+    dtypes = checked_names(path, where + "dtypes", item.get("dtypes", ["float32"]), dtype_name)
     axes = {axis.name: checked_names(path, where + axis.metadata["plural"],
                                      item.get(axis.metadata["plural"], [axis.default]),
                                      axis.metadata["check"])
@@ -243,17 +243,6 @@ def _batch_sizes(path: str, where: str, values: list) -> list[int]:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise fail(path, where + "batch_sizes", f"must be positive integers, got {value!r}")
     return sorted(set(values))
-
-
-def _names(path: str, key: str, values: list, check) -> list[str]:
-    non_empty(path, key, values)
-    names = []
-    for value in values:
-        try:
-            names.append(str(check(str(value))))
-        except ValueError as exc:
-            raise fail(path, key, str(exc)) from None
-    return list(dict.fromkeys(names))
 
 
 def _check_dynamic_shapes(path: str, where: str, shapes: list[str], modes: list[str], settings: Settings) -> None:
