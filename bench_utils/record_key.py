@@ -49,7 +49,7 @@ class CellIdentity(NamedTuple):
         return dict(zip(VARIANT_FIELDS, self.variant))
 
     def cell_block(self) -> CellBlock:
-        """The record's ``cell`` block for this identity (``records.make_record`` takes it as keywords)."""
+        """The record's ``cell`` block for this identity (what ``records.make_record`` takes)."""
         return {"study": self.study, "task": self.task, "model": self.model, "batch_size": self.batch_size,
                 "compile_mode": self.compile_mode, "dtype": self.dtype, "device": self.device,
                 **self.variant_fields()}

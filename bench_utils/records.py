@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 import uuid
 
 from .env import capture_environment
@@ -67,16 +67,16 @@ def latency_block(measurement: Measurement) -> LatencyBlock:
     }
 
 
-def make_record(*, study: str, task: str, model: str, batch_size: int, compile_mode: str,
-                dtype: str, device: str, memory_format: str = "contiguous", shapes: str = "static",
-                status: str = Status.OK, measurement: Measurement | None = None, memory: MemoryBlock | None = None,
-                compile: CompileBlock | None = None, config: ConfigBlock | None = None,
-                error: str | None = None, environment: EnvironmentBlock | None = None,
-                extra: dict | None = None) -> dict[str, Any]:
-    """A validated record for one cell; the environment is captured when not given."""
-    cell: CellBlock = {"study": study, "task": task, "model": model, "batch_size": batch_size,
-                       "compile_mode": compile_mode, "dtype": dtype, "device": device,
-                       "memory_format": memory_format, "shapes": shapes}
+def make_record(cell: CellBlock, *, status: str = Status.OK, measurement: Measurement | None = None,
+                memory: MemoryBlock | None = None, compile: CompileBlock | None = None,
+                config: ConfigBlock | None = None, error: str | None = None,
+                environment: EnvironmentBlock | None = None, extra: dict | None = None) -> dict[str, Any]:
+    """A validated record for one cell; the environment is captured when not given.
+
+    ``cell`` is the record's ``cell`` block: the identity (``CELL_FIELDS``) and the variant (the settings a
+    cell's identity takes, ``record_key.VARIANT_FIELDS``: a ``CellIdentity.cell_block()``, say), each
+    variant setting its default where ``cell`` has none. The other settings travel in ``config``."""
+    cell = record_cell(cell)
     validate_cell(cell)  # before anything is computed from it
     compile_block: CompileBlock = {**(compile or {})}
     if measurement is not None:
@@ -89,7 +89,7 @@ def make_record(*, study: str, task: str, model: str, batch_size: int, compile_m
         "error": _tail(error) if error is not None else None,
         "config": dict(config or {}),
         "latency": latency_block(measurement) if measurement is not None else None,
-        "throughput": (ThroughputBlock(unit="samples/s", value=measurement.throughput(batch_size))
+        "throughput": (ThroughputBlock(unit="samples/s", value=measurement.throughput(cell["batch_size"]))
                        if measurement is not None else None),
         "memory": memory,
         "compile": compile_block or None,
@@ -102,6 +102,18 @@ def make_record(*, study: str, task: str, model: str, batch_size: int, compile_m
         record.update(extra)
     validate_record(record)
     return record
+
+
+def record_cell(cell: Mapping[str, Any]) -> CellBlock:
+    """``cell`` as a record's ``cell`` block, in the schema's order: the identity fields, then the variant's,
+    each its default where ``cell`` gives none; ValueError naming a key that is neither."""
+    unknown = sorted(set(cell) - set(CELL_FIELDS) - set(VARIANT_FIELDS))
+    if unknown:
+        raise ValueError(f"no cell field{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}: the cell's "
+                         f"fields are {', '.join((*CELL_FIELDS, *VARIANT_FIELDS))}")
+    block = {name: cell.get(name) for name in CELL_FIELDS}
+    block.update({name: cell.get(name) or allowed[0] for name, allowed in VARIANT_FIELDS.items()})
+    return block  # type: ignore[return-value]
 
 
 def _tail(text: str) -> str:
@@ -182,22 +194,17 @@ def unmeasured_config(settings: Settings) -> ConfigBlock:
 
 # --- records of cells that were not measured -------------------------------------
 
-def failure_record(*, study: str, task: str, model: str, batch_size: int, compile_mode: str,
-                   dtype: str, device: str, status: str, error: str, config: ConfigBlock,
-                   environment: EnvironmentBlock | None = None, memory_format: str = "contiguous",
-                   shapes: str = "static", **extra: Any) -> dict[str, Any]:
-    """The record of a cell that was not measured (oom, error or skipped)."""
-    return make_record(study=study, task=task, model=model, batch_size=batch_size,
-                       compile_mode=compile_mode, dtype=dtype, device=device, memory_format=memory_format,
-                       shapes=shapes, status=status,
-                       error=error, config=config, environment=environment,
+def failure_record(cell: CellBlock, *, status: str, error: str, config: ConfigBlock,
+                   environment: EnvironmentBlock | None = None, **extra: Any) -> dict[str, Any]:
+    """The record of a cell that was not measured (oom, error or skipped); ``cell`` as ``make_record`` takes it."""
+    return make_record(cell, status=status, error=error, config=config, environment=environment,
                        extra=extra or None)
 
 
 def skipped_after_oom(cell: CellBlock, oom_at: int, config: ConfigBlock,
                       environment: EnvironmentBlock | None = None) -> dict[str, Any]:
     """The record of a cell not run because a smaller batch of its group ran out of memory."""
-    return failure_record(**cell, status=Status.OOM, config=config, environment=environment,
+    return failure_record(cell, status=Status.OOM, config=config, environment=environment,
                           error=f"not run: batch size {oom_at} ran out of memory for this model, "
                                 "mode, dtype and variant",
                           skipped_after_oom=oom_at)

@@ -156,9 +156,14 @@ class Settings:
         """``blocks`` given: as is; else the default, or ``runs`` where fewer."""
         return self if self.blocks is not None else replace(self, blocks=min(DEFAULT_BLOCKS, self.runs))
 
+    def variant_fields(self) -> dict[str, Any]:
+        """The settings that are part of a cell's identity (``IDENTITY``) by name, in field order: what a
+        record's ``cell`` block carries beside the cell's model, batch size, mode, dtype and device."""
+        return {item.name: getattr(self, item.name) for item in fields(self) if item.metadata["record"] == IDENTITY}
+
     def variant_values(self) -> tuple[Any, ...]:
-        """The values of the settings that are part of a cell's identity (``IDENTITY``), in field order."""
-        return tuple(getattr(self, item.name) for item in fields(self) if item.metadata["record"] == IDENTITY)
+        """The values of ``variant_fields``, in field order."""
+        return tuple(self.variant_fields().values())
 
     def variant(self) -> tuple[Any, ...]:
         """The identity settings that differ from their defaults: what sets a cell apart from the guide's."""

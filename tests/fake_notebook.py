@@ -46,7 +46,7 @@ class FakeNotebook:
                 key = (cell.model, cell.batch_size)
                 fields = dict(study=cell.study, task=cell.task, model=cell.model, batch_size=cell.batch_size,
                               compile_mode=cell.compile_mode, dtype=cell.dtype, device=cell.device,
-                              memory_format=cell.settings.memory_format, shapes=cell.settings.shapes)
+                              **cell.settings.variant_fields())
                 config = measurement_settings(Settings(**parameters["settings"]))
                 if cell.compile_mode not in oom_at:  # a cell the notebook measures
                     with self.lock:
@@ -64,9 +64,9 @@ class FakeNotebook:
                     status = "oom" if key in self.oom else "error"
                     if status == "oom":
                         oom_at[cell.compile_mode] = cell.batch_size
-                    record = failure_record(**fields, status=status, config=config, error=f"{status}!")
+                    record = failure_record(fields, status=status, config=config, error=f"{status}!")
                 else:
-                    record = make_record(**fields, measurement=Measurement([1.0, 2.0, 3.0], 5.0), config=config)
+                    record = make_record(fields, measurement=Measurement([1.0, 2.0, 3.0], 5.0), config=config)
                 append_record(PROJECT_ROOT / parameters["results_path"], record)  # as the kernel resolves it
                 poll()
             return 0, log

@@ -2,6 +2,7 @@
 
 from bench_utils import make_record
 from bench_utils.measurement.timing import Measurement
+from bench_utils.record_key import VARIANT_FIELDS
 
 ENV = {"torch_version": "2.15.0", "gpus": [], "timestamp_utc": "2026-11-22T00:00:00+00:00"}
 CELL = dict(study="test", task="image-classification", model="resnet", batch_size=4,
@@ -9,11 +10,11 @@ CELL = dict(study="test", task="image-classification", model="resnet", batch_siz
 
 
 def ok_record(**overrides):
-    """An ok record of ``CELL`` with four runs, overridable field by field."""
+    """An ok record of ``CELL`` with four runs, overridable field by field (a cell's field or ``make_record``'s)."""
     m = Measurement(times_ms=[10.0, 12.0, 11.0, 13.0], first_call_ms=900.0, warmup=2)
-    fields = {**CELL, "measurement": m, "environment": ENV,
-              "config": {"weights": "random", "seed": 0}, **overrides}
-    return make_record(**fields)
+    cell = {**CELL, **{name: overrides.pop(name) for name in list(overrides) if name in (*CELL, *VARIANT_FIELDS)}}
+    fields = {"measurement": m, "environment": ENV, "config": {"weights": "random", "seed": 0}, **overrides}
+    return make_record(cell, **fields)
 
 
 def cpu_and_gpu_records(compiled_mode: str, **compiled) -> list[dict]:
@@ -24,9 +25,11 @@ def cpu_and_gpu_records(compiled_mode: str, **compiled) -> list[dict]:
     for device, environment in (("cpu", {"torch_version": "2.15.0"}),
                                 ("cuda:0", {"torch_version": "2.15.0", "gpus": []})):
         cell = dict(study="s", task="image-classification", model="resnet", batch_size=1, dtype="float32",
-                    device=device, environment=environment)
-        records.append(make_record(**cell, compile_mode="eager", measurement=Measurement([10.0] * 3, 1.0)))
-        records.append(make_record(**cell, compile_mode=compiled_mode, measurement=Measurement([5.0] * 3, 900.0),
+                    device=device)
+        records.append(make_record({**cell, "compile_mode": "eager"}, environment=environment,
+                                   measurement=Measurement([10.0] * 3, 1.0)))
+        records.append(make_record({**cell, "compile_mode": compiled_mode}, environment=environment,
+                                   measurement=Measurement([5.0] * 3, 900.0),
                                    extra={"speedup": {"mean": 2.0, "mean_ci95": [1.5, 2.5], "eager_mean_ms": 10.0}},
                                    **compiled))
     return records

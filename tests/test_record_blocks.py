@@ -53,5 +53,5 @@ def test_the_builders_write_the_keys_their_block_types_name():
 def test_the_last_line_of_the_error_is_its_exception():
     from bench_utils import make_record
 
-    record = make_record(**CELL, status="error", error="Traceback:\n  x\nRuntimeError: boom\n", environment=ENV)
+    record = make_record(CELL, status="error", error="Traceback:\n  x\nRuntimeError: boom\n", environment=ENV)
     assert last_error_line(record) == "RuntimeError: boom" and last_error_line(ok_record()) is None

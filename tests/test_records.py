@@ -29,15 +29,15 @@ def test_error_text_does_not_name_the_home_directory():
     from pathlib import Path
 
     error = f'File "{Path.home()}/project/x.py", line 3\nRuntimeError: boom'
-    record = make_record(**CELL, status="error", error=error, environment=ENV)
+    record = make_record(CELL, status="error", error=error, environment=ENV)
     assert str(Path.home()) not in record["error"] and record["error"].startswith('File "~/project')
 
 
 def test_failed_records_carry_no_numbers():
-    record = make_record(**CELL, status="oom", error="CUDA out of memory", environment=ENV)
+    record = make_record(CELL, status="oom", error="CUDA out of memory", environment=ENV)
     assert record["latency"] is None and record["throughput"] is None
     with pytest.raises(ValueError, match="error text"):
-        make_record(**CELL, status="error", environment=ENV)
+        make_record(CELL, status="error", environment=ENV)
     with pytest.raises(ValueError, match="must not carry latency"):
         ok_record(status="error", error="boom")
 
@@ -66,10 +66,21 @@ def test_an_unknown_variant_is_refused():
         ok_record(memory_format="nhwc")
 
 
+def test_a_cell_block_is_the_identity_then_the_variant_each_setting_its_default_where_not_given():
+    record = make_record({**CELL, "shapes": "dynamic"}, status="error", error="boom", environment=ENV)
+    assert list(record["cell"]) == [*CELL, "memory_format", "shapes"]
+    assert record["cell"]["memory_format"] == "contiguous" and record["cell"]["shapes"] == "dynamic"
+    with pytest.raises(ValueError, match="no cell field runs: the cell's fields are study, task"):
+        make_record({**CELL, "runs": 3}, status="error", error="boom", environment=ENV)
+    with pytest.raises(ValueError, match="cell.device must be a non-empty string, got None"):
+        make_record({name: value for name, value in CELL.items() if name != "device"}, status="error",
+                    error="boom", environment=ENV)
+
+
 def test_a_cell_no_kernel_measured_records_its_settings_and_no_weights():
     from bench_utils.records import failure_record, unmeasured_config
 
     config = unmeasured_config(Settings(runs=7, weights="auto"))
     assert config["weights"] is None and config["weights_requested"] == "auto" and config["runs"] == 7
-    record = failure_record(**CELL, status="error", error="lost", config=config, environment=ENV)
+    record = failure_record(CELL, status="error", error="lost", config=config, environment=ENV)
     assert record["config"] == config and record["latency"] is None

@@ -15,7 +15,7 @@ def test_round_trip_and_flat_dataframe(tmp_path):
     path = tmp_path / "results.jsonl"
     append_record(path, ok_record())
     append_record(path, ok_record(model="vit", batch_size=1))
-    append_record(path, make_record(**{**CELL, "batch_size": 16}, status="oom",
+    append_record(path, make_record({**CELL, "batch_size": 16}, status="oom",
                                     error="CUDA out of memory. Tried to allocate 2 GiB", environment=ENV))
     records = read_records(path)
     assert [r["cell"]["model"] for r in records] == ["resnet", "vit", "resnet"]

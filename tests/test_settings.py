@@ -25,6 +25,13 @@ def test_settings_from_parameters_are_checked_and_unknown_names_refused():
         Settings.from_parameters({"rnus": 5})
 
 
+def test_a_cells_variant_is_its_identity_settings_by_name_as_a_record_keys_them():
+    settings = Settings(shapes="dynamic", runs=7)
+    assert settings.variant_fields() == {"memory_format": "contiguous", "shapes": "dynamic"}
+    assert list(settings.variant_fields()) == list(VARIANT_FIELDS)
+    assert settings.variant_values() == ("contiguous", "dynamic") and settings.variant() == ("dynamic",)
+
+
 def test_blocks_default_to_thirty_or_runs_where_fewer():
     assert Settings().with_blocks().blocks == 30 and Settings(runs=7).with_blocks().blocks == 7
     assert Settings(runs=7, blocks=3).with_blocks().blocks == 3

@@ -261,7 +261,7 @@ class ClusterRunner:
     def _record(self, work: _Work, cell: Cell, status: str, reason: str, tally: RunOutcome,
                 progress: Progress) -> None:
         """A record the driver writes for a cell its node could not record, in that node's environment."""
-        record = failure_record(**cell.identity().cell_block(), status=status, error=scrub(reason),
+        record = failure_record(cell.identity().cell_block(), status=status, error=scrub(reason),
                                 config=unmeasured_config(cell.settings), environment=work.environment)
         self._count(work, cell, record, Outcome(cell, status, 0.0, work.node, reason.splitlines()[0][:160]),
                     tally, progress)

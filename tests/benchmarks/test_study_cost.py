@@ -51,9 +51,9 @@ def record(cell, *, phases=None, device=None, study=None, status="ok", times_ms=
     if eager_mean_ms is not None:
         extra["speedup"] = {"eager_mean_ms": eager_mean_ms}
     ok = status == "ok"
-    return make_record(study=study or cell.study, task=cell.task, model=cell.model,
-                       batch_size=cell.batch_size, compile_mode=cell.compile_mode, dtype=cell.dtype,
-                       device=device or cell.device, status=status,
+    return make_record(dict(study=study or cell.study, task=cell.task, model=cell.model,
+                            batch_size=cell.batch_size, compile_mode=cell.compile_mode, dtype=cell.dtype,
+                            device=device or cell.device), status=status,
                        measurement=Measurement(times_ms=list(times_ms), first_call_ms=1.0) if ok else None,
                        error=None if ok else "CUDA out of memory", compile=compile,
                        config={"runs": runs, "warmup": warmup}, environment=environment,

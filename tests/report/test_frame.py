@@ -7,13 +7,13 @@ from bench_utils.report.plots import latency_bars
 
 
 def records():
-    ok = make_record(study="s", task="image-classification", model="resnet", batch_size=1,
-                     compile_mode="default", dtype="float32", device="cpu", environment={},
+    ok = make_record(dict(study="s", task="image-classification", model="resnet", batch_size=1,
+                          compile_mode="default", dtype="float32", device="cpu"), environment={},
                      measurement=Measurement(times_ms=[10.0, 12.0], first_call_ms=900.0),
                      compile={"cold_ms": 880.0},
                      extra={"speedup": {"mean": 1.5, "mean_ci95": [1.4, 1.6]}, "parity": {"parity": "pass"}})
-    oom = make_record(study="s", task="image-classification", model="resnet", batch_size=16,
-                      compile_mode="default", dtype="float32", device="cpu", environment={},
+    oom = make_record(dict(study="s", task="image-classification", model="resnet", batch_size=16,
+                           compile_mode="default", dtype="float32", device="cpu"), environment={},
                       status="oom", error="Traceback...\ntorch.OutOfMemoryError: CUDA out of memory")
     return [ok, oom]
 
@@ -69,8 +69,8 @@ def _cuda_graph_record(memory: dict, mode: str = "reduce-overhead", cuda_graphs=
     # reserved memory: the allocator's segments, as the pool's are; allocated bytes are not set beside it
     eager = {"cuda_peak_reserved_increase_bytes": 400 * MiB, "cuda_peak_allocated_increase_bytes": 310 * MiB,
              "cuda_graph_pool_bytes": 0}
-    return make_record(study="s", task="image-classification", model="resnet", batch_size=1,
-                       compile_mode=mode, dtype="float32", device="cuda:0", environment={},
+    return make_record(dict(study="s", task="image-classification", model="resnet", batch_size=1,
+                            compile_mode=mode, dtype="float32", device="cuda:0"), environment={},
                        measurement=Measurement(times_ms=[5.0, 5.0], first_call_ms=900.0),
                        memory={**memory, "eager": eager}, compile={"cold_ms": 880.0, "cuda_graphs": cuda_graphs},
                        extra={"speedup": {"mean": 2.0, "mean_ci95": [1.9, 2.1]}})
@@ -110,8 +110,8 @@ def test_a_cuda_graph_modes_memory_is_not_measured_without_its_pool():
 
 
 def _cpu_record(memory: dict, eager: dict) -> dict:
-    return make_record(study="s", task="image-classification", model="resnet", batch_size=1,
-                       compile_mode="default", dtype="float32", device="cpu", environment={},
+    return make_record(dict(study="s", task="image-classification", model="resnet", batch_size=1,
+                            compile_mode="default", dtype="float32", device="cpu"), environment={},
                        measurement=Measurement(times_ms=[5.0, 5.0], first_call_ms=900.0),
                        memory={**memory, "eager": eager}, compile={"cold_ms": 880.0},
                        extra={"speedup": {"mean": 2.0, "mean_ci95": [1.9, 2.1]}})

@@ -118,10 +118,11 @@ def _study(tmp_path, name, torch_version, eager_ms, compiled_ms):
                    "timestamp_utc": "2026-11-22T00:00:00+00:00"}
     path = tmp_path / name / "results.jsonl"
     cell = dict(study=name, task="image-classification", model="resnet", batch_size=1, dtype="float32",
-                device="cpu", environment=environment)
-    append_record(path, make_record(**cell, compile_mode="eager", measurement=Measurement([eager_ms] * 3, 1.0)))
+                device="cpu")
+    append_record(path, make_record({**cell, "compile_mode": "eager"}, environment=environment,
+                                    measurement=Measurement([eager_ms] * 3, 1.0)))
     append_record(path, make_record(
-        **cell, compile_mode="default", measurement=Measurement([compiled_ms] * 3, 900.0),
+        {**cell, "compile_mode": "default"}, environment=environment, measurement=Measurement([compiled_ms] * 3, 900.0),
         extra={"speedup": {"mean": eager_ms / compiled_ms, "mean_ci95": [1.0, 3.0],
                            "eager_mean_ms": eager_ms}, "parity": {"parity": "pass"}}))
     return path.parent
@@ -207,8 +208,8 @@ def test_the_startup_table_sets_cold_warm_and_aot_start_ups_beside_one_eager_cal
     from bench_utils.measurement.timing import Measurement
 
     def record(mode, compile_block):
-        return make_record(study="s", task="image-classification", model="resnet", batch_size=1,
-                           compile_mode=mode, dtype="float32", device="cpu",
+        return make_record(dict(study="s", task="image-classification", model="resnet", batch_size=1,
+                                compile_mode=mode, dtype="float32", device="cpu"),
                            environment={"torch_version": "2.15.0", "cpu_model": "Test Processor"},
                            measurement=Measurement(times_ms=[20.0, 20.0], first_call_ms=900.0),
                            compile=compile_block)
@@ -233,11 +234,11 @@ def _variant_record(mode, batch=1, speedup=None, compile_block=None, **variant):
 
     extra = {"speedup": {"mean": speedup, "mean_ci95": [speedup - 0.1, speedup + 0.1], "eager_mean_ms": 20.0}} \
         if speedup else None
-    return make_record(study="s", task="image-classification", model="resnet", batch_size=batch,
-                       compile_mode=mode, dtype="float32", device="cpu",
+    return make_record(dict(study="s", task="image-classification", model="resnet", batch_size=batch,
+                            compile_mode=mode, dtype="float32", device="cpu", **variant),
                        environment={"torch_version": "2.15.0", "cpu_model": "Test Processor"},
                        measurement=Measurement(times_ms=[20.0, 20.0], first_call_ms=900.0),
-                       compile=compile_block, extra=extra, **variant)
+                       compile=compile_block, extra=extra)
 
 
 def test_a_portable_cache_fills_the_fresh_process_column_and_a_miss_is_flagged():
@@ -303,8 +304,8 @@ def test_a_cuda_graph_mode_cell_that_ran_without_cuda_graphs_is_flagged():
     from bench_utils.measurement.timing import Measurement
 
     def cell(model, pool_bytes, cuda_graphs, mode="reduce-overhead"):
-        return make_record(study="s", task="image-classification", model=model, batch_size=1, compile_mode=mode,
-                           dtype="float32", device="cuda", environment={},
+        return make_record(dict(study="s", task="image-classification", model=model, batch_size=1, compile_mode=mode,
+                                dtype="float32", device="cuda"), environment={},
                            measurement=Measurement(times_ms=[5.0, 5.0], first_call_ms=900.0),
                            memory={"cuda_peak_allocated_increase_bytes": 0, "cuda_graph_pool_bytes": pool_bytes},
                            compile={"cold_ms": 880.0, "cuda_graphs": cuda_graphs,
@@ -356,8 +357,8 @@ def test_a_memory_figure_no_method_could_see_reads_not_measurable_in_every_langu
     from bench_utils import make_record
     from bench_utils.measurement.timing import Measurement
 
-    record = make_record(study="s", task="image-classification", model="resnet", batch_size=1,
-                         compile_mode="default", dtype="float32", device="cpu", environment={},
+    record = make_record(dict(study="s", task="image-classification", model="resnet", batch_size=1,
+                              compile_mode="default", dtype="float32", device="cpu"), environment={},
                          measurement=Measurement(times_ms=[5.0, 5.0], first_call_ms=900.0),
                          memory={"rss_peak_increase_bytes": 0, "eager": {"rss_peak_increase_bytes": 0,
                                                                          "cpu_activation_peak_bytes": 12 * 2**20}},

@@ -18,8 +18,8 @@ from bench_utils.study.lease import (
 
 def record():
     # A record built without torch: the lease and the results file never need it.
-    return failure_record(study="s", task="image-classification", model="resnet", batch_size=1,
-                          compile_mode="eager", dtype="float32", device="cpu", status="error",
+    return failure_record(dict(study="s", task="image-classification", model="resnet", batch_size=1,
+                               compile_mode="eager", dtype="float32", device="cpu"), status="error",
                           error="a reason", config={}, environment={})
 
 

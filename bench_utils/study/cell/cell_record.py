@@ -6,7 +6,7 @@ from typing import Any
 
 from ...measurement.compare import Comparison
 from ...measurement.paired import METHOD
-from ...record_blocks import ConfigBlock, EnvironmentBlock, MemoryBlock, SpeedupBlock
+from ...record_blocks import CellBlock, ConfigBlock, EnvironmentBlock, MemoryBlock, SpeedupBlock
 from ...records import make_record
 from ...variants import modes as compile_module
 from ...zoo.loading import LoadedModel
@@ -60,11 +60,11 @@ def cell_record(result: CellResult, loaded: LoadedModel, *, study: str,
     memory: MemoryBlock | None = result.memory
     if result.eager_memory is not None:
         memory = {**(memory or {}), "eager": result.eager_memory}
+    cell: CellBlock = {"study": study, "task": loaded.task, "model": loaded.key, "batch_size": result.batch_size,
+                       "compile_mode": result.mode, "dtype": loaded.dtype, "device": loaded.device,
+                       "memory_format": loaded.memory_format, "shapes": result.shapes}
     return make_record(
-        study=study, task=loaded.task, model=loaded.key, batch_size=result.batch_size,
-        compile_mode=result.mode, dtype=loaded.dtype, device=loaded.device,
-        memory_format=loaded.memory_format, shapes=result.shapes, status=Status.OK,
-        measurement=result.measurement, memory=memory, compile=compile_block,
+        cell, status=Status.OK, measurement=result.measurement, memory=memory, compile=compile_block,
         # the weights measured, never the request ("auto" resolves to random or pretrained)
         config={**(config or {}), "weights": loaded.weights}, environment=environment,
         extra=extra)

@@ -40,6 +40,7 @@ from tqdm.auto import tqdm
 from ...env import capture_environment
 from ...measurement.memory_cap import gpu_memory_cap
 from ...paths import PROJECT_ROOT
+from ...record_blocks import CellBlock
 from ...records import failure_record, measurement_settings, skipped_after_oom
 from ...results import append_record
 from ...variants import compile_workers, modes as compile_module
@@ -209,8 +210,9 @@ class _ModelCells:
             compile_module.reset()
         # eager compiles nothing
         settings = replace(self.settings, shapes=Shapes.STATIC.value) if mode == CompileMode.EAGER else self.settings
-        cell = dict(study=self.study, task=self.task, model=self.model, batch_size=batch_size, compile_mode=mode,
-                    dtype=self.dtype, device=self.device, memory_format=settings.memory_format, shapes=settings.shapes)
+        cell: CellBlock = {"study": self.study, "task": self.task, "model": self.model, "batch_size": batch_size,
+                           "compile_mode": mode, "dtype": self.dtype, "device": self.device,
+                           **settings.variant_fields()}
         phases, load_s = Phases(), 0.0
         shared = self.shared_eager.pop(batch_size, None) if mode == CompileMode.EAGER else None
         if mode in self.oom_at and shared is None:
@@ -234,7 +236,7 @@ class _ModelCells:
                 status = Status.OOM if is_out_of_memory(exc) else Status.ERROR
                 if status == Status.OOM:  # batches ascend within a mode: the rest of it is larger
                     self.oom_at[mode] = batch_size
-                record = failure_record(**cell, status=status, config=self._failure_config(),
+                record = failure_record(cell, status=status, config=self._failure_config(),
                                         error=_error_text(exc), environment=self.kernel.environment)
                 _free_memory()
         record["phases"] = self.kernel.phases(phases.to_dict(), load_s)

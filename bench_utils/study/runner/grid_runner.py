@@ -284,7 +284,7 @@ class Runner:
         return died.rest
 
     def _record_failure(self, cell: Cell, status: str, message: str, log: str | None) -> None:
-        self._append(failure_record(**cell.identity().cell_block(), status=status, error=message,
+        self._append(failure_record(cell.identity().cell_block(), status=status, error=message,
                                     config=unmeasured_config(cell.settings), environment=self.environment, log=log))
 
     def _size(self) -> int:

@@ -17,9 +17,7 @@ def cells():
 
 
 def record_of(cell):
-    return make_record(study=cell.study, task=cell.task, model=cell.model, batch_size=cell.batch_size,
-                       compile_mode=cell.compile_mode, dtype=cell.dtype, device=cell.device,
-                       measurement=Measurement([1.0, 2.0], 3.0))
+    return make_record(cell.identity().cell_block(), measurement=Measurement([1.0, 2.0], 3.0))
 
 
 def new_watch(tmp_path, timeout=60.0, stop=lambda: False):

@@ -31,9 +31,9 @@ def record(cell, environment, phases=None, status="ok", runs=None, warmup=None):
                                           warmup=cell.settings.warmup if warmup is None else warmup))
     extra = {"phases": phases} if phases is not None else {}
     if status == "ok":
-        return make_record(**fields, measurement=Measurement([1.0, 2.0, 3.0], 5.0), config=config,
+        return make_record(fields, measurement=Measurement([1.0, 2.0, 3.0], 5.0), config=config,
                            environment=environment, extra=extra or None)
-    return failure_record(**fields, status=status, error=f"{status}!", config=config,
+    return failure_record(fields, status=status, error=f"{status}!", config=config,
                           environment=environment, **extra)
 
 

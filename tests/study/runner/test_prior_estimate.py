@@ -87,7 +87,7 @@ def record_on(environment, batch, cell_s, mode="default", startup_s=0.0):
     fields = dict(study="t", task="image-classification", model="m", batch_size=batch, compile_mode=mode,
                   dtype="float32", device="cuda")
     config = measurement_settings(Settings(blocks=30, tf32="strict"))
-    return make_record(**fields, measurement=Measurement([1.0, 2.0], 1.0), config=config, environment=environment,
+    return make_record(fields, measurement=Measurement([1.0, 2.0], 1.0), config=config, environment=environment,
                        compile={"warm_ms": 1.0}, extra={"phases": {"cell_s": cell_s, "startup_s": startup_s}})
 
 

@@ -77,7 +77,7 @@ def estimated(cell, environment, seconds, startup_s=0.0):
     fields = dict(study=cell.study, task=cell.task, model=cell.model, batch_size=cell.batch_size,
                   compile_mode=cell.compile_mode, dtype=cell.dtype, device=cell.device)
     config = measurement_settings(replace(cell.settings, runs=7))
-    return make_record(**fields, measurement=Measurement([1.0, 2.0, 3.0], 5.0), config=config,
+    return make_record(fields, measurement=Measurement([1.0, 2.0, 3.0], 5.0), config=config,
                        environment=environment, extra={"phases": {"cell_s": seconds, "startup_s": startup_s}})
 
 
