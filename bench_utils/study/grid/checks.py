@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Any
+from typing import Any, Callable
 
 
 class GridError(ValueError):
@@ -39,30 +39,33 @@ def non_empty(path: str, key: str, values: list) -> None:
         raise fail(path, key, "must not be empty")
 
 
-def check_devices(path: str, devices: list) -> list[str]:
-    non_empty(path, "devices", devices)
-    checked = []
-    for device in devices:
-        if not isinstance(device, str) or not re.fullmatch(r"cpu|cuda(:\d+)?", device):
-            raise fail(path, "devices", f"unknown device {device!r}: use cpu, cuda or cuda:N")
-        if device in checked:
-            raise fail(path, "devices", f"{device} is listed twice: one worker per device")
-        checked.append(device)
+def _names_listed_once(path: str, key: str, values: list, pattern: str, not_a_name: Callable[[Any], str],
+                       once_because: str | None = None) -> list[str]:
+    """``values``, a non-empty list under ``key``: each a string matching ``pattern`` (else ``not_a_name(value)``
+    says why not), each once (``once_because`` says why, where given)."""
+    non_empty(path, key, values)
+    checked: list[str] = []
+    for value in values:
+        if not isinstance(value, str) or not re.fullmatch(pattern, value):
+            raise fail(path, key, not_a_name(value))
+        if value in checked:
+            raise fail(path, key, f"{value} is listed twice" + (f": {once_because}" if once_because else ""))
+        checked.append(value)
     return checked
+
+
+def check_devices(path: str, devices: list) -> list[str]:
+    """The devices cells run on: kinds (cpu, cuda) or pinned devices (cuda:N), each once."""
+    return _names_listed_once(path, "devices", devices, r"cpu|cuda(:\d+)?",
+                              lambda device: f"unknown device {device!r}: use cpu, cuda or cuda:N",
+                              once_because="one worker per device")
 
 
 def check_accelerators(path: str, kinds: list) -> list[str]:
     """A cluster's accelerator types to cover, as Ray names them (H100, A100, L4, or a node's own
     custom kind): non-empty names, each once."""
-    non_empty(path, "accelerators", kinds)
-    checked = []
-    for kind in kinds:
-        if not isinstance(kind, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", kind):
-            raise fail(path, "accelerators", f"{kind!r} is not an accelerator type name (such as H100, A100, L4)")
-        if kind in checked:
-            raise fail(path, "accelerators", f"{kind} is listed twice")
-        checked.append(kind)
-    return checked
+    return _names_listed_once(path, "accelerators", kinds, r"[A-Za-z0-9][A-Za-z0-9_.+-]*",
+                              lambda kind: f"{kind!r} is not an accelerator type name (such as H100, A100, L4)")
 
 
 def check_timm(path: str, where: str, model: str) -> str:
