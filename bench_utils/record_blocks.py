@@ -12,9 +12,8 @@ from __future__ import annotations
 from typing import Any, Literal, Mapping, TypedDict, overload
 
 
-class CellBlock(TypedDict, total=False):
-    """What the cell is; ``memory_format`` and ``shapes`` (the variant) are absent from records made
-    before variants existed, which are the guide's cells (``record_key.VARIANT_FIELDS``)."""
+class CellIdentityBlock(TypedDict, total=False):
+    """What the cell is, whatever its variant: every record has these (``records.validate_cell``)."""
 
     study: str
     task: str
@@ -23,6 +22,18 @@ class CellBlock(TypedDict, total=False):
     compile_mode: str
     dtype: str
     device: str  # as the kernel named it: cpu, cuda or cuda:N
+
+
+# The cell's identity fields, in the schema's order: a grid's ``study.grid.Cell`` is these and its settings
+# (its tests check it), and ``records`` builds and checks a record's cell by them.
+CELL_FIELDS = tuple(CellIdentityBlock.__annotations__)
+
+
+class CellBlock(CellIdentityBlock, total=False):
+    """What the cell is, then its variant: ``memory_format`` and ``shapes`` (``record_key.VARIANT_FIELDS``,
+    the settings whose ``record`` is ``IDENTITY``) are absent from records made before variants existed,
+    which are the guide's cells."""
+
     memory_format: str
     shapes: str
 

@@ -14,7 +14,7 @@ import json
 from typing import Any, Mapping, NamedTuple
 
 from .env import gpu_name
-from .record_blocks import CellBlock, block
+from .record_blocks import CELL_FIELDS, CellBlock, block
 from .settings import COMPILE, HASHED, IDENTITY, WHEN_SET, setting_fields
 from .vocabulary import CompileMode
 
@@ -50,9 +50,8 @@ class CellIdentity(NamedTuple):
 
     def cell_block(self) -> CellBlock:
         """The record's ``cell`` block for this identity (what ``records.make_record`` takes)."""
-        return {"study": self.study, "task": self.task, "model": self.model, "batch_size": self.batch_size,
-                "compile_mode": self.compile_mode, "dtype": self.dtype, "device": self.device,
-                **self.variant_fields()}
+        identity = {name: getattr(self, name) for name in CELL_FIELDS}
+        return {**identity, **self.variant_fields()}  # type: ignore[return-value]
 
     def without_study(self) -> CellIdentity:
         return self._replace(study=None)

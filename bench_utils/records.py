@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 import uuid
 
 from .env import capture_environment
-from .record_blocks import (CellBlock, CompileBlock, ConfigBlock, EnvironmentBlock, LatencyBlock, MemoryBlock,
-                            ThroughputBlock)
+from .record_blocks import (CELL_FIELDS, CellBlock, CompileBlock, ConfigBlock, EnvironmentBlock, LatencyBlock,
+                            MemoryBlock, ThroughputBlock)
 from .record_key import VARIANT_FIELDS, record_name
 from .settings import COMPILE, HASHED, WHEN_SET, Settings, setting_fields
 from .vocabulary import Status
@@ -32,7 +32,6 @@ if TYPE_CHECKING:  # the measurement layer imports torch; records are read witho
 # 2: per-call latency, paired speed-up, TF32 policy names, cold/warm compile, fp64 gate
 SCHEMA_VERSION = 2
 STATUSES = tuple(Status)
-CELL_FIELDS = ("study", "task", "model", "batch_size", "compile_mode", "dtype", "device")
 MAX_ERROR_CHARS = 8_000
 
 

@@ -3,8 +3,9 @@ from pathlib import Path
 
 import pytest
 
-from bench_utils.record_blocks import (BLOCK_TYPES, ConfigBlock, LatencyBlock, PhasesBlock, block, eager_memory,
-                                       energy_side, last_error_line, part)
+from bench_utils.record_blocks import (BLOCK_TYPES, CELL_FIELDS, CellBlock, ConfigBlock, LatencyBlock, PhasesBlock,
+                                       block, eager_memory, energy_side, last_error_line, part)
+from bench_utils.record_key import VARIANT_FIELDS
 from bench_utils.records import measurement_settings
 from bench_utils.settings import Settings
 from bench_utils.study.cell.time_by_phase import Phases
@@ -42,6 +43,13 @@ def test_records_written_before_the_typed_blocks_read_block_by_block():
             assert isinstance(block(record, name), dict), name
         assert block(record, "environment")["torch_version"] == "2.14.1+cu130"
         assert bool(block(record, "latency")) == (record["status"] == "ok")
+
+
+def test_the_cell_block_is_the_identity_then_the_variant_in_the_order_records_have_it():
+    # every record's cell so far; the grid's Cell and the results frame's leading columns follow it
+    assert CELL_FIELDS == ("study", "task", "model", "batch_size", "compile_mode", "dtype", "device")
+    assert list(CellBlock.__annotations__) == [*CELL_FIELDS, *VARIANT_FIELDS]
+    assert list(ok_record()["cell"]) == list(CellBlock.__annotations__)
 
 
 def test_the_builders_write_the_keys_their_block_types_name():

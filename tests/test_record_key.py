@@ -98,6 +98,7 @@ def test_a_variant_is_another_cell_and_old_records_are_the_guides_cells():
 def test_an_identity_gives_back_the_cell_block_it_was_read_from():
     record = ok_record(device="cpu", memory_format="channels_last")
     assert cell_identity(record).cell_block() == record["cell"]
+    assert list(cell_identity(record).cell_block()) == list(record["cell"])  # in the schema's order
 
 
 def test_a_cpu_nodes_declared_kind_is_part_of_its_identity_a_gpus_name_already_is():

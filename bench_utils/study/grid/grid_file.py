@@ -32,6 +32,7 @@ from pathlib import Path
 import re
 from typing import Any
 
+from ...record_blocks import CELL_FIELDS
 from ...record_key import CellIdentity
 from ...settings import ANYWHERE, AXIS, TOP, Settings, setting_fields
 from ...vocabulary import AOT_MODES, CompileMode, Shapes, check_mode, dtype_name
@@ -57,8 +58,8 @@ _STUDY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 @dataclass(frozen=True)
 class Cell:
-    """One measurement: its identity (study, task, model, batch size, compile mode, dtype, device kind)
-    and how it is measured (``settings``)."""
+    """One measurement: its identity (study, task, model, batch size, compile mode, dtype, device kind: a
+    record's ``CELL_FIELDS``, in their order) and how it is measured (``settings``)."""
 
     study: str
     task: str
@@ -97,15 +98,12 @@ class Cell:
 
     def to_parameters(self) -> dict[str, Any]:
         """The cell as flat names and values (a Ray task carries it so); ``from_parameters`` reads it back."""
-        return {**{name: getattr(self, name) for name in _IDENTITY}, **self.settings.to_parameters()}
+        return {**{name: getattr(self, name) for name in CELL_FIELDS}, **self.settings.to_parameters()}
 
     @classmethod
     def from_parameters(cls, values: dict[str, Any]) -> Cell:
-        return cls(**{name: values[name] for name in _IDENTITY},
-                   settings=Settings(**{key: value for key, value in values.items() if key not in _IDENTITY}))
-
-
-_IDENTITY = ("study", "task", "model", "batch_size", "compile_mode", "dtype", "device")
+        return cls(**{name: values[name] for name in CELL_FIELDS},
+                   settings=Settings(**{key: value for key, value in values.items() if key not in CELL_FIELDS}))
 
 
 @dataclass

@@ -1,6 +1,9 @@
+from dataclasses import fields
+
 import pytest
 
-from bench_utils.study.grid.grid_file import GridError, load_grid, parse_grid
+from bench_utils.record_blocks import CELL_FIELDS
+from bench_utils.study.grid.grid_file import Cell, GridError, load_grid, parse_grid
 
 BASE = """study: t
 runs: 5
@@ -118,6 +121,15 @@ def test_each_mistake_is_one_line_naming_file_and_key(tmp_path, text, message):
         load_grid(write(tmp_path, text))
     assert message in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def test_a_grid_cell_is_a_records_cell_identity_then_its_settings():
+    assert [item.name for item in fields(Cell)] == [*CELL_FIELDS, "settings"]
+    cell = parse_grid({"study": "t", "grids": [{"models": ["resnet"], "batch_sizes": [2],
+                                                "compile_modes": ["default"], "shapes": ["dynamic"]}]}).cells[0]
+    assert Cell.from_parameters(cell.to_parameters()) == cell
+    assert cell.identity().cell_block() == {**{name: getattr(cell, name) for name in CELL_FIELDS},
+                                            "memory_format": "contiguous", "shapes": "dynamic"}
 
 
 def test_a_grid_file_that_is_not_utf8_is_named(tmp_path):
