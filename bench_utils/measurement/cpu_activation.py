@@ -67,7 +67,11 @@ def allocation_events(result: Any) -> list[tuple[int, int]]:
 def cpu_activation_peak(fn: Callable[[], Any]) -> dict[str, Any]:
     """One call of ``fn`` under torch's profiler, and the fields above. The profiler slows the call, so
     this never runs inside a timed region. A failure leaves the figure None and says why in the note."""
-    # kineto prints its start and stop on stderr (level 5, "USDT") each time: noise in a study's logs
+    # Kineto prints its start and stop on stderr (level 5, "USDT") each time: noise in a study's logs. It reads
+    # KINETO_LOG_LEVEL once, when the process's first profile starts (set later, it changes nothing: torch 2.14),
+    # so it is set here, at use: every process that profiles (a study's kernel, the cell command, a notebook's
+    # run_cell, the tests) passes here before its first profile, where a kernel's start would cover the study's
+    # kernels only. A level the user set is kept.
     os.environ.setdefault("KINETO_LOG_LEVEL", "6")
     report: dict[str, Any] = {**dict.fromkeys(FIELDS), "cpu_activation_method": METHOD}
     try:

@@ -1,3 +1,8 @@
+import os
+import subprocess
+import sys
+import textwrap
+
 import pytest
 import torch
 
@@ -64,3 +69,17 @@ def test_without_a_figure_the_field_is_none_with_the_reason():
     nothing = cpu_activation_peak(lambda: None)  # no allocation: not 0, not measured
     assert nothing["cpu_activation_peak_bytes"] is None and nothing["cpu_activation_allocations"] == 0
     assert "no allocation" in nothing["cpu_activation_note"]
+
+
+def test_kinetos_start_and_stop_lines_stay_off_stderr_from_the_first_profile_on():
+    # kineto reads its log level once, at a process's first profile: only a fresh process shows it is set in time
+    script = textwrap.dedent("""
+        import torch
+        from bench_utils.measurement.cpu_activation import cpu_activation_peak
+        for _ in range(2):
+            assert cpu_activation_peak(lambda: torch.ones(4096) + 1)["cpu_activation_peak_bytes"]
+    """)
+    environment = {name: value for name, value in os.environ.items() if name != "KINETO_LOG_LEVEL"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=environment)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "profiler_start" not in done.stderr and "profiler_stop" not in done.stderr, done.stderr[-2000:]
