@@ -14,8 +14,16 @@ def test_a_name_is_its_string_in_records_and_comparisons():
     assert type(names(CompileMode)[0]) is str and names(Status) == ("ok", "oom", "error", "skipped")
 
 
-def test_groups_of_modes_are_modes_and_the_order_leaves_eager_out():
-    assert set(AOT_MODES) | set(CUDA_GRAPH_MODES) <= set(CompileMode)
+def test_the_groups_of_modes_are_what_torch_does_with_each_mode():
+    from torch._inductor import list_mode_options  # the vocabulary loads no torch; its test checks it against torch
+
+    inductor = list_mode_options()  # torch.compile's modes and the inductor options each turns on
+    torch_compiled = {mode for mode in CompileMode if mode != CompileMode.EAGER and mode not in AOT_MODES}
+    assert torch_compiled <= set(inductor) and not set(AOT_MODES) & set(inductor)
+    assert set(CUDA_GRAPH_MODES) == {mode for mode in torch_compiled if inductor[mode].get("triton.cudagraphs")}
+
+
+def test_the_order_of_compiled_modes_leaves_eager_out():
     assert CompileMode.EAGER not in COMPILED_MODE_ORDER and COMPILED_MODE_ORDER[0] == "default"
     assert len(COMPILED_MODE_ORDER) == len(CompileMode) - 1
 
