@@ -11,20 +11,26 @@ writes, for each locale:
 
 and ``OUT/index.html`` links every locale. OUT is the first study folder unless
 ``--out`` is given. Every file is written as UTF-8.
+
+The records are read in the report kernel only. The lines it skips are handed back in its header's
+output metadata (``SKIPPED_LINES_KEY``; the kernel's stderr is kept out of what is published), and
+warned of here once each, named as they were given, so that the command prints them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import os
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
+import warnings
 
 import nbformat
 
 from ..kernel import KERNEL_NAME, ensure_kernel, register_engine
 from ..paths import PROJECT_ROOT, scrub
-from ..results import read_records
+from ..results import CorruptRecordWarning, SkippedLine
 from .frame import results_files
 from .i18n import Catalog, available_locales
 
@@ -32,6 +38,7 @@ REPORT_NOTEBOOK = PROJECT_ROOT / "notebooks" / "report.ipynb"
 TEMPLATES = Path(__file__).parent / "templates"
 FORMATS = ("html", "md")
 HIDDEN_TAGS = {"parameters", "injected-parameters"}
+SKIPPED_LINES_KEY = "bench_utils.skipped_lines"  # an output's metadata: the lines the report kernel skipped
 
 
 def _config():
@@ -87,14 +94,37 @@ def index_page(locales: list[str], formats: Iterable[str]) -> str:
             f"<ul>\n{chr(10).join(items)}\n</ul>\n</body>\n</html>\n")
 
 
+def skipped_lines_metadata(skipped: Iterable[SkippedLine]) -> dict[str, Any]:
+    """An output's metadata that hands ``skipped`` (the report kernel's) to ``say_skipped_lines``."""
+    return {SKIPPED_LINES_KEY: [dataclasses.asdict(line) for line in skipped]}
+
+
+def say_skipped_lines(notebook, files: list[Path], said: set[SkippedLine]) -> None:
+    """Warn (``CorruptRecordWarning``) of each line the executed ``notebook``'s kernel skipped and ``said`` does
+    not hold yet, its file named as in ``files`` (the kernel's path may be spelt otherwise), then add it to
+    ``said``: each line once, whatever the locales that read it."""
+    given = {os.path.realpath(path): path for path in files}
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            for line in output.get("metadata", {}).get(SKIPPED_LINES_KEY, []):
+                skipped = SkippedLine(str(given.get(os.path.realpath(line["path"]), line["path"])), line["line"],
+                                      line["reason"])
+                if skipped not in said:
+                    said.add(skipped)
+                    warnings.warn(CorruptRecordWarning(skipped), stacklevel=2)
+
+
 def publishable(notebook, folders: dict[str, str]):
     """The executed report notebook as it may be published: no stderr output (warnings are the
-    kernel's, not the report's) and no absolute path of this machine in any output."""
+    kernel's, not the report's), no skipped lines handed back, and no absolute path of this machine
+    in any output."""
     for cell in notebook.cells:
         if cell.get("cell_type") != "code":
             continue
         cell.outputs = [output for output in cell.get("outputs", [])
                         if not (output.get("output_type") == "stream" and output.get("name") == "stderr")]
+        for output in cell.outputs:
+            output.get("metadata", {}).pop(SKIPPED_LINES_KEY, None)
     text = scrub(nbformat.writes(notebook), folders)
     return nbformat.reads(text, as_version=4)
 
@@ -131,26 +161,29 @@ def render(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike | None
     out = Path(out_dir) if out_dir else (Path(paths[0]) if Path(paths[0]).is_dir() else files[0].parent)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file, not a folder")
-    # Read here as well: a line the report skips is said on this process's stderr (the command's), since
-    # the kernel's stderr is kept out of what is published; the page itself says how many.
-    read_records(files)
     ensure_kernel()
     # Each results folder is named, in what is published, relative to the report's folder.
     folders = {str(f.parent.resolve()): os.path.relpath(f.parent.resolve(), out.resolve()) for f in files}
     folders[str(out.resolve())] = "."
-    written = []
+    written, said = [], set()
     for locale in locales:
         catalog = Catalog(locale)
         locale_dir = out / locale
         locale_dir.mkdir(parents=True, exist_ok=True)
         executed = locale_dir / "report.ipynb"
-        papermill.execute_notebook(
-            str(REPORT_NOTEBOOK), str(executed), kernel_name=KERNEL_NAME, engine_name=register_engine(),
-            cwd=str(PROJECT_ROOT),
-            parameters={"results_paths": [os.path.relpath(f.resolve(), PROJECT_ROOT) for f in files],
-                        "locale": locale, "reference_csv": ""},
-            progress_bar=False, log_output=False, request_save_on_cell_execute=False)
-        notebook = publishable(nbformat.read(executed, as_version=4), folders)
+        try:
+            papermill.execute_notebook(
+                str(REPORT_NOTEBOOK), str(executed), kernel_name=KERNEL_NAME, engine_name=register_engine(),
+                cwd=str(PROJECT_ROOT),
+                parameters={"results_paths": [os.path.relpath(f.resolve(), PROJECT_ROOT) for f in files],
+                            "locale": locale, "reference_csv": ""},
+                progress_bar=False, log_output=False, request_save_on_cell_execute=False)
+        except papermill.PapermillExecutionError:  # written up to the failing cell: what it skipped is said
+            say_skipped_lines(nbformat.read(executed, as_version=4), files, said)
+            raise
+        notebook = nbformat.read(executed, as_version=4)
+        say_skipped_lines(notebook, files, said)
+        notebook = publishable(notebook, folders)
         notebook.metadata["title"] = catalog.t("title")
         write_atomically(executed, nbformat.writes(notebook).encode("utf-8"))  # kept for audit, published too
         if "html" in formats:

@@ -19,6 +19,7 @@ from ..results import skipped_lines_said
 from .frame import compiled_modes, frame, latest_records, project_paths
 from .i18n import Catalog
 from .markdown import environment_label, ltr
+from .render import skipped_lines_metadata
 
 
 def show_figure(figure) -> None:
@@ -43,14 +44,15 @@ class ReportView:
                  reference_csv: str | os.PathLike | None = None) -> None:
         self.catalog = Catalog(locale)
         self.paths = project_paths(results_paths)
-        with skipped_lines_said() as skipped:  # each listed on stderr (the notebook's), counted on the page
+        # each listed on stderr (the notebook's, which render hands back), counted on the page
+        with skipped_lines_said() as skipped:
             self.records = latest_records(self.paths)
         self.skipped = skipped
         self.data = frame(self.records)
         self.reference_csv = reference_csv or tables.REFERENCE_CSV
 
-    def _markdown(self, text: str) -> None:
-        display(Markdown(text))
+    def _markdown(self, text: str, metadata: dict | None = None) -> None:
+        display(Markdown(text), metadata=metadata)
 
     def _figure(self, figure) -> None:
         show_figure(figure)
@@ -58,8 +60,9 @@ class ReportView:
     def header(self) -> None:
         t, devices = self.catalog.t, sorted(set(self.data["environment"])) if not self.data.empty else []
         listed = ", ".join(environment_label(device, self.catalog) for device in devices) or "–"
+        # the lines skipped ride along for the command that renders this notebook (``render.say_skipped_lines``)
         self._markdown(f"# {t('title')}\n\n{t('intro', devices=listed)}" + "".join(
-            f"\n\n> {text}" for text in self.skipped_text()))
+            f"\n\n> {text}" for text in self.skipped_text()), metadata=skipped_lines_metadata(self.skipped))
 
     def skipped_text(self) -> list[str]:
         """A sentence per results file that had lines the reader skipped: how many (none: no sentence)."""

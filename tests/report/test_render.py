@@ -6,8 +6,12 @@ import subprocess
 
 import pytest
 
-from bench_utils.report.render import render
-from bench_utils.results import CorruptRecordWarning
+import nbformat
+from nbformat.v4 import new_code_cell, new_notebook, new_output
+
+from bench_utils.paths import PROJECT_ROOT
+from bench_utils.report.render import SKIPPED_LINES_KEY, publishable, render, say_skipped_lines, skipped_lines_metadata
+from bench_utils.results import CorruptRecordWarning, SkippedLine
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "smoke-results.jsonl"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -93,8 +97,11 @@ def test_published_files_hold_no_absolute_path_no_home_and_no_warning(tmp_path, 
     # a torn line: the report kernel warns about it (naming the file), which must not be published;
     # render says it in its own process (where the command prints it)
     (study / "results.jsonl").write_bytes(FIXTURE.read_bytes() + b'{"schema_version": 1, "torn')
-    with pytest.warns(CorruptRecordWarning, match=r"results\.jsonl:10: skipped: not valid JSON"):
+    with pytest.warns(CorruptRecordWarning, match=r"results\.jsonl:10: skipped: not valid JSON") as caught:
         render([study], locales=["en", "ar"], formats=["html", "md"], progress=lambda line: None)
+    # read by each locale's kernel, said here once, named as given
+    said = [str(w.message) for w in caught if w.category is CorruptRecordWarning]
+    assert len(said) == 1 and said[0].startswith(f"{study / 'results.jsonl'}:10: skipped: not valid JSON"), said
     assert "WARNING" not in capfd.readouterr().err  # the kernels' own log (ipykernel's TCP warning)
     published = [path for path in study.rglob("*") if path.suffix in (".html", ".md", ".ipynb")]
     assert len(published) == 2 * 3 + 1  # per locale: page, README, executed notebook; the index
@@ -102,3 +109,28 @@ def test_published_files_hold_no_absolute_path_no_home_and_no_warning(tmp_path, 
         text = path.read_text(encoding="utf-8")
         for leak in (str(tmp_path), str(PROJECT_ROOT), str(Path.home()) + "/", "Warning"):
             assert leak not in text, (path.name, leak)
+
+
+def kernel_notebook(*skipped: SkippedLine):
+    """An executed report notebook whose header hands back ``skipped``, with the kernel's stderr beside it."""
+    header = new_output("display_data", data={"text/markdown": "# Report"}, metadata=skipped_lines_metadata(skipped))
+    stderr = new_output("stream", name="stderr", text="".join(f"{line}\n" for line in skipped))
+    return new_notebook(cells=[new_code_cell("view.header()", outputs=[header, stderr])])
+
+
+def test_the_lines_a_kernel_skipped_are_said_once_named_as_given_and_never_published(tmp_path):
+    given = tmp_path / "study" / "results.jsonl"
+    given.parent.mkdir()
+    given.write_text("", encoding="utf-8")
+    # the kernel reads it as the project's relative path resolves it: another spelling of the same file
+    spelt = PROJECT_ROOT / Path(*[".."] * len(PROJECT_ROOT.parts[1:])) / given.relative_to("/")
+    torn, other = SkippedLine(str(spelt), 7, "not valid JSON (x)"), SkippedLine("elsewhere.jsonl", 2, "older")
+    said = set()
+    with pytest.warns(CorruptRecordWarning) as caught:
+        for _ in ("en", "ar"):  # each locale's kernel skips the same lines
+            say_skipped_lines(kernel_notebook(torn, other), [given], said)
+    assert [str(w.message) for w in caught] == [f"{given}:7: skipped: not valid JSON (x)",
+                                                "elsewhere.jsonl:2: skipped: older"]
+    published = publishable(kernel_notebook(torn), {})
+    [header] = published.cells[0].outputs  # the stderr goes, and the lines handed back with it
+    assert SKIPPED_LINES_KEY not in header.metadata and str(PROJECT_ROOT) not in nbformat.writes(published)

@@ -4,6 +4,7 @@ import pytest
 
 from bench_utils.report import sections
 from bench_utils.report.markdown import mode_label
+from bench_utils.report.render import SKIPPED_LINES_KEY
 from bench_utils.report.sections import ReportView
 
 from explore_data import EXAMPLE
@@ -12,7 +13,7 @@ from explore_data import EXAMPLE
 @pytest.mark.parametrize("locale", ["ar", "es"])
 def test_no_english_device_words_or_mode_names_are_left_in_a_translated_page(locale, monkeypatch):
     shown = []
-    monkeypatch.setattr(sections, "display", lambda obj: shown.append(obj.data))
+    monkeypatch.setattr(sections, "display", lambda obj, metadata=None: shown.append(obj.data))
     view = ReportView([EXAMPLE], locale)
     for section in ("header", "summary", "guide_tables", "compile_cost", "memory", "reference", "methodology"):
         getattr(view, section)()
@@ -34,8 +35,9 @@ def damaged_copy(folder):
 @pytest.mark.parametrize("locale, words", [("en", "Lines of"), ("ar", "أسطر من"), ("es", "Líneas de")])
 def test_the_header_counts_the_lines_skipped_per_file_and_the_lines_are_listed(locale, words, tmp_path,
                                                                                monkeypatch, capsys):
-    shown = []
-    monkeypatch.setattr(sections, "display", lambda obj: shown.append(obj.data))
+    shown, handed = [], []
+    monkeypatch.setattr(sections, "display", lambda obj, metadata=None: (shown.append(obj.data),
+                                                                          handed.append(metadata)))
     study, torn = damaged_copy(tmp_path / "study")
     view = ReportView([study], locale)
     view.header()
@@ -44,10 +46,14 @@ def test_the_header_counts_the_lines_skipped_per_file_and_the_lines_are_listed(l
     skipped = [line for line in shown[0].split("\n\n") if line.startswith("> ")]
     assert len(skipped) == 1 and words in skipped[0] and "study/results.jsonl" in skipped[0]
     assert re.search(r"\b1\b", skipped[0])
+    # handed to the command that renders the notebook, in the header's output metadata
+    [line] = handed[0][SKIPPED_LINES_KEY]
+    assert line["path"] == str(study / "results.jsonl") and line["line"] == torn
+    assert line["reason"].startswith("not valid JSON")
 
 
 def test_the_header_says_nothing_of_skipped_lines_where_none_were(monkeypatch):
     shown = []
-    monkeypatch.setattr(sections, "display", lambda obj: shown.append(obj.data))
+    monkeypatch.setattr(sections, "display", lambda obj, metadata=None: shown.append(obj.data))
     ReportView([EXAMPLE], "en").header()
     assert "> " not in shown[0] and "skipped" not in shown[0]
