@@ -51,8 +51,8 @@ class ReportView:
         self.data = frame(self.records)
         self.reference_csv = reference_csv or tables.REFERENCE_CSV
 
-    def _markdown(self, text: str, metadata: dict | None = None) -> None:
-        display(Markdown(text), metadata=metadata)
+    def _markdown(self, text: str) -> None:
+        display(Markdown(text))
 
     def _figure(self, figure) -> None:
         show_figure(figure)
@@ -60,9 +60,10 @@ class ReportView:
     def header(self) -> None:
         t, devices = self.catalog.t, sorted(set(self.data["environment"])) if not self.data.empty else []
         listed = ", ".join(environment_label(device, self.catalog) for device in devices) or "–"
+        opening = f"# {t('title')}\n\n{t('intro', devices=listed)}" + "".join(
+            f"\n\n> {text}" for text in self.skipped_text())
         # the lines skipped ride along for the command that renders this notebook (``render.say_skipped_lines``)
-        self._markdown(f"# {t('title')}\n\n{t('intro', devices=listed)}" + "".join(
-            f"\n\n> {text}" for text in self.skipped_text()), metadata=skipped_lines_metadata(self.skipped))
+        display(Markdown(opening), metadata=skipped_lines_metadata(self.skipped))
 
     def skipped_text(self) -> list[str]:
         """A sentence per results file that had lines the reader skipped: how many (none: no sentence)."""
