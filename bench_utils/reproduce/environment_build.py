@@ -58,7 +58,7 @@ def _run(command: list[str], requirements: Path, say: Callable[[str], None]) -> 
         raise EnvironmentBuildError(_pip_failure(result.stdout + result.stderr, requirements))
 
 
-def build_environment(requirements: Path, *, python_version: str | None = None, builds_dir: Path = BUILDS_DIR,
+def build_environment(requirements: Path, *, python_version: str | None = None, builds_dir: Path | None = None,
                       base_python: str | None = None, say: Callable[[str], None] = print) -> Path:
     """The interpreter of the study's environment: this one where it matches the pins, else one built (once:
     a folder built from the same file is reused) in ``builds_dir/<file's stem>/``."""
@@ -66,7 +66,7 @@ def build_environment(requirements: Path, *, python_version: str | None = None, 
     if matches_running(pins, python_version):
         say(f"[reproduce] this environment already holds exactly the {len(pins)} pinned versions: using it")
         return Path(sys.executable)
-    folder = builds_dir / requirements.stem
+    folder = (builds_dir or BUILDS_DIR) / requirements.stem
     python = folder / "bin" / "python"
     digest = hashlib.sha256(requirements.read_bytes()).hexdigest()
     stamp = folder / STAMP

@@ -70,9 +70,8 @@ def reproduce(study: Path, *, out: Path | None = None, environment: str | None =
     if not chosen.complete:
         say(f"[reproduce] note: these records name only {len(chosen.packages)} versions (records before the full "
             "package list): the rest are installed at their newest")
-    build_options = {"builds_dir": builds_dir} if builds_dir else {}
     python = build_environment(requirements, python_version=chosen.python_version, base_python=base_python,
-                               say=say, **build_options)
+                               builds_dir=builds_dir, say=say)
     if python != Path(sys.executable):
         install_kernel(python, requirements, say)
     out = Path(out) if out else study.parent / f"{study.name}-reproduced"

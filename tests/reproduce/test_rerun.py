@@ -68,3 +68,20 @@ def test_a_study_folder_without_its_grid_or_records_is_refused_in_one_line(tmp_p
     (tmp_path / "old" / "results.jsonl").write_text((EXAMPLE / "results.jsonl").read_text())
     with pytest.raises(ValueError, match="keeps no grid.yaml"):
         reproduce(tmp_path / "old")
+
+
+def test_a_study_whose_versions_cannot_be_installed_fails_in_one_line_naming_the_package(tmp_path, capsys,
+                                                                                        monkeypatch):
+    from bench_utils.cli import main
+
+    study = shutil.copytree(EXAMPLE, tmp_path / "gone", ignore=shutil.ignore_patterns("environments"))
+    records = [json.loads(line) for line in (study / "results.jsonl").read_text().splitlines()]
+    for record in records:  # as if measured with a release the registry has since removed
+        record["environment"]["packages"]["annotated-types"] = "0.0.404"
+    (study / "results.jsonl").write_text("".join(json.dumps(record) + "\n" for record in records))
+    monkeypatch.setattr(environment_build, "BUILDS_DIR", tmp_path / "builds")
+    status = main(["reproduce", str(study)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and err[-1].startswith("error: cannot build the study's environment: annotated-types==0.0.404 "
+                                              "is not on the package index")
+    assert "Traceback" not in "\n".join(err) and not (tmp_path / "gone-reproduced").exists()
