@@ -4,10 +4,15 @@
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
-# Re-install when the dependency list changes.
-STAMP  := $(VENV)/.installed-stamp
+# The lock: every dependency pinned, for Python 3.11 on Linux x86_64 (docs/reproducing.md). `make lock` renews it;
+# UNLOCKED=1 installs the newest releases pyproject.toml's ranges admit instead.
+LOCK       := environments/lock-py311-linux-x86_64.txt
+UV_VERSION := 0.13.9
+LOCKED     := $(if $(UNLOCKED),unlocked,locked)
+# Re-install when the dependency list, the lock or the choice between them changes.
+STAMP  := $(VENV)/.installed-$(LOCKED)
 
-.PHONY: setup test bench report lab env validate-timer clean-venv help test-compat wheelhouse
+.PHONY: setup test bench report lab env validate-timer clean-venv help test-compat wheelhouse lock reproduce
 
 help:
 	@echo "make report   set up, then run the study and build the report (main job)"
@@ -20,19 +25,34 @@ help:
 	@echo "make lab      set up, then start JupyterLab on the project with its kernel (LAB_PORT=8888)"
 	@echo "make env      print what every record says about this machine"
 	@echo "make validate-timer  check the timer against torch.utils.benchmark and do_bench"
-	@echo "make setup    create $(VENV)/ and install bench_utils with its dependencies"
+	@echo "make setup    create $(VENV)/ and install bench_utils with the locked versions ($(LOCK));"
+	@echo "              UNLOCKED=1: the newest releases instead"
+	@echo "make lock     renew $(LOCK), keeping its versions where they still fit (UPGRADE=1: the newest)"
+	@echo "make reproduce STUDY=reports/<study>  re-run a published study in the versions it was measured with,"
+	@echo "              into reports/<study>-reproduced/, and compare the two (docs/reproducing.md)"
 	@echo "make clean-venv      remove $(VENV)/"
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(LOCK)
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "bench_utils needs Python >= 3.11, found " + sys.version.split()[0] + " (set PYTHON=...)")'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@echo "[setup] installing bench_utils and its dependencies into $(VENV)/ (torch is large: first run takes minutes)"
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,ray]'
+	@$(PY) -c 'import platform, sys; sys.version_info[:2] == (3, 11) and platform.machine() == "x86_64" or print("[setup] note: $(LOCK) was resolved for Python 3.11 on x86_64; this is " + platform.python_version() + " on " + platform.machine() + " (UNLOCKED=1 if a pin does not install)")'
+	@echo "[setup] installing bench_utils and its dependencies ($(LOCKED)) into $(VENV)/ (torch is large: first run takes minutes)"
+	$(PY) -m pip install --quiet --disable-pip-version-check $(if $(UNLOCKED),,-c $(LOCK)) -e '.[test,ray]'
 	$(PY) -m ipykernel install --sys-prefix --name bench-utils --display-name "Python (bench-utils)" > /dev/null
-	@touch $(STAMP)
+	@rm -f $(VENV)/.installed-*
+	@echo "$(if $(UNLOCKED),unlocked: the newest releases,locked: $(LOCK))" > $(STAMP)
 	@echo "[setup] done: $(VENV)/"
+
+# uv resolves for a named Python and platform without installing anything, in seconds, and keeps the versions
+# already in the file unless told to upgrade; pip installs its output as it is (no uv needed to set up).
+lock: setup
+	$(PY) -m pip install --quiet --disable-pip-version-check 'uv==$(UV_VERSION)'
+	$(PY) -m uv pip compile pyproject.toml --extra test --extra ray --python-version 3.11 \
+		--python-platform x86_64-manylinux_2_28 --custom-compile-command "make lock" $(if $(UPGRADE),--upgrade) \
+		--quiet -o $(LOCK)
+	@echo "[lock] $(LOCK): $$(grep -c '==' $(LOCK)) pins; make setup installs them"
 
 test: setup
 	$(PY) -m pytest
@@ -126,3 +146,8 @@ WHEELHOUSE     ?= .whl
 
 wheelhouse: setup
 	$(PY) tools/wheelhouse.py --python-version $(PYTHON_VERSION) --dest $(WHEELHOUSE)
+
+# STUDY=reports/<study> [ENV=<environment>, where its records hold several]: docs/reproducing.md
+reproduce: setup
+	@test -n "$(STUDY)" || { echo "make reproduce needs STUDY=reports/<study> (a study folder)"; exit 2; }
+	$(PY) -m bench_utils reproduce $(STUDY) $(if $(ENV),--environment $(ENV))

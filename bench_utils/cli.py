@@ -124,8 +124,43 @@ def _cmd_report(args: argparse.Namespace) -> int:
     formats = [part.strip() for part in args.formats.split(",") if part.strip()]
     written = render(args.results, args.out, locales=locales, formats=formats,
                      progress=lambda line: print(line, file=sys.stderr))
+    written += _write_study_environments(args.results)
     print("\n".join(str(path) for path in written))
     return 0
+
+
+def _write_study_environments(paths: list[Path]) -> list[Path]:
+    """Each study folder's ``environments/``: the exact versions its records were measured with."""
+    from .environment_files import write_environment_files
+    from .report.frame import latest_records, results_files
+
+    written = []
+    for results in results_files(paths):
+        records = latest_records([results])
+        if records:
+            written += write_environment_files(results.parent, records, records[0]["cell"]["study"])
+    return written
+
+
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    from .reproduce.environment_build import EnvironmentBuildError
+    from .reproduce.rerun import reproduce
+
+    locales = [part.strip() for part in args.locales.split(",") if part.strip()]
+    try:
+        done = reproduce(args.study, out=args.out, environment=args.environment, force=args.force,
+                         locales=locales, tolerance=args.tolerance, base_python=args.python,
+                         say=lambda line: print(line, file=sys.stderr))
+    except EnvironmentBuildError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    from .report.comparison_page import verdict_line
+    from .report.i18n import Catalog
+
+    for _, row in done.comparison.iterrows():
+        print(verdict_line(row, Catalog("en")))
+    print("\n".join(str(page) for page in done.pages if page.name == "index.html"))
+    return done.run_status
 
 
 def _check_devices(text: str) -> list[str]:
@@ -288,6 +323,23 @@ def _add_report_command(commands: argparse._SubParsersAction) -> None:
     rep.set_defaults(handler=_cmd_report)
 
 
+def _add_reproduce_command(commands: argparse._SubParsersAction) -> None:
+    again = commands.add_parser("reproduce", help="re-run a published study in the versions it was measured "
+                                "with, and compare the two (docs/reproducing.md)")
+    again.add_argument("study", type=Path, help="the study folder, such as reports/cpu-quick")
+    again.add_argument("--out", type=Path, default=None, help="study folder of the re-run (default: "
+                       "<study>-reproduced beside it)")
+    again.add_argument("--environment", default=None, help="which of the study's environments "
+                       "(environments/<name>.txt) where its records hold several")
+    again.add_argument("--force", action="store_true", help="measure again cells the re-run folder already holds")
+    again.add_argument("--python", default=None, help="the interpreter that builds the environment (default: "
+                       "this one's base); its major.minor should be the study's")
+    again.add_argument("--tolerance", type=float, default=0.10, help="the between-run noise a verdict allows "
+                       "beyond the intervals (default 0.10)")
+    again.add_argument("--locales", default="en,ar,es", help="comma-separated locales of the comparison page")
+    again.set_defaults(handler=_cmd_reproduce)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench_utils",
                                      description="torch.compile inference speed-up study")
@@ -298,6 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cell_command(commands)
     _add_run_command(commands)
     _add_report_command(commands)
+    _add_reproduce_command(commands)
     return parser
 
 

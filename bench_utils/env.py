@@ -18,6 +18,7 @@ from typing import Any
 
 import psutil
 
+from .installed_packages import measured_with
 from .paths import PROJECT_ROOT
 
 # Set by a cluster node's task (``bench_utils.cluster.node``) for the kernels it starts: the
@@ -157,6 +158,8 @@ def _static_environment() -> dict[str, Any]:
         "numpy_version": _version("numpy"),
         "bench_utils_version": _version("bench-utils"),
         **project_git(),
+        # every package a cell imports, at its version: what a study's environment file is derived from
+        "packages": measured_with(),
     }
 
 
@@ -255,7 +258,9 @@ def format_environment(environment: dict[str, Any]) -> str:
                 cc = f", sm {gpu['compute_capability']}" if gpu.get("compute_capability") else ""
                 rows.append((f"{key}[{gpu['index']}]", f"{gpu['name']}{gib}{cc}"))
             continue
-        if key.endswith("_bytes") and isinstance(value, int):
+        if key == "packages":
+            value = f"{len(value)} distributions (--json lists them)"
+        elif key.endswith("_bytes") and isinstance(value, int):
             value = f"{value / 2**30:.1f} GiB"
         rows.append((key, "n/a" if value is None else str(value)))
     width = max(len(key) for key, _ in rows)

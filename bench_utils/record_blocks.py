@@ -232,10 +232,36 @@ class ConfigBlock(TypedDict, total=False):
     gpu_memory_fraction: float
 
 
+class ProfileSide(TypedDict, total=False):
+    """One side of a profile, per call (``measurement.work_profile``)."""
+
+    calls: int
+    wall_ms: float
+    busy_ms: float
+    busy_fraction: float | None
+    work_calls: float               # kernels (GPU) or operator calls (CPU) per call
+    work_unit: str                  # "kernels" or "operator calls"
+    compiled_regions: float         # compiled graphs run per call: more than one is a graph break
+    kinds_ms: dict[str, float]      # vocabulary.WorkKind -> ms per call
+
+
+class ProfileBlock(TypedDict, total=False):
+    """Why a compiled cell got faster or slower: both sides profiled after the timed runs (``--no-profile``:
+    absent), or ``note`` where the profiler failed. ``traces``: the kept traces' file names (``--keep-traces``)."""
+
+    method: str
+    activities: str                 # "cpu" or "cpu+cuda"
+    eager: ProfileSide
+    compiled: ProfileSide
+    seconds: float                  # what profiling cost the cell
+    traces: dict[str, str] | None
+    note: str | None
+
+
 BLOCK_TYPES = {"cell": CellBlock, "latency": LatencyBlock, "throughput": ThroughputBlock, "speedup": SpeedupBlock,
                "compile": CompileBlock, "memory": MemoryBlock, "parity": ParityBlock, "agreement": AgreementBlock,
                "compute": ComputeBlock, "energy": EnergyBlock, "phases": PhasesBlock,
-               "environment": EnvironmentBlock, "config": ConfigBlock}
+               "environment": EnvironmentBlock, "config": ConfigBlock, "profile": ProfileBlock}
 
 
 @overload
@@ -264,6 +290,8 @@ def block(record: Mapping[str, Any], name: Literal["phases"]) -> PhasesBlock: ..
 def block(record: Mapping[str, Any], name: Literal["environment"]) -> EnvironmentBlock: ...
 @overload
 def block(record: Mapping[str, Any], name: Literal["config"]) -> ConfigBlock: ...
+@overload
+def block(record: Mapping[str, Any], name: Literal["profile"]) -> ProfileBlock: ...
 
 
 def block(record: Mapping[str, Any], name: str) -> Mapping[str, Any]:

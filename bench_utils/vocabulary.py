@@ -94,6 +94,18 @@ class DType(StrEnum):
     BFLOAT16 = "bfloat16"
 
 
+class WorkKind(StrEnum):
+    """What a call's time went to, as its profile sorts it (``measurement.work_profile``), in the report's order."""
+
+    MATMUL_CONV = "matmul_conv"      # matrix products and convolutions (Inductor's GEMM templates too)
+    ATTENTION = "attention"          # attention kernels and softmax
+    NORMALIZATION = "normalization"  # layer, batch and group norms
+    ELEMENTWISE = "elementwise"      # element-wise operators and reductions, one launch each
+    FUSED = "fused"                  # Inductor-generated kernels: element-wise work fused into one
+    COPY_LAYOUT = "copy_layout"      # copies, layout changes, concatenation, memsets
+    OTHER = "other"
+
+
 DTYPE_ALIASES = {"fp32": DType.FLOAT32, "float": DType.FLOAT32, "fp16": DType.FLOAT16, "half": DType.FLOAT16,
                  "bf16": DType.BFLOAT16}
 

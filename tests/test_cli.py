@@ -161,3 +161,6 @@ def test_report_says_each_line_it_skipped_and_the_page_counts_them(capsys, tmp_p
     page = (tmp_path / "study" / "en" / "README.md").read_text(encoding="utf-8")
     assert "Lines of `study/results.jsonl` skipped because they could not be read" in page
     assert "(torn, corrupt or of another schema version): 1." in page
+    # the study folder carries the versions its records were measured with, one file per environment
+    (environment,) = (tmp_path / "study" / "environments").glob("*.txt")
+    assert str(environment) in written.splitlines() and "torch==" in environment.read_text()

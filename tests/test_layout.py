@@ -22,7 +22,7 @@ import bench_utils
 PACKAGE = Path(bench_utils.__file__).parent
 # the base every layer may use
 TOP_MODULES = {"paths", "parameters", "vocabulary", "settings", "env", "record_blocks", "record_key", "records",
-               "results", "kernel"}
+               "results", "kernel", "installed_packages", "environment_files"}
 
 # What each part may import of the package (besides itself and the base).
 ALLOWED = {
@@ -33,12 +33,13 @@ ALLOWED = {
     "study": {"measurement", "variants", "zoo"},
     "cluster": {"measurement", "variants", "zoo", "study"},
     "report": {"measurement", "zoo"},
-    "cli": {"measurement", "variants", "zoo", "study", "cluster", "report"},
+    "reproduce": {"measurement", "zoo", "study", "report"},  # re-runs a study (its own process) and compares
+    "cli": {"measurement", "variants", "zoo", "study", "cluster", "report", "reproduce"},
     "__init__": {"measurement", "variants", "zoo", "study", "cluster", "report"},
 }
 # Within the base, the order in which its modules may import each other.
-BASE_ORDER = ["paths", "parameters", "vocabulary", "settings", "kernel", "record_blocks", "env", "record_key",
-              "records", "results"]
+BASE_ORDER = ["paths", "parameters", "vocabulary", "settings", "kernel", "record_blocks", "installed_packages", "env",
+              "environment_files", "record_key", "records", "results"]
 # Modules that must load neither torch nor (where listed) pandas: the runner's lease,
 # the records, the model registry and the whole report read results without them.
 NO_TORCH = ["bench_utils.paths", "bench_utils.parameters", "bench_utils.vocabulary", "bench_utils.settings",
@@ -47,8 +48,9 @@ NO_TORCH = ["bench_utils.paths", "bench_utils.parameters", "bench_utils.vocabula
             "bench_utils.results", "bench_utils.study.lease", "bench_utils.study.grid.grid_file", "bench_utils.zoo.registry",
             "bench_utils.zoo.architectures", "bench_utils.report.frame", "bench_utils.report.tables",
             "bench_utils.report.context", "bench_utils.report.plots", "bench_utils.report.sections",
-            "bench_utils.report.render", "bench_utils.cli", "bench_utils"]
-NO_PANDAS = ["bench_utils.parameters", "bench_utils.record_blocks", "bench_utils.record_key", "bench_utils.records",
+            "bench_utils.report.render", "bench_utils.installed_packages", "bench_utils.environment_files",
+            "bench_utils.reproduce.rerun", "bench_utils.cli", "bench_utils"]
+NO_PANDAS = ["bench_utils.installed_packages", "bench_utils.environment_files", "bench_utils.parameters", "bench_utils.record_blocks", "bench_utils.record_key", "bench_utils.records",
              "bench_utils.results", "bench_utils.study.lease", "bench_utils.kernel"]
 # A module this long is worth a look (a warning: files split by meaning, not by size); past the limit, split it.
 WARN_LINES = 400
@@ -145,7 +147,7 @@ def test_the_checker_catches_a_wrong_way_import():
     assert not violations("bench_utils.study.cell.measured_cell", {"bench_utils.measurement.compare", "bench_utils.records"})
 
 
-SUBPACKAGES = ["measurement", "variants", "zoo", "study", "cluster", "report"]
+SUBPACKAGES = ["measurement", "variants", "zoo", "study", "cluster", "report", "reproduce"]
 
 
 @pytest.mark.parametrize("subpackage", SUBPACKAGES)

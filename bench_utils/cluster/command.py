@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ..study.grid.grid_file import Grid
+from ..study.grid.grid_file import Grid, keep_grid_copy
 from ..study.lease import LeaseHeldError
 from ..study.runner.progress_display import format_run_outcome
 from .driver import ClusterRunner
@@ -22,6 +22,7 @@ def run_on_cluster(grid: Grid, params: os.PathLike | str, *, out=None, force: bo
     if dry_run:
         raise ValueError("--dry-run plans the run of this machine: run it without --executor ray")
     runner = ClusterRunner(grid, out, force=force, timeout=timeout)
+    keep_grid_copy(params, runner.out_dir)
     from .ray_cluster import RayCluster  # Ray: only for cluster runs
 
     with RayCluster(address) as cluster:

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..results import skipped_lines_said
-from . import plots, regressions, selection as slices, tables
+from . import plots, regressions, selection as slices, tables, why
 from .frame import frame, latest_records, project_paths
 from .i18n import Catalog
 
@@ -91,7 +91,21 @@ class Explorer:
         return (f"<h2>{html.escape(where)}</h2><h3>Latency (ms) and speed-up</h3>" + table_html(latency)
                 + figure_html(speedup_figure(latency, where))
                 + "<h3>Compile cost</h3>" + table_html(slices.compile_table(self.data, selection))
-                + "<h3>Peak memory</h3>" + table_html(slices.memory_table(self.data, selection)))
+                + "<h3>Peak memory</h3>" + table_html(slices.memory_table(self.data, selection))
+                + self.why_html(selection))
+
+    def why_html(self, selection: slices.Selection) -> str:
+        """The report's "why it got faster" for the slice: time by kind of work, kernels or operator calls and
+        busy fraction, one sentence per model (``report.why``)."""
+        rows = why.profiled(self.data)
+        rows = rows[(rows["environment"] == selection.environment) & (rows["batch_size"] == selection.batch_size)
+                    & (rows["mode"] == selection.mode) & (rows["dtype"] == selection.dtype)]
+        catalog = Catalog("en")
+        if rows.empty:
+            return f"<h3>{catalog.t('why_heading')}</h3><p>{html.escape(catalog.t('why_none'))}</p>"
+        sentences = "".join(f"<li>{html.escape(why.sentence(row, catalog))}</li>" for _, row in rows.iterrows())
+        return (f"<h3>{catalog.t('why_heading')}</h3>" + figure_html(plots.work_kinds(rows, catalog))
+                + _markdown_html(why.why_table(rows, catalog)) + f"<ul>{sentences}</ul>")
 
     def show(self, environment: str | None = None, batch_size: int | None = None, mode: str | None = None,
              dtype: str | None = None, controls: bool = True) -> None:

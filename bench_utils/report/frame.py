@@ -172,6 +172,7 @@ def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
                                   else "compiled").get("joules_per_inference"),
             "eager_joules": energy_side(record, "eager").get("joules_per_inference"),
             "throughput": block(record, "throughput").get("value", np.nan),
+            "profile": block(record, "profile") or None,  # why it got faster (report.why); None: not profiled
             "weights": config.get("weights"),
             "timer": latency.get("timer"), "warmup": latency.get("warmup"), "runs": count or None,
         })

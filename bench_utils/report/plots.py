@@ -152,3 +152,35 @@ def latency_bars(tidy: pd.DataFrame) -> Figure:
         axis.tick_params(axis="x", rotation=30)
         figure.tight_layout()
     return figure
+
+
+def work_kinds(rows: pd.DataFrame, catalog: Catalog):
+    """Time per inference by kind of work, eager beside compiled, one pair of stacked bars per cell
+    (``report.why``: a model at its smallest and largest batch)."""
+    from ..vocabulary import WorkKind
+
+    bars = []
+    for _, row in rows.iterrows():
+        for side in ("eager", "compiled"):
+            kinds = row["profile"][side].get("kinds_ms", {})
+            bars.append((f"{row['label']} · {int(row['batch_size'])} · {catalog.t(f'legend_{side}')}",
+                         [kinds.get(kind, 0.0) for kind in WorkKind]))
+    figure = Figure(figsize=(9, 1.2 + 0.35 * max(len(bars), 1)))
+    with style():
+        axis = figure.subplots()
+        if not bars:
+            _empty(axis, catalog)
+        else:
+            colours = sns.color_palette("tab10", len(WorkKind))
+            names = [label for label, _ in bars][::-1]  # the first cell on top
+            left = [0.0] * len(bars)
+            for index, kind in enumerate(WorkKind):
+                widths = [values[index] for _, values in bars][::-1]
+                axis.barh(names, widths, left=left, color=colours[index], label=catalog.t(f"kind_{kind.value}"))
+                left = [start + width for start, width in zip(left, widths)]
+            axis.set_xlabel(catalog.t("axis_work_ms"))
+            axis.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.6 / max(len(bars), 1)), ncol=4,
+                        frameon=False)
+        axis.set_title(catalog.t("plot_work_title"))
+        figure.tight_layout()
+    return figure

@@ -13,7 +13,7 @@ from typing import Iterable
 
 from IPython.display import Image, Markdown, display
 
-from . import context, plots, tables
+from . import context, plots, tables, why
 from ..measurement import stats
 from ..results import skipped_lines_said
 from .frame import compiled_modes, frame, latest_records, project_paths
@@ -121,6 +121,19 @@ class ReportView:
                        f"{tables.memory_table(self.data, self.catalog)}\n\n"
                        f"### {t('hardware_heading')}\n\n{t('hardware_text')}\n\n"
                        f"{tables.hardware_table(self.data, self.catalog)}")
+
+    def why(self) -> None:
+        """Why it got faster: per environment, time by kind of work (a model's smallest and largest batch), then
+        kernels or operator calls and busy fraction per compiled cell, and one sentence each."""
+        t = self.catalog.t
+        rows = why.profiled(self.data)
+        self._markdown(f"## {t('why_heading')}\n\n{t('why_text')}" + ("" if not rows.empty else f"\n\n{t('why_none')}"))
+        for environment in sorted(set(rows["environment"])):
+            here = rows[rows["environment"] == environment]
+            self._markdown(f"### {environment_label(environment, self.catalog)}")
+            self._figure(plots.work_kinds(why.extreme_batches(here), self.catalog))
+            self._markdown(why.why_table(here, self.catalog) + "\n\n"
+                           + "\n".join(f"- {why.sentence(row, self.catalog)}" for _, row in here.iterrows()))
 
     def reference(self) -> None:
         t = self.catalog.t

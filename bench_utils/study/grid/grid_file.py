@@ -54,6 +54,7 @@ NOTEBOOKS = {"image-classification": "classification.ipynb",
              "image-segmentation": "segmentation.ipynb",
              "object-detection": "detection.ipynb"}
 _STUDY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+GRID_COPY = "grid.yaml"  # the grid a study folder was last run from, kept beside its records: it is re-run from it
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,18 @@ def load_grid(path: str | Path) -> Grid:
     except GridFileError as exc:
         raise GridError(str(exc)) from None
     return parse_grid(data, str(path))
+
+
+def keep_grid_copy(params: str | Path, study_folder: Path) -> Path:
+    """The grid file copied, as written, into the study folder (``grid.yaml``): what ``reproduce`` re-runs."""
+    study_folder.mkdir(parents=True, exist_ok=True)
+    copy = study_folder / GRID_COPY
+    text = Path(params).read_bytes()
+    if Path(params).resolve() != copy.resolve() and (not copy.exists() or copy.read_bytes() != text):
+        temporary = copy.with_name(f".{GRID_COPY}.tmp")
+        temporary.write_bytes(text)
+        temporary.replace(copy)
+    return copy
 
 
 def parse_grid(data: Any, path: str = "<grid>") -> Grid:

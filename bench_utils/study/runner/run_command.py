@@ -6,7 +6,7 @@ import os
 import sys
 import time
 
-from ..grid.grid_file import Grid
+from ..grid.grid_file import Grid, keep_grid_copy
 from ..lease import LeaseHeldError
 from .prior_estimate import device_key
 from .progress_display import format_run_outcome
@@ -29,6 +29,7 @@ def run_locally(grid: Grid, params: os.PathLike | str, *, out=None, force: bool 
 
         print(format_plan(plan_run(runner, device_model=device_model)))
         return 0
+    keep_grid_copy(params, runner.out_dir)
     if seconds is not None:
         set_time_limit(runner, seconds, device_model, sys.stderr, started or time.monotonic())
     print(f"[run] study {grid.study}: {len(grid.cells)} cells from {params}; "

@@ -3,7 +3,7 @@ from dataclasses import fields
 import pytest
 
 from bench_utils.record_blocks import CELL_FIELDS
-from bench_utils.study.grid.grid_file import Cell, GridError, load_grid, parse_grid
+from bench_utils.study.grid.grid_file import GRID_COPY, Cell, GridError, keep_grid_copy, load_grid, parse_grid
 
 BASE = """study: t
 runs: 5
@@ -212,3 +212,14 @@ def test_a_bad_gpu_memory_cap_is_refused(extra, message):
     with pytest.raises(GridError, match=message):
         parse_grid({"study": "s", **extra, "grids": [{"models": ["resnet"], "batch_sizes": [1],
                                                         "compile_modes": ["eager"]}]})
+
+
+def test_a_study_folder_keeps_the_grid_it_was_last_run_from(tmp_path):
+    grid = tmp_path / "mine.yaml"
+    grid.write_text("study: s\n# first\n")
+    copy = keep_grid_copy(grid, tmp_path / "reports" / "s")
+    assert copy == tmp_path / "reports" / "s" / GRID_COPY and copy.read_text() == grid.read_text()
+    grid.write_text("study: s\n# changed\n")
+    assert keep_grid_copy(grid, copy.parent).read_text() == "study: s\n# changed\n"
+    assert keep_grid_copy(copy, copy.parent).read_text() == "study: s\n# changed\n"  # re-run from its own copy
+    assert [path.name for path in copy.parent.iterdir()] == [GRID_COPY]  # no temporary file left

@@ -1,0 +1,100 @@
+"""A study re-run beside the published one: one verdict per compiled cell, as a page in each locale.
+
+The judgement is ``regressions.compare_environments``' (the explore notebook's two-environment view): the ratio
+of the two speed-ups over eager with its Welch interval, and its tolerance for the noise between runs that a
+run's own interval does not cover. Here its words are a reader's: slower, faster, the same within the
+intervals, or inconclusive. Regressions are in red, as in the explore notebook.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from pathlib import Path
+from typing import Iterable
+
+import pandas as pd
+
+from . import regressions
+from .frame import frame, latest_records
+from .i18n import Catalog
+from .markdown import ltr, mode_label
+from .render import write_atomically
+
+PUBLISHED, REPRODUCED = "published", "reproduced"
+# compare_environments' verdicts in a reader's words (message keys)
+VERDICT_KEYS = {"same": "reproduce_same", "improvement": "reproduce_faster", "regression": "reproduce_slower",
+                "inconclusive": "reproduce_inconclusive"}
+FOLDER = "comparison"
+
+
+def compare_studies(published: Path, reproduced: Path, tolerance: float = 0.10) -> pd.DataFrame:
+    """One row per compiled cell measured in both study folders, with its verdict and the ratio's interval."""
+    sides = []
+    for name, folder in ((PUBLISHED, published), (REPRODUCED, reproduced)):
+        data = frame(latest_records([folder]))
+        if data.empty:
+            raise ValueError(f"{folder} holds no record to compare")
+        sides.append(data.assign(environment=name))
+    return regressions.compare_environments(pd.concat(sides, ignore_index=True), PUBLISHED, REPRODUCED, tolerance)
+
+
+def verdict_line(row: pd.Series, catalog: Catalog) -> str:
+    """"resnet, batch 1, default, float32: the same within the intervals (speed-up 1.21x -> 1.18x, ...)"."""
+    cell = catalog.t("reproduce_cell", model=ltr(str(row["model"]), catalog), batch_size=int(row["batch_size"]),
+                     mode=mode_label(str(row["mode"]), catalog), dtype=ltr(str(row["dtype"]), catalog))
+    verdict = catalog.t(VERDICT_KEYS[row["verdict"]])
+    finite = all(pd.notna(row[name]) for name in ("speedup_base", "speedup_cand", "ratio_low", "ratio_high"))
+    figures = catalog.t("reproduce_figures", published=ltr(catalog.number(row["speedup_base"]), catalog),
+                        reproduced=ltr(catalog.number(row["speedup_cand"]), catalog),
+                        ratio=ltr(catalog.number(row["speedup_ratio"]), catalog),
+                        low=ltr(catalog.number(row["ratio_low"]), catalog),
+                        high=ltr(catalog.number(row["ratio_high"]), catalog)) if finite else ""
+    why = f" ({row['why']})" if row["why"] and not finite else ""
+    return f"{cell}: {verdict}{why}" + (f" {figures}" if figures else "")
+
+
+def _summary(table: pd.DataFrame, catalog: Catalog, tolerance: float) -> str:
+    counts = table["verdict"].value_counts()
+    return catalog.t("reproduce_summary", cells=len(table), same=int(counts.get("same", 0)),
+                     faster=int(counts.get("improvement", 0)), slower=int(counts.get("regression", 0)),
+                     inconclusive=int(counts.get("inconclusive", 0)), tolerance=catalog.percent(tolerance))
+
+
+def comparison_html(table: pd.DataFrame, catalog: Catalog, tolerance: float, names: tuple[str, str]) -> str:
+    lines = "\n".join(f"<li>{html.escape(verdict_line(row, catalog))}</li>" for _, row in table.iterrows())
+    shown = regressions.highlighted(table).to_html() if not table.empty else ""
+    title = catalog.t("reproduce_title", published=names[0], reproduced=names[1])
+    return (f'<!DOCTYPE html>\n<html lang="{catalog.locale}" dir="{catalog.direction}">\n<head>\n'
+            f'<meta charset="utf-8">\n<title>{html.escape(title)}</title>\n</head>\n<body>\n'
+            f"<h1>{html.escape(title)}</h1>\n<p>{html.escape(_summary(table, catalog, tolerance))}</p>\n"
+            f"<p>{html.escape(catalog.t('reproduce_method', tolerance=catalog.percent(tolerance)))}</p>\n"
+            f"<ul>\n{lines}\n</ul>\n{shown}\n</body>\n</html>\n")
+
+
+def comparison_markdown(table: pd.DataFrame, catalog: Catalog, tolerance: float, names: tuple[str, str]) -> str:
+    lines = "\n".join(f"- {verdict_line(row, catalog)}" for _, row in table.iterrows())
+    method = catalog.t("reproduce_method", tolerance=catalog.percent(tolerance))
+    body = (f"# {catalog.t('reproduce_title', published=names[0], reproduced=names[1])}\n\n"
+            f"{_summary(table, catalog, tolerance)}\n\n{method}\n\n{lines}\n")
+    if catalog.direction == "rtl":
+        body = f'<div dir="rtl" lang="{catalog.locale}">\n\n{body.strip()}\n\n</div>\n'
+    return body
+
+
+def render_comparison(published: Path, reproduced: Path, *, locales: Iterable[str] = ("en", "ar", "es"),
+                      tolerance: float = 0.10) -> tuple[pd.DataFrame, list[Path]]:
+    """``<reproduced>/comparison/<locale>/index.html`` and ``README.md``; the table and the paths written."""
+    table = compare_studies(published, reproduced, tolerance)
+    out = reproduced / FOLDER
+    names = (os.path.basename(os.path.normpath(published)), os.path.basename(os.path.normpath(reproduced)))
+    written = []
+    for locale in locales:
+        catalog = Catalog(locale)
+        folder = out / locale
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in (("index.html", comparison_html(table, catalog, tolerance, names)),
+                           ("README.md", comparison_markdown(table, catalog, tolerance, names))):
+            write_atomically(folder / name, text.encode("utf-8"))
+            written.append(folder / name)
+    return table, written

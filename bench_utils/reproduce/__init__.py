@@ -1,0 +1,1 @@
+"""Re-running a published study in the versions it was measured with, and comparing the two."""

@@ -1,0 +1,53 @@
+import pytest
+
+from bench_utils.report import comparison_page
+from bench_utils.report.i18n import Catalog
+
+from explore_data import example_records, remeasured, write_study
+
+
+@pytest.fixture
+def studies(tmp_path):
+    """The checked-in example as published, and a re-run where Segformer lost a third, DETR gained and
+    ResNet moved within the tolerance (the example: ResNet 1.07x, Segformer 1.81x, DETR 1.18x)."""
+    published = write_study(tmp_path / "example", example_records())
+    again = write_study(tmp_path / "example-reproduced",
+                        remeasured(speedups={"resnet": 1.04, "segformer": 1.2, "detr": 1.5}))
+    return published, again
+
+
+def test_each_cell_gets_the_verdict_its_intervals_give(studies):
+    table = comparison_page.compare_studies(*studies).set_index("model")
+    assert table.loc["ResNet", "verdict"] == "same"
+    assert table.loc["Segformer", "verdict"] == "regression" and table.loc["Segformer", "ratio_high"] < 1
+    assert table.loc["DETR", "verdict"] == "improvement" and table.loc["DETR", "ratio_low"] > 1
+    # two folders measured under the same environment label are still two sides: named by folder, not torch
+    same_label = write_study(studies[1].parent / "same-label", example_records())
+    assert set(comparison_page.compare_studies(studies[0], same_label)["verdict"]) == {"same"}
+
+
+def test_the_page_says_one_line_per_cell_in_every_locale_with_regressions_in_red(studies):
+    table, pages = comparison_page.render_comparison(*studies)
+    assert sorted(p.relative_to(studies[1]).as_posix() for p in pages) == [
+        f"comparison/{locale}/{name}" for locale in ("ar", "en", "es") for name in ("README.md", "index.html")]
+    english = (studies[1] / "comparison" / "en" / "README.md").read_text(encoding="utf-8")
+    lines = [line for line in english.splitlines() if line.startswith("- ")]
+    assert len(lines) == len(table) == 3
+    segformer = next(line for line in lines if "Segformer" in line)
+    assert "slower" in segformer and "1.81x published, 1.20x re-run" in segformer
+    assert any("ResNet" in line and "the same within the intervals" in line for line in lines)
+    assert "1 the same within the intervals, 1 faster, 1 slower" in english
+    page = (studies[1] / "comparison" / "en" / "index.html").read_text(encoding="utf-8")
+    assert "#f8d7da" in page and "#d4edda" in page  # the regression red, the improvement green
+    for locale in ("ar", "es"):
+        catalog = Catalog(locale)
+        text = (studies[1] / "comparison" / locale / "README.md").read_text(encoding="utf-8")
+        assert catalog.t("reproduce_slower") in text and catalog.t("reproduce_faster") in text
+        assert (studies[1] / "comparison" / locale / "index.html").read_text(
+            encoding="utf-8").startswith(f'<!DOCTYPE html>\n<html lang="{locale}" dir="{catalog.direction}">')
+
+
+def test_a_folder_without_records_is_refused(studies, tmp_path):
+    empty = write_study(tmp_path / "empty", [])
+    with pytest.raises(ValueError, match="holds no record"):
+        comparison_page.compare_studies(studies[0], empty)

@@ -1,0 +1,96 @@
+import pytest
+
+from bench_utils.report import plots, sections, why
+from bench_utils.report.frame import frame
+from bench_utils.report.i18n import Catalog
+from bench_utils.report.sections import ReportView
+from bench_utils.vocabulary import WorkKind
+
+from explore_data import example_records, write_study
+
+
+def side(work_calls, busy, unit="kernels", regions=1.0, **kinds):
+    return {"calls": 3, "wall_ms": 10.0, "busy_ms": 10.0 * busy, "busy_fraction": busy, "work_calls": work_calls,
+            "work_unit": unit, "compiled_regions": regions,
+            "kinds_ms": {kind.value: kinds.get(kind.value, 0.0) for kind in WorkKind}}
+
+
+def profiled_records(**overrides):
+    """The example's records, each compiled one with a profile: launch-bound eager whose element-wise work
+    fusion took over (161 kernels -> 58, busy 31 % -> 88 %)."""
+    records = example_records()
+    for record in records:
+        if record["cell"]["compile_mode"] != "eager":
+            record["profile"] = {"method": "torch.profiler", "activities": "cpu+cuda",
+                                 "eager": side(161, 0.31, matmul_conv=1.5, elementwise=1.2, normalization=0.4),
+                                 "compiled": side(58, 0.88, matmul_conv=1.5, fused=0.6), **overrides}
+    return records
+
+
+def test_the_sentence_is_built_from_the_profiles_numbers_only():
+    rows = why.profiled(frame(profiled_records()))
+    assert len(rows) == 3 and set(rows["mode"]) == {"default"}
+    text = why.sentence(rows.iloc[0], Catalog("en"))
+    assert text == (f"{rows.iloc[0]['label']}, batch 1, {Catalog('en').mode_name('default')}: 161 → 58 kernels per "
+                    "inference, device busy 31% → 88%; eager was bound by the host (the device waited between "
+                    "launches); fusion turned 1.60 ms of element-wise and normalization work into 0.60 ms of fused "
+                    "kernels.")
+
+
+def test_a_graph_break_and_a_work_bound_model_are_said(tmp_path):
+    records = profiled_records()
+    for record in records:
+        if "profile" in record:
+            record["profile"]["eager"] = side(20, 0.95, "operator calls", matmul_conv=8.0)
+            record["profile"]["compiled"] = side(3, 0.97, "operator calls", regions=2.0, matmul_conv=6.0)
+    text = why.sentence(why.profiled(frame(records)).iloc[0], Catalog("en"))
+    assert "20 → 3 operator calls" in text and "eager kept the device busy with work" in text
+    assert "matrix products and convolutions: 8.00 ms → 6.00 ms" in text
+    assert text.endswith("2 compiled graphs per inference (graph breaks).")
+
+
+@pytest.mark.parametrize("locale", ["en", "ar", "es"])
+def test_the_section_renders_its_plot_table_and_sentences_in_every_locale(locale, tmp_path, monkeypatch):
+    shown = []
+    monkeypatch.setattr(sections, "display", lambda obj: shown.append(obj.data))
+    view = ReportView([write_study(tmp_path / "study", profiled_records())], locale)
+    view.why()
+    catalog = Catalog(locale)
+    texts = [item for item in shown if isinstance(item, str)]
+    images = [item for item in shown if isinstance(item, bytes)]
+    assert texts[0].startswith(f"## {catalog.t('why_heading')}") and catalog.t("why_none") not in texts[0]
+    assert len(images) == 1 and images[0].startswith(b"\x89PNG")
+    assert sum(line.startswith("- ") for line in texts[-1].splitlines()) == 3
+    assert catalog.t("why_launch_bound") in texts[-1] and catalog.t("col_busy") in texts[-1]
+
+
+def test_records_without_a_profile_still_render_and_say_so(tmp_path, monkeypatch):
+    shown = []
+    monkeypatch.setattr(sections, "display", lambda obj: shown.append(obj.data))
+    ReportView([write_study(tmp_path / "old", example_records())], "en").why()
+    assert shown == [f"## {Catalog('en').t('why_heading')}\n\n{Catalog('en').t('why_text')}\n\n"
+                     f"{Catalog('en').t('why_none')}"]
+    assert why.profiled(frame([])).empty
+
+
+def test_the_plot_stacks_each_kind_for_eager_and_compiled():
+    rows = why.extreme_batches(why.profiled(frame(profiled_records())))
+    figure = plots.work_kinds(rows, Catalog("en"))
+    (axis,) = figure.axes
+    assert len(axis.patches) == len(WorkKind) * 2 * len(rows)
+    widths = [patch.get_width() for patch in axis.patches]
+    assert sum(widths) == pytest.approx(len(rows) * (3.1 + 2.1))  # eager 3.1 ms, compiled 2.1 ms per cell
+    assert [text.get_text() for text in axis.get_legend().get_texts()][4] == "fused (Inductor)"
+
+
+def test_the_explorer_shows_the_same_for_the_chosen_slice(tmp_path):
+    from bench_utils.report import selection as slices
+    from bench_utils.report.explorer import Explorer
+
+    explorer = Explorer([write_study(tmp_path / "study", profiled_records())])
+    chosen = slices.resolve(explorer.data, slices.Selection(mode="default"))
+    page = explorer.slice_html(chosen)
+    assert page.count("data:image/png;base64,") == 2  # the speed-up plot, then the kinds of work
+    assert page.count("<li>") == 3 and "161 → 58 kernels" in page and "<table>" in page.split("Why it got faster")[1]
+    assert "No cell of these results was profiled" in Explorer([write_study(tmp_path / "old", example_records())]) \
+        .slice_html(chosen)
