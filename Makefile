@@ -60,8 +60,12 @@ test: setup
 # Per-cell wall time split into measured parts and overhead; see benchmarks/README.md.
 BENCH_GRID ?= benchmarks/grids/resnet18-eager.yaml
 
+# PROFILE_GRID: compiled cells, for what a profile costs them (make report's grid on a CPU; PROFILE_GRID= to skip).
+PROFILE_GRID ?= params/cpu-quick.yaml
+
 bench: setup
 	$(PY) benchmarks/study_cost.py $(BENCH_GRID) $(if $(RESULTS),--results $(RESULTS))
+	$(if $(PROFILE_GRID),$(PY) benchmarks/study_cost.py $(PROFILE_GRID))
 
 # Where the grid runs: local (this machine's devices) or ray (a Ray cluster: RAY_ADDRESS, which Ray
 # reads too, names it; without it, a cluster of this machine alone). See docs/cluster.md.

@@ -83,8 +83,13 @@ def _cmd_cell(args: argparse.Namespace) -> int:
               **gpu_memory_cap(settings.gpu_memory_gib, args.device)}
     loaded = load(args.model, weights=settings.weights, dtype=args.dtype, device=args.device,
                   seed=settings.seed, memory_format=settings.memory_format)
+    # --keep-traces: beside the results file where one is given, else in ./traces
+    traces = (Path(args.results).parent if args.results else Path.cwd()) / "traces"
+    if settings.keep_traces:
+        traces.mkdir(parents=True, exist_ok=True)
     result = run_cell(loaded, batch_size=args.batch_size, mode=args.mode, settings=settings,
-                      math_settings=config)
+                      math_settings=config,
+                      trace_prefix=str(traces / f"{Path(args.model).name}-bs{args.batch_size}-{args.mode}"))
     options = compile_module.options(args.mode, settings.backend, settings.fullgraph, settings.dynamic)
     record = cell_record(result, loaded, study=args.study, compile_options=options, config=config)
     print(format_cell(record))
@@ -101,6 +106,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from .study.grid.grid_file import load_grid
 
     grid = load_grid(args.params)  # GridError (a ValueError): one line, exit 2
+    if args.keep_traces:  # not part of a cell's identity nor of its record's hash: resume is unchanged
+        grid = grid.with_settings(keep_traces=True)
     if args.executor == "ray":
         if args.time_limit or args.device_model:  # the nodes' kernels are the cluster's to end, not this limit's
             raise ValueError("--time-limit and --device-model are for the local executor: not with --executor ray")
@@ -291,6 +298,8 @@ def _add_run_command(commands: argparse._SubParsersAction) -> None:
                      help="study folder for results.jsonl and executed notebooks "
                           "(default: reports/<study>/)")
     run.add_argument("--force", action="store_true", help="measure every cell again")
+    run.add_argument("--keep-traces", action="store_true", help="keep one profiled call's full trace per side of "
+                     "each compiled cell in the study folder's traces/ (Perfetto, TensorBoard); as keep_traces: true")
     run.add_argument("--devices", default=None,
                      help="comma-separated devices, one worker each (e.g. cuda:0,cuda:1)")
     run.add_argument("--timeout", type=_positive_int, default=None,

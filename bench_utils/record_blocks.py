@@ -197,6 +197,7 @@ class PhasesBlock(TypedDict, total=False):
     memory_s: float
     flops_s: float
     energy_s: float
+    profile_s: float                # why it got faster: both sides profiled
 
 
 class EnvironmentBlock(TypedDict, total=False):

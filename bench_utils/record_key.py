@@ -8,6 +8,8 @@ hashed by their values, as resume, the cluster's dedupe and the report rely on. 
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import Field
 import hashlib
 import json
@@ -23,6 +25,14 @@ from .vocabulary import CompileMode
 # are the guide's cells).
 VARIANT_FIELDS = {item.name: (item.default, *(name for name in item.metadata["choices"] if name != item.default))
                   for item in setting_fields() if item.metadata["record"] == IDENTITY}
+
+
+def cell_file_name(task: str, model: str, batch_size: int, compile_mode: str, variant: tuple[str, ...], dtype: str,
+                   device: str) -> str:
+    """A file-name-safe name of a cell, unique within a study: its executed notebook's, log's and traces'.
+    ``variant``: the identity settings that differ from their defaults (the guide's cells keep their old names)."""
+    raw = "__".join((task, model, f"bs{batch_size}", compile_mode, *variant, dtype, device))
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", raw)
 
 
 class CellIdentity(NamedTuple):

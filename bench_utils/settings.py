@@ -124,6 +124,10 @@ class Settings:
                         "device: a request's latency) or pipelined (one wait after the loop: throughput)",
                         check=lambda value: one_of("sync", value, names(Sync)), accepts=str,
                         choices=names(Sync))
+    profile: bool = setting(True, "profile eager and compiled for a few calls after the timed runs: why it got "
+                            "faster (the record's profile block)", check=_flag, accepts=bool, grid=TOP, record=None)
+    keep_traces: bool = setting(False, "keep one profiled call's full trace per side in the study folder's traces/ "
+                                "(Perfetto, TensorBoard)", check=_flag, accepts=bool, grid=TOP, record=None)
     gpu_memory_gib: float | None = setting(None, "CUDA: the GPU memory a cell may use, in GiB (a 16 GB card: 16); "
                                            "None: the whole card", check=_gpu_memory_gib,
                                            accepts=(int, float, type(None)), grid=TOP, record=WHEN_SET)

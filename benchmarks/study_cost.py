@@ -38,6 +38,7 @@ DEFAULT_GRID = PROJECT_ROOT / "benchmarks" / "grids" / "resnet18-eager.yaml"
 GUIDE_GRID = PROJECT_ROOT / "params" / "hf-guide.yaml"
 OVERHEAD_TARGET_S = 3.0          # per cell, amortized over the default grid, on 2 CPU cores
 GUIDE_TARGET_MIN = 25.0          # the guide's grid on one H100
+PROFILE_TARGET = 0.10            # a compiled cell's profile: at most this share of its wall time
 EAGER = "eager"
 
 # Parts of a cell's wall time the kernel measures (``phases`` keys, seconds).
@@ -68,12 +69,13 @@ class CellCost:
     parity_s: float = 0.0
     memory_s: float = 0.0
     other_s: float = 0.0         # FLOPs and energy
+    profile_s: float = 0.0       # a compiled cell's profile (why it got faster)
     start_s: float = 0.0         # kernel start and model build: inside the overhead
 
     @property
     def measured_s(self) -> float:
         return (self.timed_s + self.warmup_s + self.compile_s + self.parity_s + self.memory_s
-                + self.other_s)
+                + self.other_s + self.profile_s)
 
     @property
     def overhead_s(self) -> float:
@@ -94,7 +96,7 @@ def cell_cost(outcome, record: dict[str, Any] | None) -> CellCost:
         timed_s=phases.get("timed_s", 0.0), warmup_s=phases.get("warmup_s", 0.0),
         compile_s=phases.get("compile_s", 0.0), parity_s=phases.get("parity_s", 0.0),
         memory_s=phases.get("memory_s", 0.0),
-        other_s=sum(phases.get(key, 0.0) for key in OTHER_PARTS),
+        other_s=sum(phases.get(key, 0.0) for key in OTHER_PARTS), profile_s=phases.get("profile_s", 0.0),
         start_s=sum(phases.get(key, 0.0) for key in START_PARTS))
 
 
@@ -172,7 +174,7 @@ def breakdown_table(rows: list[CellCost]) -> str:
     def as_dict(row: CellCost) -> dict[str, Any]:
         return {"cell": row.cell_id, "status": row.status, "wall": row.wall_s, "timed": row.timed_s,
                 "warm-up": row.warmup_s, "compile": row.compile_s, "parity": row.parity_s,
-                "memory": row.memory_s, "other": row.other_s, "overhead": row.overhead_s,
+                "memory": row.memory_s, "other": row.other_s, "profile": row.profile_s, "overhead": row.overhead_s,
                 "(start)": row.start_s}
 
     frame = pd.DataFrame([as_dict(row) for row in rows])
@@ -183,8 +185,23 @@ def breakdown_table(rows: list[CellCost]) -> str:
     return frame.to_string(index=False, float_format=lambda value: f"{value:.2f}")
 
 
-TABLE_LEGEND = ("seconds; other = FLOPs + energy; overhead = wall - (timed + warm-up + compile + "
-                "parity + memory + other); (start) = kernel start + model build, part of overhead")
+TABLE_LEGEND = ("seconds; other = FLOPs + energy; profile = why it got faster (compiled cells); overhead = wall - "
+                "(timed + warm-up + compile + parity + memory + other + profile); (start) = kernel start + model "
+                "build, part of overhead")
+
+
+def profile_line(rows: list[CellCost], target: float = PROFILE_TARGET) -> str:
+    """What profiling cost the compiled cells, against their wall time: in all, and the cell it cost most."""
+    profiled = [row for row in rows if row.profile_s > 0 and row.wall_s > 0]
+    if not profiled:
+        return "profile cost: no cell of this grid was profiled (eager cells are not; BENCH_GRID with compiled cells)"
+    worst = max(profiled, key=lambda row: row.profile_s / row.wall_s)
+    share = sum(row.profile_s for row in profiled) / sum(row.wall_s for row in profiled)
+    most = worst.profile_s / worst.wall_s
+    verdict = "met" if most <= target else f"missed by {(most - target) * 100:.1f} points"
+    return (f"profile cost: {sum(row.profile_s for row in profiled):.1f} s of the {len(profiled)} profiled cells' "
+            f"{sum(row.wall_s for row in profiled):.1f} s wall time ({share:.1%}); the most: {worst.cell_id} "
+            f"{worst.profile_s:.1f} s of {worst.wall_s:.1f} s ({most:.1%}) [target <= {target:.0%} per cell: {verdict}]")
 
 
 # --- the projection for the guide's grid ----------------------------------------------
@@ -425,6 +442,7 @@ def main(argv: list[str] | None = None) -> int:
         print(breakdown_table(rows))
         print(TABLE_LEGEND)
     print(overhead_line(summary))
+    print(profile_line(rows))
     cells_wall = sum(row.wall_s for row in rows)
     print(f"grid wall time (around the runner): {grid_wall_s:.1f} s, of which cells {cells_wall:.1f} s "
           f"and between cells {grid_wall_s - cells_wall:.1f} s (in the overhead); kernels started: {kernels}")

@@ -188,3 +188,23 @@ def profile_calls(fn: Callable[[], Any], *, cuda: bool, calls: int = CALLS, warm
             call()
         single.export_chrome_trace(str(trace_path))
     return side
+
+
+def profile_block(eager_fn: Callable[[], Any], compiled_fn: Callable[[], Any], *, cuda: bool,
+                  trace_prefix: str | os.PathLike | None = None) -> dict[str, Any]:
+    """The record's ``profile`` block: both sides profiled (``profile_calls``), what it cost, and the names of the
+    traces kept (``<trace_prefix>.eager.json`` and ``.compiled.json``) where a prefix is given."""
+    import time
+
+    start = time.perf_counter()
+    block: dict[str, Any] = {"method": f"{METHOD}: {CALLS} calls per side after {WARMUP} not recorded, after the "
+                                       "timed runs", "activities": "cpu+cuda" if cuda else "cpu", "traces": None}
+    traces = {}
+    for side, fn in (("eager", eager_fn), ("compiled", compiled_fn)):
+        path = f"{os.fspath(trace_prefix)}.{side}.json" if trace_prefix is not None else None
+        block[side] = profile_calls(fn, cuda=cuda, trace_path=path)
+        if path is not None:
+            traces[side] = os.path.basename(path)
+    block["traces"] = traces or None
+    block["seconds"] = time.perf_counter() - start
+    return block

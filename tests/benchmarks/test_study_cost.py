@@ -299,3 +299,16 @@ def test_main_prints_the_breakdown_removes_its_folder_and_fails_on_a_failed_cell
     assert "kernels started: 1" in out
     assert study_cost.NO_PROJECTION in out
     assert not (tmp_path / "study").exists()
+
+
+def test_the_profile_is_a_measured_part_and_its_share_of_each_cells_wall_time_is_judged():
+    compiled, eager = run_cell("default", 1), run_cell("eager", 1)
+    rows = study_cost.breakdown([Outcome(compiled, "ok", 10.0, "cpu"), Outcome(eager, "ok", 5.0, "cpu")],
+                                [record(compiled, phases={**FULL_PHASES, "profile_s": 0.5}),
+                                 record(eager, phases={"timed_s": 1.0})])
+    assert rows[0].profile_s == 0.5 and rows[0].measured_s == pytest.approx(7.5) and rows[1].profile_s == 0
+    line = study_cost.profile_line(rows)
+    assert line == ("profile cost: 0.5 s of the 1 profiled cells' 10.0 s wall time (5.0%); the most: "
+                    f"{compiled.cell_id} 0.5 s of 10.0 s (5.0%) [target <= 10% per cell: met]")
+    assert study_cost.profile_line(rows, target=0.04).endswith("[target <= 4% per cell: missed by 1.0 points]")
+    assert study_cost.profile_line(rows[1:]).startswith("profile cost: no cell of this grid was profiled")

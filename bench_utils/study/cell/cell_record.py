@@ -47,7 +47,7 @@ def cell_record(result: CellResult, loaded: LoadedModel, *, study: str,
     extra: dict[str, Any] = {"model": loaded.info()}
     if result.comparison is not None:
         extra["speedup"] = speedup_block(result.comparison)
-    for name in ("parity", "agreement", "compute", "energy"):
+    for name in ("parity", "agreement", "compute", "energy", "profile"):
         if getattr(result, name) is not None:
             extra[name] = getattr(result, name)
     if result.shared_from is not None:  # one measurement, two records: say so

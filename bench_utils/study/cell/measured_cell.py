@@ -33,6 +33,7 @@ from ...measurement.devices import quiet_toolchain_logs
 from ...measurement.flops import FlopCount, compute_block, count_forward_flops
 from ...measurement.power import EnergyProbe
 from ...measurement.timing import Measurement, measure
+from ...measurement.work_profile import profile_block
 from ...variants import aot_inductor, modes as compile_module, portable_cache as portable
 from ...variants.agreement import task_agreement
 from ...variants.batch_shapes import (DYNAMIC, STATIC, SharedCompilation, mark_batch_dynamic,
@@ -61,6 +62,7 @@ class CellResult:
     eager_memory: dict[str, Any] | None = None
     compute: dict[str, Any] | None = None
     energy: dict[str, Any] | None = None
+    profile: dict[str, Any] | None = None    # why it got faster (``measurement.work_profile``)
     notes: list[str] = field(default_factory=list)   # figures not measured, and why
     phases: Phases = field(default_factory=Phases)   # where the cell's time went
     shared_eager: "CellResult | None" = None         # a compiled cell's eager side, as an eager cell
@@ -100,6 +102,7 @@ class _CellContext:
     batch_size: int
     mode: str
     notes: list[str] = field(default_factory=list)
+    trace_prefix: str | None = None   # keep_traces: where the profile's two traces go (``.eager.json``...)
 
     @property
     def tf32(self) -> bool:
@@ -126,7 +129,7 @@ class _CellContext:
 def run_cell(loaded: LoadedModel, *, batch_size: int, mode: str, settings: Settings | None = None,
              math_settings: dict[str, Any] | None = None, warm_compile: bool = True,
              phases: Phases | None = None, compilation: SharedCompilation | None = None,
-             **setting_values: Any) -> CellResult:
+             trace_prefix: str | None = None, **setting_values: Any) -> CellResult:
     """Measure ``loaded`` at ``batch_size`` in ``mode`` (eager, or a compile mode).
 
     ``settings`` say how (runs, warm-up, blocks, the compile options, shapes...; ``Settings``' defaults
@@ -139,7 +142,8 @@ def run_cell(loaded: LoadedModel, *, batch_size: int, mode: str, settings: Setti
     smaller batch size of the same mode) is called instead of compiling again; the caller
     discards it (and resets dynamo) when the mode is done. With ``portable_cache`` a torch.compile
     cell of static shapes also saves its compile cache and times a fresh process started from it
-    (``variants.portable_cache``), after the timed runs.
+    (``variants.portable_cache``), after the timed runs. With ``profile`` both sides are profiled after the
+    timed runs; with ``keep_traces`` too, their traces are written to ``trace_prefix``.eager.json and .compiled.json.
     """
     phases = phases if phases is not None else Phases()
     settings = Settings.from_parameters({**(settings or Settings()).to_parameters(), **setting_values})
@@ -153,7 +157,8 @@ def run_cell(loaded: LoadedModel, *, batch_size: int, mode: str, settings: Setti
     with torch.no_grad():  # inference, as the guide measures it
         with phases.timing("flops"):
             flops = count_forward_flops(eager_fn)
-        cell = _CellContext(loaded, inputs, eager_fn, device, tf32_by_work, flops, settings, phases, batch_size, mode)
+        cell = _CellContext(loaded, inputs, eager_fn, device, tf32_by_work, flops, settings, phases, batch_size, mode,
+                            trace_prefix=trace_prefix if settings.keep_traces else None)
         if mode == CompileMode.EAGER:
             return _eager_cell(cell)
         with one_graph_for_all_batch_sizes(cell.dynamic_batch):  # a batch of 1 not specialized
@@ -257,6 +262,7 @@ class _AfterTiming(NamedTuple):
     agreement: dict[str, Any] | None
     memory: dict[str, Any] | None
     at_end: dict[str, Any]             # dynamo's counters once the figures are taken
+    profile: dict[str, Any] | None     # why it got faster: both sides profiled
     fresh: dict[str, Any] | None       # a portable cache's fresh process
 
 
@@ -319,8 +325,8 @@ def _timed_pairs(cell: _CellContext, compiled: CompiledCell, warmup: int) -> _Ti
 
 def _after_timing(cell: _CellContext, timed: _Timed, references: _References,
                   artifacts: bytes | None) -> _AfterTiming:
-    """Energy, the accuracy gate, the compiled side's memory, dynamo's counters, then a portable cache's
-    fresh process: each outside the timed runs, in that order."""
+    """Energy, the accuracy gate, the compiled side's memory, dynamo's counters, the profile, then a portable
+    cache's fresh process: each outside the timed runs, in that order."""
     compiled_fn, comparison = timed.compiled.forward, timed.comparison
 
     def energy() -> dict[str, Any] | None:
@@ -342,11 +348,16 @@ def _after_timing(cell: _CellContext, timed: _Timed, references: _References,
             unjudged(cell.loaded.dtype, cell.tf32, cell.notes[-1]), None)  # judged by nothing, and why
     memory = cell.memory("memory", compiled_fn)
     at_end = compile_module.dynamo_snapshot()
+    profile = None
+    if cell.settings.profile:
+        with cell.phases.timing("profile"), no_recompile():
+            profile = cell.outside_timing("profile", lambda: profile_block(
+                cell.eager_fn, compiled_fn, cuda=cell.device.type == "cuda", trace_prefix=cell.trace_prefix))
     fresh = None
     if cell.settings.portable_cache and cell.mode not in compile_module.AOT_MODES:
         with cell.phases.timing("compile"):
             fresh = cell.outside_timing("portable cache", lambda: _fresh_start(cell, artifacts))
-    return _AfterTiming(energy_block, parity, agreement, memory, at_end, fresh)
+    return _AfterTiming(energy_block, parity, agreement, memory, at_end, profile, fresh)
 
 
 def _compiled_result(cell: _CellContext, timed: _Timed, figures: _AfterTiming,
@@ -373,5 +384,6 @@ def _compiled_result(cell: _CellContext, timed: _Timed, figures: _AfterTiming,
     return CellResult(cell.mode, cell.batch_size, measurement, comparison=comparison, compile=report,
                       parity=figures.parity, agreement=figures.agreement, memory=figures.memory,
                       eager_memory=eager_memory, compute=cell.compute(measurement.mean_ms, eager_ms),
-                      energy=figures.energy, notes=cell.notes, phases=cell.phases, shared_eager=shared_eager,
+                      energy=figures.energy, profile=figures.profile, notes=cell.notes, phases=cell.phases,
+                      shared_eager=shared_eager,
                       shapes=DYNAMIC if cell.dynamic_batch else STATIC, compilation=compilation)

@@ -41,6 +41,7 @@ from ...env import capture_environment
 from ...measurement.memory_cap import gpu_memory_cap
 from ...paths import PROJECT_ROOT
 from ...record_blocks import CellBlock
+from ...record_key import cell_file_name
 from ...records import failure_record, measurement_settings, skipped_after_oom
 from ...results import append_record
 from ...variants import compile_workers, modes as compile_module
@@ -55,6 +56,8 @@ from ..progress_file import write_progress
 from ..lease import lease_is_current, start_watchdog
 from ...settings import Settings
 from ...vocabulary import CompileMode, Shapes, Status
+
+TRACES = "traces"  # keep_traces: a study folder's profiled calls, one trace per side of a compiled cell
 
 FAULT_ENV = "BENCH_UTILS_INJECT_FAULT"
 HANG_MARKER_ENV = "BENCH_UTILS_HANG_MARKER"
@@ -145,7 +148,8 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
             for dtype in dtypes:
                 dtype = parse_dtype(dtype)[0]
                 cells = _ModelCells(study=study, task=task, model=model_key, dtype=dtype, device=device,
-                                    settings=settings, config=config, kernel=kernel)
+                                    settings=settings, config=config, kernel=kernel,
+                                    trace_dir=results_path.parent / TRACES)
                 for mode, batch_size in pairs:
                     if progress_file:  # the runner learns which cell a dying kernel was on
                         write_progress(progress_file, mode, batch_size)
@@ -194,9 +198,9 @@ class _ModelCells:
     batch size per mode, the warm compiles measured, eager sides to reuse, a dynamic compilation)."""
 
     def __init__(self, *, study: str, task: str, model: str, dtype: str, device: str, settings: Settings,
-                 config: dict[str, Any], kernel: _Kernel):
+                 config: dict[str, Any], kernel: _Kernel, trace_dir: Path | None = None):
         self.study, self.task, self.model, self.dtype, self.device = study, task, model, dtype, device
-        self.settings, self.config, self.kernel = settings, config, kernel
+        self.settings, self.config, self.kernel, self.trace_dir = settings, config, kernel, trace_dir
         self.loaded, self.load_error = None, None
         self.oom_at: dict[str, int] = {}             # per mode: the batch size that ran out of memory
         self.warm_measured: set[str] = set()         # modes whose warm compile this kernel has measured
@@ -259,13 +263,22 @@ class _ModelCells:
         portable = settings.portable_cache and first_of_mode and settings.shapes == Shapes.STATIC
         result = run_cell(self.loaded, batch_size=batch_size, mode=mode,
                           settings=replace(settings, portable_cache=portable), math_settings=self.config,
-                          warm_compile=first_of_mode, phases=phases, compilation=self.compilation)
+                          warm_compile=first_of_mode, phases=phases, compilation=self.compilation,
+                          trace_prefix=self._trace_prefix(mode, batch_size, settings))
         self.compilation = result.compilation
         if mode != CompileMode.EAGER:  # only a measured cell's compile and pairs count
             self.warm_measured.add(mode)
             if result.shared_eager is not None:
                 self.shared_eager.setdefault(batch_size, result.shared_eager)
         return result
+
+    def _trace_prefix(self, mode: str, batch_size: int, settings: Settings) -> str | None:
+        """``keep_traces``: the study folder's ``traces/<cell>``, named as the cell's notebook and log are."""
+        if not settings.keep_traces or self.trace_dir is None or mode == CompileMode.EAGER:
+            return None
+        self.trace_dir.mkdir(parents=True, exist_ok=True)
+        return str(self.trace_dir / cell_file_name(self.task, self.model, batch_size, mode, settings.variant(),
+                                                   self.dtype, self.device.split(":")[0]))
 
     def _failure_config(self) -> dict[str, Any]:
         """A failed cell's settings: the weights of the model if it was built, else none measured."""

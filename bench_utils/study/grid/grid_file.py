@@ -33,7 +33,7 @@ import re
 from typing import Any
 
 from ...record_blocks import CELL_FIELDS
-from ...record_key import CellIdentity
+from ...record_key import CellIdentity, cell_file_name
 from ...settings import ANYWHERE, AXIS, TOP, Settings, setting_fields
 from ...vocabulary import AOT_MODES, CompileMode, Shapes, check_mode, dtype_name
 from ...zoo.registry import TASKS, resolve_key
@@ -79,9 +79,8 @@ class Cell:
     @property
     def cell_id(self) -> str:
         """A file-name-safe identifier, unique within a study (the guide's cells keep their old ids)."""
-        raw = "__".join((self.task, self.model, f"bs{self.batch_size}", self.compile_mode, *self.variant,
-                         self.dtype, self.device))
-        return re.sub(r"[^A-Za-z0-9_.-]+", "-", raw)
+        return cell_file_name(self.task, self.model, self.batch_size, self.compile_mode, self.variant, self.dtype,
+                              self.device)
 
     @property
     def group(self) -> tuple[str, ...]:
@@ -115,6 +114,11 @@ class Grid:
     devices: list[str]               # as written: kinds, or pinned devices
     cells: list[Cell] = field(default_factory=list)
     accelerators: list[str] = field(default_factory=list)  # a cluster's kinds to cover, each all cells
+
+    def with_settings(self, **values: Any) -> Grid:
+        """The grid with these settings in every cell (``run --keep-traces``), checked."""
+        return replace(self, cells=[replace(cell, settings=replace(cell.settings, **values).checked())
+                                    for cell in self.cells])
 
     @property
     def device_kinds(self) -> list[str]:

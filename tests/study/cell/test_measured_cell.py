@@ -199,3 +199,46 @@ def test_a_cell_whose_float64_reference_cannot_run_records_the_reference_and_rul
     result = run_cell(tiny, batch_size=2, mode="default", runs=4, warmup=1, blocks=2, backend="aot_eager")
     assert result.parity["reference"] == "none" and result.parity["parity"] is None
     assert "the gate broke" in result.parity["reference_note"]
+
+
+class _BreakingChain(torch.nn.Module):
+    """Element-wise work either side of a forced graph break."""
+
+    def forward(self, pixel_values):
+        y = (pixel_values * 2 + 1).relu()
+        torch._dynamo.graph_break()
+        return {"logits": (y.sin() * 3).flatten(1)[:, :10]}
+
+
+def test_a_compiled_cell_is_profiled_after_its_timed_runs_and_says_where_that_time_went(loaded, tmp_path):
+    result = run_cell(loaded, batch_size=2, mode="default", runs=6, warmup=1, blocks=3, backend="aot_eager",
+                      keep_traces=True, trace_prefix=str(tmp_path / "cell"))
+    profile = result.profile
+    assert set(profile) >= {"eager", "compiled", "method", "seconds"} and profile["activities"] == "cpu"
+    assert profile["eager"]["work_unit"] == "operator calls" and profile["eager"]["work_calls"] > 10
+    assert profile["compiled"]["compiled_regions"] == 1 and profile["eager"]["compiled_regions"] == 0
+    # outside the timed region: its own phase, which is what the profile cost
+    phases = result.phases.to_dict()
+    assert phases["profile_s"] == pytest.approx(profile["seconds"], abs=0.05) and phases["timed_s"] > 0
+    assert profile["traces"] == {"eager": "cell.eager.json", "compiled": "cell.compiled.json"}
+    assert (tmp_path / "cell.compiled.json").stat().st_size > 0
+    record = cell_record(result, loaded, study="t", environment=ENV)
+    validate_record(record)
+    assert record["profile"] == profile
+    unprofiled = run_cell(loaded, batch_size=2, mode="default", runs=4, warmup=1, blocks=2, backend="aot_eager",
+                          profile=False)
+    assert unprofiled.profile is None and unprofiled.phases.to_dict()["profile_s"] == 0
+    assert "profile" not in cell_record(unprofiled, loaded, study="t", environment=ENV)
+
+
+def test_a_forced_graph_break_is_recorded_with_its_reason_and_profiled_as_two_graphs():
+    model = _BreakingChain().eval()
+    inputs = {"pixel_values": torch.randn(1, 3, 8, 8)}
+    breaking = LoadedModel(model=model, key="breaking", label="Breaking", task="image-classification",
+                           checkpoint="local/breaking", weights="random", dtype="float32", device="cpu",
+                           param_count=0, make_inputs=lambda b: {"pixel_values": inputs["pixel_values"].repeat(b, 1, 1, 1)})
+    result = run_cell(breaking, batch_size=1, mode="default", runs=4, warmup=1, blocks=2)
+    assert result.compile["graph_breaks"] == 1 and result.compile["graphs"] == 2
+    assert any("graph_break" in reason for reason in result.compile["break_reasons"]), result.compile["break_reasons"]
+    assert result.profile["compiled"]["compiled_regions"] == 2
+    assert result.profile["compiled"]["kinds_ms"]["fused"] > 0  # inductor's generated code, on both sides of the break

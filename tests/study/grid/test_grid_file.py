@@ -223,3 +223,14 @@ def test_a_study_folder_keeps_the_grid_it_was_last_run_from(tmp_path):
     assert keep_grid_copy(grid, copy.parent).read_text() == "study: s\n# changed\n"
     assert keep_grid_copy(copy, copy.parent).read_text() == "study: s\n# changed\n"  # re-run from its own copy
     assert [path.name for path in copy.parent.iterdir()] == [GRID_COPY]  # no temporary file left
+
+
+def test_a_setting_given_on_the_command_line_reaches_every_cell_and_keeps_their_identity():
+    grid = parse_grid({"study": "s", "devices": ["cpu"], "grids": [{"models": ["resnet"], "batch_sizes": [1, 2],
+                                                                   "compile_modes": ["eager", "default"]}]})
+    traced = grid.with_settings(keep_traces=True)
+    assert all(cell.settings.keep_traces for cell in traced.cells) and not any(c.settings.keep_traces for c in grid.cells)
+    assert [cell.identity() for cell in traced.cells] == [cell.identity() for cell in grid.cells]
+    assert [cell.cell_id for cell in traced.cells] == [cell.cell_id for cell in grid.cells]
+    with pytest.raises(ValueError, match="keep_traces: must be true or false"):
+        grid.with_settings(keep_traces="yes")
