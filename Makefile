@@ -152,7 +152,7 @@ WHEELHOUSE     ?= .whl
 wheelhouse: setup
 	$(PY) tools/wheelhouse.py --python-version $(PYTHON_VERSION) --dest $(WHEELHOUSE)
 
-# STUDY=reports/<study> [ENV=<environment>, where its records hold several]: docs/reproducing.md
+# STUDY=reports/<study> [STUDY_ENV=<environment>, where its records hold several]: docs/reproducing.md
 reproduce: setup
 	@test -n "$(STUDY)" || { echo "make reproduce needs STUDY=reports/<study> (a study folder)"; exit 2; }
-	$(PY) -m bench_utils reproduce $(STUDY) $(if $(ENV),--environment $(ENV))
+	$(PY) -m bench_utils reproduce $(STUDY) $(if $(STUDY_ENV),--environment $(STUDY_ENV))

@@ -233,8 +233,11 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     for item in setting_fields():
         flag, accepts = "--" + item.name.replace("_", "-"), item.metadata["accepts"]
         kinds = accepts if isinstance(accepts, tuple) else (accepts,)
-        if kinds == (bool,):
+        if kinds == (bool,) and item.default is False:
             parser.add_argument(flag, action="store_true", help=item.metadata["help"])
+        elif kinds == (bool,):  # on by default: --no-NAME turns it off
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=item.default,
+                                help=item.metadata["help"])
         elif set(kinds) == {bool, type(None)}:
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None,
                                 help=item.metadata["help"])

@@ -247,8 +247,9 @@ class ProfileSide(TypedDict, total=False):
 
 
 class ProfileBlock(TypedDict, total=False):
-    """Why a compiled cell got faster or slower: both sides profiled after the timed runs (``--no-profile``:
-    absent), or ``note`` where the profiler failed. ``traces``: the kept traces' file names (``--keep-traces``)."""
+    """Why a compiled cell got faster or slower: both sides profiled after the timed runs. Absent where not
+    taken: ``profile: false`` (``cell --no-profile``), or a failure, which the record's ``notes`` name.
+    ``traces``: the kept traces' file names (``--keep-traces``)."""
 
     method: str
     activities: str                 # "cpu" or "cpu+cuda"
@@ -256,7 +257,6 @@ class ProfileBlock(TypedDict, total=False):
     compiled: ProfileSide
     seconds: float                  # what profiling cost the cell
     traces: dict[str, str] | None
-    note: str | None
 
 
 BLOCK_TYPES = {"cell": CellBlock, "latency": LatencyBlock, "throughput": ThroughputBlock, "speedup": SpeedupBlock,

@@ -164,3 +164,14 @@ def test_report_says_each_line_it_skipped_and_the_page_counts_them(capsys, tmp_p
     # the study folder carries the versions its records were measured with, one file per environment
     (environment,) = (tmp_path / "study" / "environments").glob("*.txt")
     assert str(environment) in written.splitlines() and "torch==" in environment.read_text()
+
+
+def test_the_cell_commands_setting_flags_keep_each_settings_default():
+    from bench_utils.cli import build_parser
+    from bench_utils.settings import Settings, setting_names
+
+    parsed = build_parser().parse_args(["cell", "resnet"])
+    assert {name: getattr(parsed, name) for name in setting_names()} == Settings().to_parameters()
+    assert parsed.profile is True and parsed.keep_traces is False  # on by default: --no-profile turns it off
+    off = build_parser().parse_args(["cell", "resnet", "--no-profile", "--keep-traces"])
+    assert off.profile is False and off.keep_traces is True

@@ -128,6 +128,8 @@ class ReportView:
         t = self.catalog.t
         rows = why.profiled(self.data)
         self._markdown(f"## {t('why_heading')}\n\n{t('why_text')}" + ("" if not rows.empty else f"\n\n{t('why_none')}"))
+        if rows.empty:  # no record at all has no columns either
+            return
         for environment in sorted(set(rows["environment"])):
             here = rows[rows["environment"] == environment]
             self._markdown(f"### {environment_label(environment, self.catalog)}")

@@ -1,7 +1,8 @@
 """A study's environment built in a folder of its own (``.venv-reproduce/<id>/``), from its requirements file.
 
 pip does the work: a new virtual environment, ``pip install -r`` the study's exact pins, then this checkout's
-``bench_utils`` without its dependencies (the pins are the dependencies), then its notebook kernel. Where the
+``bench_utils`` with the pins as constraints (a dependency they lack is installed at its newest), then its
+notebook kernel. Where the
 running interpreter already holds exactly those versions nothing is built: it is the study's environment.
 A pin the registry cannot serve fails the build in one line that names it, not pip's page of resolver output.
 """
@@ -45,7 +46,8 @@ def _pip_failure(output: str, requirements: Path) -> str:
     found = _NOT_FOUND.search(output)
     if found:
         return (f"cannot build the study's environment: {found.group(1)} is not on the package index "
-                f"(pinned in {requirements.name}; the registry no longer serves it, or not for this platform)")
+                f"(pinned in {requirements.name}: the registry no longer serves it, has no build of it for this "
+                "platform, or cannot be reached)")
     errors = [line.strip() for line in output.splitlines() if line.strip().startswith("ERROR")]
     last = errors[-1] if errors else (output.strip().splitlines() or ["no output"])[-1]
     return f"cannot build the study's environment from {requirements.name}: {last}"
@@ -77,8 +79,9 @@ def build_environment(requirements: Path, *, python_version: str | None = None, 
     _run([base_python or sys._base_executable, "-m", "venv", "--clear", str(folder)], requirements, say)
     pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     _run([*pip, "-r", str(requirements)], requirements, say)
-    # the project's code as this checkout has it; its dependencies are the pins above, installed as they are
-    _run([*pip, "--no-deps", "-e", str(PROJECT_ROOT)], requirements, say)
+    # the project's code as this checkout has it, the pins held: a dependency they lack (old records named only
+    # the main versions; this checkout may need a package the study did not) comes at its newest
+    _run([*pip, "-c", str(requirements), "-e", str(PROJECT_ROOT)], requirements, say)
     stamp.write_text(digest + "\n", encoding="utf-8")
     return python
 

@@ -94,3 +94,10 @@ def test_the_explorer_shows_the_same_for_the_chosen_slice(tmp_path):
     assert page.count("<li>") == 3 and "161 → 58 kernels" in page and "<table>" in page.split("Why it got faster")[1]
     assert "No cell of these results was profiled" in Explorer([write_study(tmp_path / "old", example_records())]) \
         .slice_html(chosen)
+
+
+def test_a_study_without_any_record_renders_the_section_too(tmp_path, monkeypatch):
+    shown = []
+    monkeypatch.setattr(sections, "display", lambda obj: shown.append(obj.data))
+    ReportView([write_study(tmp_path / "empty", [])], "es").why()
+    assert len(shown) == 1 and shown[0].endswith(Catalog("es").t("why_none"))

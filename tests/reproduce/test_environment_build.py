@@ -8,16 +8,29 @@ from bench_utils.reproduce import environment_build
 from bench_utils.reproduce.environment_build import EnvironmentBuildError, build_environment
 
 
-def test_an_environment_is_built_in_a_folder_of_its_own_once(tmp_path):
+def small_project(folder):
+    """A stand-in for the checkout (building the real one would install torch): the project's name, two
+    dependencies, one of which the study's pins lack."""
+    folder.mkdir()
+    (folder / "pyproject.toml").write_text('[build-system]\nrequires = ["setuptools>=68"]\n'
+                                           'build-backend = "setuptools.build_meta"\n[project]\nname = "bench-utils"\n'
+                                           'version = "0.1.0"\ndependencies = ["six", "iniconfig"]\n'
+                                           '[tool.setuptools]\npy-modules = []\n')
+    return folder
+
+
+def test_an_environment_is_built_in_a_folder_of_its_own_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(environment_build, "PROJECT_ROOT", small_project(tmp_path / "project"))
     requirements = tmp_path / "py-six.txt"
     requirements.write_text("# a study's pins\nsix==1.16.0\n")
     said = []
     python = build_environment(requirements, builds_dir=tmp_path / "builds", say=said.append)
     assert python == tmp_path / "builds" / "py-six" / "bin" / "python"
     shown = subprocess.run([str(python), "-c", "import six, importlib.metadata as m; "
-                            "print(six.__version__, m.version('bench-utils'))"],
+                            "print(six.__version__, m.version('bench-utils'), m.version('iniconfig'))"],
                            capture_output=True, text=True, check=True).stdout.split()
-    assert shown == ["1.16.0", "0.1.0"]  # the pin, and this checkout's project (its dependencies are the pins)
+    # the pin held although the project asks for any six; the project; the dependency the pins lack
+    assert shown[:2] == ["1.16.0", "0.1.0"] and len(shown) == 3
     said.clear()
     assert build_environment(requirements, builds_dir=tmp_path / "builds", say=said.append) == python
     assert said == [f"[reproduce] {python.parent.parent} was built from this file: using it"]  # no pip run again

@@ -349,7 +349,10 @@ def _after_timing(cell: _CellContext, timed: _Timed, references: _References,
     memory = cell.memory("memory", compiled_fn)
     at_end = compile_module.dynamo_snapshot()
     profile = None
-    if cell.settings.profile:
+    if cell.settings.profile and cell.mode in compile_module.AOT_MODES and cell.device.type == "cpu":
+        # its C++ kernels and the extern calls of its shim emit no profiler event: the figures would be false
+        cell.notes.append("profile: not taken (an AOTInductor package on a CPU emits no profiler events of its own)")
+    elif cell.settings.profile:
         with cell.phases.timing("profile"), no_recompile():
             profile = cell.outside_timing("profile", lambda: profile_block(
                 cell.eager_fn, compiled_fn, cuda=cell.device.type == "cuda", trace_prefix=cell.trace_prefix))

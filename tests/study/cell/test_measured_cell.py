@@ -143,6 +143,9 @@ def test_an_aot_inductor_cell_is_priced_as_a_deployment_and_gated_like_any_compi
     record = cell_record(result, loaded, study="t", environment=ENV)
     validate_record(record)
     assert record["cell"]["compile_mode"] == "aot-inductor" and record["compile"]["fullgraph"] is True
+    # a package on a CPU is invisible to the profiler: no figures rather than false ones, and the reason
+    assert result.profile is None and "profile" not in record
+    assert any(note.startswith("profile: not taken (an AOTInductor package on a CPU") for note in result.notes)
 
 
 def test_a_model_that_cannot_be_exported_fails_its_aot_cell_with_the_reason(loaded, monkeypatch):
