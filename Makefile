@@ -67,6 +67,8 @@ PROFILE_GRID ?= params/cpu-quick.yaml
 bench: setup
 	$(PY) benchmarks/study_cost.py $(BENCH_GRID) $(if $(RESULTS),--results $(RESULTS))
 	$(if $(PROFILE_GRID),$(PY) benchmarks/study_cost.py $(PROFILE_GRID))
+	@echo "[bench] the slow end-to-end tests make test leaves out (every variant through the runner; Ray's exactly-once):"
+	$(PY) -m pytest -m slow
 
 # Where the grid runs: local (this machine's devices) or ray (a Ray cluster: RAY_ADDRESS, which Ray
 # reads too, names it; without it, a cluster of this machine alone). See docs/cluster.md.

@@ -85,6 +85,7 @@ def node_of_kind(nodes):
     return {node.node_id: kind for kind, members in nodes.items() for node in members}
 
 
+@pytest.mark.slow  # about 1 min (make bench runs it)
 def test_the_driver_killed_and_run_again_records_each_cell_once_on_a_node_of_its_kind(tmp_path):
     cluster, nodes = start_cluster("KA", "KB")
     try:
@@ -154,6 +155,7 @@ grids:
 """
 
 
+@pytest.mark.slow  # over 1 min: a Ray client server of its own (make bench runs it)
 def test_a_driver_outside_the_cluster_through_ray_client_gets_each_record_as_it_is_measured(tmp_path):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

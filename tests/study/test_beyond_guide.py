@@ -4,6 +4,8 @@ timm's tiny test ResNet, then the report in three locales (minutes: inductor com
 import subprocess
 import sys
 
+import pytest
+
 from bench_utils.paths import PROJECT_ROOT
 from bench_utils.results import read_records
 from bench_utils.study.grid.grid_file import load_grid
@@ -20,6 +22,7 @@ def test_the_gpu_grid_asks_for_every_variant_on_the_guides_models():
     assert {c.batch_size for c in cells if c.settings.shapes == "dynamic"} == {1, 2, 4, 8, 16}
 
 
+@pytest.mark.slow  # about 3 min: inductor compiles C++ for every variant (make bench runs it)
 def test_every_variant_runs_is_recorded_and_reported(tmp_path):
     out = tmp_path / "study"
     run = subprocess.run([sys.executable, "-m", "bench_utils", "run", str(GRID), "--out", str(out)],
