@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from babel.lists import format_list
 import pandas as pd
 
 from .i18n import Catalog
@@ -18,8 +19,9 @@ from .markdown import ltr, markdown_table, mode_label
 from ..vocabulary import CompileMode, Status, WorkKind
 
 LAUNCH_BOUND_BUSY = 0.5
-# the work fusion takes over: what eager spends in element-wise operators and normalizations
-FUSABLE = (WorkKind.ELEMENTWISE, WorkKind.NORMALIZATION)
+# the work Inductor generates kernels for, which fusion takes over: element-wise operators and reductions,
+# normalizations, copies and layout changes (matrix products and attention it mostly calls out for)
+FUSABLE = (WorkKind.ELEMENTWISE, WorkKind.NORMALIZATION, WorkKind.COPY_LAYOUT)
 
 
 def profiled(data: pd.DataFrame) -> pd.DataFrame:
@@ -49,16 +51,25 @@ def _ms(value: float, catalog: Catalog) -> str:
 
 
 def change_text(eager: dict[str, Any], compiled: dict[str, Any], catalog: Catalog) -> str:
-    """What moved most between the two sides' kinds of work: fusion where fused time appeared as element-wise
-    work went, else the kind whose time changed most."""
+    """What moved between the two sides' kinds of work: the work fusion took over where fused time appeared (the
+    kinds it left, most first), and the largest other change where it is at least a twentieth of eager's busy
+    time; else the kind whose time changed most."""
     before, after = eager.get("kinds_ms", {}), compiled.get("kinds_ms", {})
-    fusable = sum(before.get(kind, 0.0) - after.get(kind, 0.0) for kind in FUSABLE)
+    moved = {kind: before.get(kind, 0.0) - after.get(kind, 0.0) for kind in FUSABLE}
+    moved = {kind: amount for kind, amount in sorted(moved.items(), key=lambda item: -item[1]) if amount > 0}
     fused = after.get(WorkKind.FUSED, 0.0) - before.get(WorkKind.FUSED, 0.0)
-    if fused > 0 and fusable > 0:
-        return catalog.t("why_change_fused", eager_ms=_ms(fusable, catalog), fused_ms=_ms(fused, catalog))
-    kind = max(WorkKind, key=lambda k: abs(before.get(k, 0.0) - after.get(k, 0.0)))
-    return catalog.t("why_change_kind", kind=catalog.t(f"kind_{kind.value}"),
-                     eager_ms=_ms(before.get(kind, 0.0), catalog), compiled_ms=_ms(after.get(kind, 0.0), catalog))
+    parts = []
+    if fused > 0 and moved:
+        kinds = format_list([catalog.t(f"kind_{kind.value}") for kind in moved], locale=catalog.locale)
+        parts.append(catalog.t("why_change_fused", eager_ms=_ms(sum(moved.values()), catalog), kinds=kinds,
+                               fused_ms=_ms(fused, catalog)))
+    others = [kind for kind in WorkKind if kind not in FUSABLE and kind != WorkKind.FUSED] if parts else list(WorkKind)
+    kind = max(others, key=lambda k: abs(before.get(k, 0.0) - after.get(k, 0.0)))
+    change = abs(before.get(kind, 0.0) - after.get(kind, 0.0))
+    if not parts or change >= 0.05 * sum(before.values()):
+        parts.append(catalog.t("why_change_kind", kind=catalog.t(f"kind_{kind.value}"),
+                               eager_ms=_ms(before.get(kind, 0.0), catalog), compiled_ms=_ms(after.get(kind, 0.0), catalog)))
+    return "; ".join(parts)
 
 
 def sentence(row: pd.Series, catalog: Catalog) -> str:

@@ -33,8 +33,8 @@ def test_the_sentence_is_built_from_the_profiles_numbers_only():
     text = why.sentence(rows.iloc[0], Catalog("en"))
     assert text == (f"{rows.iloc[0]['label']}, batch 1, {Catalog('en').mode_name('default')}: 161 → 58 kernels per "
                     "inference, device busy 31% → 88%; eager was bound by the host (the device waited between "
-                    "launches); fusion turned 1.60 ms of element-wise and normalization work into 0.60 ms of fused "
-                    "kernels.")
+                    "launches); fusion turned 1.60 ms (element-wise and reductions and normalization) into 0.60 ms "
+                    "of fused kernels.")
 
 
 def test_a_graph_break_and_a_work_bound_model_are_said(tmp_path):
@@ -101,3 +101,17 @@ def test_a_study_without_any_record_renders_the_section_too(tmp_path, monkeypatc
     monkeypatch.setattr(sections, "display", lambda obj: shown.append(obj.data))
     ReportView([write_study(tmp_path / "empty", [])], "es").why()
     assert len(shown) == 1 and shown[0].endswith(Catalog("es").t("why_none"))
+
+
+def test_the_work_fusion_took_over_is_named_most_first_with_the_largest_other_change():
+    # Segformer on a CPU: copies and layout changes fused away, and the convolutions changed too
+    eager = side(330, 0.94, "operator calls", matmul_conv=132.3, attention=16.0, normalization=6.8,
+                 elementwise=5.9, copy_layout=126.5)
+    compiled = side(81, 0.99, "operator calls", matmul_conv=86.3, attention=15.9, elementwise=0.1,
+                    copy_layout=9.0, fused=37.7)
+    assert why.change_text(eager, compiled, Catalog("en")) == (
+        "fusion turned 130.10 ms (copies and layout, normalization, and element-wise and reductions) into "
+        "37.70 ms of fused kernels; matrix products and convolutions: 132.30 ms → 86.30 ms")
+    small = side(20, 0.9, matmul_conv=100.0, elementwise=5.0)
+    assert why.change_text(small, side(5, 0.9, matmul_conv=99.0, fused=2.0), Catalog("en")) == (
+        "fusion turned 5.00 ms (element-wise and reductions) into 2.00 ms of fused kernels")  # 1 ms: not said
