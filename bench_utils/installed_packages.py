@@ -21,7 +21,8 @@ PROJECT = "bench-utils"
 
 def project_requirements() -> list[Requirement]:
     """The project's own dependencies: its checkout's ``pyproject.toml`` (the code that runs: a GPU host runs
-    the project from ``PYTHONPATH``, not installed), else the installed distribution's metadata."""
+    the project from ``PYTHONPATH``, not installed), else the installed distribution's metadata, whose extras'
+    entries carry their markers (``measured_with`` leaves those out)."""
     pyproject = PROJECT_ROOT / "pyproject.toml"
     if pyproject.is_file():
         with pyproject.open("rb") as file:
@@ -30,7 +31,7 @@ def project_requirements() -> list[Requirement]:
         requires = importlib.metadata.requires(PROJECT) or []
     except importlib.metadata.PackageNotFoundError:
         return []
-    return [requirement for requirement in map(Requirement, requires) if _applies(requirement, set())]
+    return [Requirement(text) for text in requires]
 
 
 def _applies(requirement: Requirement, extras: set[str]) -> bool:

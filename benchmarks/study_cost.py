@@ -212,7 +212,7 @@ class CellWork:
 
     compile_s: float
     timed_s: float               # timed runs and warm-up, scaled to the guide's runs
-    rest_s: float                # parity, memory, FLOPs, energy
+    rest_s: float                # parity, memory, FLOPs, energy, profile
     source: str                  # "phases" or "latencies"
 
     @property
@@ -256,7 +256,7 @@ def work_from_phases(cell, record: dict[str, Any], shares_pairs: bool) -> CellWo
         return None
     timed = phases.get("timed_s", 0.0) + phases.get("warmup_s", 0.0)
     scaled = 0.0 if shares_pairs else timed * (cell.settings.runs + cell.settings.warmup) / recorded_calls
-    parts = sum(phases.get(key, 0.0) for key in ("parity_s", "memory_s", *OTHER_PARTS))
+    parts = sum(phases.get(key, 0.0) for key in ("parity_s", "memory_s", *OTHER_PARTS, "profile_s"))
     # the whole cell as measured there (inputs, resets, teardown too), not only its named parts
     rest = max(parts, phases.get("cell_s", 0.0) - timed - phases.get("compile_s", 0.0))
     return CellWork(compile_s=phases.get("compile_s", 0.0), timed_s=scaled, rest_s=rest,

@@ -22,11 +22,12 @@ Fields: ``cpu_activation_peak_bytes`` (None where not measured, never 0), ``cpu_
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-import os
 from typing import Any
 
 import torch
 from torch.profiler import ProfilerActivity, profile
+
+from .devices import quiet_profiler
 
 METHOD = "torch.profiler profile_memory"
 FIELDS = ("cpu_activation_peak_bytes", "cpu_activation_allocations", "cpu_activation_method",
@@ -67,12 +68,7 @@ def allocation_events(result: Any) -> list[tuple[int, int]]:
 def cpu_activation_peak(fn: Callable[[], Any]) -> dict[str, Any]:
     """One call of ``fn`` under torch's profiler, and the fields above. The profiler slows the call, so
     this never runs inside a timed region. A failure leaves the figure None and says why in the note."""
-    # Kineto prints its start and stop on stderr (level 5, "USDT") each time: noise in a study's logs. It reads
-    # KINETO_LOG_LEVEL once, when the process's first profile starts (set later, it changes nothing: torch 2.14),
-    # so it is set here, at use: every process that profiles (a study's kernel, the cell command, a notebook's
-    # run_cell, the tests) passes here before its first profile, where a kernel's start would cover the study's
-    # kernels only. A level the user set is kept.
-    os.environ.setdefault("KINETO_LOG_LEVEL", "6")
+    quiet_profiler()  # at use: every process that profiles passes here or in work_profile first
     report: dict[str, Any] = {**dict.fromkeys(FIELDS), "cpu_activation_method": METHOD}
     try:
         with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as profiler:

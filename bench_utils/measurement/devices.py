@@ -7,6 +7,7 @@ Everything else is refused with a clear message rather than timed wrongly.
 from __future__ import annotations
 
 import logging
+import os
 
 import torch
 
@@ -54,6 +55,13 @@ def synchronize(device: torch.device) -> None:
     """Wait until all queued work on ``device`` has finished (no-op on CPU)."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+
+
+def quiet_profiler() -> None:
+    """kineto prints its start and stop on stderr (level 5, "USDT") at each profile: noise in a study's logs.
+    It reads KINETO_LOG_LEVEL once, when the process's first profile starts (set later, it changes nothing:
+    torch 2.14), so every caller that profiles sets it just before, whichever profiles first."""
+    os.environ.setdefault("KINETO_LOG_LEVEL", "6")
 
 
 def quiet_toolchain_logs() -> None:

@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 import os
 import re
+import time
 from typing import Any
 
 from ..vocabulary import WorkKind
@@ -165,7 +166,9 @@ def profile_calls(fn: Callable[[], Any], *, cuda: bool, calls: int = CALLS, warm
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
-    os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # kineto's start and stop lines: noise in a study's logs
+    from .devices import quiet_profiler
+
+    quiet_profiler()
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
 
     def call() -> None:
@@ -194,8 +197,6 @@ def profile_block(eager_fn: Callable[[], Any], compiled_fn: Callable[[], Any], *
                   trace_prefix: str | os.PathLike | None = None) -> dict[str, Any]:
     """The record's ``profile`` block: both sides profiled (``profile_calls``), what it cost, and the names of the
     traces kept (``<trace_prefix>.eager.json`` and ``.compiled.json``) where a prefix is given."""
-    import time
-
     start = time.perf_counter()
     block: dict[str, Any] = {"method": f"{METHOD}: {CALLS} calls per side after {WARMUP} not recorded, after the "
                                        "timed runs", "activities": "cpu+cuda" if cuda else "cpu", "traces": None}

@@ -14,6 +14,7 @@ device's peaks are the datasheets' (``measurement.peaks``). One call takes
 and a cell adds what ``study.cell`` does around its timed runs: the FLOP count (one eager call under a
 dispatch mode), the accuracy gate (an eager call, a float64 call on the float64 units, a compiled call),
 the memory probe of each side (``cell.memory_and_energy.MEMORY_CALLS`` calls), the energy windows (CUDA only),
+a compiled cell's profile (``PROFILED_CALLS`` calls of each side and the profiler's own cost),
 the cold compile (and the warm one at the first batch size of a mode) and the timed calls (warm-up and
 runs, both sides for a compiled cell). A kernel adds its start and the model build. Every rate is an
 assumption; ``OPTIMISTIC``, ``TYPICAL`` and ``PESSIMISTIC`` give the low, point and high figures.
@@ -43,6 +44,9 @@ MODE_COMPILE_FACTOR = {"default": 1.0, "reduce-overhead": 1.2, "max-autotune": 4
                        "max-autotune-no-cudagraphs": 4.0, "aot-inductor": 1.5}
 MEMORY_CALLS = 3              # cell.memory_and_energy.MEMORY_CALLS (tests check they agree)
 ENERGY_WINDOW_S = 5.0         # per side: cell.memory_and_energy.ENERGY_WINDOW_S (tests check they agree)
+PROFILED_CALLS = 4            # per side of a compiled cell: measurement.work_profile's WARMUP + CALLS (tests check)
+PROFILE_SIDE_S = 0.3          # the profiler's start, stop and event reduction per side (an assumption: ResNet-50's
+                              # two sides cost 0.65 s on this project's CPU machine, 0.2 s of it its 8 calls)
 SYNC_S = 20e-6                # a per-call synchronisation, each timed call from an idle device
 FLOP_COUNT_S_PER_OP = 50e-6   # FlopCounterMode's Python dispatch per operator
 CELL_OVERHEAD_S = 1.0         # the record, dynamo reset, garbage collection, CUDA cache release
@@ -218,8 +222,9 @@ class Prior:
                 * MODE_COMPILE_FACTOR.get(shape.compile_mode, 1.0))
         compile_s = cold * (1 + ends.warm_compile_share if warm else 1)
         gate = eager + self.fp64_call_seconds(shape, ends) + compiled
+        profile = PROFILED_CALLS * (eager + compiled) + 2 * PROFILE_SIDE_S
         return (flop_count + gate + 2 * memory + compile_s + calls * (eager + compiled)
-                + 2 * ENERGY_WINDOW_S + CELL_OVERHEAD_S)
+                + 2 * ENERGY_WINDOW_S + profile + CELL_OVERHEAD_S)
 
     def raw_cell(self, shape: CellShape, shares_pairs: bool = False, warm: bool = True) -> Span | None:
         """The uncalibrated prior of one cell; None where the model or dtype has no figures."""

@@ -124,6 +124,8 @@ def test_the_priors_copies_of_other_modules_constants_agree_with_them():
 
     assert prior_estimate.MEMORY_CALLS == after_timing.MEMORY_CALLS
     assert prior_estimate.ENERGY_WINDOW_S == after_timing.ENERGY_WINDOW_S
+    from bench_utils.measurement import work_profile
+    assert prior_estimate.PROFILED_CALLS == work_profile.WARMUP + work_profile.CALLS
     assert set(prior_estimate.MODE_COMPILE_FACTOR) == set(COMPILED_MODE_ORDER)
 
 
