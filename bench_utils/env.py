@@ -11,8 +11,10 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import importlib.metadata
+import json
 import os
 import platform
+from pathlib import Path
 import subprocess
 from typing import Any
 
@@ -57,13 +59,57 @@ def _git(*args: str) -> str | None:
     return result.stdout.strip() if result.returncode == 0 else None
 
 
+# A copy of the project with no repository of its own (a GPU host gets the working tree, not .git) records the
+# commit it was copied from, where ``make wheelhouse`` wrote it down here beforehand (git-ignored, carried).
+SOURCE_COMMIT_FILE = ".source-commit.json"
+
+
 def project_git() -> dict[str, Any]:
-    """Commit of this project's checkout and whether tracked files differ from it."""
-    commit = _git("rev-parse", "HEAD")
-    if commit is None:
-        return {"git_commit": None, "git_dirty": None}
-    status = _git("status", "--porcelain", "--untracked-files=no")
-    return {"git_commit": commit, "git_dirty": bool(status) if status is not None else None}
+    """Commit of this project's checkout and whether tracked files differ from it; both None, with
+    ``git_commit_note`` saying why, where there is no repository or where the repository found is not the
+    project's own (a plain copy of the project inside another checkout: its HEAD is another project's
+    commit, as on the first GPU run). Without a repository of its own, a copy that carries
+    ``SOURCE_COMMIT_FILE`` records the commit written there, and says so."""
+    root = _git("rev-parse", "--show-toplevel")
+    if root is not None and Path(root).resolve() == PROJECT_ROOT.resolve():
+        commit = _git("rev-parse", "HEAD")
+        if commit is None:
+            return {"git_commit": None, "git_dirty": None, "git_commit_note": "the checkout has no commit"}
+        status = _git("status", "--porcelain", "--untracked-files=no")
+        return {"git_commit": commit, "git_dirty": bool(status) if status is not None else None,
+                "git_commit_note": None}
+    copied = _source_commit()
+    if copied is not None:
+        return copied
+    if root is None:
+        return {"git_commit": None, "git_dirty": None, "git_commit_note": "not a git checkout"}
+    return {"git_commit": None, "git_dirty": None,
+            "git_commit_note": "the project is not the root of the git repository around it "
+                               "(a copy inside another checkout): that repository's commit is not this code's"}
+
+
+def _source_commit() -> dict[str, Any] | None:
+    """The commit a copy of the project was made from (``write_source_commit``), or None."""
+    try:
+        written = json.loads((PROJECT_ROOT / SOURCE_COMMIT_FILE).read_text(encoding="utf-8"))
+        commit, dirty, at = written["git_commit"], written["git_dirty"], written["written_utc"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return {"git_commit": commit, "git_dirty": dirty,
+            "git_commit_note": f"a copy with no repository of its own: the commit of the checkout it was copied "
+                               f"from, written to {SOURCE_COMMIT_FILE} at {at}"}
+
+
+def write_source_commit() -> Path:
+    """Write this checkout's commit, for a copy of it that travels without ``.git`` (``make wheelhouse``)."""
+    found = project_git()
+    if found["git_commit"] is None or found["git_commit_note"] is not None:
+        raise SystemExit(f"no commit of this project's own to write: {found['git_commit_note']}")
+    path = PROJECT_ROOT / SOURCE_COMMIT_FILE
+    stamp = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+    path.write_text(json.dumps({"git_commit": found["git_commit"], "git_dirty": found["git_dirty"],
+                                "written_utc": stamp}) + "\n", encoding="utf-8")
+    return path
 
 
 def _nvml_gpus() -> tuple[list[dict[str, Any]], dict[str, Any]]:

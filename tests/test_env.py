@@ -92,3 +92,64 @@ def test_a_cluster_node_says_where_it_placed_the_process(monkeypatch):
     monkeypatch.setenv(CLUSTER_NODE_ENV, "a1b2")
     placed = capture_environment()  # read afresh: one Ray worker runs tasks of several kinds
     assert (placed["accelerator_type"], placed["cluster_node_id"]) == ("H100", "a1b2")
+
+
+def _git_repo(path, monkeypatch):
+    """A repository at ``path`` with one commit; git's identity from the environment, not this machine's."""
+    import subprocess
+    for name in ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"):
+        monkeypatch.setenv(name, "test")
+    for name in ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.setenv(name, "test@example.com")
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "file.txt").write_text("x\n")
+    for args in (["init", "-q"], ["add", "file.txt"], ["commit", "-q", "-m", "one"]):
+        subprocess.run(["git", *args], cwd=path, check=True, capture_output=True)
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=path, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def test_a_commit_is_recorded_where_the_project_is_the_repositorys_root(tmp_path, monkeypatch):
+    import bench_utils.env as env
+    commit = _git_repo(tmp_path / "project", monkeypatch)
+    monkeypatch.setattr(env, "PROJECT_ROOT", tmp_path / "project")
+    assert env.project_git() == {"git_commit": commit, "git_dirty": False, "git_commit_note": None}
+    (tmp_path / "project" / "file.txt").write_text("changed\n")
+    assert env.project_git()["git_dirty"] is True
+
+
+def test_a_copy_inside_another_checkout_records_no_commit_and_says_why(tmp_path, monkeypatch):
+    # the first GPU run: a plain copy of the project inside another repository recorded that repository's commit
+    import bench_utils.env as env
+    _git_repo(tmp_path / "outer", monkeypatch)
+    copy = tmp_path / "outer" / "copy-of-project"
+    copy.mkdir()
+    monkeypatch.setattr(env, "PROJECT_ROOT", copy)
+    found = env.project_git()
+    assert found["git_commit"] is None and found["git_dirty"] is None
+    assert "not the root of the git repository" in found["git_commit_note"]
+
+
+def test_no_repository_records_no_commit_and_says_why(tmp_path, monkeypatch):
+    import bench_utils.env as env
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))  # git must not find a repository above
+    monkeypatch.setattr(env, "PROJECT_ROOT", tmp_path)
+    assert env.project_git() == {"git_commit": None, "git_dirty": None, "git_commit_note": "not a git checkout"}
+
+
+def test_a_copy_with_no_repository_records_the_commit_it_was_copied_from(tmp_path, monkeypatch):
+    # a GPU host gets the working tree without .git: make wheelhouse writes the commit down beforehand
+    import bench_utils.env as env
+    commit = _git_repo(tmp_path / "project", monkeypatch)
+    monkeypatch.setattr(env, "PROJECT_ROOT", tmp_path / "project")
+    written = env.write_source_commit()
+    copy = tmp_path / "host" / "copy"
+    copy.mkdir(parents=True)
+    (copy / env.SOURCE_COMMIT_FILE).write_text(written.read_text())
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    monkeypatch.setattr(env, "PROJECT_ROOT", copy)
+    found = env.project_git()
+    assert found["git_commit"] == commit and found["git_dirty"] is False
+    assert found["git_commit_note"].startswith("a copy with no repository of its own")
+    (copy / env.SOURCE_COMMIT_FILE).write_text("{not json")
+    assert env.project_git()["git_commit_note"] == "not a git checkout"

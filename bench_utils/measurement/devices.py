@@ -51,6 +51,16 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
     return resolved
 
 
+def indexed(device: str | torch.device) -> torch.device:
+    """``device`` with its index: ``cuda`` is the current GPU, ``cuda:0``. Some CUDA calls refuse a device
+    without one (torch 2.11's ``set_per_process_memory_fraction``: "Expected a torch.device with a specified
+    index"), so every CUDA call that takes a device gets this."""
+    resolved = torch.device(device)
+    if resolved.type == "cuda" and resolved.index is None:
+        return torch.device("cuda", torch.cuda.current_device())
+    return resolved
+
+
 def synchronize(device: torch.device) -> None:
     """Wait until all queued work on ``device`` has finished (no-op on CPU)."""
     if device.type == "cuda":

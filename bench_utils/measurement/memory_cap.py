@@ -42,6 +42,9 @@ def gpu_memory_cap(gpu_memory_gib: float | None, device: str) -> dict[str, Any]:
         raise ValueError(f"gpu_memory_gib caps a GPU's memory: it applies to CUDA cells, not {device}")
     import torch
 
+    from .devices import indexed
+
+    device = indexed(device)  # torch 2.11 refuses "cuda" without an index here
     total = int(torch.cuda.get_device_properties(device).total_memory)
     fraction = min(1.0, gpu_memory_gib * GIB / total)
     if fraction < 1.0:

@@ -11,20 +11,35 @@ import torch
 from bench_utils.measurement.memory_cap import GIB, gpu_memory_cap
 
 
+def _fraction_of_torch_2_11(calls):
+    """torch 2.11's set_per_process_memory_fraction: a device without its index is refused (the H200 run)."""
+    def set_fraction(fraction, device):
+        if not isinstance(device, int) and torch.device(device).index is None:
+            raise ValueError(f"Expected a torch.device with a specified index or an integer, but got:{device}")
+        calls.append((fraction, str(device)))
+    return set_fraction
+
+
 @pytest.fixture
 def fake_gpu(monkeypatch):
-    """An 80 GiB GPU whose fraction calls are kept."""
+    """Two 80 GiB GPUs, the second current, whose fraction calls are kept."""
     calls = []
     monkeypatch.setattr(torch.cuda, "get_device_properties",
                         lambda device: SimpleNamespace(total_memory=80 * GIB))
-    monkeypatch.setattr(torch.cuda, "set_per_process_memory_fraction",
-                        lambda fraction, device: calls.append((fraction, device)))
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "set_per_process_memory_fraction", _fraction_of_torch_2_11(calls))
     return calls
 
 
 def test_a_cap_below_the_card_sets_the_fraction_of_its_memory(fake_gpu):
     assert gpu_memory_cap(16, "cuda:0") == {"gpu_memory_fraction": 0.2, "gpu_total_memory_bytes": 80 * GIB}
     assert fake_gpu == [(0.2, "cuda:0")]
+
+
+def test_a_device_without_an_index_caps_the_current_gpu(fake_gpu):
+    # a grid's "cuda", as the runner passes it: torch 2.11 refused it unindexed on the H200
+    assert gpu_memory_cap(16, "cuda")["gpu_memory_fraction"] == 0.2
+    assert fake_gpu == [(0.2, "cuda:1")]
 
 
 def test_a_cap_at_or_above_the_card_changes_nothing_and_says_so(fake_gpu):
