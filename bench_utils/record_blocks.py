@@ -87,6 +87,12 @@ class SpeedupBlock(TypedDict, total=False):
     eager_p99_ms: float
     eager_ci95_mean_ms: list[float]
     eager_outliers: int
+    # since the first GPU run (records before it lack them):
+    eager_values: list[float]           # eager's timed calls (s), in the order run: its blocks in turn
+    block_runs: list[int]               # timed calls per block, the same on both sides
+    switch_calls: int                   # calls at each block's start kept out of the statistics
+    switch_ms: dict[str, list[list[float]]]     # "eager", "compiled": per block, its switch calls (ms)
+    block_clocks: dict[str, list[dict[str, Any]]]  # "eager", "compiled": per block, the GPU's clock after it
 
 
 class CompileBlock(TypedDict, total=False):

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..env import gpu_name
+from ..measurement import stats
 from ..paths import PROJECT_ROOT
 from ..record_blocks import CompileBlock, MemoryBlock, block, eager_memory, energy_side, last_error_line, part
 from ..record_key import RecordKey, cell_identity, record_key
@@ -132,10 +133,19 @@ def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
             "p99_ms": latency["p99"] * 1e3 if latency else np.nan,
             "cv": latency["stdev"] / latency["mean"] if latency else np.nan,
             "outlier_fraction": latency.get("outliers", 0) / count if count else np.nan,
+            "outlier_shift": _shift(latency.get("values")),
             "speedup": speedup.get("mean", np.nan),
             "ci_low": (speedup.get("mean_ci95") or [np.nan, np.nan])[0],
             "ci_high": (speedup.get("mean_ci95") or [np.nan, np.nan])[1],
             "eager_interleaved_ms": speedup.get("eager_mean_ms", np.nan),
+            "eager_interleaved_median_ms": speedup.get("eager_median_ms", np.nan),
+            "eager_interleaved_p99_ms": speedup.get("eager_p99_ms", np.nan),
+            "eager_interleaved_cv": _cv(speedup.get("eager_values")),
+            "eager_interleaved_shift": _shift(speedup.get("eager_values")),
+            # the design since the first GPU run: each block's first call kept out (NaN: measured before it)
+            "switch_calls": speedup.get("switch_calls", np.nan) if speedup else np.nan,
+            **_switch_costs(latency, speedup),
+            "eager_source": None,  # an eager row made from a compiled cell's pairs: that cell's mode
             "parity": parity.get("parity"),
             # what judged it: float64, eager's own dtype ("same-dtype") or nothing ("none"); at which tolerance
             "parity_reference": parity.get("reference"),
@@ -176,11 +186,78 @@ def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
             "weights": config.get("weights"),
             "timer": latency.get("timer"), "warmup": latency.get("warmup"), "runs": count or None,
         })
-    result = pd.DataFrame(rows)
+    result = _with_eager_from_pairs(pd.DataFrame(rows))
     if not result.empty:
         result["task_rank"] = result["task"].map({t: i for i, t in enumerate(TASK_ORDER)}).fillna(9)
         result["environment"] = environments(result)
     return result
+
+
+def _shift(values: list[float] | None) -> float:
+    return stats.outlier_shift(values) if values else np.nan
+
+
+def _cv(values: list[float] | None) -> float:
+    return float(np.std(values) / np.mean(values)) if values else np.nan
+
+
+def _switch_costs(latency: dict[str, Any], speedup: dict[str, Any]) -> dict[str, float]:
+    """What the first call after switching sides cost each side (ms, the median over blocks); NaN in a
+    record measured before switch calls were kept apart, or without its eager runs."""
+    costs = {"switch_cost_ms": np.nan, "eager_switch_cost_ms": np.nan}
+    switch, sizes = speedup.get("switch_ms") or {}, speedup.get("block_runs")
+    if not sizes or not speedup.get("switch_calls"):
+        return costs
+    for column, side, values in (("switch_cost_ms", "compiled", latency.get("values")),
+                                 ("eager_switch_cost_ms", "eager", speedup.get("eager_values"))):
+        if values and switch.get(side):
+            steady = stats.split_blocks([value * 1e3 for value in values], sizes)
+            costs[column] = stats.switch_cost(switch[side], steady)
+    return costs
+
+
+# An eager cell no record holds, whose figures a compiled cell's pairs measured: the columns it takes
+# from that compiled row (eager's own column -> the eager row's).
+EAGER_FROM_PAIRS = {"eager_interleaved_ms": "mean_ms", "eager_interleaved_median_ms": "median_ms",
+                    "eager_interleaved_p99_ms": "p99_ms", "eager_interleaved_cv": "cv",
+                    "eager_interleaved_shift": "outlier_shift", "eager_peak_bytes": "peak_bytes",
+                    "eager_peak_method": "peak_method", "eager_tflops": "tflops",
+                    "eager_percent_of_peak": "percent_of_peak", "eager_joules": "joules"}
+# what an eager row of the same cell shares with the compiled row it comes from
+SAME_CELL = ["device_name", "torch_version", "task", "model", "label", "device", "memory_format", "batch_size",
+             "dtype", "flops", "weights", "timer", "runs"]
+
+
+def _with_eager_from_pairs(data: pd.DataFrame) -> pd.DataFrame:
+    """``data`` and, for every eager cell that no record holds but a compiled cell measured (the eager side
+    of its pairs), that eager row, from the first compiled mode's pairs (``eager_source``): a figure a
+    record holds is never shown as not measured. A run cut short by a time limit leaves such cells."""
+    if data.empty:
+        return data
+    keys = ["device_name", "torch_version", "task", "model", "memory_format", "batch_size", "dtype", "device"]
+    def key_of(values) -> tuple[str, ...]:  # missing values alike, whichever form pandas gave them
+        return tuple("" if pd.isna(value) else str(value) for value in values)
+
+    have_eager = {key_of(values) for values in data.loc[data["compile_mode"] == CompileMode.EAGER, keys].values}
+    rank = {str(mode): i for i, mode in enumerate(COMPILED_MODE_ORDER)}
+    paired = data[(data["compile_mode"] != CompileMode.EAGER) & (data["status"] == "ok")
+                  & data["eager_interleaved_ms"].notna()]
+    paired = paired.assign(_rank=paired["compile_mode"].map(lambda mode: rank.get(mode, len(rank))))
+    added = []
+    for key, group in paired.sort_values("_rank").groupby(keys, sort=False, dropna=False):
+        if key_of(key) in have_eager:
+            continue
+        source = group.iloc[0]
+        row = {column: np.nan for column in data.columns}
+        row.update({column: source[column] for column in SAME_CELL})
+        row.update({to: source[column] for column, to in EAGER_FROM_PAIRS.items()})
+        row["p50_ms"] = row["median_ms"]  # the same statistic
+        row.update(compile_mode=CompileMode.EAGER.value, mode=CompileMode.EAGER.value, shapes="static",
+                   status="ok", error=None, parity=None, profile=None, eager_source=source["compile_mode"],
+                   throughput=source["batch_size"] * 1e3 / source["eager_interleaved_ms"],
+                   outlier_fraction=np.nan)
+        added.append(row)
+    return pd.concat([data, pd.DataFrame(added, columns=data.columns)], ignore_index=True) if added else data
 
 
 # Which figure a region's memory is (frame's ``peak_method`` columns); None: no memory was measured.

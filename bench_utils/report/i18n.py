@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from babel import Locale, UnknownLocaleError
+from babel.lists import format_list
 from babel.numbers import format_decimal, format_percent
 
 DYNAMIC_BATCH_SUFFIX = "+dynamic-batch"  # a mode compiled once for all batch sizes, as ``frame`` names it
@@ -70,6 +71,10 @@ class Catalog:
     def number(self, value: float, digits: int = 2) -> str:
         pattern = "#,##0" + ("." + "0" * digits if digits else "")
         return format_decimal(value, format=pattern, locale=self.locale)
+
+    def alternatives(self, items: list[str]) -> str:
+        """``["2", "300"]`` as "2 or 300" in the locale's words (a comma list reads as one number: "2, 300")."""
+        return format_list(list(items), style="or", locale=self.locale) if items else "–"
 
     def percent(self, fraction: float, digits: int = 0) -> str:
         pattern = "#,##0" + ("." + "0" * digits if digits else "") + "%"

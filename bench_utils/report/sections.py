@@ -83,10 +83,11 @@ class ReportView:
 
     def guide_tables(self) -> None:
         t = self.catalog.t
-        runs = ", ".join(str(int(r)) for r in sorted(set(self.data["runs"].dropna()))) if not self.data.empty else "–"
+        runs = self.catalog.alternatives([self.catalog.number(r, 0) for r in sorted(set(self.data["runs"].dropna()))]
+                                         if not self.data.empty else [])
         parts = [f"## {t('guide_heading')}\n\n{t('guide_text', runs=ltr(runs, self.catalog))}\n\n"
                  + t("flags_text", cv=self.catalog.number(stats.NOISY_CV, 2),
-                     outliers=self.catalog.percent(stats.NOISY_OUTLIER_FRACTION),
+                     shift=self.catalog.percent(stats.NOISY_OUTLIER_SHIFT),
                      drift=self.catalog.percent(stats.DRIFT)) + " " + t("flag_no_cuda_graphs_text")
                  + " " + t("flag_gate_and_shapes_text")]
         for caption, table in tables.guide_tables(self.data, self.catalog):

@@ -3,6 +3,7 @@ import time
 import pytest
 
 from bench_utils import compare
+from switching_machine import SwitchingMachine
 from bench_utils.measurement.compare import DEFAULT_PAIRS, block_sizes, pair_orders
 
 
@@ -38,10 +39,10 @@ def test_runs_are_timed_in_pairs_of_blocks_in_the_recorded_random_order():
     order = []
     result = compare(lambda: order.append("A"), lambda: order.append("B"),
                      warmup=1, runs=12, blocks=6, device="cpu", order_seed=5)
-    # first call and warm-up of each side, then 6 pairs of blocks of 2, each pair in its order
+    # first call and warm-up of each side, then 6 pairs of blocks of a switch call and 2 runs, each pair in its order
     expected = ["A", "B"]
     for candidate_first in result.candidate_first:
-        expected += ["B", "B", "A", "A"] if candidate_first else ["A", "A", "B", "B"]
+        expected += ["B"] * 3 + ["A"] * 3 if candidate_first else ["A"] * 3 + ["B"] * 3
     assert order == expected
     assert result.candidate_first == pair_orders(6, 5) and sum(result.candidate_first) == 3
     assert result.to_dict()["order_seed"] == 5
@@ -81,7 +82,48 @@ def test_first_calls_are_kept_apart():
     result = compare(slow_first, lambda: None, warmup=2, runs=4, blocks=2, device="cpu",
                      timer=Timer())
     assert result.baseline.first_call_ms >= 50.0
-    assert result.baseline.times_ms == [3.0, 4.0, 5.0, 6.0]  # calls 1-2: first call, warm-up
+    # calls 1-2: first call, warm-up; then each block's switch call (3, 6) kept apart from its runs
+    assert result.baseline.times_ms == [4.0, 5.0, 7.0, 8.0]
+    assert result.switch_ms["baseline"] == ((3.0,), (6.0,))
+
+
+def test_the_first_call_after_a_switch_stays_out_of_the_statistics_and_its_cost_is_recorded():
+    machine = SwitchingMachine({"eager": 4.0, "compiled": 2.0}, {"eager": 0.5, "compiled": 0.6})
+    result = compare(machine.side("eager"), machine.side("compiled"), warmup=1, runs=300, device="cpu",
+                     timer=machine)
+    # the statistics are the steady calls': no outlier, the true ratio
+    assert set(result.baseline.times_ms) == {4.0} and set(result.candidate.times_ms) == {2.0}
+    assert result.baseline.outliers == 0 and result.candidate.outliers == 0
+    assert result.speedup_mean == pytest.approx(2.0)
+    # every block's switch call is kept, with its cost (a pair's first block may follow its own side)
+    for side, steady, penalty in (("baseline", 4.0, 0.5), ("candidate", 2.0, 0.6)):
+        switches = [block[0] for block in result.switch_ms[side]]
+        assert len(switches) == 30 and set(switches) <= {steady, steady + penalty}
+        assert switches.count(steady + penalty) >= 15
+    data = result.to_dict()
+    assert data["switch_calls"] == 1 and len(data["switch_ms"]["baseline"]) == 30
+    assert result.block_runs() == [10] * 30
+
+
+def test_without_switch_calls_the_switch_cost_is_in_the_figures_as_outliers():
+    # the design the H200 ran: each block's first call is one of its runs
+    machine = SwitchingMachine({"eager": 4.0, "compiled": 2.0}, {"eager": 0.5, "compiled": 0.6})
+    result = compare(machine.side("eager"), machine.side("compiled"), warmup=1, runs=300, device="cpu",
+                     timer=machine, switch_calls=0)
+    assert result.candidate.outliers >= 15 and result.candidate.mean_ms > 2.0
+    assert result.switch_ms == {"baseline": ((),) * 30, "candidate": ((),) * 30}
+
+
+def test_between_blocks_is_called_after_every_block_and_kept_per_side():
+    seen = []
+    result = compare(lambda: None, lambda: None, warmup=0, runs=8, blocks=4, device="cpu",
+                     between_blocks=lambda: seen.append(1) or {"sm_clock_mhz": len(seen)})
+    assert len(seen) == 8
+    probes = result.block_probes
+    assert len(probes["baseline"]) == 4 and len(probes["candidate"]) == 4
+    assert sorted(p["sm_clock_mhz"] for side in probes.values() for p in side) == list(range(1, 9))
+    with pytest.raises(ValueError, match="switch_calls"):
+        compare(lambda: None, lambda: None, runs=4, device="cpu", switch_calls=-1)
 
 
 def test_block_sizes():

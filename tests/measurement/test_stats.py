@@ -88,3 +88,38 @@ def test_bad_samples_are_refused(bad):
 def test_unknown_statistic_is_refused():
     with pytest.raises(ValueError, match="unknown statistic"):
         stats.bootstrap_ci([1.0, 2.0], "mode")
+
+
+def test_many_small_outliers_of_a_tight_sample_move_its_mean_by_nothing_and_are_not_noise():
+    # ViT at batch 16 on the H200: 13 % of its runs beyond the fences of a 1 % spread
+    rng = np.random.default_rng(0)
+    tight = np.concatenate([rng.normal(16.5, 0.02, 260), rng.normal(16.8, 0.02, 40)])
+    assert stats.outlier_count(tight) / tight.size > 0.05
+    assert abs(stats.outlier_shift(tight)) < 0.005
+    assert not stats.is_noisy(float(tight.std() / tight.mean()), stats.outlier_shift(tight))
+
+
+def test_a_few_stalls_that_move_the_mean_are_noise_and_the_spread_alone_judges_without_runs():
+    rng = np.random.default_rng(1)
+    stalled = np.concatenate([rng.normal(2.3, 0.02, 291), np.full(9, 4.5)])  # 3 % of runs twice as slow
+    shift = stats.outlier_shift(stalled)
+    assert shift == pytest.approx(stalled.mean() / stalled[:291].mean() - 1, rel=0.02)  # a normal tail run or two too
+    assert shift > stats.NOISY_OUTLIER_SHIFT
+    assert stats.is_noisy(0.05, shift) and not stats.is_noisy(0.05, 0.001)
+    assert stats.is_noisy(0.2, None) and not stats.is_noisy(0.05, None) and not stats.is_noisy(0.05, float("nan"))
+
+
+def test_eager_means_drift_when_any_two_lie_further_apart_than_the_threshold():
+    assert stats.drifted(3.69, 5.06)            # ResNet-50's eager beside default and beside reduce-overhead
+    assert not stats.drifted(3.69, 3.80, 3.75)
+    assert stats.drifted(3.69, 3.80, 4.50)
+    assert not stats.drifted(3.69) and not stats.drifted(3.69, float("nan"), None)
+
+
+def test_switch_cost_is_the_median_over_blocks_of_the_switch_calls_excess():
+    steady = stats.split_blocks([2.0, 2.0, 2.2, 2.2, 2.1, 2.1], [2, 2, 2])
+    assert steady == [[2.0, 2.0], [2.2, 2.2], [2.1, 2.1]]
+    assert stats.switch_cost([[2.4], [2.7], [2.2]], steady) == pytest.approx(0.4)
+    assert np.isnan(stats.switch_cost([[], [], []], steady))
+    with pytest.raises(ValueError, match="do not make blocks"):
+        stats.split_blocks([1.0, 2.0, 3.0], [2, 2])

@@ -1,4 +1,5 @@
 import pandas as pd
+import pytest
 
 from bench_utils import make_record
 from bench_utils.measurement.timing import Measurement
@@ -159,3 +160,57 @@ def test_a_cpu_cell_whose_resident_memory_did_not_move_is_not_measurable_not_zer
     # a probe that did not run (it failed: the cell's notes say why) is not measured, not unmeasurable
     failed = frame([_cpu_record({}, {"rss_peak_increase_bytes": 0})]).iloc[0]
     assert pd.isna(failed["peak_bytes"]) and failed["peak_method"] is None
+
+
+def _paired_record(mode, eager_ms, compiled_ms, *, penalty_ms=0.0, batch_size=1, switch=True):
+    """A compiled cell's record as a kernel writes it, from a comparison on a simulated machine."""
+    from switching_machine import SwitchingMachine
+    from bench_utils import compare
+    from bench_utils.study.cell.cell_record import speedup_block
+
+    machine = SwitchingMachine({"eager": eager_ms, "compiled": compiled_ms},
+                               {"eager": penalty_ms, "compiled": penalty_ms})
+    comparison = compare(machine.side("eager"), machine.side("compiled"), warmup=1, runs=60, blocks=6,
+                         device="cpu", timer=machine, switch_calls=1 if switch else 0)
+    speedup = speedup_block(comparison)
+    if not switch:  # a record of the first GPU run: none of the fields the switch calls brought
+        for key in ("eager_values", "block_runs", "switch_calls", "switch_ms"):
+            speedup.pop(key)
+    return make_record(dict(study="s", task="image-classification", model="resnet", batch_size=batch_size,
+                            compile_mode=mode, dtype="float32", device="cpu"), environment={},
+                       measurement=comparison.candidate, compile={"cold_ms": 900.0},
+                       memory={"eager": {"cpu_activation_peak_bytes": 2**20}},
+                       extra={"speedup": speedup, "parity": {"parity": "pass"},
+                              "compute": {"flops": 10**9, "eager_tflops": 0.5}})
+
+
+def test_an_eager_cell_no_record_holds_is_its_first_compiled_modes_paired_eager():
+    # a time limit left DETR's eager cells unrun on the H200, though both compiled cells had measured eager
+    from bench_utils.report.frame import frame
+    data = frame([_paired_record("reduce-overhead", 5.0, 1.0), _paired_record("default", 4.0, 2.0)])
+    eager = data[data["mode"] == "eager"]
+    assert len(eager) == 1
+    row = eager.iloc[0]
+    assert row["status"] == "ok" and row["eager_source"] == "default"  # the first mode, not the file's first
+    assert row["mean_ms"] == 4.0 and row["p50_ms"] == 4.0 and row["tflops"] == 0.5
+    assert row["peak_bytes"] == 2**20 and row["throughput"] == 250.0
+    assert pd.isna(row["speedup"]) and row["cv"] == 0.0
+    # an eager record of the cell is what the eager row is, then
+    eager_record = make_record(dict(study="s", task="image-classification", model="resnet", batch_size=1,
+                                    compile_mode="eager", dtype="float32", device="cpu"), environment={},
+                               measurement=Measurement(times_ms=[4.1, 4.1], first_call_ms=9.0))
+    data = frame([_paired_record("default", 4.0, 2.0), eager_record])
+    assert list(data.loc[data["mode"] == "eager", "mean_ms"]) == [4.1]
+    assert data.loc[data["mode"] == "eager", "eager_source"].isna().all()
+
+
+def test_the_switch_cost_is_read_from_the_blocks_and_missing_from_records_measured_before():
+    from bench_utils.report.frame import frame
+    data = frame([_paired_record("default", 4.0, 2.0, penalty_ms=0.5),
+                  _paired_record("default", 4.0, 2.0, penalty_ms=0.5, batch_size=4, switch=False)])
+    now, before = data[data["batch_size"] == 1].iloc[0], data[data["batch_size"] == 4].iloc[0]
+    assert now["switch_calls"] == 1
+    assert now["switch_cost_ms"] == pytest.approx(0.5) and now["eager_switch_cost_ms"] == pytest.approx(0.5)
+    assert now["outlier_shift"] == 0.0 and now["eager_interleaved_cv"] == 0.0
+    assert pd.isna(before["switch_calls"]) and pd.isna(before["switch_cost_ms"])
+    assert before["outlier_shift"] > 0  # its switch calls are among its runs

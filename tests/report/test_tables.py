@@ -44,7 +44,10 @@ def test_oom_and_error_cells_say_so(data):
     batch2 = tables[next(c for c in tables if c.endswith("batch size 2"))]
     assert "| timm:resnet18 | OOM |" in batch2
     batch1 = tables[next(c for c in tables if c.endswith("batch size 1"))]
-    assert "| MobileNet | error |" in batch1
+    # its eager cell failed in a later run, but its compiled cell's pairs measured eager: that figure, flagged
+    row = next(line for line in batch1.splitlines() if "| MobileNet |" in line)
+    compiled = data[(data["model"] == "mobilenet") & (data["mode"] == "default")].iloc[0]
+    assert f"| MobileNet | {compiled['eager_interleaved_ms']:,.2f} |" in row and "eager cell: error" in row
     arabic = dict(report_tables.guide_tables(data, Catalog("ar")))
     assert any("نفاد الذاكرة" in table for table in arabic.values())
 
@@ -369,3 +372,25 @@ def test_a_memory_figure_no_method_could_see_reads_not_measurable_in_every_langu
         assert row.split("|")[6].strip() == words  # the compiled side's peak increase: no figure, never 0.0
     english = report_tables.memory_table(data, Catalog("en"))
     assert "| 12.0 | not measurable here |" in english  # eager's profiler figure, compiled's none
+
+
+def test_each_modes_speedup_stands_beside_the_eager_it_was_measured_against():
+    # the H200's ResNet-50 at batch 1: eager read 3.69 ms beside default and 5.06 ms beside reduce-overhead;
+    # one eager column made reduce-overhead's 5.58x read as 3.69 / 0.91 = 4.05x
+    import sys
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_frame import _paired_record
+
+    data = frame([_paired_record("default", 3.69, 2.34), _paired_record("reduce-overhead", 5.06, 0.91)])
+    (caption, table), = report_tables.guide_tables(data, Catalog("en"))
+    header, _, row = table.splitlines()
+    assert ("| Eager beside default (ms) | Compiled, default (ms) | Speed-up, default | 95 % CI | "
+            "Eager beside reduce-overhead (ms) | Compiled, reduce-overhead (ms) |") in header
+    assert "| p50, default (ms) | p99, default (ms) |" in header
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells[2:4] == ["3.69", "2.34"] and cells[6:9] == ["5.06", "0.91", "5.56×"]
+    assert "drift" in cells[-1]
+    # one compiled mode: one eager column, as the guide's table has it, and no drift
+    (caption, table), = report_tables.guide_tables(frame([_paired_record("default", 3.69, 2.34)]), Catalog("en"))
+    assert table.splitlines()[0].startswith("| Task | Model | Eager (ms) | Compiled, default (ms) |")
+    assert "drift" not in table

@@ -14,11 +14,16 @@ from .measured_cell import CellResult
 from ...vocabulary import Status
 
 
+SIDES = {"baseline": "eager", "candidate": "compiled"}  # compare's sides, as a record names them
+
+
 def speedup_block(comparison: Comparison) -> SpeedupBlock:
-    """The speed-up over interleaved eager, and the eager latency it was measured against."""
+    """The speed-up over interleaved eager, the eager latency it was measured against (every call, so
+    that what moves eager can be read afterwards), and how the blocks ran: their size, the switch calls
+    kept out of the statistics and, on a GPU, its clock after each block."""
     eager = comparison.baseline
     data = comparison.to_dict()
-    return {
+    block: SpeedupBlock = {
         "baseline": "eager, interleaved in random-order pairs of blocks",
         "method": METHOD,
         "mean": comparison.speedup_mean,
@@ -35,7 +40,14 @@ def speedup_block(comparison: Comparison) -> SpeedupBlock:
         "eager_p99_ms": eager.p99_ms,
         "eager_ci95_mean_ms": list(eager.ci95_mean_ms),
         "eager_outliers": eager.outliers,
+        "eager_values": [t / 1000.0 for t in eager.times_ms],
+        "block_runs": comparison.block_runs(),
+        "switch_calls": comparison.switch_calls,
+        "switch_ms": {SIDES[side]: [list(calls) for calls in blocks] for side, blocks in comparison.switch_ms.items()},
     }
+    if comparison.block_probes:
+        block["block_clocks"] = {SIDES[side]: list(probes) for side, probes in comparison.block_probes.items()}
+    return block
 
 
 def cell_record(result: CellResult, loaded: LoadedModel, *, study: str,

@@ -28,6 +28,7 @@ from typing import Any, Callable, NamedTuple
 
 import torch
 
+from ...measurement.block_clocks import BlockClocks
 from ...measurement.compare import Comparison, compare
 from ...measurement.devices import quiet_toolchain_logs
 from ...measurement.flops import FlopCount, compute_block, count_forward_flops
@@ -314,10 +315,12 @@ def _references(cell: _CellContext) -> _References:
 def _timed_pairs(cell: _CellContext, compiled: CompiledCell, warmup: int) -> _Timed:
     """Compiled against eager in random-order pairs of blocks, no recompile allowed."""
     settings = cell.settings
-    with no_recompile(), EnergyProbe(cell.device) as clocks:
+    # the GPU's clock after every block: what moves between the sides shows in the record
+    with BlockClocks(cell.device) as block_clocks, no_recompile(), EnergyProbe(cell.device) as clocks:
         start = time.perf_counter()
         comparison = compare(cell.eager_fn, compiled.forward, warmup=warmup, runs=settings.runs, blocks=settings.blocks,
-                             device=cell.device, sync=settings.sync, order_seed=settings.seed)
+                             device=cell.device, sync=settings.sync, order_seed=settings.seed,
+                             between_blocks=block_clocks)
         cell.phases.add_loop(time.perf_counter() - start, sum(comparison.baseline.times_ms)
                              + sum(comparison.candidate.times_ms))
     return _Timed(compiled, comparison, clocks.report)
