@@ -131,6 +131,23 @@ def settings_hash(config: Mapping[str, Any], compile_mode: str) -> str:
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode("utf-8")).hexdigest()[:12]
 
 
+def eager_side_key(record: Mapping[str, Any]) -> RecordKey | None:
+    """The key of the eager cell a compiled cell's record measured too, as the eager side of its pairs (the
+    same settings, static shapes: eager compiles nothing); None for any other record. Resume counts that
+    eager cell as measured, and the report shows its figures from this record, where no record of its own
+    exists (a time limit stopped the kernel before it)."""
+    cell = record.get("cell") or {}
+    if (record.get("status") != "ok" or cell.get("compile_mode") in (None, CompileMode.EAGER)
+            or not block(record, "speedup").get("eager_mean_ms")
+            # its eager side stands for the eager cell where eager's warm-up was the cell's (``measured_cell``)
+            or block(record, "latency").get("warmup") != block(record, "config").get("warmup")):
+        return None
+    identity = cell_identity(record)._replace(compile_mode=CompileMode.EAGER.value)
+    variant = dict(identity.variant_fields(), shapes=VARIANT_FIELDS["shapes"][0])
+    identity = identity._replace(variant=tuple(variant.values()))
+    return RecordKey.of(identity, block(record, "config"), block(record, "environment"))
+
+
 def environment_key(environment: Mapping[str, Any], kind: str) -> tuple[Any, ...]:
     """What a cell's identity takes from the environment: the torch version, the processor, and
     the host fact that changes latency on it (the GPU driver; the CPU's core count). A CPU cell

@@ -11,6 +11,7 @@ from bench_utils.results import append_record
 from bench_utils.settings import Settings
 from bench_utils.study.grid.kernel_groups import execution_order
 from bench_utils.study.progress_file import write_progress
+from bench_utils.zoo.hub import expected_weights
 
 
 class FakeNotebook:
@@ -47,7 +48,9 @@ class FakeNotebook:
                 fields = dict(study=cell.study, task=cell.task, model=cell.model, batch_size=cell.batch_size,
                               compile_mode=cell.compile_mode, dtype=cell.dtype, device=cell.device,
                               **cell.settings.variant_fields())
-                config = measurement_settings(Settings(**parameters["settings"]))
+                settings = Settings(**parameters["settings"])
+                # the weights the kernel's load measured, as its records carry them (auto offline: random)
+                config = {**measurement_settings(settings), "weights": expected_weights(settings.weights, cell.model)}
                 if cell.compile_mode not in oom_at:  # a cell the notebook measures
                     with self.lock:
                         self.calls.append((cell.model, cell.batch_size, cell.compile_mode, device))

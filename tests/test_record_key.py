@@ -112,3 +112,19 @@ def test_a_cpu_nodes_declared_kind_is_part_of_its_identity_a_gpus_name_already_i
     record = ok_record()
     placed = {**record, "environment": {**record["environment"], "accelerator_type": "KA"}}
     assert record_key(placed) != record_key(record)
+
+
+def test_a_compiled_cells_record_stands_for_its_eager_cell_where_eager_warmed_up_as_the_cell_asks():
+    from bench_utils.record_key import eager_side_key
+    compiled = {**fixture_records()[1], "speedup": {"eager_mean_ms": 4.0}}
+    compiled["latency"] = {**compiled["latency"], "warmup": compiled["config"]["warmup"]}
+    compiled["cell"] = {**compiled["cell"], "shapes": "dynamic"}
+    key = eager_side_key(compiled)
+    eager = {**compiled, "cell": {**compiled["cell"], "compile_mode": "eager", "shapes": "static"}}
+    assert key == record_key(eager)  # eager compiles nothing: static shapes, no compile settings
+    assert key.identity.compile_mode == "eager" and key.settings_hash != record_key(compiled).settings_hash
+    # not where eager warmed up otherwise (a CUDA-graph mode's longer warm-up), nor without pairs or failed
+    assert eager_side_key({**compiled, "latency": {**compiled["latency"], "warmup": 99}}) is None
+    assert eager_side_key({**compiled, "speedup": {}}) is None
+    assert eager_side_key({**compiled, "status": "error"}) is None
+    assert eager_side_key(eager) is None

@@ -52,6 +52,26 @@ def hub_unreachable_reason() -> str | None:
     return None
 
 
+def expected_weights(requested: str, model_key: str) -> str:
+    """The weights a load of ``model_key`` will measure for ``requested``, known before loading it (the
+    runner's resume needs it: a cell asked for ``auto`` is the same measurement as one asked for
+    ``random`` wherever ``auto`` comes to random). ``auto`` is random where the hub cannot be reached and
+    the checkpoint is no local folder, as ``from_hub`` and timm's load decide; else pretrained (a hub
+    without the checkpoint still falls back to random: the record says so, and resume measures it again)."""
+    if requested != "auto":
+        return requested
+    from .registry import TIMM_PREFIX, resolve_key
+
+    if not model_key.startswith(TIMM_PREFIX):
+        try:
+            spec = resolve_key(model_key)
+        except ValueError:
+            spec = None
+        if Path(spec.checkpoint if spec else model_key).is_dir():
+            return "pretrained"
+    return "random" if hub_unreachable_reason() else "pretrained"
+
+
 def from_hub(checkpoint: str, model_class_names: tuple[str, ...]):
     """Model, image processor and (for OwlViT) tokenizer from the hub or a local folder."""
     from transformers import AutoImageProcessor

@@ -63,7 +63,7 @@ def test_markdown_has_pipe_tables_and_the_plots_beside_it(rendered):
         assert len(linked) >= 3 and all((out / locale / link).is_file() for link in linked)
     assert (out / "ar" / "README.md").read_text(encoding="utf-8").startswith('<div dir="rtl" lang="ar">')
     english = (out / "en" / "README.md").read_text(encoding="utf-8")
-    assert "| timm:resnet18 | OOM |" in english and "| MobileNet | error |" in english
+    assert "| timm:resnet18 | OOM |" in english and "eager cell: error" in english
 
 
 def test_unknown_locale_or_format_is_refused():

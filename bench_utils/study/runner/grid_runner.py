@@ -21,6 +21,7 @@ Executing a notebook is ``papermill_execution``, following it ``kernel_watch``; 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+import dataclasses
 from dataclasses import dataclass
 import os
 from pathlib import Path
@@ -48,6 +49,7 @@ from .progress_display import Outcome, Progress, RunOutcome
 from .resume import oom_batches, read_done
 from .clean_stop import RunningProcesses, StopOnSignal
 from ...vocabulary import Status
+from ...zoo.hub import expected_weights
 
 # executor(group, device, parameters, out_dir, poll, attempt) -> (exit status, log path);
 # it calls poll() every second or so while the kernel runs, and ends the kernel when it is True.
@@ -109,16 +111,27 @@ class Runner:
         """The key its record will have, measured on this machine (``record_key.RecordKey``)."""
         return RecordKey.of(cell.identity(), unmeasured_config(cell.settings), self.environment)
 
+    def done_keys(self, cell: Cell) -> set[RecordKey]:
+        """The keys (``without_study``) a record measuring ``cell`` here may have: its own and, where it asks
+        for ``auto`` weights, that of a request for what ``auto`` comes to here (``zoo.hub.expected_weights``:
+        random where the hub is out of reach), the same measurement."""
+        keys = {self.key(cell).without_study()}
+        expected = expected_weights(cell.settings.weights, cell.model)
+        if expected != cell.settings.weights:
+            settings = dataclasses.replace(cell.settings, weights=expected)
+            keys.add(RecordKey.of(cell.identity(), unmeasured_config(settings), self.environment).without_study())
+        return keys
+
     def pending(self) -> tuple[list[Cell], int]:
         done = set() if self.force else read_done(self.results_path)
         # OOMs of earlier runs still rule out larger batches (not with --force: all is measured again)
         self.earlier_ooms = {} if self.force else oom_batches(self.results_path)
-        pending = [cell for cell in self.grid.cells if self.key(cell) not in done]
+        pending = [cell for cell in self.grid.cells if not self.done_keys(cell) & done]
         return pending, len(self.grid.cells) - len(pending)
 
     def earlier_oom(self, cell: Cell) -> int | None:
         """The batch size that ran out of memory in an earlier run, if it rules this cell out."""
-        oom_at = self.earlier_ooms.get(self.key(cell).without_batch_size())
+        oom_at = self.earlier_ooms.get(self.key(cell).without_study().without_batch_size())
         return oom_at if oom_at is not None and cell.batch_size > oom_at else None
 
     def run(self) -> RunOutcome:

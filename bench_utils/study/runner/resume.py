@@ -1,7 +1,11 @@
 """What earlier runs left behind: the cells already measured, and the OOMs that rule out larger batches.
 
-A cell is done when it has an ``ok`` or ``oom`` record with the same identity on
-the same environment. An ``oom`` at batch size B also stands for every larger batch
+A cell is done when the study folder's results hold an ``ok`` or ``oom`` record of the same measurement
+(``RecordKey``) on the same environment, whatever study name the record carries (the folder is the
+study: records measured under another grid's name count, as the first H200 run's do in
+``reports/hf-guide-h200``). An eager cell is done too where a compiled cell's ``ok`` record measured it
+as the eager side of its pairs (``record_key.eager_side_key``): timing it again would cost a GPU's
+minutes for a figure a record holds. An ``oom`` at batch size B also stands for every larger batch
 of its model, mode and dtype: a resumed run skips them as the first run would have.
 """
 
@@ -9,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...record_key import RecordKey, record_key
+from ...record_key import RecordKey, eager_side_key, record_key
 from ...results import iter_records, locked
 from ...vocabulary import DONE_STATUSES, Status
 
@@ -22,9 +26,15 @@ def _records(results_path: Path):
 
 
 def read_done(results_path: Path) -> set[RecordKey]:
-    """Keys of the cells that have an ok or oom record."""
-    return {record_key(record) for record in _records(results_path)
-            if record.get("status") in DONE_STATUSES}
+    """Keys (``without_study``) of the cells that have an ok or oom record, or whose eager side one holds."""
+    done = set()
+    for record in _records(results_path):
+        if record.get("status") in DONE_STATUSES:
+            done.add(record_key(record).without_study())
+        eager = eager_side_key(record)
+        if eager is not None:
+            done.add(eager.without_study())
+    return done
 
 
 def oom_batches(results_path: Path) -> dict[RecordKey, int]:
@@ -33,7 +43,7 @@ def oom_batches(results_path: Path) -> dict[RecordKey, int]:
     smallest: dict[RecordKey, int] = {}
     for record in _records(results_path):
         if record.get("status") == Status.OOM:
-            key = record_key(record)
+            key = record_key(record).without_study()
             group, batch = key.without_batch_size(), key.identity.batch_size
             smallest[group] = min(batch, smallest.get(group, batch))
     return smallest

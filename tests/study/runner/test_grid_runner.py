@@ -131,12 +131,49 @@ def test_resume_measures_nothing_again_and_force_measures_all(tmp_path):
 
 
 @pytest.mark.parametrize("change", [{"runs": 4}, {"warmup": 2}, {"blocks": 3}, {"tf32": "strict"},
-                                    {"weights": "auto"}, {"seed": 1}])
+                                    {"weights": "pretrained"}, {"seed": 1}])
 def test_a_changed_measurement_setting_is_measured_again(tmp_path, change):
     Runner(parse_grid(GRID), tmp_path, executor=FakeNotebook()).run()
     again = FakeNotebook()
     Runner(parse_grid({**GRID, **change}), tmp_path, executor=again).run()
     assert len(again.calls) == 7, change
+
+
+def test_records_of_another_study_name_and_random_weights_count_for_a_grid_asking_auto_offline(tmp_path):
+    # the first H200 run: 19 cells measured as study "hf-guide-h200-first" with weights "random", then
+    # params/hf-guide.yaml ("hf-guide", weights "auto", which comes to random with no hub) run into its folder
+    Runner(parse_grid({**GRID, "study": "first-slice"}), tmp_path, executor=FakeNotebook()).run()
+    again = FakeNotebook()
+    summary = Runner(parse_grid({**GRID, "study": "the-guide", "weights": "auto"}), tmp_path, executor=again).run()
+    assert again.calls == [] and summary.resumed == 7
+    records = read_records(tmp_path / "results.jsonl")
+    assert {record["cell"]["study"] for record in records} == {"first-slice"}  # no record edited or added
+
+
+def test_an_eager_cell_whose_compiled_cells_pairs_measured_it_is_not_timed_again(tmp_path):
+    # a time limit stopped DETR's kernel after its compiled cells on the H200: its eager cells were left,
+    # though the compiled cells' records hold eager's figures (the eager side of their pairs)
+    import json
+    from bench_utils.study.cell.cell_record import speedup_block
+    from bench_utils import compare
+
+    Runner(parse_grid({**GRID, "grids": GRID["grids"][:1]}), tmp_path, executor=FakeNotebook()).run()
+    lines = (tmp_path / "results.jsonl").read_text().splitlines()
+    kept = []
+    for line in lines:
+        record = json.loads(line)
+        if record["cell"]["compile_mode"] == "eager" and record["cell"]["batch_size"] in (1, 4):
+            continue  # as if the kernel had stopped before them
+        if record["cell"]["compile_mode"] == "default" and record["cell"]["batch_size"] != 4:
+            # the compiled cells' eager side, as a kernel records it (batch 4's left without: no pairs)
+            record["speedup"] = speedup_block(compare(lambda: None, lambda: None, warmup=1, runs=3, blocks=1,
+                                                      device="cpu"))
+            record["latency"]["warmup"] = record["config"]["warmup"]  # eager warmed up as the eager cell asks
+        kept.append(json.dumps(record))
+    (tmp_path / "results.jsonl").write_text("\n".join(kept) + "\n")
+    again = FakeNotebook()
+    Runner(parse_grid({**GRID, "grids": GRID["grids"][:1]}), tmp_path, executor=again).run()
+    assert again.calls == [("resnet", 4, "eager", "cpu")]  # batch 1's eager was measured by its pairs
 
 
 def test_compile_settings_re_measure_compiled_cells_only(tmp_path):
