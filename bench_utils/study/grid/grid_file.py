@@ -26,6 +26,8 @@ the key (``GridError``).
 
 from __future__ import annotations
 
+import hashlib
+
 from dataclasses import dataclass, field, replace
 import itertools
 from pathlib import Path
@@ -140,11 +142,20 @@ def load_grid(path: str | Path) -> Grid:
 
 
 def keep_grid_copy(params: str | Path, study_folder: Path) -> Path:
-    """The grid file copied, as written, into the study folder (``grid.yaml``): what ``reproduce`` re-runs."""
+    """The grid file copied, as written, into the study folder (``grid.yaml``): what ``reproduce`` re-runs.
+    Called once a run has really started (its lease held, its devices checked): a refused or failed run
+    changes no study folder. A different ``grid.yaml`` there, the grid earlier records were measured
+    with, is kept beside it as ``grid.<hash>.yaml`` (the first 8 hex digits of its SHA-256), never
+    written over."""
     study_folder.mkdir(parents=True, exist_ok=True)
     copy = study_folder / GRID_COPY
     text = Path(params).read_bytes()
     if Path(params).resolve() != copy.resolve() and (not copy.exists() or copy.read_bytes() != text):
+        if copy.exists():
+            earlier = copy.read_bytes()
+            kept = study_folder / f"grid.{hashlib.sha256(earlier).hexdigest()[:8]}.yaml"
+            if not kept.exists():
+                kept.write_bytes(earlier)
         temporary = copy.with_name(f".{GRID_COPY}.tmp")
         temporary.write_bytes(text)
         temporary.replace(copy)

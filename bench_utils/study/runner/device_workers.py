@@ -16,11 +16,13 @@ def workers_of(grid: Grid, devices: list[str] | None, kind: str) -> list[str]:
     return grid.workers(kind)
 
 
-def check_workers(grid: Grid, devices: list[str] | None, environment: dict[str, Any]) -> list[str]:
+def check_workers(grid: Grid, devices: list[str] | None, environment: dict[str, Any], *,
+                  this_machine: bool = True) -> list[str]:
     """Every worker's device, checked against this machine before anything runs.
 
     A GPU that is not there, or one device listed twice (two measurements on one
-    device at once), is refused in one line rather than failing every cell.
+    device at once), is refused in one line rather than failing every cell. With ``this_machine`` False
+    (a dry run priced for another GPU, ``--device-model``) the GPUs are not looked for here.
     """
     kinds = sorted({cell.device for cell in grid.cells})
     unused = [device for device in devices or [] if device.split(":")[0] not in kinds]
@@ -33,7 +35,7 @@ def check_workers(grid: Grid, devices: list[str] | None, environment: dict[str, 
         raise ValueError(f"device {twice[0]} is listed twice: one worker per device, so that "
                          "no two measurements share it")
     visible = environment.get("gpu_count") or 0
-    for device in workers:
+    for device in workers if this_machine else []:
         if device.startswith("cuda") and int(device.partition(":")[2] or 0) >= visible:
             raise ValueError(f"the grid needs {device}, but this machine shows {visible} CUDA "
                              f"device(s){'' if visible else ': run a CPU grid, or on a GPU machine'}")

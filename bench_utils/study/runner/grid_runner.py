@@ -40,7 +40,7 @@ from ...records import failure_record, skipped_after_oom, unmeasured_config
 from ...results import append_record, locked
 from .device_lock import device_lock, split_cpus
 from .papermill_execution import execute_with_papermill, log_tail, notebook_parameters
-from ..grid.grid_file import Cell, Grid
+from ..grid.grid_file import Cell, Grid, keep_grid_copy
 from ..grid.kernel_groups import KernelGroup, kernel_groups
 from .device_workers import check_workers, workers_of
 from .kernel_watch import DONE, OOM_KILLED, STOPPED, TIMED_OUT, KernelWatch
@@ -77,11 +77,13 @@ class Runner:
     def __init__(self, grid: Grid, out_dir: str | os.PathLike | None = None, *,
                  force: bool = False, devices: list[str] | None = None,
                  executor: Executor | None = None, timeout: int | None = None,
-                 stream=None, progress: Callable[[int, Any], Progress] = Progress) -> None:
+                 stream=None, progress: Callable[[int, Any], Progress] = Progress,
+                 grid_file: str | os.PathLike | None = None) -> None:
         if grid.accelerators:
             raise ValueError(f"{grid.path}: accelerators: the grid covers a cluster's accelerator types "
                              f"({', '.join(grid.accelerators)}): run it with --executor ray")
         self.grid = grid
+        self.grid_file = grid_file  # copied into the study folder once the run has started (``keep_grid_copy``)
         self.out_dir = study_folder(grid, out_dir)
         self.results_path = self.out_dir / "results.jsonl"
         self.force = force
@@ -143,6 +145,8 @@ class Runner:
         with RunnerLease(self.out_dir, self.results_path) as lease, \
                 StopOnSignal(self.running.end_all, self.time_limit) as self.stop:
             self.run_id = lease.run_id
+            if self.grid_file is not None:  # the run has started: the folder now keeps the grid it runs
+                keep_grid_copy(self.grid_file, self.out_dir)
             pending, resumed = self.pending()
             tally = RunOutcome(resumed=resumed, total=len(self.grid.cells))
             if not pending:

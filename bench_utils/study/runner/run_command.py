@@ -6,7 +6,7 @@ import os
 import sys
 import time
 
-from ..grid.grid_file import Grid, keep_grid_copy
+from ..grid.grid_file import Grid
 from ..lease import LeaseHeldError
 from .prior_estimate import device_key
 from .progress_display import format_run_outcome
@@ -23,13 +23,15 @@ def run_locally(grid: Grid, params: os.PathLike | str, *, out=None, force: bool 
     seconds = parse_duration(time_limit) if time_limit else None  # bad input fails before anything starts
     if device_model:
         device_key(device_model)
-    runner = Runner(grid, out, force=force, devices=devices, timeout=timeout)
+    runner = Runner(grid, out, force=force, devices=devices, timeout=timeout, grid_file=params)
     if dry_run:  # nothing measured, no kernel, no lease, no file written
+        from .device_workers import check_workers
         from .estimate import format_plan, plan_run
 
+        # what the run would refuse, the plan refuses (a plan priced for another GPU looks for none here)
+        check_workers(grid, devices, runner.environment, this_machine=not device_model)
         print(format_plan(plan_run(runner, device_model=device_model)))
         return 0
-    keep_grid_copy(params, runner.out_dir)
     if seconds is not None:
         set_time_limit(runner, seconds, device_model, sys.stderr, started or time.monotonic())
     print(f"[run] study {grid.study}: {len(grid.cells)} cells from {params}; "

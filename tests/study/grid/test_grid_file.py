@@ -219,10 +219,16 @@ def test_a_study_folder_keeps_the_grid_it_was_last_run_from(tmp_path):
     grid.write_text("study: s\n# first\n")
     copy = keep_grid_copy(grid, tmp_path / "reports" / "s")
     assert copy == tmp_path / "reports" / "s" / GRID_COPY and copy.read_text() == grid.read_text()
+    assert keep_grid_copy(grid, copy.parent).read_text() == grid.read_text()  # the same grid: nothing more
+    assert [path.name for path in copy.parent.iterdir()] == [GRID_COPY]  # no temporary file left
     grid.write_text("study: s\n# changed\n")
     assert keep_grid_copy(grid, copy.parent).read_text() == "study: s\n# changed\n"
     assert keep_grid_copy(copy, copy.parent).read_text() == "study: s\n# changed\n"  # re-run from its own copy
-    assert [path.name for path in copy.parent.iterdir()] == [GRID_COPY]  # no temporary file left
+    # the grid the earlier records were measured with is kept beside the new one, never written over
+    import hashlib
+    earlier = f"grid.{hashlib.sha256(b'study: s' + chr(10).encode() + b'# first' + chr(10).encode()).hexdigest()[:8]}.yaml"
+    assert sorted(path.name for path in copy.parent.iterdir()) == sorted([GRID_COPY, earlier])
+    assert (copy.parent / earlier).read_text() == "study: s\n# first\n"
 
 
 def test_a_setting_given_on_the_command_line_reaches_every_cell_and_keeps_their_identity():

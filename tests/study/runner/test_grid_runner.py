@@ -502,3 +502,34 @@ def test_bad_grid_is_one_line_and_exit_2(tmp_path):
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1] == \
         f"error: {bad}: grids[0].batch_sizes: must be positive integers, got 0"
+
+
+def test_a_refused_or_failed_run_leaves_the_study_folders_grid_as_it_was(tmp_path):
+    # a second runner refused by the lease, and a run whose devices this machine lacks, both exit 2: neither
+    # may leave grid.yaml describing a grid that was never run (reproduce re-runs that file)
+    from bench_utils.study.lease import LeaseHeldError, RunnerLease
+
+    first, second = tmp_path / "first.yaml", tmp_path / "second.yaml"
+    first.write_text("study: t\ngrids: [{models: [resnet], batch_sizes: [1], compile_modes: [eager]}]\n")
+    second.write_text("study: t\ngrids: [{models: [resnet], batch_sizes: [1, 2], compile_modes: [eager]}]\n")
+    study = tmp_path / "study"
+    Runner(parse_grid({"study": "t", "grids": [{"models": ["resnet"], "batch_sizes": [1],
+                                                  "compile_modes": ["eager"]}]}),
+           study, executor=FakeNotebook(), grid_file=first).run()
+    assert (study / "grid.yaml").read_text() == first.read_text()
+    other = Runner(parse_grid({"study": "t", "grids": [{"models": ["resnet"], "batch_sizes": [1, 2],
+                                                          "compile_modes": ["eager"]}]}),
+                   study, executor=FakeNotebook(), grid_file=second)
+    with RunnerLease(study, study / "results.jsonl"):
+        with pytest.raises(LeaseHeldError):
+            other.run()
+    assert (study / "grid.yaml").read_text() == first.read_text()
+    no_gpu = Runner(parse_grid({"study": "t", "devices": ["cuda:3"], "grids": [
+        {"models": ["resnet"], "batch_sizes": [1, 2], "compile_modes": ["eager"]}]}),
+        study, executor=FakeNotebook(), grid_file=second)
+    with pytest.raises(ValueError):
+        no_gpu.run()
+    assert sorted(path.name for path in study.glob("grid*.yaml")) == ["grid.yaml"]
+    other.run()  # it really runs now: its grid is the folder's, the first kept beside it
+    assert (study / "grid.yaml").read_text() == second.read_text()
+    assert [path.read_text() for path in study.glob("grid.*.yaml")] == [first.read_text()]

@@ -221,6 +221,17 @@ def test_dry_run_lists_every_kernel_and_writes_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("args, message", [
+    (["params/hf-guide.yaml"], "this machine shows 0 CUDA device(s)"),
+    (["params/smoke.yaml", "--devices", "cpu,cpu"], "device cpu is listed twice"),
+])
+def test_a_dry_run_refuses_what_the_run_would_refuse(tmp_path, args, message):
+    result = subprocess.run([sys.executable, "-m", "bench_utils", "run", *args, "--dry-run", "--out", str(tmp_path)],
+                            capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=300)
+    assert result.returncode == 2 and message in result.stderr, result.stderr[-2000:]
+    assert len(result.stderr.strip().splitlines()) == 1 and list(tmp_path.iterdir()) == []
+
+
 def test_an_eager_cell_is_estimated_as_the_run_will_measure_it(runner, tmp_path):
     grid = cells()
     eager = grid[("resnet", "eager", 1)]
