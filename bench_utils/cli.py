@@ -130,10 +130,17 @@ def _cmd_report(args: argparse.Namespace) -> int:
     locales = [part.strip() for part in args.locales.split(",") if part.strip()]
     formats = [part.strip() for part in args.formats.split(",") if part.strip()]
     written = render(args.results, args.out, locales=locales, formats=formats,
-                     progress=lambda line: print(line, file=sys.stderr))
+                     progress=lambda line: print(line, file=sys.stderr), coverage=_coverage(args.results))
     written += _write_study_environments(args.results)
     print("\n".join(str(path) for path in written))
     return 0
+
+
+def _coverage(paths: list[Path]) -> list[dict]:
+    """Each study folder's grid cells measured, per environment (``study.runner.coverage``)."""
+    from .study.runner.coverage import grid_coverage
+
+    return [item for path in paths if Path(path).is_dir() for item in grid_coverage(path)]
 
 
 def _write_study_environments(paths: list[Path]) -> list[Path]:

@@ -13,13 +13,22 @@ NOTEBOOK_DIR = PROJECT_ROOT / "notebooks"
 REPORTS_DIR = PROJECT_ROOT / "reports"
 
 
+def _site_packages() -> dict[str, str]:
+    """This interpreter's package folders (a GPU image's /opt/.../site-packages in warnings and tracebacks)."""
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    return {paths[name]: "<site-packages>" for name in ("purelib", "platlib") if paths.get(name)}
+
+
 def scrub(text: str, replacements: dict[str, str] | None = None) -> str:
     """``text`` with this machine's absolute paths replaced: the given folders first (by what
-    stands for them), then the project root (``<project>``) and the home directory (``~``).
+    stands for them), then this interpreter's site-packages (``<site-packages>``), the project root
+    (``<project>``) and the home directory (``~``).
 
     Published reports, logs and executed notebooks name no user and no absolute path.
     """
-    mapping = {**(replacements or {}), str(PROJECT_ROOT): "<project>", str(Path.home()): "~"}
+    mapping = {**(replacements or {}), **_site_packages(), str(PROJECT_ROOT): "<project>", str(Path.home()): "~"}
     for path in sorted(mapping, key=len, reverse=True):  # the longest first: a folder inside another
         if path not in ("", "/"):
             text = text.replace(path, mapping[path])

@@ -84,12 +84,13 @@ report.cells = [
         "# random weights), so that Run All works on a fresh clone; point it at your own study folders.\n"
         'results_paths: list = ["notebooks/examples/cpu-quick.jsonl"]  # study folders or results.jsonl files, relative to the project root (several merge runs; also "a,b")\n'
         'locale: str = "en"  # en, ar or es (bench_utils/report/locales)\n'
-        'reference_csv: str = ""  # the guide\'s published figures; empty: the copy in bench_utils/report/data\n',
+        'reference_csv: str = ""  # the guide\'s published figures; empty: the copy in bench_utils/report/data\n'
+        "coverage: list = []  # per study folder: its grid's cells measured (python -m bench_utils report fills it)\n",
         metadata={"tags": ["parameters"]}),
     new_code_cell(
         "# The study report: every section comes from bench_utils.report (tables, context, plots).\n"
         "from bench_utils.report.sections import ReportView\n\n"
-        "view = ReportView(results_paths, locale, reference_csv or None)\n"
+        "view = ReportView(results_paths, locale, reference_csv or None, coverage)\n"
         "view.header()"),
     new_code_cell("view.summary()"),
     new_code_cell("view.guide_tables()"),

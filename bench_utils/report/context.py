@@ -65,11 +65,16 @@ def timer_check_text(paths: Iterable[str | os.PathLike], catalog: Catalog) -> st
         saved = (path if path.is_dir() else path.parent) / "timer_check.json"
         if saved.exists():
             check = json.loads(saved.read_text(encoding="utf-8"))
+            do_bench = "" if check.get("do_bench_median_ms") is None else " " + catalog.t(
+                "timer_check_do_bench", reference=ltr("triton.testing.do_bench", catalog),
+                ours=ltr(catalog.number(check["measure_median_ms"], 3), catalog),
+                theirs=ltr(catalog.number(check["do_bench_median_ms"], 3), catalog),
+                ratio=ltr(catalog.number(check["ratio_do_bench"], 3), catalog))
             return catalog.t(
                 "timer_check_text", workload=ltr(check["workload"], catalog),
                 device=ltr(check["device"], catalog), reference=ltr("torch.utils.benchmark.Timer", catalog),
                 ours=ltr(catalog.number(check["measure_median_ms"], 3), catalog),
                 theirs=ltr(catalog.number(check["torch_timer_median_ms"], 3), catalog),
                 ratio=ltr(catalog.number(check["ratio_torch_timer"], 3), catalog),
-                overhead=ltr(catalog.number(check["noop_overhead_median_us"], 2), catalog))
+                overhead=ltr(catalog.number(check["noop_overhead_median_us"], 2), catalog)) + do_bench
     return None

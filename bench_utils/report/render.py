@@ -141,8 +141,9 @@ def write_atomically(path: Path, data: bytes) -> None:
 
 def render(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike | None = None, *,
            locales: Iterable[str] = ("en", "ar", "es"), formats: Iterable[str] = FORMATS,
-           progress=print) -> list[Path]:
-    """Write every locale's report; return the paths written."""
+           progress=print, coverage: list[dict[str, Any]] | None = None) -> list[Path]:
+    """Write every locale's report; return the paths written. ``coverage``: per study folder and environment,
+    its grid's cells and how many are measured (``study.runner.coverage``), said at the top."""
     import papermill
 
     paths = list(paths)
@@ -176,7 +177,7 @@ def render(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike | None
                 str(REPORT_NOTEBOOK), str(executed), kernel_name=KERNEL_NAME, engine_name=register_engine(),
                 cwd=str(PROJECT_ROOT),
                 parameters={"results_paths": [os.path.relpath(f.resolve(), PROJECT_ROOT) for f in files],
-                            "locale": locale, "reference_csv": ""},
+                            "locale": locale, "reference_csv": "", "coverage": coverage or []},
                 progress_bar=False, log_output=False, request_save_on_cell_execute=False)
         except papermill.PapermillExecutionError:  # written up to the failing cell: what it skipped is said
             say_skipped_lines(nbformat.read(executed, as_version=4), files, said)

@@ -13,7 +13,7 @@ from typing import Iterable
 
 from IPython.display import Image, Markdown, display
 
-from . import context, plots, tables, why
+from . import context, plots, provenance, tables, why
 from ..measurement import stats
 from ..results import skipped_lines_said
 from .frame import compiled_modes, frame, latest_records, project_paths
@@ -41,8 +41,9 @@ class ReportView:
     """The report of one or more study folders in one locale, shown section by section."""
 
     def __init__(self, results_paths: Iterable[str | os.PathLike] | str, locale: str,
-                 reference_csv: str | os.PathLike | None = None) -> None:
+                 reference_csv: str | os.PathLike | None = None, coverage: Iterable[dict] | None = None) -> None:
         self.catalog = Catalog(locale)
+        self.coverage = list(coverage or [])  # per study folder and environment: its grid's cells measured
         self.paths = project_paths(results_paths)
         # each listed on stderr (the notebook's, which render hands back), counted on the page
         with skipped_lines_said() as skipped:
@@ -61,9 +62,17 @@ class ReportView:
         t, devices = self.catalog.t, sorted(set(self.data["environment"])) if not self.data.empty else []
         listed = ", ".join(environment_label(device, self.catalog) for device in devices) or "–"
         opening = f"# {t('title')}\n\n{t('intro', devices=listed)}" + "".join(
-            f"\n\n> {text}" for text in self.skipped_text())
+            f"\n\n> {text}" for text in [*self.provenance_text(), *self.skipped_text()])
         # the lines skipped ride along for the command that renders this notebook (``render.say_skipped_lines``)
         display(Markdown(opening), metadata=skipped_lines_metadata(self.skipped))
+
+    def provenance_text(self) -> list[str]:
+        """What a reader must know before any figure (``provenance``): the grids' cells measured, the fields
+        known wrong, the cells measured with an earlier design."""
+        before = provenance.measured_before_switch_calls(self.data, self.catalog)
+        return [*provenance.coverage_lines(self.coverage, self.catalog),
+                *provenance.correction_lines(provenance.read_corrections(self.paths), self.records, self.catalog),
+                *([before] if before else [])]
 
     def skipped_text(self) -> list[str]:
         """A sentence per results file that had lines the reader skipped: how many (none: no sentence)."""
@@ -92,6 +101,9 @@ class ReportView:
                  + " " + t("flag_gate_and_shapes_text")]
         for caption, table in tables.guide_tables(self.data, self.catalog):
             parts.append(f"### {caption}\n\n{table}")
+        switching = tables.switch_table(self.data, self.catalog)
+        if switching:  # the interleaving's own cost, kept out of the figures above
+            parts.append(f"### {t('switch_heading')}\n\n{t('switch_text')}\n\n{switching}")
         self._markdown("\n\n".join(parts) if len(parts) > 1 else parts[0] + "\n\n" + t("no_results"))
 
     def plots(self) -> None:

@@ -139,6 +139,26 @@ def _cell_latency(row: pd.Series | None, catalog: Catalog, flags: set[str]) -> s
     return ms(row["mean_ms"], catalog)
 
 
+def switch_table(data: pd.DataFrame, catalog: Catalog) -> str | None:
+    """What the first call after switching sides cost, per compiled cell measured with switch calls (kept out
+    of its statistics): the median over blocks of that call's excess over its block's mean, eager and
+    compiled, in ms and as a share of the block's mean; None where no cell has them."""
+    rows = []
+    for row in _compiled_rows(data):
+        if pd.isna(row.get("switch_calls")) or not row.get("switch_calls"):
+            continue
+        cells = []
+        for cost, mean in ((row["eager_switch_cost_ms"], row["eager_interleaved_ms"]),
+                           (row["switch_cost_ms"], row["mean_ms"])):
+            cells.append("–" if pd.isna(cost) else ltr(f"{catalog.number(cost, 3)} ({catalog.percent(cost / mean)})",
+                                                      catalog))
+        rows.append([*_cell_columns(row, catalog), *cells])
+    if not rows:
+        return None
+    headers = [*_cell_headers(catalog), catalog.t("col_switch_eager"), catalog.t("col_switch_compiled")]
+    return markdown_table(headers, rows)
+
+
 def geomean_table(data: pd.DataFrame, catalog: Catalog) -> str:
     """Geometric-mean speed-up per device, dtype, batch size, compiled mode and memory format (a
     model in channels_last is not counted twice in one mean)."""

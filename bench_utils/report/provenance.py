@@ -1,0 +1,102 @@
+"""What the page says about its records before any figure: how much of each grid they cover, which cells were
+measured with an earlier design, and the fields a study folder says are wrong.
+
+Records are never edited. A field known to be wrong is listed in the study folder's ``corrections.yaml``::
+
+    # each entry: a record field known wrong, which records (all, or a list of record_id), and why
+    - field: environment.git_commit
+      records: all
+      reason: enclosing_repository   # the catalog's correction_enclosing_repository says it in each language
+
+and the page says so in every locale. Coverage ("21 of the grid's 80 cells") comes from the command that
+renders the page (``study.runner.coverage``: the report does not read grids).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+import pandas as pd
+import yaml
+
+from .i18n import Catalog
+from .markdown import ltr
+from ..vocabulary import CompileMode, Status
+
+CORRECTIONS = "corrections.yaml"
+
+
+def coverage_lines(coverage: Iterable[dict[str, Any]], catalog: Catalog) -> list[str]:
+    """One sentence per study folder and environment: the grid's cells measured, of how many."""
+    lines = []
+    for item in coverage:
+        key = "coverage_complete" if item["measured"] >= item["cells"] else "coverage"
+        line = catalog.t(key, device=ltr(str(item["device"]), catalog),
+                         measured=ltr(catalog.number(item["measured"], 0), catalog),
+                         cells=ltr(catalog.number(item["cells"], 0), catalog),
+                         grid=ltr(str(item["grid"]), catalog), folder=ltr(f"`{item['folder']}`", catalog))
+        if item.get("from_pairs"):  # eager cells no record of their own holds
+            line += " " + catalog.t("coverage_from_pairs", count=ltr(catalog.number(item["from_pairs"], 0), catalog))
+        lines.append(line)
+    return lines
+
+
+def measured_before_switch_calls(data: pd.DataFrame, catalog: Catalog) -> str | None:
+    """The compiled cells measured before each block's first call was kept out of the statistics
+    (``measurement.compare``; their records have no ``switch_calls``), named; None where there are none."""
+    if data.empty or "switch_calls" not in data:
+        return None
+    before = data[(data["compile_mode"] != CompileMode.EAGER) & (data["status"] == Status.OK)
+                  & data["speedup"].notna() & data["switch_calls"].isna()]
+    if before.empty:
+        return None
+    names = sorted({f"{label} {batch} ({mode})" for label, batch, mode in
+                    zip(before["label"], before["batch_size"], before["mode"])})
+    return catalog.t("measured_before_switch_calls", count=ltr(catalog.number(len(before), 0), catalog),
+                     cells=ltr(", ".join(names), catalog))
+
+
+def read_corrections(paths: Iterable[str | os.PathLike]) -> list[dict[str, Any]]:
+    """The corrections of every study folder given (a folder, or the folder of a results file); ValueError
+    naming the file for an entry without its field, records or reason."""
+    found = []
+    for path in map(Path, paths):
+        file = (path if path.is_dir() else path.parent) / CORRECTIONS
+        if not file.is_file():
+            continue
+        entries = yaml.safe_load(file.read_text(encoding="utf-8")) or []
+        if not isinstance(entries, list):
+            raise ValueError(f"{file}: a list of corrections (field, records, reason), got {type(entries).__name__}")
+        for index, entry in enumerate(entries):
+            if not isinstance(entry, dict) or not {"field", "records", "reason"} <= set(entry):
+                raise ValueError(f"{file}: entry {index} needs field, records (all, or record ids) and reason")
+            found.append({**entry, "folder": file.parent.name})
+    return found
+
+
+def _field(record: dict[str, Any], dotted: str) -> Any:
+    value: Any = record
+    for part in dotted.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def correction_lines(corrections: Iterable[dict[str, Any]], records: list[dict[str, Any]],
+                     catalog: Catalog) -> list[str]:
+    """A sentence per correction: the field, how many of the page's records it concerns, the value they hold,
+    and why it is wrong (the catalog's ``correction_<reason>``); KeyError for a reason no catalog knows."""
+    lines = []
+    for item in corrections:
+        wanted = item["records"]
+        concerned = [record for record in records
+                     if wanted == "all" and Path(str(record.get("_source", ""))).parent.name == item["folder"]
+                     or isinstance(wanted, list) and record.get("record_id") in wanted]
+        if not concerned:
+            continue
+        values = sorted({str(_field(record, item["field"])) for record in concerned})
+        lines.append(catalog.t(f"correction_{item['reason']}", field=ltr(f"`{item['field']}`", catalog),
+                               count=ltr(catalog.number(len(concerned), 0), catalog),
+                               value=ltr(", ".join(f"`{value[:12]}`" for value in values), catalog)))
+    return lines

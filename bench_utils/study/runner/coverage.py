@@ -1,0 +1,56 @@
+"""How much of a study folder's grid its records hold: "21 of the grid's 80 cells" at the top of the report.
+
+A study folder keeps the grid it was last run from (``grid.yaml``). Per environment its records were measured
+on (a GPU's name and torch version, as the report splits them), a cell of that grid is measured where an ``ok``
+or ``oom`` record of the same cell is there, whatever study name or settings it carries, or where a compiled
+cell's record measured it as the eager side of its pairs (``record_key.eager_side_key``): the counts resume
+and the report agree on. No torch is imported here.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from ...record_blocks import block
+from ...record_key import cell_identity, eager_side_key
+from ...results import read_records
+from ...vocabulary import DONE_STATUSES
+from ..grid.grid_file import GRID_COPY, load_grid
+
+
+def _environment(record: dict[str, Any]) -> tuple[str | None, str | None, str]:
+    environment = block(record, "environment")
+    gpus = environment.get("gpus") or []
+    kind = record["cell"]["device"].split(":")[0]
+    name = gpus[0].get("name") if kind == "cuda" and gpus else environment.get("cpu_model")
+    return name, environment.get("torch_version"), kind
+
+
+def grid_coverage(folder: str | Path) -> list[dict[str, Any]]:
+    """Per environment of the folder's records: the grid's name and file, its cells of that device kind, and
+    how many are measured. Empty where the folder keeps no grid or no record."""
+    folder = Path(folder)
+    grid_path, results = folder / GRID_COPY, folder / "results.jsonl"
+    if not grid_path.is_file() or not results.is_file():
+        return []
+    grid = load_grid(grid_path)
+    recorded: dict[tuple, set] = defaultdict(set)   # cells with a record of their own
+    paired: dict[tuple, set] = defaultdict(set)     # eager cells a compiled cell's pairs measured
+    for record in read_records([results]):
+        environment = _environment(record)
+        if record.get("status") in DONE_STATUSES:
+            recorded[environment].add(cell_identity(record).without_study())
+        eager = eager_side_key(record)
+        if eager is not None:
+            paired[environment].add(eager.identity.without_study())
+    coverage = []
+    for environment in sorted(set(recorded) | set(paired), key=str):
+        name, torch_version, kind = environment
+        cells = [cell.identity().without_study() for cell in grid.cells if cell.device.split(":")[0] == kind]
+        own = {identity for identity in cells if identity in recorded[environment]}
+        from_pairs = {identity for identity in cells if identity in paired[environment]} - own
+        coverage.append({"folder": folder.name, "grid": grid.study, "device": name, "torch_version": torch_version,
+                         "cells": len(cells), "measured": len(own) + len(from_pairs), "from_pairs": len(from_pairs)})
+    return coverage

@@ -1,0 +1,77 @@
+"""What the page says before any figure: a grid's cells measured, fields known wrong, cells of an earlier design."""
+
+import json
+
+import pytest
+
+from bench_utils.report import provenance
+from bench_utils.report.frame import frame, latest_records
+from bench_utils.report.i18n import Catalog
+
+
+@pytest.mark.parametrize("locale", ["en", "ar", "es"])
+def test_coverage_says_how_many_of_the_grids_cells_are_measured(locale):
+    catalog = Catalog(locale)
+    [line] = provenance.coverage_lines([{"folder": "hf-guide-h200", "grid": "hf-guide", "device": "NVIDIA H200",
+                                         "cells": 80, "measured": 21, "from_pairs": 2}], catalog)
+    assert "21" in line and "80" in line and "hf-guide" in line and "NVIDIA H200" in line
+    [done] = provenance.coverage_lines([{"folder": "s", "grid": "g", "device": "CPU", "cells": 6, "measured": 6}],
+                                       catalog)
+    assert done == catalog.t("coverage_complete", device="\u2066CPU\u2069" if locale == "ar" else "CPU",
+                             cells=provenance.ltr(catalog.number(6, 0), catalog),
+                             grid=provenance.ltr("g", catalog), folder=provenance.ltr("`s`", catalog))
+
+
+def _study(tmp_path, corrections):
+    from bench_utils import make_record
+    from bench_utils.measurement.timing import Measurement
+
+    folder = tmp_path / "study"
+    folder.mkdir(parents=True)
+    records = [make_record(dict(study="s", task="image-classification", model="resnet", batch_size=batch,
+                                compile_mode="eager", dtype="float32", device="cpu"),
+                           measurement=Measurement([1.0, 1.0], 2.0),
+                           environment={"git_commit": "f9ea3bedd993d1eb", "timestamp_utc": f"2026-11-26T0{batch}"})
+               for batch in (1, 2)]
+    (folder / "results.jsonl").write_text("".join(json.dumps(record) + "\n" for record in records))
+    if corrections is not None:
+        (folder / "corrections.yaml").write_text(corrections)
+    return folder, records
+
+
+@pytest.mark.parametrize("locale", ["en", "ar", "es"])
+def test_a_field_a_study_folder_says_is_wrong_is_said_wrong_and_the_records_stay_as_measured(tmp_path, locale):
+    folder, records = _study(tmp_path, "- field: environment.git_commit\n  records: all\n"
+                                       "  reason: enclosing_repository\n")
+    before = (folder / "results.jsonl").read_bytes()
+    [line] = provenance.correction_lines(provenance.read_corrections([folder]), latest_records([folder]),
+                                         Catalog(locale))
+    assert "environment.git_commit" in line and "f9ea3bedd993" in line and "2" in line
+    assert (folder / "results.jsonl").read_bytes() == before
+    # one record named by its id: only it is counted
+    (folder / "corrections.yaml").write_text(f"- field: environment.git_commit\n  records: [{records[0]['record_id']}]\n"
+                                             "  reason: enclosing_repository\n")
+    [line] = provenance.correction_lines(provenance.read_corrections([folder]), latest_records([folder]),
+                                         Catalog("en"))
+    assert " in 1 records" in line
+
+
+def test_a_correction_file_that_is_not_a_list_of_entries_is_refused_naming_it(tmp_path):
+    folder, _ = _study(tmp_path, "- field: environment.git_commit\n")
+    with pytest.raises(ValueError, match="corrections.yaml: entry 0 needs field, records"):
+        provenance.read_corrections([folder])
+    assert provenance.read_corrections([_study(tmp_path / "other", None)[0]]) == []
+
+
+def test_cells_measured_before_switch_calls_are_named_with_their_mode():
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_frame import _paired_record
+
+    data = frame([_paired_record("default", 4.0, 2.0, switch=False),
+                  _paired_record("reduce-overhead", 4.0, 1.0, switch=False),
+                  _paired_record("default", 4.0, 2.0, batch_size=4)])
+    line = provenance.measured_before_switch_calls(data, Catalog("en"))
+    assert line.startswith("2 compiled cells") and "ResNet 1 (default), ResNet 1 (reduce-overhead)" in line
+    assert provenance.measured_before_switch_calls(frame([_paired_record("default", 4.0, 2.0)]), Catalog("en")) is None
