@@ -29,6 +29,19 @@ def device_prior(device_model: str, files: Iterable[str | os.PathLike]) -> tuple
     return prior.calibrate(records), records
 
 
+def device_environment(results_path, device_model: str) -> dict[str, Any] | None:
+    """The environment of the latest record of the study folder measured on a GPU of ``device_model``'s kind:
+    a dry run priced for that GPU from another machine resumes as that GPU would (its cells already measured
+    are not planned again). None where the folder holds none."""
+    from pathlib import Path
+
+    from ...record_blocks import block
+
+    path = Path(results_path)
+    records = records_on_device(read_records([path]) if path.is_file() else [], device_key(device_model))
+    return block(records[-1], "environment") if records else None
+
+
 def price_kernel(kernel: KernelPlan, prior: Prior) -> None:
     """Fill ``kernel.prior_cells`` and ``prior_start`` for what its records do not price."""
     sharing = kernel.group.eager_sharing_pairs()

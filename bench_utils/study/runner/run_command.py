@@ -30,6 +30,10 @@ def run_locally(grid: Grid, params: os.PathLike | str, *, out=None, force: bool 
 
         # what the run would refuse, the plan refuses (a plan priced for another GPU looks for none here)
         check_workers(grid, devices, runner.environment, this_machine=not device_model)
+        if device_model:  # resumed as on that GPU: the cells its records hold are not planned again
+            from .prior_plan import device_environment
+
+            runner.environment = device_environment(runner.results_path, device_model) or runner.environment
         print(format_plan(plan_run(runner, device_model=device_model)))
         return 0
     if seconds is not None:
