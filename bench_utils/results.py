@@ -243,3 +243,64 @@ def read_results(paths: str | os.PathLike | Iterable[str | os.PathLike], *,
         frame = frame.drop(columns=["latency.values"])
     leading = [c for c in (*CELL_FIELDS, "status", "error") if c in frame]
     return frame[leading + [c for c in frame.columns if c not in leading]]
+
+
+# --- a file no record can be read from --------------------------------------------
+
+_BOMS = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"), (codecs.BOM_UTF16_LE, "UTF-16"),
+         (codecs.BOM_UTF16_BE, "UTF-16"))
+
+
+def _encoding_of(data: bytes) -> str | None:
+    """The text encoding ``data`` is in where it is not UTF-8 (by its byte-order mark, or UTF-16's zero
+    bytes between ASCII ones); None where it is UTF-8 or cannot be told."""
+    for bom, name in _BOMS:
+        if data.startswith(bom):
+            return name
+    if len(data) >= 4 and data[1:4:2] == b"\0\0" and data[0:4:2].isascii():
+        return "UTF-16 (little-endian, no byte-order mark)"
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "not UTF-8 (perhaps Latin-1 or Windows-1252)"
+    return None
+
+
+def unreadable(path: str | os.PathLike) -> str | None:
+    """Why no record at all can be read from the results file ``path``, in one sentence saying what it holds
+    (and, for another text encoding, how to convert it); None where one record or more can be read."""
+    path = Path(path)
+    data = path.read_bytes()
+    if not data.strip():
+        return f"{path} is empty: no cell has been measured into it yet (run a grid into its folder)"
+    encoding = _encoding_of(data)
+    if encoding:
+        source = encoding.split(" ")[0] if encoding.startswith("UTF") else "WINDOWS-1252"
+        return (f"{path} is {'in ' + encoding if encoding.startswith('UTF') else encoding}: records are UTF-8, "
+                f"one JSON object a line; convert it with: iconv -f {source} -t UTF-8 {path} > results-utf8.jsonl")
+    reasons = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CorruptRecordWarning)
+        if any(True for _ in iter_records(path)):
+            return None
+    reasons = [str(warning.message) for warning in caught if issubclass(warning.category, CorruptRecordWarning)]
+    lines = len([line for line in data.splitlines() if line.strip()])
+    first = reasons[0].split(": skipped: ", 1)[-1] if reasons else "unreadable"
+    return (f"{path} holds {lines} line{'s' if lines != 1 else ''} and no result record "
+            f"(line 1: {first}): it is not a study's results.jsonl")
+
+
+class NoRecordsError(ValueError):
+    """A results file no record can be read from. One line wherever it is raised: the command prints it
+    (exit 2), and IPython shows ``_render_traceback_``'s line in a notebook instead of a traceback."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"error: {self}"]
+
+
+def check_readable(paths: Iterable[str | os.PathLike]) -> None:
+    """NoRecordsError, saying what the file holds, for the first of ``paths`` no record can be read from."""
+    for path in paths:
+        reason = unreadable(path)
+        if reason:
+            raise NoRecordsError(reason)

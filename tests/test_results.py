@@ -3,6 +3,7 @@ import math
 import multiprocessing
 import re
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -210,3 +211,39 @@ def test_skipped_lines_are_said_once_each_and_collected(tmp_path, monkeypatch):
     assert [str(w.message) for w in others] == ["another warning"]  # other warnings shown as before
     with pytest.warns(CorruptRecordWarning):  # outside, the reader warns as before
         read_records(path)
+
+
+def _unreadable_files(tmp_path):
+    import codecs
+    line = '{"schema_version": 2}\n'
+    files = {"empty": b"", "blank": b"\n \n", "values": b'1\n"x"\n[1, 2]\n',
+             "utf16": codecs.BOM_UTF16_LE + line.encode("utf-16-le"),
+             "utf16-no-bom": line.encode("utf-16-le"), "latin1": "{\"caf\xe9\": 1}\n".encode("latin-1")}
+    for name, data in files.items():
+        (tmp_path / f"{name}.jsonl").write_bytes(data)
+    return files
+
+
+@pytest.mark.parametrize("name, words", [
+    ("empty", "is empty: no cell has been measured"), ("blank", "is empty"),
+    ("values", "holds 3 lines and no result record (line 1: not a result record"),
+    ("utf16", "is in UTF-16: records are UTF-8, one JSON object a line; convert it with: iconv -f UTF-16 -t UTF-8"),
+    ("utf16-no-bom", "is in UTF-16 (little-endian, no byte-order mark)"),
+    ("latin1", "is not UTF-8 (perhaps Latin-1 or Windows-1252): records are UTF-8"),
+])
+def test_a_file_no_record_can_be_read_from_is_said_in_one_line(tmp_path, name, words):
+    from bench_utils.results import NoRecordsError, check_readable, unreadable
+    _unreadable_files(tmp_path)
+    reason = unreadable(tmp_path / f"{name}.jsonl")
+    assert words in reason and "\n" not in reason
+    with pytest.raises(NoRecordsError) as raised:
+        check_readable([tmp_path / f"{name}.jsonl"])
+    assert raised.value._render_traceback_() == [f"error: {reason}"]  # a notebook shows this line, no traceback
+
+
+def test_a_file_with_one_readable_record_is_readable(tmp_path):
+    from bench_utils.results import unreadable
+    good = Path(__file__).parent / "fixtures" / "smoke-results.jsonl"
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_bytes(b"not json\n" + good.read_bytes())
+    assert unreadable(good) is None and unreadable(mixed) is None

@@ -23,7 +23,8 @@ import pandas as pd
 
 from ..results import skipped_lines_said
 from . import plots, regressions, selection as slices, tables, why
-from .frame import frame, latest_records, project_paths
+from ..results import check_readable
+from .frame import frame, latest_records, project_paths, results_files
 from .i18n import Catalog
 
 FIELDS = ("environment", "batch_size", "mode", "dtype")
@@ -65,6 +66,7 @@ class Explorer:
 
     def __init__(self, results_paths: Iterable[str | os.PathLike] | str | os.PathLike) -> None:
         self.paths = project_paths(results_paths)
+        check_readable(results_files(self.paths))  # one line, not a KeyError's traceback
         with skipped_lines_said() as skipped:  # each listed below the cell that reads them, counted in the summary
             self.data = frame(latest_records(self.paths))
         self.skipped = skipped

@@ -30,7 +30,7 @@ import nbformat
 
 from ..kernel import KERNEL_NAME, ensure_kernel, register_engine
 from ..paths import PROJECT_ROOT, scrub
-from ..results import CorruptRecordWarning, SkippedLine
+from ..results import CorruptRecordWarning, SkippedLine, check_readable
 from .frame import results_files
 from .i18n import Catalog, available_locales
 
@@ -148,6 +148,7 @@ def render(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike | None
 
     paths = list(paths)
     files = results_files(paths)
+    check_readable(files)  # a file no record can be read from: one line, before any kernel starts
     locales, formats = list(locales), list(formats)
     if not locales:
         raise ValueError(f"no locale given: name one or more of {', '.join(available_locales())}")

@@ -15,8 +15,8 @@ from IPython.display import Image, Markdown, display
 
 from . import context, plots, provenance, tables, why
 from ..measurement import stats
-from ..results import skipped_lines_said
-from .frame import compiled_modes, frame, latest_records, project_paths
+from ..results import check_readable, skipped_lines_said
+from .frame import compiled_modes, frame, latest_records, project_paths, results_files
 from .i18n import Catalog
 from .markdown import environment_label, ltr
 from .render import skipped_lines_metadata
@@ -45,6 +45,7 @@ class ReportView:
         self.catalog = Catalog(locale)
         self.coverage = list(coverage or [])  # per study folder and environment: its grid's cells measured
         self.paths = project_paths(results_paths)
+        check_readable(results_files(self.paths))  # one line in the notebook too, not a KeyError's traceback
         # each listed on stderr (the notebook's, which render hands back), counted on the page
         with skipped_lines_said() as skipped:
             self.records = latest_records(self.paths)

@@ -58,3 +58,19 @@ def test_the_header_says_nothing_of_skipped_lines_where_none_were(monkeypatch):
     monkeypatch.setattr(sections, "display", lambda obj, metadata=None: shown.append(obj.data))
     ReportView([EXAMPLE], "en").header()
     assert "Lines of" not in shown[0] and "skipped" not in shown[0]
+
+
+def test_a_results_file_with_no_record_is_one_line_in_the_notebook_and_the_command(tmp_path):
+    import subprocess
+    import sys
+    from bench_utils.paths import PROJECT_ROOT
+    from bench_utils.results import NoRecordsError
+
+    (tmp_path / "results.jsonl").write_text("")
+    with pytest.raises(NoRecordsError, match="is empty"):
+        ReportView([tmp_path], "en")
+    done = subprocess.run([sys.executable, "-m", "bench_utils", "report", str(tmp_path), "--locales", "en"],
+                          capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=120)
+    assert done.returncode == 2 and done.stderr.strip() == f"error: {tmp_path / 'results.jsonl'} is empty: no cell " \
+        "has been measured into it yet (run a grid into its folder)"
+    assert list(tmp_path.iterdir()) == [tmp_path / "results.jsonl"]  # nothing written
