@@ -22,6 +22,9 @@ KERNEL_NAME = "bench-utils"
 KERNEL_DISPLAY_NAME = "Python (bench-utils)"
 ENGINE_NAME = "bench-utils"
 UNIX_SOCKET_PATH_MAX = 107  # bytes: sun_path holds 108, the last a NUL
+# Where a kernel started in this process writes its own stderr, where set (the report's: its kernel's
+# "[IPKernelApp] ..." lines are not the command's to print); unset, the kernel shares this process's.
+KERNEL_STDERR_ENV = "BENCH_UTILS_KERNEL_STDERR"
 
 
 def ensure_kernel() -> str:
@@ -59,6 +62,13 @@ def register_engine() -> str:
         def _transport_default(self) -> str:
             longest = os.path.splitext(self.connection_file)[0] + "-ipc-99999"  # ports count from 1
             return "ipc" if len(os.fsencode(longest)) <= UNIX_SOCKET_PATH_MAX else "tcp"
+
+        async def _async_launch_kernel(self, kernel_cmd, **kw):
+            target = os.environ.get(KERNEL_STDERR_ENV)
+            if not target:
+                return await super()._async_launch_kernel(kernel_cmd, **kw)
+            with open(target, "ab") as stderr:  # the kernel keeps its own descriptor
+                return await super()._async_launch_kernel(kernel_cmd, **{**kw, "stderr": stderr})
 
     class UnixSocketEngine(NBClientEngine):
         @classmethod

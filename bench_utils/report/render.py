@@ -23,12 +23,13 @@ import dataclasses
 import html
 import os
 from pathlib import Path
+import tempfile
 from typing import Any, Iterable
 import warnings
 
 import nbformat
 
-from ..kernel import KERNEL_NAME, ensure_kernel, register_engine
+from ..kernel import KERNEL_NAME, KERNEL_STDERR_ENV, ensure_kernel, register_engine
 from ..paths import PROJECT_ROOT, scrub
 from ..results import CorruptRecordWarning, SkippedLine, check_readable
 from .frame import results_files
@@ -144,8 +145,6 @@ def render(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike | None
            progress=print, coverage: list[dict[str, Any]] | None = None) -> list[Path]:
     """Write every locale's report; return the paths written. ``coverage``: per study folder and environment,
     its grid's cells and how many are measured (``study.runner.coverage``), said at the top."""
-    import papermill
-
     paths = list(paths)
     files = results_files(paths)
     check_readable(files)  # a file no record can be read from: one line, before any kernel starts
@@ -164,6 +163,31 @@ def render(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike | None
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file, not a folder")
     ensure_kernel()
+    kernel_log = tempfile.NamedTemporaryFile(prefix="report-kernel-", suffix=".log", delete=False)
+    kernel_log.close()
+    os.environ[KERNEL_STDERR_ENV] = kernel_log.name  # the kernels' own lines, not the command's to print
+    try:
+        written = _render_locales(files, out, locales, formats, progress, coverage)
+    except Exception:  # what the kernels said may explain it: kept, and named
+        if Path(kernel_log.name).stat().st_size:
+            progress(f"[report] the report kernels' own output: {kernel_log.name}")
+            kernel_log = None
+        raise
+    finally:
+        os.environ.pop(KERNEL_STDERR_ENV, None)
+        if kernel_log is not None:
+            os.unlink(kernel_log.name)
+    index = out / "index.html"
+    write_atomically(index, index_page(locales, formats).encode("utf-8"))
+    written.append(index)
+    return written
+
+
+def _render_locales(files: list[Path], out: Path, locales: list[str], formats: list[str], progress,
+                    coverage: list[dict[str, Any]] | None) -> list[Path]:
+    """Each locale's notebook executed, then its pages written; the paths written."""
+    import papermill
+
     # Each results folder is named, in what is published, relative to the report's folder.
     folders = {str(f.parent.resolve()): os.path.relpath(f.parent.resolve(), out.resolve()) for f in files}
     folders[str(out.resolve())] = "."
@@ -173,17 +197,20 @@ def render(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike | None
         locale_dir = out / locale
         locale_dir.mkdir(parents=True, exist_ok=True)
         executed = locale_dir / "report.ipynb"
+        running = locale_dir / ".report.ipynb.partial"  # papermill writes as it goes: never the published name
         try:
             papermill.execute_notebook(
-                str(REPORT_NOTEBOOK), str(executed), kernel_name=KERNEL_NAME, engine_name=register_engine(),
+                str(REPORT_NOTEBOOK), str(running), kernel_name=KERNEL_NAME, engine_name=register_engine(),
                 cwd=str(PROJECT_ROOT),
                 parameters={"results_paths": [os.path.relpath(f.resolve(), PROJECT_ROOT) for f in files],
                             "locale": locale, "reference_csv": "", "coverage": coverage or []},
                 progress_bar=False, log_output=False, request_save_on_cell_execute=False)
+            notebook = nbformat.read(running, as_version=4)
         except papermill.PapermillExecutionError:  # written up to the failing cell: what it skipped is said
-            say_skipped_lines(nbformat.read(executed, as_version=4), files, said)
+            say_skipped_lines(nbformat.read(running, as_version=4), files, said)
             raise
-        notebook = nbformat.read(executed, as_version=4)
+        finally:  # an interrupted or failed execution leaves nothing under the locale's folder
+            running.unlink(missing_ok=True)
         say_skipped_lines(notebook, files, said)
         notebook = publishable(notebook, folders)
         notebook.metadata["title"] = catalog.t("title")
@@ -202,7 +229,4 @@ def render(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike | None
             write_atomically(readme, body.encode("utf-8"))
             written.append(readme)
         progress(f"[report] {locale}: " + ", ".join(str(p) for p in written if p.parent == locale_dir))
-    index = out / "index.html"
-    write_atomically(index, index_page(locales, formats).encode("utf-8"))
-    written.append(index)
     return written
