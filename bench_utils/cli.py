@@ -77,7 +77,10 @@ def _cmd_cell(args: argparse.Namespace) -> int:
     from .variants.precision import configure_fp32_math
     from .zoo.loading import load
 
+    from .measurement.devices import resolve_device
+
     check_mode(args.mode)
+    resolve_device(args.device)  # a device this machine lacks: one line naming it and what the machine has
     settings = Settings.from_parameters({name: getattr(args, name) for name in setting_names()})
     config = {**measurement_settings(settings), **configure_fp32_math(settings.tf32),
               **gpu_memory_cap(settings.gpu_memory_gib, args.device)}

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from bench_utils.cli import main
+from bench_utils.paths import PROJECT_ROOT
 
 FAST = ["--size", "64", "--runs", "20", "--rounds", "2", "--min-run-time", "0.2"]
 
@@ -175,3 +176,15 @@ def test_the_cell_commands_setting_flags_keep_each_settings_default():
     assert parsed.profile is True and parsed.keep_traces is False  # on by default: --no-profile turns it off
     off = build_parser().parse_args(["cell", "resnet", "--no-profile", "--keep-traces"])
     assert off.profile is False and off.keep_traces is True
+
+
+@pytest.mark.parametrize("device, words", [("cuda", "device 'cuda': this machine has no CUDA GPU"),
+                                           ("gpu", "unknown device 'gpu'"), ("cuda:7", "cuda:7")])
+def test_a_cell_on_a_device_this_machine_lacks_is_one_line_naming_it_and_what_the_machine_has(device, words):
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    done = subprocess.run([sys.executable, "-m", "bench_utils", "cell", "resnet", "--device", device, "--runs", "2"],
+                          capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=300)
+    assert done.returncode == 2 and words in done.stderr and "this machine has: cpu" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "dtype" not in done.stderr

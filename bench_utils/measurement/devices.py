@@ -27,28 +27,31 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
     except (RuntimeError, TypeError) as exc:
         raise ValueError(
             f"unknown device {device!r}: use one of {', '.join(SUPPORTED_DEVICE_TYPES)} "
-            "(optionally with an index, such as 'cuda:1')"
+            f"(optionally with an index, such as 'cuda:1'); {this_machine_has()}"
         ) from exc
     if resolved.type not in SUPPORTED_DEVICE_TYPES:
         raise ValueError(
             f"device {str(resolved)!r} is not supported: use one of "
-            f"{', '.join(SUPPORTED_DEVICE_TYPES)}"
+            f"{', '.join(SUPPORTED_DEVICE_TYPES)}; {this_machine_has()}"
         )
     if resolved.type == "cuda":
         if not torch.cuda.is_available():
-            raise ValueError(
-                f"device {str(resolved)!r} was asked for but CUDA is not available "
-                "on this machine (torch.cuda.is_available() is False); use device='cpu'"
-            )
+            raise ValueError(f"device {str(resolved)!r}: this machine has no CUDA GPU that torch can use "
+                             f"(torch.cuda.is_available() is False); {this_machine_has()}")
         count = torch.cuda.device_count()
         index = resolved.index if resolved.index is not None else torch.cuda.current_device()
         if not 0 <= index < count:
-            raise ValueError(
-                f"device {str(resolved)!r} does not exist: this machine has {count} CUDA "
-                f"device(s), cuda:0 to cuda:{count - 1}"
-            )
+            raise ValueError(f"device {str(resolved)!r} does not exist; {this_machine_has()}")
         resolved = torch.device("cuda", index)
     return resolved
+
+
+def this_machine_has() -> str:
+    """The devices a measurement can use here, said in words: "this machine has: cpu, cuda:0 (NVIDIA H200)"."""
+    found = ["cpu"]
+    if torch.cuda.is_available():
+        found += [f"cuda:{index} ({torch.cuda.get_device_name(index)})" for index in range(torch.cuda.device_count())]
+    return "this machine has: " + ", ".join(found)
 
 
 def indexed(device: str | torch.device) -> torch.device:

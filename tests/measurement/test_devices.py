@@ -14,8 +14,9 @@ def test_cpu_and_default():
 @pytest.mark.parametrize("bad, message", [("gpu", "unknown device"), ("meta", "not supported"),
                                           ("cuda:99", "cuda")])
 def test_bad_devices(bad, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ValueError, match=message) as raised:
         resolve_device(bad)
+    assert "this machine has: cpu" in str(raised.value) and "\n" not in str(raised.value)
 
 
 @pytest.mark.cuda
