@@ -147,6 +147,9 @@ class Runner:
             self.run_id = lease.run_id
             if self.grid_file is not None:  # the run has started: the folder now keeps the grid it runs
                 keep_grid_copy(self.grid_file, self.out_dir)
+            # a runner killed outright (SIGKILL) left its kernels' progress files: this run holds the lease now
+            for stale in (*self.out_dir.glob("logs/*.progress"), *self.out_dir.glob("logs/*.progress.partial")):
+                stale.unlink(missing_ok=True)
             pending, resumed = self.pending()
             tally = RunOutcome(resumed=resumed, total=len(self.grid.cells))
             if not pending:

@@ -533,3 +533,11 @@ def test_a_refused_or_failed_run_leaves_the_study_folders_grid_as_it_was(tmp_pat
     other.run()  # it really runs now: its grid is the folder's, the first kept beside it
     assert (study / "grid.yaml").read_text() == second.read_text()
     assert [path.read_text() for path in study.glob("grid.*.yaml")] == [first.read_text()]
+
+
+def test_progress_files_a_killed_runner_left_are_gone_after_the_next_run(tmp_path):
+    (tmp_path / "logs").mkdir()
+    for name in ("image-classification__resnet__float32__cpu.1.progress", "x.2.progress.partial"):
+        (tmp_path / "logs" / name).write_text('{"compile_mode": "eager", "batch_size": 1}')
+    run(tmp_path, FakeNotebook())
+    assert not list((tmp_path / "logs").glob("*.progress*"))
