@@ -56,7 +56,7 @@ def verdict_line(row: pd.Series, catalog: Catalog) -> str:
 
 def _summary(table: pd.DataFrame, catalog: Catalog, tolerance: float) -> str:
     counts = table["verdict"].value_counts()
-    return catalog.t("reproduce_summary", cells=len(table), same=int(counts.get("same", 0)),
+    return catalog.plural("reproduce_summary", len(table), cells=len(table), same=int(counts.get("same", 0)),
                      faster=int(counts.get("improvement", 0)), slower=int(counts.get("regression", 0)),
                      inconclusive=int(counts.get("inconclusive", 0)), tolerance=catalog.percent(tolerance))
 

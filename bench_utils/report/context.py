@@ -28,8 +28,9 @@ def methodology_text(data: pd.DataFrame, catalog: Catalog) -> str:
     return catalog.t(
         "methodology_text",
         timer="; ".join(catalog.t(f"timer_{timer}") for timer in timers),
-        warmup=ltr(", ".join(str(int(v)) for v in sorted(set(ok["warmup"].dropna()))), catalog),
-        runs=ltr(", ".join(str(int(v)) for v in sorted(set(ok["runs"].dropna()))), catalog),
+        # several studies' figures: "20 or 50", never "20, 50" (which reads as one number)
+        warmup=catalog.alternatives([ltr(str(int(v)), catalog) for v in sorted(set(ok["warmup"].dropna()))]),
+        runs=catalog.alternatives([ltr(str(int(v)), catalog) for v in sorted(set(ok["runs"].dropna()))]),
         # records written before the request was resolved may say "auto": shown as written
         weights="; ".join(catalog.t(f"weights_{w}") if f"weights_{w}" in catalog.messages
                           else ltr(str(w), catalog) for w in weights))

@@ -59,6 +59,11 @@ class Catalog:
             raise KeyError(f"locale {self.locale!r} has no message {key!r}") from None
         return message.format(**values) if values else message
 
+    def plural(self, key: str, number: int, **values) -> str:
+        """``t(key)`` where ``number`` is not 1, ``t(key + "_one")`` where it is and the catalog has it ("1 cell")."""
+        one = f"{key}_one"
+        return self.t(one if number == 1 and one in self.messages else key, **values)
+
     def mode_name(self, mode: str, code: Callable[[str], str] = str) -> str:
         """A compile mode (torch.compile's ``mode=``, or eager) in the locale's words, with the
         option's own name kept recognisable (``code`` wraps it, e.g. to keep it left-to-right);

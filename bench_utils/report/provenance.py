@@ -38,7 +38,7 @@ def coverage_lines(coverage: Iterable[dict[str, Any]], catalog: Catalog) -> list
                          cells=ltr(catalog.number(item["cells"], 0), catalog),
                          grid=ltr(str(item["grid"]), catalog), folder=ltr(f"`{item['folder']}`", catalog))
         if item.get("from_pairs"):  # eager cells no record of their own holds
-            line += " " + catalog.t("coverage_from_pairs", count=ltr(catalog.number(item["from_pairs"], 0), catalog))
+            line += " " + catalog.plural("coverage_from_pairs", item["from_pairs"], count=ltr(catalog.number(item["from_pairs"], 0), catalog))
         lines.append(line)
     return lines
 
@@ -54,7 +54,7 @@ def measured_before_switch_calls(data: pd.DataFrame, catalog: Catalog) -> str | 
         return None
     names = sorted({f"{label} {batch} ({mode})" for label, batch, mode in
                     zip(before["label"], before["batch_size"], before["mode"])})
-    return catalog.t("measured_before_switch_calls", count=ltr(catalog.number(len(before), 0), catalog),
+    return catalog.plural("measured_before_switch_calls", len(before), count=ltr(catalog.number(len(before), 0), catalog),
                      cells=ltr(", ".join(names), catalog))
 
 
@@ -96,7 +96,7 @@ def correction_lines(corrections: Iterable[dict[str, Any]], records: list[dict[s
         if not concerned:
             continue
         values = sorted({str(_field(record, item["field"])) for record in concerned})
-        lines.append(catalog.t(f"correction_{item['reason']}", field=ltr(f"`{item['field']}`", catalog),
+        lines.append(catalog.plural(f"correction_{item['reason']}", len(concerned), field=ltr(f"`{item['field']}`", catalog),
                                count=ltr(catalog.number(len(concerned), 0), catalog),
                                value=ltr(", ".join(f"`{value[:12]}`" for value in values), catalog)))
     return lines

@@ -53,7 +53,7 @@ def test_a_field_a_study_folder_says_is_wrong_is_said_wrong_and_the_records_stay
                                              "  reason: enclosing_repository\n")
     [line] = provenance.correction_lines(provenance.read_corrections([folder]), latest_records([folder]),
                                          Catalog("en"))
-    assert " in 1 records" in line
+    assert " in 1 record (" in line  # one: the singular
 
 
 def test_a_correction_file_that_is_not_a_list_of_entries_is_refused_naming_it(tmp_path):
