@@ -179,7 +179,18 @@ class ComputeBlock(TypedDict, total=False):
 
 
 class EnergySide(TypedDict, total=False):
+    """One side's energy (``study.cell.memory_and_energy``): the probe's report (``measurement.power.REPORT_KEYS``)
+    and the window's rule and outcome; records before the window was sized by its steps have ``window_min_s``
+    (5 s) and none of ``steps`` to ``idle_power_w``."""
+
     joules_per_inference: float | None
+    duration_s: float | None         # the window integrated, step to step of the counter
+    steps: int | None                # the counter's steps in it
+    power_rel_se: float | None       # the mean power's relative standard error over them (8 samples or more)
+    power_rel_ci95: float | None     # its 95 % half-width
+    window_stopped_by: str | None    # power_rel_se, steps_max, time_limit, fixed_window
+    idle_gaps_s: float | None        # idle gaps among the calls, their energy taken out at idle_power_w
+    idle_power_w: float | None
 
 
 class EnergyBlock(TypedDict, total=False):

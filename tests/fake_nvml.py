@@ -56,10 +56,13 @@ class SteppedEnergyGpu:
     every ``step_s`` (from ``phase_s`` on), and each step adds the mean power of only the last
     ``duty`` of its period, times the period. The true power is known: ``busy_w(t, phase)`` while
     a call runs (``phase`` in [0, 1) through the call), ``idle_w`` between. Its clock (``now``,
-    ``sleep``) is the only one the probe sees; ``run_calls`` is the work, back to back."""
+    ``sleep``) is the only one the probe sees; ``run_calls`` is the work, back to back.
+    ``step_factor``, called once a step, multiplies what that step adds: noise in the sampled power
+    (``1 + sd * gauss()``), or given factors (``iter([...]).__next__``)."""
 
-    def __init__(self, busy_w, *, idle_w=70.0, step_s=0.1, duty=0.25, phase_s=0.0, dt=1e-4):
+    def __init__(self, busy_w, *, idle_w=70.0, step_s=0.1, duty=0.25, phase_s=0.0, dt=1e-4, step_factor=None):
         self.busy_w, self.idle_w, self.step_s, self.duty, self.dt = busy_w, idle_w, step_s, duty, dt
+        self.step_factor = step_factor
         self.time = 0.0
         self.runs, self.starts = [], []   # (start, calls, call_s) of each run, in time order; its start
         self.next_step = phase_s + step_s
@@ -99,7 +102,8 @@ class SteppedEnergyGpu:
         """The counter now: every step up to now, each from its sampled part only."""
         while self.next_step <= self.time:
             sampled_s = self.duty * self.step_s
-            self.counter_j += self.energy_j(self.next_step - sampled_s, self.next_step) / sampled_s * self.step_s
+            added = self.energy_j(self.next_step - sampled_s, self.next_step) / sampled_s * self.step_s
+            self.counter_j += added * (self.step_factor() if self.step_factor else 1.0)
             self.next_step += self.step_s
         return int(self.counter_j * 1000)
 

@@ -9,33 +9,55 @@
 - ``region_s``: wall time of the region, entry to exit (the work's time).
 - ``aligned``, ``counter_step_s``: with ``align=True`` the window starts and ends on steps
   of the counter (below); ``counter_step_s`` is the counter's refresh period, measured then.
+- ``steps``, ``power_rel_se``, ``power_rel_ci95`` (aligned windows): the counter's steps in the
+  window, and the uncertainty of the mean power from their spread (below, "Steps as samples").
+- ``idle_power_w`` (aligned): the power of the step that starts the window, the GPU idle since
+  entry (synchronized, then polled): what a short idle gap in the work draws, about.
 - ``nvml_device``: how NVML's device was found (``nvml_device.nvml_handle``: by UUID).
 - ``sm_clock_mhz_*``, ``temperature_c_*``, ``throttle_reasons_*`` at start and end:
   whether the GPU ran at full clock or was capped (power, thermal) while timed.
 
 The counter covers the whole board, other processes included. It moves in steps (about
-100 ms on A100 and H100), and each step adds the power of only part of its period (about
-25 ms of 100 on A100/H100: Yang et al., "Part-time Power Measurements", arXiv:2312.02741).
-Read at arbitrary times it is off by up to a step at each end: 20 % of a 0.5 s region. So
-``align=True`` polls it (every ``POLL_S``) at entry until it steps, twice (the second gap
-is ``counter_step_s``), and starts the region on that step. At exit the value read is that
-of the counter's last step before it, taken while the work ran; polling on until the next
-step dates that last one (one period earlier). The window runs from step to step: the
-energy is exactly what the counter integrated over it. What is left is the partial
-sampling, which averages out over many steps (use regions of seconds); the work must run
-up to the exit. Per call: ``per_inference``, mean power times the region's time. The device
-is synchronized at entry (earlier queued work stays out) and at exit, before the counter is
-read (all the region's work is in). The end readings follow that synchronize, so "GpuIdle"
-among the end reasons is expected.
+100 ms on A100 and H100, 100 ms on the H200), and each step adds the power of only part of its
+period (about 25 ms of 100 on A100/H100: Yang et al., "Part-time Power Measurements",
+arXiv:2312.02741). Read at arbitrary times it is off by up to a step at each end: 20 % of a
+0.5 s region. So ``align=True`` polls it (every ``POLL_S``) at entry until it steps, twice (the
+second gap is ``counter_step_s``), and starts the region on that step (a counter that does not
+step within ``STEP_TIMEOUT_S``: unaligned, with a note, the region starting after the wait). At
+exit the value read is that of the counter's last step before it, taken while the work ran;
+polling on until the next step dates that last one (one period earlier; below, the period
+averaged over the window where the steps were counted). The window runs from step to step: the
+energy is exactly what the counter integrated over it. What is left is the partial sampling,
+which averages out over many steps (how far, ``power_rel_se`` says); the work must run up to
+the exit. Per call: ``per_inference``, mean power times the region's time. The device is
+synchronized at entry (earlier queued work stays out) and at exit, before the counter is read
+(all the region's work is in). The end readings follow that synchronize, so "GpuIdle" among the
+end reasons is expected.
+
+Steps as samples. Each step's increment is the power of the part of its period the counter
+sampled, times the period: one sample of the power. ``observe()``, called between pieces of the
+work (the reads cost microseconds), credits the increment seen since the last read to the steps
+it holds: one where the reads came less than ``SINGLE_STEP_SHARE`` of a step apart (no two steps
+fit), else as many as the period puts there (``known_step_s``, the caller's where it knows the
+period better, else ``counter_step_s``). The exit's read is credited the same way, so the
+samples add up to ``energy_j``. ``power_rel_se`` is the relative standard error of the mean
+power over them (the ratio estimator: increments over the steps they hold), ``power_rel_ci95``
+its 95 % half-width (Student's t, samples - 1 degrees of freedom). Where every step was seen
+alone (or, with ``known_step_s``, counted by it from the span), the window's end is dated by the
+period averaged over the whole window ((next step - start) / (steps + 1), ``mean_step_s``), not
+by the one measured at entry: on the H200 that one strayed from the counter's 100 ms by -11 %
+to +5 %, 1 % of a one-second window.
 
 On a CPU, or where NVML is missing or refuses, every field is None, never 0.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
+from scipy import stats as scipy_stats
 import torch
 
 from .devices import resolve_device, synchronize
@@ -47,6 +69,9 @@ _sleep = time.sleep
 
 POLL_S = 0.001          # between reads of the counter while waiting for its step
 STEP_TIMEOUT_S = 1.0    # a counter that does not step within this is not refreshed: no alignment
+# Reads less than this share of the measured step apart hold at most one step. The measured step
+# strays from the true one (the H200's 100 ms counter was measured at 89 to 105 ms); 3/4 leaves room.
+SINGLE_STEP_SHARE = 0.75
 
 # Prefixes of pynvml's reason bit constants: the current names, then the older ones
 # (which also hold bits the newer set lacks in some releases, e.g. BoardLimit).
@@ -56,6 +81,7 @@ _NOT_REASONS = {"None", "All", "UserDefinedClocks"}
 
 REPORT_KEYS = (
     "device", "nvml_device", "energy_j", "duration_s", "mean_power_w", "region_s", "aligned", "counter_step_s",
+    "steps", "power_rel_se", "power_rel_ci95", "idle_power_w",
     "sm_clock_mhz_start", "sm_clock_mhz_end", "temperature_c_start", "temperature_c_end",
     "throttle_reasons_start", "throttle_reasons_end", "note",
 )
@@ -105,7 +131,9 @@ class EnergyProbe:
     """``with EnergyProbe(device) as probe: ...``; then ``probe.report`` (keys: ``REPORT_KEYS``).
 
     ``nvml`` replaces the ``pynvml`` module (tests pass a fake); by default it is
-    imported on entry. ``align``: integrate from step to step of the energy counter (module docstring).
+    imported on entry. ``align``: integrate from step to step of the energy counter (module docstring);
+    then ``observe()`` between pieces of the work makes each step a sample of the power, and
+    ``known_step_s``, set after entry, is a period known better than the one measured there.
     """
 
     def __init__(self, device: str | torch.device | None = None, *, nvml: Any = None,
@@ -119,6 +147,15 @@ class EnergyProbe:
         self._lookup: str | None = None
         self._notes: list[str] = []
         self.counter_step_s: float | None = None  # the counter's period, measured at an aligned entry
+        self.steps = 0                            # the counter's steps credited since the start (aligned)
+        self._samples: list[tuple[int, int]] = []  # (increment in mJ, steps it holds), in order
+        self._one_by_one = True                   # every step credited alone (reads under a step apart)
+        self.mean_step_s: float | None = None     # the period averaged over the window, where its steps were counted
+        self.known_step_s: float | None = None    # the caller's: the period known better than ``counter_step_s``
+        self.idle_power_w: float | None = None    # the power of the step before the window, the GPU idle (aligned)
+        self._idle_mj: int | None = None
+        self._last_value: int | None = None       # the counter at the last read (aligned)
+        self._last_read = 0.0
 
     # --- NVML access -------------------------------------------------------------
 
@@ -202,6 +239,55 @@ class EnergyProbe:
                 return None
             before = now
 
+    # --- steps as samples of the power (aligned windows) -------------------------------
+
+    def observe(self) -> None:
+        """Read the counter now: the increment since the last read, if it stepped, is one sample
+        of the power, credited to the steps it holds (module docstring). Aligned windows only."""
+        if self.counter_step_s is None:
+            return
+        value = self._energy_mj()
+        if value is not None:
+            self._credit(value, _now())
+
+    def _credit(self, value: int, now: float) -> None:
+        if value != self._last_value:
+            if now - self._last_read < SINGLE_STEP_SHARE * self.counter_step_s:
+                held = 1
+            else:  # a read interval that may hold several: the steps the period puts since the last
+                held = max(1, int((now - self._time_start) / self._period_s()) - self.steps)
+                self._one_by_one = False
+            self._samples.append((value - self._last_value, held))
+            self.steps += held
+            self._last_value = value
+        self._last_read = now
+
+    def _period_s(self) -> float:
+        return self.known_step_s or self.counter_step_s
+
+    @property
+    def samples(self) -> int:
+        """The increments credited so far: samples of the power (one a step where counted one by one)."""
+        return len(self._samples)
+
+    @property
+    def power_rel_se(self) -> float | None:
+        """Relative standard error of the mean power over the steps credited so far (the ratio
+        estimator: increments over the steps they hold); None under two samples."""
+        n = len(self._samples)
+        energy = sum(increment for increment, _ in self._samples)
+        if n < 2 or energy <= 0:
+            return None
+        per_step = energy / sum(held for _, held in self._samples)
+        spread = sum((increment - per_step * held) ** 2 for increment, held in self._samples) / (n - 1)
+        return math.sqrt(spread / n) / (energy / n)
+
+    @property
+    def power_rel_ci95(self) -> float | None:
+        """The 95 % half-width of the mean power, relative: ``power_rel_se`` times Student's t."""
+        se = self.power_rel_se
+        return None if se is None else se * float(scipy_stats.t.ppf(0.975, len(self._samples) - 1))
+
     @property
     def counting(self) -> bool:
         """Whether the energy counter was read at the start: else the region measures no energy."""
@@ -216,6 +302,8 @@ class EnergyProbe:
     def __enter__(self) -> "EnergyProbe":
         self._notes = []
         self.counter_step_s = None
+        self.steps, self._samples, self._one_by_one, self.mean_step_s = 0, [], True, None
+        self.idle_power_w = self._idle_mj = None
         self._open()
         if self._handle is not None:
             synchronize(self.device)
@@ -227,7 +315,22 @@ class EnergyProbe:
             second = self._next_step(first[0]) if first is not None else None
             if second is not None:
                 (self._energy_start, self._time_start), self.counter_step_s = second, second[1] - first[1]
+                self._last_value, self._last_read = self._energy_start, self._time_start
+                self._idle_mj = second[0] - first[0]  # the step that starts the window: the GPU idle since entry
+            else:  # not aligned: the region starts now, the idle wait for a step left out of it
+                self._energy_start, self._time_start = self._energy_mj(), _now()
         return self
+
+    def _window_end(self, after_s: float) -> float:
+        """When the window's last step came, from ``after_s``, the step after it: with the steps counted (one by
+        one, or by a period known better), the period averaged over the window; else the one measured at entry."""
+        span = after_s - self._time_start
+        if not self._one_by_one and self.known_step_s:
+            self.steps = max(1, round(span / self.known_step_s) - 1)  # several steps a read: counted by that period
+        elif not self._one_by_one:
+            return after_s - self.counter_step_s
+        self.mean_step_s = span / (self.steps + 1)
+        return self._time_start + self.steps * self.mean_step_s
 
     def __exit__(self, *exc_info: Any) -> None:
         energy_end = time_end = region_end = None
@@ -238,9 +341,10 @@ class EnergyProbe:
                 energy_end = self._energy_mj()
                 time_end = region_end = _now()
             if energy_end is not None and self.counter_step_s is not None:
+                self._credit(energy_end, region_end)
                 after = self._next_step(energy_end)  # the step after exit dates the last one before it
                 if after is not None:
-                    time_end, aligned = after[1] - self.counter_step_s, True
+                    time_end, aligned = self._window_end(after[1]), True
         end = self._state()
         report: dict[str, Any] = dict.fromkeys(REPORT_KEYS)
         report["device"] = str(self.device)
@@ -248,6 +352,9 @@ class EnergyProbe:
         if self.align and self._handle is not None:
             report["aligned"] = aligned
             report["counter_step_s"] = self.counter_step_s
+            if self._idle_mj is not None:
+                self.idle_power_w = self._idle_mj / 1000.0 / (self.mean_step_s or self._period_s())
+            report["idle_power_w"] = self.idle_power_w
         for name, value in self._start.items():
             report[f"{name}_start"] = value
         for name, value in end.items():
@@ -263,6 +370,9 @@ class EnergyProbe:
             else:
                 report.update(energy_j=energy_j, duration_s=duration_s, mean_power_w=energy_j / duration_s,
                               region_s=region_end - self._time_start)
+                if self.counter_step_s is not None:
+                    report.update(steps=self.steps, power_rel_se=self.power_rel_se,
+                                  power_rel_ci95=self.power_rel_ci95)
         report["note"] = "; ".join(self._notes) or None
         self.report = report
         if self._nvml is not None:

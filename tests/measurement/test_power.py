@@ -1,7 +1,9 @@
+import statistics
 import sys
 
 import pynvml as real_pynvml
 import pytest
+from scipy import stats as scipy_stats
 import torch
 
 from fake_nvml import UUIDS, SteppedEnergyGpu, make_fake_pynvml
@@ -252,6 +254,65 @@ def test_aligned_window_runs_from_step_to_step_of_the_counter(stepped):
     assert report["mean_power_w"] == pytest.approx(400.0, rel=0.01)
     assert report["region_s"] == pytest.approx(0.486, abs=1e-3)
     assert per_inference(report, 20) == pytest.approx(400.0 * 0.0243, rel=0.01)
+    # not observed: the exit's read holds the four steps, counted by the period measured at entry; one sample
+    assert report["steps"] == 4 and report["power_rel_se"] is None and report["power_rel_ci95"] is None
+    assert report["idle_power_w"] == pytest.approx(100.0, rel=1e-3)  # the step that starts the window: idle
+
+
+def test_steps_seen_one_by_one_are_samples_of_the_power(stepped):
+    # what each step adds, times: the two of the alignment (idle), then seven of the window, then the exit's next
+    factors = [1.0, 1.2, 1.0, 1.1, 0.9, 1.05, 0.95, 1.0, 0.97, 1.0]
+    gpu = SteppedEnergyGpu(lambda t, phase: 400.0, idle_w=70.0, phase_s=0.0371, step_factor=iter(factors).__next__)
+    with EnergyProbe("cuda:0", nvml=stepped(gpu), align=True) as probe:
+        for _ in range(38):  # 0.76 s of calls in chunks of 20 ms, the counter read after each
+            gpu.run_calls(4, 0.005)
+            probe.observe()
+        assert probe.steps == probe.samples == 7
+    report, window = probe.report, factors[2:9]
+    assert report["steps"] == 7 and report["energy_j"] == pytest.approx(40.0 * sum(window), abs=0.01)
+    assert report["duration_s"] == pytest.approx(0.7, abs=1e-3) and report["aligned"] is True
+    rel_se = statistics.stdev(window) / len(window) ** 0.5 / statistics.fmean(window)
+    assert report["power_rel_se"] == pytest.approx(rel_se, rel=1e-3)
+    assert report["power_rel_ci95"] == pytest.approx(rel_se * scipy_stats.t.ppf(0.975, 6), rel=1e-3)
+    assert report["idle_power_w"] == pytest.approx(70.0 * factors[1], rel=1e-3)
+    assert probe.mean_step_s == pytest.approx(0.1, abs=2e-4)
+
+
+def _first_step_late(gpu, late_s):
+    """The counter shows its first step ``late_s`` late: the step measured at entry is short by that much, as the
+    H200's strayed (89 to 105 ms for a counter of exactly 100 ms)."""
+    first, before, stepping = gpu.next_step, int(gpu.counter_j * 1000), gpu.energy_mj
+    gpu.energy_mj = lambda: before if first <= gpu.time < first + late_s else stepping()
+    return gpu
+
+
+@pytest.mark.parametrize("observed", [True, False])
+def test_steps_counted_date_the_end_by_their_mean_period_not_the_entrys(stepped, observed):
+    gpu = _first_step_late(SteppedEnergyGpu(lambda t, phase: 400.0, phase_s=0.0371), 0.011)
+    with EnergyProbe("cuda:0", nvml=stepped(gpu), align=True) as probe:
+        for _ in range(38):
+            gpu.run_calls(4, 0.005)
+            if observed:
+                probe.observe()
+    report = probe.report
+    assert report["counter_step_s"] == pytest.approx(0.089, abs=2e-3)
+    assert report["energy_j"] == pytest.approx(7 * 40.0, abs=0.01)
+    if observed:  # seven steps seen one by one: the window dated by their mean period
+        assert report["steps"] == 7 and report["duration_s"] == pytest.approx(0.7, abs=1e-3)
+    else:  # one read at the exit: dated by the period measured at entry, 11 ms off (1.6 % of this window)
+        assert report["duration_s"] == pytest.approx(0.711, abs=2e-3)
+
+
+def test_a_period_known_better_counts_the_steps_of_long_reads(stepped):
+    gpu = _first_step_late(SteppedEnergyGpu(lambda t, phase: 400.0, phase_s=0.0371), 0.011)
+    with EnergyProbe("cuda:0", nvml=stepped(gpu), align=True) as probe:
+        probe.known_step_s = 0.1  # the caller's, from an earlier window
+        for _ in range(4):  # calls of 240 ms: a read holds two or three steps
+            gpu.run_calls(1, 0.24)
+            probe.observe()
+    report = probe.report
+    assert probe.samples == 4 and report["steps"] == 9 and report["energy_j"] == pytest.approx(9 * 40.0, abs=0.01)
+    assert report["duration_s"] == pytest.approx(0.9, abs=1e-3)
 
 
 def test_a_counter_that_does_not_step_is_not_aligned_and_says_so(stepped):
@@ -271,3 +332,4 @@ def test_unaligned_probe_reports_no_alignment_fields(log):
         pass
     assert probe.report["aligned"] is None and probe.report["counter_step_s"] is None
     assert probe.report["energy_j"] == 1.0 and probe.report["region_s"] == probe.report["duration_s"]
+    assert all(probe.report[key] is None for key in ("steps", "power_rel_se", "power_rel_ci95", "idle_power_w"))

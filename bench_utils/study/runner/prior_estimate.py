@@ -13,7 +13,8 @@ device's peaks are the datasheets' (``measurement.peaks``). One call takes
 
 and a cell adds what ``study.cell`` does around its timed runs: the FLOP count (one eager call under a
 dispatch mode), the accuracy gate (an eager call, a float64 call on the float64 units, a compiled call),
-the memory probe of each side (``cell.memory_and_energy.MEMORY_CALLS`` calls), the energy windows (CUDA only),
+the memory probe of each side (``cell.memory_and_energy.MEMORY_CALLS`` calls), the energy windows (CUDA only:
+8 to 11 steps of NVML's 100 ms counter a side, with the polling for the steps at their ends),
 a compiled cell's profile (``PROFILED_CALLS`` calls of each side and the profiler's own cost),
 the cold compile (and the warm one at the first batch size of a mode) and the timed calls (warm-up and
 runs, both sides for a compiled cell). A kernel adds its start and the model build. Every rate is an
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 import json
+import math
 from pathlib import Path
 import statistics
 from typing import Any, Iterable
@@ -43,7 +45,12 @@ MODEL_COSTS = Path(__file__).with_name("data") / "model_costs.json"
 MODE_COMPILE_FACTOR = {"default": 1.0, "reduce-overhead": 1.2, "max-autotune": 4.0,
                        "max-autotune-no-cudagraphs": 4.0, "aot-inductor": 1.5}
 MEMORY_CALLS = 3              # cell.memory_and_energy.MEMORY_CALLS (tests check they agree)
-ENERGY_WINDOW_S = 5.0         # per side: cell.memory_and_energy.ENERGY_WINDOW_S (tests check they agree)
+ENERGY_STEPS_MIN = 8          # a side's energy window in steps of the counter, fewest and most:
+ENERGY_STEPS_MAX = 11         # cell.memory_and_energy's ENERGY_STEPS_MIN and _MAX (tests check they agree)
+ENERGY_CHUNK_S = 0.02         # calls between reads of the counter: cell.memory_and_energy.ENERGY_CHUNK_MS (checked)
+COUNTER_STEP_S = 0.1          # NVML's energy counter steps every 100 ms on A100, H100 and H200 (the H200's records)
+ENERGY_POLL_STEPS = 2.5       # a side's polling beside its window: the wait for a step at entry (half a step on
+                              # average) and the step after it (measured), then the step after the exit (dates the last)
 PROFILED_CALLS = 4            # per side of a compiled cell: measurement.work_profile's WARMUP + CALLS (tests check)
 PROFILE_SIDE_S = 0.3          # the profiler's start, stop and event reduction per side (an assumption: ResNet-50's
                               # two sides cost 0.65 s on this project's CPU machine, 0.2 s of it its 8 calls)
@@ -89,6 +96,7 @@ class Assumptions:
     warm_compile_share: float    # a warm compile (the FX graph cache hit) over a cold one
     start_s: float               # kernel boot: papermill, ipykernel, torch import, CUDA context
     build_factor: float          # a GPU host's model build over this CPU's
+    energy_steps: float          # counter steps in a side's energy window: 8 where the power is steady, up to 11
 
 
 # Rates: the guide's published A100, V100 and T4 latencies (torch 2.0.1; ResNet-50 at batch 1 eager: 6.5 ms
@@ -97,10 +105,11 @@ class Assumptions:
 # 25 % on the geometric mean (tests/study/runner/test_prior_estimate.py checks it). The compile factor: the
 # table's CPU compiled on 2 shared cores with Inductor's C++ backend (ViT-B/16 in 98 s), a GPU host compiles
 # on many cores with Triton kernels built in parallel workers (a ResNet in ~15 s on an A100 host in
-# pytorch/pytorch#103453, 2023): a third of the CPU's time, from a seventh to as long.
-OPTIMISTIC = Assumptions(0.7, 0.8, 8e-6, 0.3, 0.03, 2e-6, 0.35, 0.15, 0.2, 10.0, 0.5)
-TYPICAL = Assumptions(0.35, 0.6, 20e-6, 0.5, 0.08, 4e-6, 0.5, 0.35, 0.35, 20.0, 1.0)
-PESSIMISTIC = Assumptions(0.15, 0.35, 35e-6, 0.8, 0.2, 8e-6, 0.7, 1.0, 0.6, 40.0, 2.0)
+# pytorch/pytorch#103453, 2023): a third of the CPU's time, from a seventh to as long. Energy windows: the fewest
+# steps to the most, the point a step above the fewest (an assumption until records of ``energy.*.steps``).
+OPTIMISTIC = Assumptions(0.7, 0.8, 8e-6, 0.3, 0.03, 2e-6, 0.35, 0.15, 0.2, 10.0, 0.5, ENERGY_STEPS_MIN)
+TYPICAL = Assumptions(0.35, 0.6, 20e-6, 0.5, 0.08, 4e-6, 0.5, 0.35, 0.35, 20.0, 1.0, ENERGY_STEPS_MIN + 1)
+PESSIMISTIC = Assumptions(0.15, 0.35, 35e-6, 0.8, 0.2, 8e-6, 0.7, 1.0, 0.6, 40.0, 2.0, ENERGY_STEPS_MAX)
 ENDS = (OPTIMISTIC, TYPICAL, PESSIMISTIC)
 
 
@@ -195,6 +204,13 @@ class Prior:
 
     # --- one cell, one kernel start -----------------------------------------------------
 
+    @staticmethod
+    def energy_side_seconds(call_s: float, steps: float) -> float:
+        """One side's energy window (``cell.memory_and_energy``): ``steps`` of the counter in whole chunks of calls
+        (a call longer than a chunk is one), and the polling for the steps at its ends."""
+        chunk_s = max(call_s, ENERGY_CHUNK_S)
+        return math.ceil(steps * COUNTER_STEP_S / chunk_s - 1e-9) * chunk_s + ENERGY_POLL_STEPS * COUNTER_STEP_S
+
     def cpu_compile_seconds(self, row: dict[str, Any]) -> float:
         """The table's cold compile on its CPU; where it was not measured, the median seconds per eager
         operator of the models where it was, times this model's operators."""
@@ -213,9 +229,11 @@ class Prior:
         flop_count = eager + row["eager_ops"] * FLOP_COUNT_S_PER_OP
         calls = shape.warmup + shape.runs
         memory = MEMORY_CALLS * eager + 0.5
+        energy = self.energy_side_seconds(eager, ends.energy_steps)
         if shape.compile_mode == CompileMode.EAGER:
-            return flop_count + calls * eager + memory + ENERGY_WINDOW_S + CELL_OVERHEAD_S
+            return flop_count + calls * eager + memory + energy + CELL_OVERHEAD_S
         compiled = self.call_seconds(shape, shape.compile_mode, ends)
+        energy += self.energy_side_seconds(compiled, ends.energy_steps)
         if shape.compile_mode in CUDA_GRAPH_MODES:
             calls = max(shape.warmup, 2) + shape.runs  # study.cell: replays settle after recording
         cold = (self.cpu_compile_seconds(row) * ends.compile_factor
@@ -224,7 +242,7 @@ class Prior:
         gate = eager + self.fp64_call_seconds(shape, ends) + compiled
         profile = PROFILED_CALLS * (eager + compiled) + 2 * PROFILE_SIDE_S
         return (flop_count + gate + 2 * memory + compile_s + calls * (eager + compiled)
-                + 2 * ENERGY_WINDOW_S + profile + CELL_OVERHEAD_S)
+                + energy + profile + CELL_OVERHEAD_S)
 
     def raw_cell(self, shape: CellShape, shares_pairs: bool = False, warm: bool = True) -> Span | None:
         """The uncalibrated prior of one cell; None where the model or dtype has no figures."""

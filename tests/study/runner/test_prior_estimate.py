@@ -13,7 +13,7 @@ ROW = {"conv_gflops_per_image": 0.0, "conv_gflops_fixed": 0.0, "other_gflops_per
        "build_s_cpu": 2.0, "cold_compile_s_cpu": 30.0}
 HALF = Assumptions(flop_efficiency=0.5, bandwidth_efficiency=0.5, host_s_per_kernel=10e-6, fused_kernel_share=0.5,
                    graph_kernel_share=0.05, device_s_per_kernel=1e-6, compiled_traffic=0.5, compile_factor=1.0,
-                   warm_compile_share=0.5, start_s=10.0, build_factor=1.0)
+                   warm_compile_share=0.5, start_s=10.0, build_factor=1.0, energy_steps=8)
 H100_ENV = {"torch_version": "2.11.0", "driver_version": "580.1",
             "gpus": [{"index": 0, "name": "NVIDIA H100 80GB HBM3"}]}
 
@@ -83,6 +83,23 @@ def test_a_cell_counts_what_the_cell_does_around_its_timed_runs():
     assert prior.raw_cell(CellShape("not-in-table", 1, "default", "float32", "default", 300, 10)) is None
 
 
+def test_a_compiled_cells_energy_windows_cost_under_3_seconds_on_a_100_ms_counter(monkeypatch):
+    side = Prior.energy_side_seconds
+    assert side(0.005, 8) == pytest.approx(0.8 + 0.25)  # 40 chunks of 20 ms, and 2.5 steps of polling
+    assert side(0.064, 8) == pytest.approx(13 * 0.064 + 0.25)  # whole calls: 0.832 s
+    assert side(1.0, 8) == pytest.approx(1.0 + 0.25)  # a call longer than the window is the window
+    for call_s in (0.001, 0.02, 0.05):  # both sides, as long as they run (11 steps)
+        assert 2 * side(call_s, PESSIMISTIC.energy_steps) <= 3.0
+    # the cell counts both sides' windows: 2.3 s at the point for calls of a few milliseconds (was 10 s)
+    prior = Prior("H100 SXM", costs={"m": ROW})
+    with_energy = prior.raw_cell(shape(), warm=False).point
+    monkeypatch.setattr(Prior, "energy_side_seconds", staticmethod(lambda call_s, steps: 0.0))
+    eager, compiled = (prior.call_seconds(shape(), side_, TYPICAL) for side_ in ("eager", "default"))
+    assert with_energy - prior.raw_cell(shape(), warm=False).point == pytest.approx(
+        side(eager, TYPICAL.energy_steps) + side(compiled, TYPICAL.energy_steps))
+    assert side(eager, TYPICAL.energy_steps) + side(compiled, TYPICAL.energy_steps) == pytest.approx(2.3)
+
+
 def record_on(environment, batch, cell_s, mode="default", startup_s=0.0):
     fields = dict(study="t", task="image-classification", model="m", batch_size=batch, compile_mode=mode,
                   dtype="float32", device="cuda")
@@ -123,7 +140,9 @@ def test_the_priors_copies_of_other_modules_constants_agree_with_them():
     from bench_utils.vocabulary import COMPILED_MODE_ORDER
 
     assert prior_estimate.MEMORY_CALLS == after_timing.MEMORY_CALLS
-    assert prior_estimate.ENERGY_WINDOW_S == after_timing.ENERGY_WINDOW_S
+    assert prior_estimate.ENERGY_STEPS_MIN == after_timing.ENERGY_STEPS_MIN == OPTIMISTIC.energy_steps
+    assert prior_estimate.ENERGY_STEPS_MAX == after_timing.ENERGY_STEPS_MAX == PESSIMISTIC.energy_steps
+    assert prior_estimate.ENERGY_CHUNK_S == after_timing.ENERGY_CHUNK_MS / 1e3
     from bench_utils.measurement import work_profile
     assert prior_estimate.PROFILED_CALLS == work_profile.WARMUP + work_profile.CALLS
     assert set(prior_estimate.MODE_COMPILE_FACTOR) == set(COMPILED_MODE_ORDER)
