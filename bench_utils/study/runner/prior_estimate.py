@@ -219,19 +219,22 @@ class Prior:
         rates = [r["cold_compile_s_cpu"] / r["eager_ops"] for r in self.costs.values() if r.get("cold_compile_s_cpu")]
         return (statistics.median(rates) if rates else COMPILE_S_PER_OP) * row["eager_ops"]
 
-    def _cell_at(self, shape: CellShape, shares_pairs: bool, warm: bool, ends: Assumptions) -> float | None:
+    def _cell_at(self, shape: CellShape, shares_pairs: bool, warm: bool,
+                 ends: Assumptions) -> tuple[float, float] | None:
+        """The cell's seconds apart from its energy windows, and those windows' (a fixed design cost that
+        calibration must not scale: records measured with other windows would scale every cell)."""
         eager = self.call_seconds(shape, "eager", ends)
         if eager is None:
             return None
         if shape.compile_mode == CompileMode.EAGER and shares_pairs:
-            return SHARED_EAGER_S
+            return SHARED_EAGER_S, 0.0
         row = self.costs[shape.model]
         flop_count = eager + row["eager_ops"] * FLOP_COUNT_S_PER_OP
         calls = shape.warmup + shape.runs
         memory = MEMORY_CALLS * eager + 0.5
         energy = self.energy_side_seconds(eager, ends.energy_steps)
         if shape.compile_mode == CompileMode.EAGER:
-            return flop_count + calls * eager + memory + energy + CELL_OVERHEAD_S
+            return flop_count + calls * eager + memory + CELL_OVERHEAD_S, energy
         compiled = self.call_seconds(shape, shape.compile_mode, ends)
         energy += self.energy_side_seconds(compiled, ends.energy_steps)
         if shape.compile_mode in CUDA_GRAPH_MODES:
@@ -241,13 +244,20 @@ class Prior:
         compile_s = cold * (1 + ends.warm_compile_share if warm else 1)
         gate = eager + self.fp64_call_seconds(shape, ends) + compiled
         profile = PROFILED_CALLS * (eager + compiled) + 2 * PROFILE_SIDE_S
-        return (flop_count + gate + 2 * memory + compile_s + calls * (eager + compiled)
-                + energy + profile + CELL_OVERHEAD_S)
+        return (flop_count + gate + 2 * memory + compile_s + calls * (eager + compiled) + profile + CELL_OVERHEAD_S,
+                energy)
+
+    def parts(self, shape: CellShape, shares_pairs: bool, warm: bool) -> tuple[Span, Span] | None:
+        """The cell's work apart from energy, and its energy windows, each low, point and high."""
+        parts = [self._cell_at(shape, shares_pairs, warm, ends) for ends in ENDS]
+        if parts[1] is None:
+            return None
+        return Span(*(work for work, _ in parts)), Span(*(energy for _, energy in parts))
 
     def raw_cell(self, shape: CellShape, shares_pairs: bool = False, warm: bool = True) -> Span | None:
         """The uncalibrated prior of one cell; None where the model or dtype has no figures."""
-        low, point, high = (self._cell_at(shape, shares_pairs, warm, ends) for ends in ENDS)
-        return None if point is None else Span(low, point, high)
+        parts = self.parts(shape, shares_pairs, warm)
+        return None if parts is None else parts[0] + parts[1]
 
     def raw_start(self, model: str) -> Span | None:
         row = self.costs.get(model)
@@ -257,8 +267,10 @@ class Prior:
         return Span(low, point, high)
 
     def cell(self, shape: CellShape, shares_pairs: bool = False, warm: bool = True) -> Span | None:
-        """The cell's prior, scaled by the ratio observed on recorded cells where there are any."""
-        return _calibrated(self.raw_cell(shape, shares_pairs, warm), self.cell_ratios)
+        """The cell's prior, its work scaled by the ratio observed on recorded cells where there are any (its
+        energy windows as they are: their length is the design's, not the device's)."""
+        parts = self.parts(shape, shares_pairs, warm)
+        return None if parts is None else _calibrated(parts[0], self.cell_ratios) + parts[1]
 
     def start(self, model: str) -> Span | None:
         return _calibrated(self.raw_start(model), self.start_ratios)
@@ -268,14 +280,17 @@ class Prior:
         return len(self.cell_ratios)
 
     def calibrate(self, records: Iterable[dict[str, Any]]) -> "Prior":
-        """A copy scaled by ``records`` (ok records of this device with ``phases``): recorded / prior."""
+        """A copy scaled by ``records`` (ok records of this device with ``phases``): recorded / prior, for the
+        work apart from the energy windows on both sides (the first H200 records spent 10.8 s a cell in
+        5-second windows that later cells no longer take)."""
         cells, starts = [], []
         for record in records:
             phases, shape = record["phases"], CellShape.of_record(record)
             shared = "shared_measurement" in record  # an eager cell on a compiled cell's pairs: its record only
-            prior = self.raw_cell(shape, shared, block(record, "compile").get("warm_ms") is not None)
-            if prior is not None and phases.get("cell_s") and not shared:
-                cells.append(float(phases["cell_s"]) / prior.point)
+            parts = self.parts(shape, shared, block(record, "compile").get("warm_ms") is not None)
+            work = float(phases.get("cell_s") or 0) - float(phases.get("energy_s") or 0)
+            if parts is not None and work > 0 and not shared:
+                cells.append(work / parts[0].point)
             started = float(phases.get("startup_s") or 0) + float(phases.get("load_s") or 0)
             start = self.raw_start(shape.model)
             if start is not None and phases.get("startup_s"):

@@ -263,9 +263,10 @@ def test_a_device_model_prices_unrecorded_cells_a_priori_and_recorded_ones_by_th
     resnet, segformer = plan.kernels
     assert plan.prior.device == "H100 SXM" and plan.prior.calibrated_on == 1 and plan.records_used == 1
     assert resnet.prior_cells[0] == Span.exact(123.0) and resnet.prior_start == Span.exact(10.0)
-    ratio = 123.0 / plan.prior.raw_cell(CellShape.of_cell(grid[("resnet", "default", 1)]), warm=False).point
-    raw = plan.prior.raw_cell(CellShape.of_cell(grid[("resnet", "default", 4)]), warm=False)
-    assert resnet.prior_cells[1].point == pytest.approx(raw.point * ratio)  # scaled as the recorded cell was
+    # the work scaled as the recorded cell's was (its record has no energy phase), the energy windows as they are
+    ratio = 123.0 / plan.prior.parts(CellShape.of_cell(grid[("resnet", "default", 1)]), False, False)[0].point
+    work, energy = plan.prior.parts(CellShape.of_cell(grid[("resnet", "default", 4)]), False, False)
+    assert resnet.prior_cells[1].point == pytest.approx(work.point * ratio + energy.point)
     assert all(span.low <= span.point <= span.high for span in resnet.prior_cells + segformer.prior_cells)
     text = format_plan(plan)
     assert "estimates from 1 earlier record on H100 SXM" in text

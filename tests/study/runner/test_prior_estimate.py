@@ -100,19 +100,27 @@ def test_a_compiled_cells_energy_windows_cost_under_3_seconds_on_a_100_ms_counte
     assert side(eager, TYPICAL.energy_steps) + side(compiled, TYPICAL.energy_steps) == pytest.approx(2.3)
 
 
-def record_on(environment, batch, cell_s, mode="default", startup_s=0.0):
+def record_on(environment, batch, cell_s, mode="default", startup_s=0.0, energy_s=0.0):
     fields = dict(study="t", task="image-classification", model="m", batch_size=batch, compile_mode=mode,
                   dtype="float32", device="cuda")
     config = measurement_settings(Settings(blocks=30, tf32="strict"))
     return make_record(fields, measurement=Measurement([1.0, 2.0], 1.0), config=config, environment=environment,
-                       compile={"warm_ms": 1.0}, extra={"phases": {"cell_s": cell_s, "startup_s": startup_s}})
+                       compile={"warm_ms": 1.0},
+                       extra={"phases": {"cell_s": cell_s, "startup_s": startup_s, "energy_s": energy_s}})
 
 
 def test_calibration_moves_the_prior_toward_the_cells_recorded_on_the_device():
+    # the work apart from the energy windows is scaled; the windows are the design's: the first H200 records
+    # spent 10.8 s in 5-second windows, which must not scale the cells that no longer take them
     prior = Prior("H100 SXM", costs={"m": ROW})
-    raw = prior.raw_cell(shape(batch=4))
-    recorded = [record_on(H100_ENV, 1, 2 * prior.raw_cell(shape(batch=1)).point, startup_s=50.0),
-                record_on(H100_ENV, 16, 4 * prior.raw_cell(shape(batch=16)).point)]
+    work, energy = prior.parts(shape(batch=4), False, True)
+    raw = work
+
+    def recorded_cell(batch, ratio, **phases):
+        cell_work = prior.parts(shape(batch=batch), False, True)[0].point
+        return record_on(H100_ENV, batch, ratio * cell_work + 10.8, energy_s=10.8, **phases)
+
+    recorded = [recorded_cell(1, 2, startup_s=50.0), recorded_cell(16, 4)]
     a100 = {**H100_ENV, "gpus": [{"index": 0, "name": "NVIDIA A100-SXM4-80GB"}]}
     assert records_on_device([*recorded, record_on(a100, 4, 1.0)], "H100 SXM") == recorded
     shared = record_on(H100_ENV, 4, 50.0, mode="eager")  # an eager cell on shared pairs: says nothing of the rest
@@ -120,12 +128,14 @@ def test_calibration_moves_the_prior_toward_the_cells_recorded_on_the_device():
     calibrated = prior.calibrate([*recorded, shared])
     assert calibrated.calibrated_on == 2 and prior.calibrated_on == 0
     span = calibrated.cell(shape(batch=4))
-    assert span.point == pytest.approx(3 * raw.point)  # the median of the ratios 2 and 4, and their spread
-    assert span.low == pytest.approx(2 * raw.point) and span.high == pytest.approx(4 * raw.point)
+    # the median of the ratios 2 and 4, and their spread, on the work; today's windows beside it
+    assert span.point == pytest.approx(3 * raw.point + energy.point)
+    assert span.low == pytest.approx(2 * raw.point + energy.low) and span.high == pytest.approx(4 * raw.point + energy.high)
     assert calibrated.start("m").point == pytest.approx(50.0)  # the one recorded kernel start
     # one recorded cell: its ratio, with at least +-25 % around it
     one = prior.calibrate(recorded[:1]).cell(shape(batch=4))
-    assert (one.low, one.point, one.high) == pytest.approx((1.6 * raw.point, 2 * raw.point, 2.5 * raw.point))
+    assert (one.low, one.point, one.high) == pytest.approx((1.6 * raw.point + energy.low, 2 * raw.point + energy.point,
+                                                            2.5 * raw.point + energy.high))
 
 
 def test_device_names_resolve_and_unknown_ones_list_the_known():
