@@ -73,7 +73,7 @@ def test_a_cell_counts_what_the_cell_does_around_its_timed_runs():
     assert shared.point < 1 < alone.point  # an eager cell taking a compiled cell's pairs times nothing
     # the first batch size of a mode also compiles warm; a compiled cell times both sides
     assert prior.raw_cell(compiled, warm=True).point > prior.raw_cell(compiled, warm=False).point
-    cold = 30 * TYPICAL.compile_factor  # the table's 30 s on its CPU, as a GPU host would compile
+    cold = Prior.compile_seconds(ROW, "default", TYPICAL)  # its operators' cold compile on a GPU host
     assert prior.raw_cell(compiled, warm=False).point > alone.point + cold
     assert prior.raw_cell(compiled, warm=True).point - prior.raw_cell(compiled, warm=False).point == pytest.approx(
         cold * TYPICAL.warm_compile_share)
@@ -195,8 +195,17 @@ def test_the_priors_call_times_hold_the_guides_published_latencies():
     assert 1 / 1.3 < math.exp(sum(map(math.log, ratios)) / len(ratios)) < 1.3
 
 
-def test_a_model_without_a_measured_compile_takes_the_measured_ones_rate_per_operator():
-    prior = Prior("H100 SXM", costs={"a": ROW, "b": {**ROW, "cold_compile_s_cpu": 90.0, "eager_ops": 200},
-                                     "c": {**ROW, "cold_compile_s_cpu": None, "eager_ops": 400}})
-    assert prior.cpu_compile_seconds(prior.costs["a"]) == 30.0
-    assert prior.cpu_compile_seconds(prior.costs["c"]) == pytest.approx(400 * 0.375)  # median of 0.3 and 0.45 s
+def test_a_cold_compile_follows_the_eager_operators_as_on_the_h200_host():
+    # the first GPU records: each cold compile within 35 % of the prior's typical figure, inside its range
+    import json
+    from bench_utils.paths import PROJECT_ROOT
+    prior = Prior("H200 SXM")
+    for study in ("hf-guide-h200", "gpu-check-h200"):
+        for line in (PROJECT_ROOT / "reports" / study / "results.jsonl").read_text().splitlines():
+            record = json.loads(line)
+            mode = record["cell"]["compile_mode"]
+            if mode == "eager":
+                continue
+            row, cold = prior.costs[record["cell"]["model"]], record["compile"]["cold_ms"] / 1e3
+            low, point, high = (Prior.compile_seconds(row, mode, ends) for ends in ENDS)
+            assert low <= cold <= high and abs(cold / point - 1) < 0.35, (record["cell"], cold, point)

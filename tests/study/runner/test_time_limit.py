@@ -72,13 +72,14 @@ def test_a_kernel_whose_point_figure_exceeds_the_limit_says_how_long_a_limit_it_
     assert LIMIT_TOO_SHORT_EXIT not in (0, 1, 2, LIMIT_REACHED_EXIT)  # a status of its own: running again won't help
 
 
-def estimated(cell, environment, seconds, startup_s=0.0):
+def estimated(cell, environment, seconds, startup_s=0.0, energy_s=0.0):
     """A record that prices ``cell`` but is not this grid's measurement (other runs): it is run again."""
     fields = dict(study=cell.study, task=cell.task, model=cell.model, batch_size=cell.batch_size,
                   compile_mode=cell.compile_mode, dtype=cell.dtype, device=cell.device)
     config = measurement_settings(replace(cell.settings, runs=7))
     return make_record(fields, measurement=Measurement([1.0, 2.0, 3.0], 5.0), config=config,
-                       environment=environment, extra={"phases": {"cell_s": seconds, "startup_s": startup_s}})
+                       environment=environment,
+                       extra={"phases": {"cell_s": seconds, "startup_s": startup_s, "energy_s": energy_s}})
 
 
 def limited_runner(tmp_path, notebook, seconds, cell_seconds, startup_s=1.0):
@@ -177,13 +178,16 @@ def test_on_a_known_gpu_unrecorded_cells_cost_the_priors_high_figure_until_a_rec
     # the first cell is recorded on this GPU, at twice the prior's point: the rest now cost twice their point
     # (a record without a warm compile time is priced as a cell that compiled cold only), the limit counting
     # the calibrated high figure (one ratio: the point +25 %), so that the last cell started rarely overruns
-    first = estimated(cells[0], h100, 2 * prior.raw_cell(CellShape.of_cell(cells[0]), warm=False).point)
+    # (the calibration scales the work apart from the energy windows, which are the design's)
+    work, energy = prior.parts(CellShape.of_cell(cells[0]), False, False)
+    first = estimated(cells[0], h100, 2 * work.point + energy.point, energy_s=energy.point)
     first["config"]["runs"] = cells[0].settings.runs  # this grid's own measurement, as the run writes it
     append_record(runner.results_path, first)
     _, points = costs.of_kernel(group, cells[1:], figure="point")
-    assert points[0] == pytest.approx(2 * prior.raw_cell(default_4, warm=True).point)
+    work, energy = prior.parts(default_4, False, True)
+    assert points[0] == pytest.approx(2 * work.point + energy.point)
     start, seconds = costs.of_kernel(group, cells[1:])
-    assert seconds[0] == pytest.approx(1.25 * points[0])
+    assert seconds[0] == pytest.approx(1.25 * 2 * work.point + energy.high)
 
 
 def test_a_limit_that_starts_no_cell_says_so_rather_than_nothing_to_do(tmp_path):
