@@ -62,6 +62,11 @@ def _label(axis, catalog: Catalog, y_key: str) -> None:
     axis.tick_params(axis="x", rotation=30)
 
 
+def _legend_outside(axis, title: str) -> None:
+    """The legend right of the plot, never over a bar (one bar, or a tall one, filled the corner it took)."""
+    axis.legend(title=title, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False)
+
+
 def _title(catalog: Catalog, key: str, device: str, mode: str, **values) -> str:
     """A plot's title: the environment and the compile mode in the catalog's words (a figure's
     text takes no Unicode isolates: matplotlib lays out the mixed directions itself)."""
@@ -79,7 +84,7 @@ def batch_comparison(data: pd.DataFrame, device: str, mode: str, catalog: Catalo
             _empty(axis, catalog)
         else:
             sns.barplot(data=ok, x="label", y="improvement", hue="batch_size", palette="crest", ax=axis)
-            axis.legend(title=catalog.t("legend_batch"))
+            _legend_outside(axis, catalog.t("legend_batch"))
             axis.axhline(0, color="black", linewidth=0.8)
             _label(axis, catalog, "axis_improvement")
         axis.set_title(_title(catalog, "plot_batch_title", device, mode))
@@ -103,7 +108,7 @@ def duration(data: pd.DataFrame, device: str, batch: int, mode: str, catalog: Ca
             _empty(axis, catalog)
         else:
             sns.barplot(data=pd.DataFrame(rows), x="label", y="mean_ms", hue="variant", ax=axis)
-            axis.legend(title="")
+            _legend_outside(axis, "")
             _label(axis, catalog, "axis_duration")
         axis.set_title(_title(catalog, "plot_duration_title", device, mode, batch=batch))
         figure.tight_layout()
@@ -179,8 +184,8 @@ def work_kinds(rows: pd.DataFrame, catalog: Catalog):
                 axis.barh(names, widths, left=left, color=colours[index], label=catalog.t(f"kind_{kind.value}"))
                 left = [start + width for start, width in zip(left, widths)]
             axis.set_xlabel(catalog.t("axis_work_ms"))
-            axis.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.6 / max(len(bars), 1)), ncol=4,
-                        frameon=False)
+            axis.set_xlim(0, max(left) * 1.08 or 1.0)  # the longest bar short of the edge
+            _legend_outside(axis, "")
         axis.set_title(catalog.t("plot_work_title"))
         figure.tight_layout()
     return figure

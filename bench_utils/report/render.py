@@ -68,7 +68,8 @@ def to_html(notebook, catalog: Catalog) -> str:
 def to_markdown(notebook, catalog: Catalog) -> tuple[str, dict[str, bytes]]:
     from nbconvert import MarkdownExporter
 
-    exporter = MarkdownExporter(config=_config())
+    exporter = MarkdownExporter(config=_config(), template_name="study_markdown",
+                                extra_template_basedirs=[str(TEMPLATES)])
     exporter.register_preprocessor("nbconvert.preprocessors.TagRemovePreprocessor", enabled=True)
     body, resources = exporter.from_notebook_node(notebook, resources={"unique_key": "README",
                                                                        "output_files_dir": "images"})

@@ -18,14 +18,15 @@ from ..measurement import stats
 from ..results import check_readable, skipped_lines_said
 from .frame import compiled_modes, frame, latest_records, project_paths, results_files
 from .i18n import Catalog
-from .markdown import environment_label, ltr
+from .markdown import environment_label, ltr, mode_label
 from .render import skipped_lines_metadata
 
 
-def show_figure(figure) -> None:
+def show_figure(figure, description: str | None = None) -> None:
     """Display a figure as PNG bytes, whatever backend the kernel runs: the exporters embed
-    or extract them, and the user's own matplotlib state is left alone."""
-    display(Image(data=plots.png_bytes(figure), format="png"))
+    or extract them, and the user's own matplotlib state is left alone. ``description``, what the plot
+    shows in the page's language, is its alt text in HTML and Markdown."""
+    display(Image(data=plots.png_bytes(figure), format="png", metadata={"alt": description} if description else None))
 
 
 def show_records(records: list[dict]) -> None:
@@ -56,8 +57,8 @@ class ReportView:
     def _markdown(self, text: str) -> None:
         display(Markdown(text))
 
-    def _figure(self, figure) -> None:
-        show_figure(figure)
+    def _figure(self, figure, description: str) -> None:
+        show_figure(figure, description)
 
     def header(self) -> None:
         t, devices = self.catalog.t, sorted(set(self.data["environment"])) if not self.data.empty else []
@@ -114,10 +115,15 @@ class ReportView:
         for device in sorted(set(self.data["environment"])):
             on_device = self.data[self.data["environment"] == device]
             for mode in compiled_modes(on_device):
-                self._figure(plots.batch_comparison(self.data, device, mode, self.catalog))
+                where = dict(device=environment_label(device, self.catalog), mode=mode_label(mode, self.catalog))
+                self._figure(plots.batch_comparison(self.data, device, mode, self.catalog),
+                             self.catalog.t("alt_batch_comparison", **where))
                 for batch in sorted(on_device[on_device["mode"] == mode]["batch_size"].unique()):
-                    self._figure(plots.duration(self.data, device, int(batch), mode, self.catalog))
-                    self._figure(plots.percentage(self.data, device, int(batch), mode, self.catalog))
+                    batch_text = ltr(str(int(batch)), self.catalog)
+                    self._figure(plots.duration(self.data, device, int(batch), mode, self.catalog),
+                                 self.catalog.t("alt_duration", batch=batch_text, **where))
+                    self._figure(plots.percentage(self.data, device, int(batch), mode, self.catalog),
+                                 self.catalog.t("alt_percentage", batch=batch_text, **where))
 
     def compile_cost(self) -> None:
         t = self.catalog.t
@@ -147,7 +153,8 @@ class ReportView:
         for environment in sorted(set(rows["environment"])):
             here = rows[rows["environment"] == environment]
             self._markdown(f"### {environment_label(environment, self.catalog)}")
-            self._figure(plots.work_kinds(why.extreme_batches(here), self.catalog))
+            self._figure(plots.work_kinds(why.extreme_batches(here), self.catalog),
+                         self.catalog.t("alt_work_kinds", device=environment_label(environment, self.catalog)))
             self._markdown(why.why_table(here, self.catalog) + "\n\n"
                            + "\n".join(f"- {why.sentence(row, self.catalog)}" for _, row in here.iterrows()))
 

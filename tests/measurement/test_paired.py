@@ -15,7 +15,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from bench_utils import compare
-from bench_utils.measurement.compare import block_sizes, pair_orders
+from bench_utils.measurement.compare import SWITCH_CALLS, block_sizes, pair_orders
 from bench_utils.measurement.paired import paired_speedup, t_interval
 
 BLOCK_SIGMA = 0.02     # independent log-normal disturbance of each block
@@ -59,7 +59,8 @@ def simulate(seed, speedup, runs=60, pairs=30):
     times = {baseline: [], candidate: []}
     for size, candidate_first in zip(block_sizes(runs, pairs), pair_orders(pairs, seed)):
         for fn in ((candidate, baseline) if candidate_first else (baseline, candidate)):
-            times[fn].append(machine.time_calls(fn, size))
+            # each block's first call after a switch is timed and kept out, as compare does
+            times[fn].append(machine.time_calls(fn, SWITCH_CALLS + size)[SWITCH_CALLS:])
     return paired_speedup(times[baseline], times[candidate], seed=seed)
 
 

@@ -81,3 +81,35 @@ def test_plotting_leaves_the_users_matplotlib_backend_and_theme_alone():
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == "unchanged"
+
+
+def _overlaps(figure, artist, others):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    FigureCanvasAgg(figure).draw()
+    box = artist.get_window_extent()
+    return [other for other in others if box.overlaps(other.get_window_extent())]
+
+
+def test_a_legend_never_covers_a_bar_nor_an_axis_label_and_no_bar_runs_into_the_edge():
+    # one bar (reduce-overhead at one batch size) had the legend drawn over it; in "time by kind of work" the
+    # axis label ran under the legend and the longest bar into the edge
+    import sys
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_frame import _paired_record
+    from test_why import profiled_records
+
+    data = report_frame.frame([_paired_record("reduce-overhead", 5.0, 1.0)])
+    device = data["environment"].iloc[0]
+    catalog = Catalog("en")
+    for figure in (plots.batch_comparison(data, device, "reduce-overhead", catalog),
+                   plots.duration(data, device, 1, "reduce-overhead", catalog)):
+        axis = figure.axes[0]
+        bars = [patch for patch in axis.patches if patch.get_height() > 0]
+        assert bars and not _overlaps(figure, axis.get_legend(), bars)
+    from bench_utils.report import why
+    rows = why.extreme_batches(why.profiled(report_frame.frame(profiled_records())))
+    figure = plots.work_kinds(rows, catalog)
+    axis = figure.axes[0]
+    assert not _overlaps(figure, axis.get_legend(), [axis.xaxis.label, *axis.patches])
+    right = max(patch.get_x() + patch.get_width() for patch in axis.patches)
+    assert right < axis.get_xlim()[1]

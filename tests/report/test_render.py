@@ -66,6 +66,22 @@ def test_markdown_has_pipe_tables_and_the_plots_beside_it(rendered):
     assert "| timm:resnet18 | OOM |" in english and "eager cell: error" in english
 
 
+def test_every_plot_says_what_it_shows_in_the_pages_language(rendered):
+    # nbconvert's English "No description has been provided for this image" was every image's alt text
+    from bench_utils.report.i18n import Catalog
+    out, _ = rendered
+    for locale in ("en", "ar", "es"):
+        catalog = Catalog(locale)
+        page = (out / locale / "index.html").read_text(encoding="utf-8")
+        alts = re.findall(r'<img[^>]*\balt="([^"]*)"', page)
+        assert len(alts) >= 3 and "No description" not in page
+        first_words = catalog.t("alt_batch_comparison", device="X", mode="Y").split("X")[0]
+        assert any(alt.startswith(first_words) for alt in alts)
+        readme = (out / locale / "README.md").read_text(encoding="utf-8")
+        described = re.findall(r"!\[([^\]]*)\]\([^)]+\.png\)", readme)
+        assert described and all(text and text != "png" for text in described)
+
+
 def test_unknown_locale_or_format_is_refused():
     with pytest.raises(ValueError, match="unknown locale 'fr'"):
         render([FIXTURE], locales=["fr"])

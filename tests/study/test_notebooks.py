@@ -36,7 +36,7 @@ def test_report_notebook_is_stripped_and_parameterized():
     assert all(not c.outputs and c.execution_count is None for c in nb.cells if c.cell_type == "code")
     assert not [c for c in nb.cells if c.cell_type == "markdown"]  # the report shows outputs only
     assert list(papermill.inspect_notebook("notebooks/report.ipynb")) == ["results_paths", "locale",
-                                                                          "reference_csv"]
+                                                                          "reference_csv", "coverage"]
 
 
 def test_notebooks_match_their_generator(tmp_path):
