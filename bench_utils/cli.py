@@ -376,16 +376,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _end_children() -> None:
-    """End this process's children (a report's or a re-run's kernels) and their trees, quietly."""
-    import psutil
-
-    from .study.runner.clean_stop import end_tree
-
-    for child in psutil.Process().children():
-        end_tree(child.pid)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     from .results import skipped_lines_said
 
@@ -399,7 +389,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         except KeyboardInterrupt:  # Ctrl-C: one line, the kernels ended (``run`` has its own, finer stop)
-            _end_children()
+            from .study.runner.clean_stop import end_children
+
+            end_children()
             print(f"interrupted: {args.command} stopped; what it had written whole stays, nothing half-written "
                   "is published: run it again to finish", file=sys.stderr)
             return 130

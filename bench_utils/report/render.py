@@ -198,7 +198,7 @@ def _render_locales(files: list[Path], out: Path, locales: list[str], formats: l
         locale_dir = out / locale
         locale_dir.mkdir(parents=True, exist_ok=True)
         executed = locale_dir / "report.ipynb"
-        running = locale_dir / ".report.ipynb.partial"  # papermill writes as it goes: never the published name
+        running = locale_dir / ".report.partial.ipynb"  # papermill writes as it goes: never the published name
         try:
             papermill.execute_notebook(
                 str(REPORT_NOTEBOOK), str(running), kernel_name=KERNEL_NAME, engine_name=register_engine(),

@@ -180,6 +180,6 @@ def test_ctrl_c_during_a_report_is_one_line_exit_130_and_leaves_no_kernel_nor_ha
     assert process.returncode == 130, err
     assert err.strip().splitlines()[-1].startswith("interrupted: report stopped")
     assert "Traceback" not in err and "IPKernelApp" not in err
-    assert not list(study.rglob("*.partial"))
+    assert not list(study.rglob("*partial*"))
     assert not psutil.Process().children(recursive=True) or all(
         "ipykernel" not in " ".join(child.cmdline()) for child in psutil.Process().children(recursive=True))

@@ -56,6 +56,12 @@ def end_tree(pid: int) -> None:
     psutil.wait_procs(family, timeout=10)
 
 
+def end_children() -> None:
+    """End this process's children (a report's or a re-run's kernels) and their trees."""
+    for child in psutil.Process().children():
+        end_tree(child.pid)
+
+
 class StopOnSignal:
     """``with StopOnSignal(on_stop) as stop:``: SIGINT/SIGTERM set ``stop.requested`` and call ``on_stop``.
 
