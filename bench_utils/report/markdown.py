@@ -14,9 +14,16 @@ from ..vocabulary import Status
 LRI, PDI = "\u2066", "\u2069"   # Unicode isolates: keep a run left-to-right in RTL text
 
 
+WORD_JOINER = "\u2060"  # no line break here, and nothing shown
+
+
 def ltr(text: str, catalog: Catalog) -> str:
-    """Keep numbers, model names and code left-to-right inside right-to-left text."""
-    return f"{LRI}{text}{PDI}" if catalog.direction == "rtl" else text
+    """Keep numbers, model names and code left-to-right inside right-to-left text, unbroken at a hyphen: a
+    narrow Arabic table header broke "(reduce-overhead)" after "reduce-", and the line's right-to-left order
+    then put its bracket at the wrong end."""
+    if catalog.direction != "rtl":
+        return text
+    return f"{LRI}{str(text).replace('-', '-' + WORD_JOINER)}{PDI}"
 
 
 def environment_label(environment: str, catalog: Catalog, isolate: bool = True) -> str:

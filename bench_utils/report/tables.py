@@ -150,7 +150,7 @@ def switch_table(data: pd.DataFrame, catalog: Catalog) -> str | None:
         cells = []
         for cost, mean in ((row["eager_switch_cost_ms"], row["eager_interleaved_ms"]),
                            (row["switch_cost_ms"], row["mean_ms"])):
-            cells.append("–" if pd.isna(cost) else ltr(f"{catalog.number(cost, 3)} ({catalog.percent(cost / mean)})",
+            cells.append("–" if pd.isna(cost) else ltr(f"{catalog.number(cost, 3)} ({catalog.percent(cost / mean, 1)})",
                                                       catalog))
         rows.append([*_cell_columns(row, catalog), *cells])
     if not rows:

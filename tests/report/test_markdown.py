@@ -22,8 +22,8 @@ def test_environment_labels_translate_the_device_words_and_keep_names_left_to_ri
 def test_mode_labels_keep_the_torch_option_name():
     assert mode_label("reduce-overhead", Catalog("en")) == "reduce-overhead"
     assert mode_label("reduce-overhead", Catalog("es")) == "menos sobrecarga (reduce-overhead)"
-    assert mode_label("reduce-overhead", Catalog("ar")) == f"تقليل الحمل الزائد ({LRI}reduce-overhead{PDI})"
-    assert mode_label("some-new-mode", Catalog("ar")) == f"{LRI}some-new-mode{PDI}"  # as written
+    assert mode_label("reduce-overhead", Catalog("ar")) == f"تقليل الحمل الزائد ({LRI}reduce-\u2060overhead{PDI})"
+    assert mode_label("some-new-mode", Catalog("ar")) == f"{LRI}some-\u2060new-\u2060mode{PDI}"  # as written
 
 
 def test_a_region_no_figure_could_see_says_so_and_one_not_measured_is_a_dash():
