@@ -80,8 +80,29 @@ def register_engine() -> str:
     return ENGINE_NAME
 
 
+def _end_kernels_then_interrupt(signum, frame) -> None:
+    """Ctrl-C: the kernels this process started end first (killed, they print nothing), then the interrupt
+    unwinds papermill; else a kernel whose parent closes its sockets prints a ZMQ traceback."""
+    import psutil
+
+    for child in psutil.Process().children(recursive=True):
+        child.kill()
+    raise KeyboardInterrupt
+
+
 if __name__ == "__main__":
+    import click
+    import signal
     from papermill.cli import papermill
 
     register_engine()
-    papermill()
+    signal.signal(signal.SIGINT, _end_kernels_then_interrupt)
+    try:  # not click's standalone mode: its Ctrl-C is "Aborted!" and exit 1
+        sys.exit(papermill(standalone_mode=False) or 0)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except (KeyboardInterrupt, click.exceptions.Abort):  # Ctrl-C (explore.ipynb...): one line
+        print("interrupted: the notebook's run stopped; its output notebook holds the cells run so far",
+              file=sys.stderr)
+        sys.exit(130)
