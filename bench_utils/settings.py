@@ -20,8 +20,8 @@ from dataclasses import Field, asdict, dataclass, field, fields, replace
 from typing import Any, Callable, Mapping
 
 from .parameters import one_of
-from .vocabulary import (MemoryFormat, Shapes, Sync, Tf32Policy, Weights, check_memory_format, check_shapes, names,
-                         tf32_policy)
+from .vocabulary import (InductorConfig, MemoryFormat, Shapes, Sync, Tf32Policy, Weights, check_inductor_config,
+                         check_memory_format, check_shapes, names, tf32_policy)
 
 TOP, ANYWHERE, AXIS = "top", "anywhere", "axis"
 HASHED, COMPILE, WHEN_SET, IDENTITY = "hashed", "compile", "when-set", "identity"
@@ -118,6 +118,11 @@ class Settings:
     shapes: str = setting(Shapes.STATIC.value, "static (a compilation per batch size) or dynamic (one for all, the "
                           "batch marked dynamic)", check=lambda value: str(check_shapes(value)), accepts=str,
                           grid=AXIS, plural="shapes", record=IDENTITY, choices=names(Shapes))
+    inductor: str = setting(InductorConfig.DEFAULT.value, "an Inductor configuration beyond the mode's: default, "
+                            "freezing (the weights folded in as constants, inference's) or no-layout-optimization "
+                            "(convolutions keep the model's layout)", check=lambda value: str(check_inductor_config(value)),
+                            accepts=str, grid=AXIS, plural="inductor_configs", record=IDENTITY,
+                            choices=names(InductorConfig))
     portable_cache: bool = setting(False, "also time a fresh process started from the saved compile cache (once "
                                    "per model and mode)", check=_flag, accepts=bool, record=None)
     sync: str = setting(Sync.PER_CALL.value, "how a timed call is bracketed on a GPU: per-call (each from an idle "

@@ -74,6 +74,19 @@ class MemoryFormat(StrEnum):
     CHANNELS_LAST = "channels_last"
 
 
+class InductorConfig(StrEnum):
+    """An Inductor configuration beyond the compile mode's: remedies for a cell that compile made slower."""
+
+    DEFAULT = "default"
+    FREEZING = "freezing"                              # weights folded in as constants (inference only)
+    NO_LAYOUT_OPTIMIZATION = "no-layout-optimization"  # convolutions keep the model's layout
+
+
+# Inductor's config options each one sets (``torch._inductor.config``; ``variants.inductor_config`` applies them).
+INDUCTOR_OPTIONS = {InductorConfig.DEFAULT: {}, InductorConfig.FREEZING: {"freezing": True},
+                    InductorConfig.NO_LAYOUT_OPTIMIZATION: {"layout_optimization": False}}
+
+
 class Tf32Policy(StrEnum):
     """Whether float32 matrix products and convolutions may use TF32 on CUDA."""
 
@@ -121,6 +134,10 @@ def check_mode(mode: str) -> CompileMode:
 
 def check_shapes(name: str) -> Shapes:
     return Shapes(one_of("shapes", name, names(Shapes)))
+
+
+def check_inductor_config(name: str) -> InductorConfig:
+    return InductorConfig(one_of("inductor configuration", name, names(InductorConfig)))
 
 
 def check_memory_format(name: str) -> MemoryFormat:

@@ -19,7 +19,7 @@ def test_identity_and_environment_key():
         "torch_version": "2.15.0", "cpu_model": "EPYC", "driver_version": "580.1",
         "gpus": [{"index": 0, "name": "NVIDIA H100"}]})
     assert cell_identity(record) == CellIdentity("test", "image-classification", "resnet", 4, "default", "float32",
-                                                 ("contiguous", "static"), "cuda")
+                                                 ("contiguous", "static", "default"), "cuda")
     assert record_key(record).environment == ("2.15.0", "NVIDIA H100", "580.1")
     cpu = ok_record(environment={"torch_version": "2.15.0", "cpu_model": "EPYC", "cpu_count_logical": 2,
                                  "gpus": []})
@@ -30,7 +30,7 @@ def test_keys_of_records_written_before_the_named_key_are_what_they_were():
     # computed from these records by the positional tuple the key replaced: resume must find them done
     first, *_, error = fixture_records()
     assert record_key(first) == RecordKey(
-        CellIdentity("smoke", "image-segmentation", "mobilenet", 1, "eager", "float32", ("contiguous", "static"), "cpu"),
+        CellIdentity("smoke", "image-segmentation", "mobilenet", 1, "eager", "float32", ("contiguous", "static", "default"), "cpu"),
         "e18aa1811533", ("2.14.1+cu130", "AMD EPYC", 2, None))
     assert record_key(fixture_records()[1]).settings_hash == "5ea931a79075"  # compiled: its compile options
     assert record_key(error).identity.study == "faults" and record_key(error).settings_hash == "e18aa1811533"
@@ -91,8 +91,8 @@ def test_a_variant_is_another_cell_and_old_records_are_the_guides_cells():
     assert cell_identity(older) == cell_identity(guide)
     assert record_key(older) == record_key(guide)
     assert len({record_key(record) for record in (guide, nhwc, dynamic)}) == 3
-    assert cell_identity(nhwc).variant_fields() == {"memory_format": "channels_last", "shapes": "static"}
-    assert cell_identity(dynamic).variant == ("contiguous", "dynamic")
+    assert cell_identity(nhwc).variant_fields() == {"memory_format": "channels_last", "shapes": "static", "inductor": "default"}
+    assert cell_identity(dynamic).variant == ("contiguous", "dynamic", "default")
 
 
 def test_an_identity_gives_back_the_cell_block_it_was_read_from():

@@ -27,9 +27,9 @@ def test_settings_from_parameters_are_checked_and_unknown_names_refused():
 
 def test_a_cells_variant_is_its_identity_settings_by_name_as_a_record_keys_them():
     settings = Settings(shapes="dynamic", runs=7)
-    assert settings.variant_fields() == {"memory_format": "contiguous", "shapes": "dynamic"}
+    assert settings.variant_fields() == {"memory_format": "contiguous", "shapes": "dynamic", "inductor": "default"}
     assert list(settings.variant_fields()) == list(VARIANT_FIELDS)
-    assert settings.variant_values() == ("contiguous", "dynamic") and settings.variant() == ("dynamic",)
+    assert settings.variant_values() == ("contiguous", "dynamic", "default") and settings.variant() == ("dynamic",)
 
 
 def test_blocks_default_to_thirty_or_runs_where_fewer():
@@ -42,7 +42,7 @@ def test_the_records_config_and_hash_keys_are_the_settings_as_before():
     assert sorted(SETTINGS_KEYS) == sorted(["runs", "warmup", "blocks", "weights_requested", "seed", "tf32",
                                             "backend", "fullgraph", "dynamic", "sync"])
     assert COMPILE_SETTINGS == ("backend", "fullgraph", "dynamic") and OPTIONAL_SETTINGS == ("gpu_memory_gib",)
-    assert list(VARIANT_FIELDS) == ["memory_format", "shapes"]
+    assert list(VARIANT_FIELDS) == ["memory_format", "shapes", "inductor"]
     config = measurement_settings(Settings(weights="auto", gpu_memory_gib=16, sync="pipelined"))
     assert config["weights_requested"] == "auto" and config["gpu_memory_gib"] == 16 and "portable_cache" not in config
     assert config["sync"] == "pipelined"

@@ -22,7 +22,7 @@ from ..record_key import RecordKey, cell_identity, record_key
 from ..results import read_records
 from ..parameters import text_list
 from ..zoo.registry import label_of
-from .i18n import DYNAMIC_BATCH_SUFFIX
+from .i18n import DYNAMIC_BATCH_SUFFIX, INDUCTOR_SEPARATOR
 from ..vocabulary import COMPILED_MODE_ORDER, CompileMode
 
 TASK_ORDER = ["image-classification", "image-segmentation", "object-detection"]
@@ -116,7 +116,7 @@ def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
         cuda = cell["device"].startswith("cuda")
         count = latency.get("count") or 0
         variant = cell_identity(record).variant_fields()
-        memory_format, shapes = variant["memory_format"], variant["shapes"]
+        memory_format, shapes, inductor = variant["memory_format"], variant["shapes"], variant["inductor"]
         rows.append({
             "device_name": device_name(record),
             "torch_version": block(record, "environment").get("torch_version"),
@@ -125,7 +125,9 @@ def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
             "device": cell["device"], "memory_format": memory_format, "shapes": shapes,
             "error": last_error_line(record),
             "batch_size": cell["batch_size"], "compile_mode": cell["compile_mode"],
-            "mode": cell["compile_mode"] + (DYNAMIC_BATCH if shapes == "dynamic" else ""), "dtype": cell["dtype"],
+            "mode": (cell["compile_mode"] + (DYNAMIC_BATCH if shapes == "dynamic" else "")
+                     + (INDUCTOR_SEPARATOR + inductor if inductor != "default" else "")),
+            "inductor": inductor, "dtype": cell["dtype"],
             "status": record["status"],
             "mean_ms": latency["mean"] * 1e3 if latency else np.nan,
             "p50_ms": latency["p50"] * 1e3 if latency else np.nan,

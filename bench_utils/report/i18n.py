@@ -19,6 +19,7 @@ from babel.lists import format_list
 from babel.numbers import format_decimal, format_percent
 
 DYNAMIC_BATCH_SUFFIX = "+dynamic-batch"  # a mode compiled once for all batch sizes, as ``frame`` names it
+INDUCTOR_SEPARATOR = " + "  # a mode and the Inductor configuration it was compiled with
 
 LOCALES_DIR = Path(__file__).parent / "locales"
 REFERENCE_LOCALE = "en"
@@ -68,6 +69,9 @@ class Catalog:
         """A compile mode (torch.compile's ``mode=``, or eager) in the locale's words, with the
         option's own name kept recognisable (``code`` wraps it, e.g. to keep it left-to-right);
         a mode the catalog does not know is shown as written."""
+        base, _, option = mode.partition(INDUCTOR_SEPARATOR)
+        if option:  # an Inductor configuration beyond the mode's (``frame``): "default + freezing"
+            return self.t("mode_with_inductor", mode=self.mode_name(base, code), option=code(option))
         if mode.endswith(DYNAMIC_BATCH_SUFFIX):  # one compilation for all batch sizes (``frame``)
             return self.t("mode_dynamic_batch", mode=self.mode_name(mode[: -len(DYNAMIC_BATCH_SUFFIX)], code))
         key = f"mode_{mode}"

@@ -39,6 +39,7 @@ from ...variants import aot_inductor, modes as compile_module, portable_cache as
 from ...variants.agreement import task_agreement
 from ...variants.batch_shapes import (DYNAMIC, STATIC, SharedCompilation, mark_batch_dynamic,
                                      one_graph_for_all_batch_sizes)
+from ...variants.inductor_config import inductor_configuration
 from ...variants.compile_cost import (CompiledCell, compile_cold_then_warm, fresh_caches, no_recompile,
                                       reuse_compiled)
 from ...variants.parity import compare_outputs, fp64_reference, unjudged
@@ -286,8 +287,9 @@ def _compiled_cell(cell: _CellContext, *, warm_compile: bool, compilation: Share
     try:
         # cold compile; open for the whole cell: nothing falls back to the shared cache
         with fresh_caches(), (tempfile.TemporaryDirectory(prefix="aoti-") if aot else nullcontext()) as package_folder:
-            with cell.phases.timing("compile"):
+            with cell.phases.timing("compile"), inductor_configuration(cell.settings.inductor) as options:
                 compiled, made, artifacts = _compile(cell, warm_compile, compilation, package_folder)
+            compiled.cold_stats["inductor_options"] = options  # what the configuration set, in the record
             if cell.dynamic_batch:
                 compilation = compilation or SharedCompilation(cell.mode, made, cell.batch_size, {
                     key: compiled.cold_stats[key] for key in ("graphs", "graph_breaks", "break_reasons")})

@@ -55,7 +55,7 @@ from .time_by_phase import Phases
 from ..progress_file import write_progress
 from ..lease import lease_is_current, start_watchdog
 from ...settings import Settings
-from ...vocabulary import CompileMode, Shapes, Status
+from ...vocabulary import CompileMode, InductorConfig, Shapes, Status
 
 TRACES = "traces"  # keep_traces: a study folder's profiled calls, one trace per side of a compiled cell
 
@@ -213,7 +213,8 @@ class _ModelCells:
             self.compilation = None
             compile_module.reset()
         # eager compiles nothing
-        settings = replace(self.settings, shapes=Shapes.STATIC.value) if mode == CompileMode.EAGER else self.settings
+        settings = (replace(self.settings, shapes=Shapes.STATIC.value, inductor=InductorConfig.DEFAULT.value)
+                    if mode == CompileMode.EAGER else self.settings)
         cell: CellBlock = {"study": self.study, "task": self.task, "model": self.model, "batch_size": batch_size,
                            "compile_mode": mode, "dtype": self.dtype, "device": self.device,
                            **settings.variant_fields()}

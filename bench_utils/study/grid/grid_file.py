@@ -37,7 +37,7 @@ from typing import Any
 from ...record_blocks import CELL_FIELDS
 from ...record_key import CellIdentity, cell_file_name
 from ...settings import ANYWHERE, AXIS, TOP, Settings, setting_fields
-from ...vocabulary import AOT_MODES, CompileMode, Shapes, check_mode, dtype_name
+from ...vocabulary import AOT_MODES, CompileMode, InductorConfig, Shapes, check_mode, dtype_name
 from ...zoo.registry import TASKS, resolve_key
 from .checks import (GridError, check_accelerators, check_devices, check_timm, check_type, checked_names, fail,
                           non_empty, unknown_keys)
@@ -239,6 +239,9 @@ def _expand(path: str, where: str, item: Any, study_settings: Settings, grid: Gr
                                      axis.metadata["check"])
             for axis in setting_fields() if axis.metadata["grid"] == AXIS}
     _check_dynamic_shapes(path, where, axes.get("shapes", []), modes, settings)
+    if settings.backend != "inductor" and any(name != InductorConfig.DEFAULT for name in axes.get("inductor", [])):
+        raise fail(path, where + "inductor_configs", f"Inductor's options need the inductor backend, "
+                   f"not {settings.backend!r}")
     cells = []
     for model in item["models"]:
         key, task = _model(path, where, str(model), item.get("task"))
@@ -248,8 +251,9 @@ def _expand(path: str, where: str, item: Any, study_settings: Settings, grid: Gr
                     axis_settings = replace(settings, **dict(zip(axes, values)),
                                             gpu_memory_gib=settings.gpu_memory_gib if kind == "cuda" else None)
                     for mode in modes:
-                        # eager compiles nothing: the same cell whatever the shapes
-                        cell_settings = (replace(axis_settings, shapes=Shapes.STATIC.value)
+                        # eager compiles nothing: the same cell whatever the shapes or Inductor's configuration
+                        cell_settings = (replace(axis_settings, shapes=Shapes.STATIC.value,
+                                                 inductor=InductorConfig.DEFAULT.value)
                                          if mode == CompileMode.EAGER else axis_settings)
                         cells += [Cell(study=grid.study, task=task, model=key, batch_size=batch, compile_mode=mode,
                                        dtype=dtype, device=kind, settings=cell_settings) for batch in batch_sizes]

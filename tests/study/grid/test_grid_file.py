@@ -129,7 +129,7 @@ def test_a_grid_cell_is_a_records_cell_identity_then_its_settings():
                                                 "compile_modes": ["default"], "shapes": ["dynamic"]}]}).cells[0]
     assert Cell.from_parameters(cell.to_parameters()) == cell
     assert cell.identity().cell_block() == {**{name: getattr(cell, name) for name in CELL_FIELDS},
-                                            "memory_format": "contiguous", "shapes": "dynamic"}
+                                            "memory_format": "contiguous", "shapes": "dynamic", "inductor": "default"}
 
 
 def test_a_grid_file_that_is_not_utf8_is_named(tmp_path):
