@@ -95,6 +95,8 @@ def _cmd_cell(args: argparse.Namespace) -> int:
                       trace_prefix=str(traces / f"{Path(args.model).name}-bs{args.batch_size}-{args.mode}"))
     options = compile_module.options(args.mode, settings.backend, settings.fullgraph, settings.dynamic)
     record = cell_record(result, loaded, study=args.study, compile_options=options, config=config)
+    from .report.cell_text import format_cell
+
     print(format_cell(record))
     if args.results:
         append_record(args.results, record)
@@ -159,6 +161,16 @@ def _write_study_environments(paths: list[Path]) -> list[Path]:
     return written
 
 
+def _cmd_diagnose(args: argparse.Namespace) -> int:
+    import time
+
+    started = time.monotonic()
+    from .study.runner.diagnosis import diagnose
+
+    return diagnose(args.study, dry_run=args.dry_run, time_limit=args.time_limit, device_model=args.device_model,
+                    timeout=args.timeout, started=started, say=lambda line: print(line, file=sys.stderr))
+
+
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     from .reproduce.environment_build import EnvironmentBuildError
     from .reproduce.rerun import reproduce
@@ -189,45 +201,6 @@ def _check_devices(text: str) -> list[str]:
         if not re.fullmatch(r"cpu|cuda:\d+", device):
             raise ValueError(f"--devices: {device!r} is not cpu or cuda:N")
     return devices
-
-
-def format_cell(record: dict) -> str:
-    """A few lines summing up a cell record, for terminals."""
-    cell, latency = record["cell"], record["latency"]
-    lines = [f"{cell['model']} ({record['model']['checkpoint']}, {record['config']['weights']} "
-             f"weights) batch {cell['batch_size']}, {cell['dtype']}, {cell['device']}, "
-             f"mode {cell['compile_mode']}"
-             + (", channels_last" if cell.get("memory_format") == "channels_last" else ""),
-             f"latency   mean {latency['mean'] * 1e3:.3f} ms, median {latency['median'] * 1e3:.3f} ms, "
-             f"p99 {latency['p99'] * 1e3:.3f} ms over {latency['count']} runs"]
-    if "speedup" in record:
-        speedup = record["speedup"]
-        interval = speedup["mean_ci95"]
-        lines.append(f"eager     mean {speedup['eager_mean_ms']:.3f} ms (interleaved)")
-        lines.append(f"speed-up  {speedup['mean']:.3f}x " + (
-            f"(95 % CI {interval[0]:.3f} to {interval[1]:.3f} over {speedup['pairs']} pairs"
-            f"{', excludes 1' if speedup['excludes_one'] else ', includes 1'})" if interval
-            else "(no interval: one pair)"))
-        compiled = record["compile"]
-        breaks = f"{compiled['graph_breaks']} graph breaks" + (
-            f" ({'; '.join(list(compiled['break_reasons'])[:3])})" if compiled["break_reasons"] else "")
-        lines.append(f"compile   {compiled['cold_ms'] / 1e3:.1f} s cold, {compiled['warm_ms'] / 1e3:.1f} s "
-                     f"warm, {compiled['graphs']} graphs, {breaks}, {compiled['recompiles']} recompiles")
-        fresh = compiled.get("portable_cache")
-        if fresh:
-            lines.append(f"fresh     {fresh['first_answer_s']:.1f} s to the first answer from the portable cache "
-                         f"(+{fresh['import_s']:.1f} s imports; {fresh['fx_graph_cache_hits']} cache hits, "
-                         f"{fresh['fx_graph_cache_misses']} misses)")
-        even = compiled["break_even_calls"]
-        lines.append("pays off  " + (f"after {even} calls" if even is not None else "never (not faster)"))
-        parity = record["parity"]
-        lines.append(f"parity    {parity['parity']} ({parity['method']} against a {parity['reference']} "
-                     f"reference, tolerance {parity['tolerance']['key']}; worst {parity['worst_tensor']}, "
-                     f"RMSE ratio {parity['rmse_ratio']})")
-        agreement = record.get("agreement")
-        if agreement:
-            lines.append(f"agreement {agreement['metric']} {agreement['value']:.4f} with eager")
-    return "\n".join(lines)
 
 
 def _positive_int(text: str) -> int:
@@ -315,16 +288,7 @@ def _add_run_command(commands: argparse._SubParsersAction) -> None:
                      "each compiled cell in the study folder's traces/ (Perfetto, TensorBoard); as keep_traces: true")
     run.add_argument("--devices", default=None,
                      help="comma-separated devices, one worker each (e.g. cuda:0,cuda:1)")
-    run.add_argument("--timeout", type=_positive_int, default=None,
-                     help="seconds a cell may run before it is stopped (default: 30 min plus 20 s "
-                          "per timed call)")
-    run.add_argument("--dry-run", action="store_true",
-                     help="list the kernels and cells the run would measure, with an estimate from "
-                          "earlier records of this environment; run nothing")
-    run.add_argument("--device-model", default=None, help="price the cells no record covers a priori for "
-                     "this GPU (H100, A100, L4...): with --dry-run or --time-limit")
-    run.add_argument("--time-limit", default=None, help="9m, 540s, 1h or 540: start no cell that would not "
-                     "finish in time, stop at the limit as on SIGTERM (exit status 3: run it again)")
+    _add_limit_flags(run)
     run.add_argument("--executor", choices=("local", "ray"), default="local",
                      help="local: this machine's devices; ray: one task per kernel group on a Ray "
                           "cluster (docs/cluster.md)")
@@ -335,6 +299,18 @@ def _add_run_command(commands: argparse._SubParsersAction) -> None:
     run.set_defaults(handler=_cmd_run)
 
 
+def _add_limit_flags(parser: argparse.ArgumentParser) -> None:
+    """What a run of cells takes, for run and diagnose: a cell's timeout, a dry run, a GPU to price, a limit."""
+    parser.add_argument("--timeout", type=_positive_int, default=None,
+                        help="seconds a cell may run before it is stopped (default: 30 min plus 20 s per timed call)")
+    parser.add_argument("--dry-run", action="store_true", help="list the kernels and cells the run would measure, "
+                        "with an estimate from earlier records of this environment; run nothing")
+    parser.add_argument("--device-model", default=None, help="price the cells no record covers a priori for "
+                        "this GPU (H100, A100, L4...): with --dry-run or --time-limit")
+    parser.add_argument("--time-limit", default=None, help="9m, 540s, 1h or 540: start no cell that would not "
+                        "finish in time, stop at the limit as on SIGTERM (exit status 3: run it again)")
+
+
 def _add_report_command(commands: argparse._SubParsersAction) -> None:
     rep = commands.add_parser("report", help="render the localized HTML and Markdown report")
     rep.add_argument("results", nargs="+", type=Path,
@@ -343,6 +319,14 @@ def _add_report_command(commands: argparse._SubParsersAction) -> None:
     rep.add_argument("--locales", default="en,ar,es", help="comma-separated locales")
     rep.add_argument("--formats", default="html,md", help="html, md or both")
     rep.set_defaults(handler=_cmd_report)
+
+
+def _add_diagnose_command(commands: argparse._SubParsersAction) -> None:
+    diagnose = commands.add_parser("diagnose", help="measure the remedies of every compiled cell compile made slower "
+                                   "(docs/diagnosis.md)")
+    diagnose.add_argument("study", type=Path, help="the study folder, such as reports/hf-guide-h200")
+    _add_limit_flags(diagnose)
+    diagnose.set_defaults(handler=_cmd_diagnose)
 
 
 def _add_reproduce_command(commands: argparse._SubParsersAction) -> None:
@@ -372,6 +356,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cell_command(commands)
     _add_run_command(commands)
     _add_report_command(commands)
+    _add_diagnose_command(commands)
     _add_reproduce_command(commands)
     return parser
 

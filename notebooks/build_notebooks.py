@@ -98,6 +98,7 @@ report.cells = [
     new_code_cell("view.compile_cost()"),
     new_code_cell("view.memory()"),
     new_code_cell("view.why()"),
+    new_code_cell("view.losses()"),
     new_code_cell("view.reference()"),
     new_code_cell("view.methodology()"),
 ]

@@ -13,7 +13,7 @@ from typing import Iterable
 
 from IPython.display import Image, Markdown, display
 
-from . import context, plots, provenance, tables, why
+from . import context, diagnosis, plots, provenance, tables, why
 from ..measurement import stats
 from ..results import check_readable, skipped_lines_said
 from .frame import compiled_modes, frame, latest_records, project_paths, results_files
@@ -84,8 +84,10 @@ class ReportView:
                 for path, count in counts.items()]
 
     def summary(self) -> None:
+        """What to use per device, model and batch size, then the geometric-mean speed-ups."""
         t = self.catalog.t
-        parts = [f"## {t('summary_heading')}\n\n{t('summary_text')}\n\n"
+        parts = [f"## {t('summary_heading')}\n\n### {t('use_heading')}\n\n{t('use_text')}\n\n"
+                 f"{diagnosis.what_to_use(self.data, self.catalog)}\n\n{t('summary_text')}\n\n"
                  f"{tables.geomean_table(self.data, self.catalog)}"]
         comparison = tables.comparison_table(self.data, self.catalog)
         if comparison:  # several devices or torch versions: their speed-ups side by side
@@ -157,6 +159,12 @@ class ReportView:
                          self.catalog.t("alt_work_kinds", device=environment_label(environment, self.catalog)))
             self._markdown(why.why_table(here, self.catalog) + "\n\n"
                            + "\n".join(f"- {why.sentence(row, self.catalog)}" for _, row in here.iterrows()))
+
+    def losses(self) -> None:
+        """When compile loses: per slower cell, what got slower, its remedies and the verdict."""
+        t = self.catalog.t
+        self._markdown(f"## {t('loses_heading')}\n\n{t('loses_text')}\n\n"
+                       f"{diagnosis.losses_markdown(self.data, self.catalog)}")
 
     def reference(self) -> None:
         t = self.catalog.t

@@ -15,7 +15,7 @@ def test_no_english_device_words_or_mode_names_are_left_in_a_translated_page(loc
     shown = []
     monkeypatch.setattr(sections, "display", lambda obj, metadata=None: shown.append(obj.data))
     view = ReportView([EXAMPLE], locale)
-    for section in ("header", "summary", "guide_tables", "compile_cost", "memory", "reference", "methodology"):
+    for section in ("header", "summary", "guide_tables", "compile_cost", "memory", "losses", "reference", "methodology"):
         getattr(view, section)()
     page = "\n".join(text for text in shown if isinstance(text, str))
     assert "AMD EPYC" in page  # the example's CPU, named as recorded

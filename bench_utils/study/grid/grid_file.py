@@ -141,22 +141,22 @@ def load_grid(path: str | Path) -> Grid:
     return parse_grid(data, str(path))
 
 
-def keep_grid_copy(params: str | Path, study_folder: Path) -> Path:
+def keep_grid_copy(params: str | Path, study_folder: Path, name: str = GRID_COPY) -> Path:
     """The grid file copied, as written, into the study folder (``grid.yaml``): what ``reproduce`` re-runs.
     Called once a run has really started (its lease held, its devices checked): a refused or failed run
     changes no study folder. A different ``grid.yaml`` there, the grid earlier records were measured
     with, is kept beside it as ``grid.<hash>.yaml`` (the first 8 hex digits of its SHA-256), never
     written over."""
     study_folder.mkdir(parents=True, exist_ok=True)
-    copy = study_folder / GRID_COPY
+    copy = study_folder / name
     text = Path(params).read_bytes()
     if Path(params).resolve() != copy.resolve() and (not copy.exists() or copy.read_bytes() != text):
         if copy.exists():
             earlier = copy.read_bytes()
-            kept = study_folder / f"grid.{hashlib.sha256(earlier).hexdigest()[:8]}.yaml"
+            kept = study_folder / f"{Path(name).stem}.{hashlib.sha256(earlier).hexdigest()[:8]}.yaml"
             if not kept.exists():
                 kept.write_bytes(earlier)
-        temporary = copy.with_name(f".{GRID_COPY}.tmp")
+        temporary = copy.with_name(f".{name}.tmp")
         temporary.write_bytes(text)
         temporary.replace(copy)
     return copy

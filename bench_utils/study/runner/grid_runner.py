@@ -78,12 +78,13 @@ class Runner:
                  force: bool = False, devices: list[str] | None = None,
                  executor: Executor | None = None, timeout: int | None = None,
                  stream=None, progress: Callable[[int, Any], Progress] = Progress,
-                 grid_file: str | os.PathLike | None = None) -> None:
+                 grid_file: str | os.PathLike | None = None, grid_copy: str | None = None) -> None:
         if grid.accelerators:
             raise ValueError(f"{grid.path}: accelerators: the grid covers a cluster's accelerator types "
                              f"({', '.join(grid.accelerators)}): run it with --executor ray")
         self.grid = grid
         self.grid_file = grid_file  # copied into the study folder once the run has started (``keep_grid_copy``)
+        self.grid_copy = grid_copy  # under that name (None: grid.yaml)
         self.out_dir = study_folder(grid, out_dir)
         self.results_path = self.out_dir / "results.jsonl"
         self.force = force
@@ -146,7 +147,7 @@ class Runner:
                 StopOnSignal(self.running.end_all, self.time_limit) as self.stop:
             self.run_id = lease.run_id
             if self.grid_file is not None:  # the run has started: the folder now keeps the grid it runs
-                keep_grid_copy(self.grid_file, self.out_dir)
+                keep_grid_copy(self.grid_file, self.out_dir, *([self.grid_copy] if self.grid_copy else []))
             # a runner killed outright (SIGKILL) left its kernels' progress files: this run holds the lease now
             for stale in (*self.out_dir.glob("logs/*.progress"), *self.out_dir.glob("logs/*.progress.partial")):
                 stale.unlink(missing_ok=True)

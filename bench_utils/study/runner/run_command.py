@@ -17,13 +17,14 @@ from .time_limit import parse_duration, set_time_limit, what_is_left
 def run_locally(grid: Grid, params: os.PathLike | str, *, out=None, force: bool = False,
                 devices: list[str] | None = None, timeout: int | None = None, dry_run: bool = False,
                 device_model: str | None = None, time_limit: str | None = None,
-                started: float | None = None) -> int:
+                started: float | None = None, grid_copy: str | None = None) -> int:
     """Run (or with ``dry_run`` plan) ``grid`` here and print its summary; the exit status. A time limit
-    counts from ``started`` (``time.monotonic()`` at the command's start). Bad input: ValueError."""
+    counts from ``started`` (``time.monotonic()`` at the command's start). ``grid_copy``: the name the grid is
+    kept under in the study folder (``grid.yaml``; ``diagnose``'s ``diagnosis.yaml``). Bad input: ValueError."""
     seconds = parse_duration(time_limit) if time_limit else None  # bad input fails before anything starts
     if device_model:
         device_key(device_model)
-    runner = Runner(grid, out, force=force, devices=devices, timeout=timeout, grid_file=params)
+    runner = Runner(grid, out, force=force, devices=devices, timeout=timeout, grid_file=params, grid_copy=grid_copy)
     if dry_run:  # nothing measured, no kernel, no lease, no file written
         from .device_workers import check_workers
         from .estimate import format_plan, plan_run

@@ -1,0 +1,108 @@
+"""Why a compiled cell lost to eager, read from its profile, and which remedies that points to.
+
+Each rule reads the profile block of a compiled cell (``work_profile``: per side, busy fraction and ms by kind
+of work) and names the remedies worth measuring. The rules, in order:
+
+- ``host-bound``: the compiled side kept its device busy under ``HOST_BOUND_BUSY`` of the call (the host's
+  launches set the pace, as ViT at batch 1 on the H200: busy 29 %): CUDA graphs (``reduce-overhead``, on a GPU)
+  replace the launches by one replay; ``freezing`` folds the weights in, so fewer kernels read them.
+- ``matmul-conv-up``: matrix products and convolutions took more than ``SLOWER`` times eager's (MobileNet at
+  batch 16 on the H200: 10.8 -> 26.3 ms): Inductor's layout choice is the usual cause, so
+  ``no-layout-optimization``, the model in ``channels_last`` on both sides, and ``max-autotune-no-cudagraphs``
+  (it benchmarks its own GEMM and convolution templates against the libraries').
+- ``fusion-costly``: the fused kernels took more than ``SLOWER`` times the work they replaced (eager's
+  element-wise, normalization and copy work less what is left of it compiled): ``max-autotune-no-cudagraphs``
+  tunes their launch configurations.
+- ``no-profile``: no profile, or no rule fired: ``freezing`` and ``max-autotune-no-cudagraphs``, the two that
+  change most without a reason to prefer one.
+
+A remedy is a variant of the slow cell: another mode (the memory format and configuration kept), or the same
+mode in another memory format or Inductor configuration. No torch is imported here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import math
+from typing import Any, Mapping
+
+from ..vocabulary import CompileMode, InductorConfig, MemoryFormat, WorkKind
+
+HOST_BOUND_BUSY = 0.5   # below this share of the call in kernels, the host's launches set the pace
+SLOWER = 1.1            # a kind of work this many times eager's (or the work it replaced) got slower
+REPLACED_KINDS = (WorkKind.ELEMENTWISE, WorkKind.NORMALIZATION, WorkKind.COPY_LAYOUT)
+
+HOST_BOUND, MATMUL_CONV_UP, FUSION_COSTLY, NO_PROFILE = "host-bound", "matmul-conv-up", "fusion-costly", "no-profile"
+RULES = (HOST_BOUND, MATMUL_CONV_UP, FUSION_COSTLY, NO_PROFILE)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A configuration of a cell: its compile mode, memory format and Inductor configuration."""
+
+    compile_mode: str
+    memory_format: str = MemoryFormat.CONTIGUOUS.value
+    inductor: str = InductorConfig.DEFAULT.value
+
+
+@dataclass(frozen=True)
+class Remedy:
+    """A variant worth measuring against eager, and the rule that chose it."""
+
+    rule: str
+    variant: Variant
+
+
+def _kinds(side: Mapping[str, Any]) -> dict[str, float]:
+    return {kind: float(value or 0.0) for kind, value in (side.get("kinds_ms") or {}).items()}
+
+
+def rules_fired(profile: Mapping[str, Any] | None) -> list[str]:
+    """The rules a compiled cell's profile fires, in ``RULES``' order (``NO_PROFILE`` where none does)."""
+    eager, compiled = (profile or {}).get("eager") or {}, (profile or {}).get("compiled") or {}
+    if not eager or not compiled:
+        return [NO_PROFILE]
+    fired = []
+    busy = compiled.get("busy_fraction")
+    if busy is not None and not math.isnan(busy) and busy < HOST_BOUND_BUSY:
+        fired.append(HOST_BOUND)
+    before, after = _kinds(eager), _kinds(compiled)
+    if after.get(WorkKind.MATMUL_CONV, 0.0) > SLOWER * before.get(WorkKind.MATMUL_CONV, 0.0) > 0:
+        fired.append(MATMUL_CONV_UP)
+    replaced = sum(before.get(kind, 0.0) - after.get(kind, 0.0) for kind in REPLACED_KINDS)
+    if after.get(WorkKind.FUSED, 0.0) > SLOWER * max(replaced, 0.0) and after.get(WorkKind.FUSED, 0.0) > 0:
+        fired.append(FUSION_COSTLY)
+    return fired or [NO_PROFILE]
+
+
+def _candidates(rule: str, cell: Variant, cuda: bool) -> list[Variant]:
+    if rule == HOST_BOUND:
+        graphs = [Variant(CompileMode.REDUCE_OVERHEAD.value, cell.memory_format, cell.inductor)] if cuda else []
+        return graphs + [Variant(cell.compile_mode, cell.memory_format, InductorConfig.FREEZING.value)]
+    if rule == MATMUL_CONV_UP:
+        return [Variant(cell.compile_mode, cell.memory_format, InductorConfig.NO_LAYOUT_OPTIMIZATION.value),
+                Variant(cell.compile_mode, MemoryFormat.CHANNELS_LAST.value, cell.inductor),
+                Variant(CompileMode.MAX_AUTOTUNE_NO_CUDAGRAPHS.value, cell.memory_format, cell.inductor)]
+    if rule == FUSION_COSTLY:
+        return [Variant(CompileMode.MAX_AUTOTUNE_NO_CUDAGRAPHS.value, cell.memory_format, cell.inductor)]
+    return [Variant(cell.compile_mode, cell.memory_format, InductorConfig.FREEZING.value),
+            Variant(CompileMode.MAX_AUTOTUNE_NO_CUDAGRAPHS.value, cell.memory_format, cell.inductor)]
+
+
+def remedies(profile: Mapping[str, Any] | None, cell: Variant, cuda: bool) -> list[Remedy]:
+    """The variants a slow cell's profile points to, each once (the first rule that chose it), none the cell
+    itself; an ahead-of-time package is diagnosed as the default mode would be."""
+    chosen: dict[Variant, str] = {}
+    for rule in rules_fired(profile):
+        for variant in _candidates(rule, cell, cuda):
+            if variant != cell:
+                chosen.setdefault(variant, rule)
+    return [Remedy(rule, variant) for variant, rule in chosen.items()]
+
+
+def is_slower(speedup: float | None, interval: tuple[float, float] | None) -> bool:
+    """A compiled cell worth diagnosing: its speed-up's interval lies below 1 or includes it (no interval: the
+    speed-up itself below 1)."""
+    if interval is None or any(value is None or math.isnan(value) for value in interval):
+        return speedup is not None and not math.isnan(speedup) and speedup < 1.0
+    return interval[0] <= 1.0

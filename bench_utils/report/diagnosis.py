@@ -1,0 +1,150 @@
+"""When compile loses, and what to use: the report's reading of ``bench_utils diagnose``'s remedies.
+
+A compiled cell of the guide's kind (contiguous, static shapes, Inductor's default configuration) whose
+speed-up interval lies below 1 or includes it is a slower cell (``measurement.slowdown.is_slower``). For each,
+the section says what got slower (its profile, eager beside compiled, and the rules it fires), every remedy
+measured for it (another mode, channels-last, an Inductor configuration: the same model, batch size and dtype
+on the same device) with its speed-up and interval, and a verdict in one line: the best remedy whose interval
+lies above 1 recovers it; else one whose interval includes 1 leaves it open; else eager stays.
+
+"What to use" is, per device, model and batch size, the fastest measured configuration whose accuracy gate
+passed and whose speed-up interval lies above 1 (each against the eager it was paired with), else eager.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ..measurement.slowdown import is_slower, rules_fired
+from . import why
+from .i18n import Catalog
+from .markdown import environment_label, ltr, markdown_table, mode_label, number, speedup_cells
+from ..vocabulary import CompileMode, InductorConfig, MemoryFormat, Status
+
+SAME_CELL = ["environment", "model", "batch_size", "dtype"]
+
+
+def _guides(data: pd.DataFrame) -> pd.Series:
+    return ((data["memory_format"] == MemoryFormat.CONTIGUOUS) & (data["shapes"] == "static")
+            & (data["inductor"] == InductorConfig.DEFAULT))
+
+
+def _measured_compiled(data: pd.DataFrame) -> pd.DataFrame:
+    if data.empty:
+        return data
+    return data[(data["compile_mode"] != CompileMode.EAGER) & (data["status"] == Status.OK) & data["speedup"].notna()]
+
+
+def slower_cells(data: pd.DataFrame) -> pd.DataFrame:
+    """The compiled cells of the guide's kind compile made slower, or left inconclusive, in the report's order."""
+    compiled = _measured_compiled(data)
+    if compiled.empty:
+        return compiled
+    slower = pd.Series([is_slower(speedup, None if math.isnan(low) else (low, high)) for speedup, low, high
+                        in zip(compiled["speedup"], compiled["ci_low"], compiled["ci_high"])], index=compiled.index)
+    slow = compiled[_guides(compiled) & slower]
+    return slow.sort_values(["environment", "task_rank", "label", "batch_size", "mode"])
+
+
+def remedies_of(data: pd.DataFrame, slow: pd.Series) -> pd.DataFrame:
+    """Every other configuration measured for the slow cell's model, batch size and dtype on its device."""
+    compiled = _measured_compiled(data)
+    same = (compiled[SAME_CELL] == slow[SAME_CELL]).all(axis=1) & (compiled["shapes"] == "static")
+    other = ~((compiled["compile_mode"] == slow["compile_mode"]) & (compiled["memory_format"] == slow["memory_format"])
+              & (compiled["inductor"] == slow["inductor"]))
+    return compiled[same & other].sort_values("speedup", ascending=False)
+
+
+def configuration(row: pd.Series, catalog: Catalog) -> str:
+    """A measured configuration in words: its mode (with its Inductor configuration), and channels-last."""
+    text = mode_label(str(row["mode"]), catalog)
+    if row["memory_format"] == MemoryFormat.CHANNELS_LAST:
+        text = catalog.t("configuration_channels_last", configuration=text, layout=ltr("channels_last", catalog))
+    return text
+
+
+def _speedup(row: pd.Series, catalog: Catalog) -> str:
+    value, interval = speedup_cells(row, catalog)
+    return value if interval == "–" else f"{value} ({interval})"
+
+
+def verdict(slow: pd.Series, remedies: pd.DataFrame, catalog: Catalog) -> str:
+    """One line: the remedy that recovers the cell, one that leaves it open, or eager."""
+    if remedies.empty:
+        return catalog.t("loses_not_diagnosed")
+    passed = remedies[remedies["parity"] != "fail"]
+    above = passed[passed["ci_low"] > 1.0]
+    if not above.empty:
+        best = above.iloc[0]
+        return catalog.t("loses_recovered", configuration=configuration(best, catalog), speedup=_speedup(best, catalog))
+    open_ = passed[passed["ci_high"] >= 1.0]
+    if not open_.empty:
+        best = open_.iloc[0]
+        return catalog.t("loses_open", configuration=configuration(best, catalog), speedup=_speedup(best, catalog))
+    return catalog.t("loses_stay_eager")
+
+
+def what_got_slower(slow: pd.Series, catalog: Catalog) -> str:
+    """The profile's reading, eager beside compiled, and the rules it fires; or that there is no profile."""
+    rules = ", ".join(catalog.t(f"rule_{rule}") for rule in rules_fired(slow.get("profile")))
+    if not isinstance(slow.get("profile"), dict) or "eager" not in slow["profile"]:
+        return catalog.t("loses_no_profile", rules=rules)
+    return why.sentence(slow, catalog)[:-1] + "; " + catalog.t("loses_rules", rules=rules) + "."
+
+
+def remedies_table(remedies: pd.DataFrame, catalog: Catalog) -> str:
+    rows = [[configuration(row, catalog), *speedup_cells(row, catalog),
+             catalog.t(f"parity_{row['parity']}") if f"parity_{row['parity']}" in catalog.messages else str(row["parity"])]
+            for _, row in remedies.iterrows()]
+    return markdown_table([catalog.t("col_remedy"), catalog.t("col_speedup_plain"), catalog.t("col_ci95"),
+                           catalog.t("col_parity")], rows)
+
+
+def losses_markdown(data: pd.DataFrame, catalog: Catalog) -> str:
+    """Per slower cell: a heading, what got slower, its remedies' table and the verdict; a line where none is."""
+    slow = slower_cells(data)
+    if slow.empty:
+        return catalog.t("loses_none")
+    parts = []
+    for _, row in slow.iterrows():
+        remedies = remedies_of(data, row)
+        heading = catalog.t("loses_cell", model=ltr(str(row["label"]), catalog), batch=ltr(str(row["batch_size"]), catalog),
+                            mode=mode_label(str(row["mode"]), catalog),
+                            device=environment_label(row["environment"], catalog), speedup=_speedup(row, catalog))
+        body = [f"### {heading}", what_got_slower(row, catalog)]
+        if not remedies.empty:
+            body.append(remedies_table(remedies, catalog))
+        body.append(f"**{verdict(row, remedies, catalog)}**")
+        parts.append("\n\n".join(body))
+    return "\n\n".join(parts)
+
+
+def what_to_use(data: pd.DataFrame, catalog: Catalog) -> str:
+    """Per device, model and batch size: the fastest configuration whose gate passed and whose interval lies
+    above 1, its speed-up, cold compile and break-even; eager where none."""
+    if data.empty:
+        return catalog.t("no_results")
+    rows = []
+    ok = data[data["status"] == Status.OK]
+    for (environment, _, model, batch, dtype), group in ok.sort_values(["environment", "task_rank", "label"]).groupby(
+            ["environment", "task_rank", "model", "batch_size", "dtype"], sort=False):
+        candidates = _measured_compiled(group)
+        candidates = candidates[(candidates["parity"] != "fail") & (candidates["ci_low"] > 1.0)
+                                & (candidates["shapes"] == "static")]
+        label = ltr(str(group["label"].iloc[0]).replace(" (channels_last)", ""), catalog)
+        where = [environment_label(environment, catalog), label, ltr(str(batch), catalog)]
+        if data["dtype"].nunique() > 1:
+            where[-1] += f" ({ltr(dtype, catalog)})"
+        if candidates.empty:
+            rows.append([*where, mode_label(CompileMode.EAGER.value, catalog), "–", "–", "–", "–"])
+            continue
+        best = candidates.sort_values("speedup", ascending=False).iloc[0]
+        even = best["break_even"]
+        rows.append([*where, configuration(best, catalog), *speedup_cells(best, catalog),
+                     number(best["compile_s"], 1, catalog),
+                     catalog.t("never") if even is None or pd.isna(even) else ltr(catalog.number(even, 0), catalog)])
+    headers = [catalog.t("col_device"), catalog.t("col_model"), catalog.t("col_batch"), catalog.t("col_use"),
+               catalog.t("col_speedup_plain"), catalog.t("col_ci95"), catalog.t("col_compile_s"), catalog.t("col_break_even")]
+    return markdown_table(headers, rows)

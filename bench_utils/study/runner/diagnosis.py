@@ -1,0 +1,130 @@
+"""``python -m bench_utils diagnose STUDY``: every compiled cell compile made slower, its remedies measured.
+
+A compiled cell of the guide's kind (contiguous, static shapes, Inductor's default configuration) whose
+speed-up interval lies below 1 or includes it (``measurement.slowdown.is_slower``) is diagnosed: its profile
+fires rules that name remedies (``measurement.slowdown``: CUDA graphs and freezing for a host-bound call,
+Inductor's layout off, channels-last and max-autotune for slower convolutions, max-autotune for costly
+fusion). They make a grid, kept in the study folder as ``diagnosis.yaml`` once its run has started, with
+the slow cell's own settings (runs, warm-up, pairs, weights, seed, TF32), run by the study runner into the
+same results file: resumable, ``--time-limit`` aware, each remedy a cell of its own identity measured
+against eager in the same interleaved design. The report's "When compile loses" section reads them back.
+No torch is imported here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+import tempfile
+from typing import Any
+
+import yaml
+
+from ...measurement.slowdown import Variant, is_slower, remedies, rules_fired
+from ...record_blocks import block
+from ...record_key import cell_identity, record_key
+from ...results import check_readable, read_records
+from ...vocabulary import CompileMode, InductorConfig, MemoryFormat, Shapes, Status
+
+DIAGNOSIS_GRID = "diagnosis.yaml"
+
+
+def latest(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each measurement's latest record (``RecordKey`` without the study), in file order of their first."""
+    chosen: dict[Any, dict[str, Any]] = {}
+    for record in sorted(records, key=lambda r: block(r, "environment").get("timestamp_utc") or ""):
+        chosen[record_key(record).without_study()] = record
+    return list(chosen.values())
+
+
+def _variant(record: dict[str, Any]) -> Variant:
+    fields = cell_identity(record).variant_fields()
+    return Variant(record["cell"]["compile_mode"], fields["memory_format"], fields["inductor"])
+
+
+def slow_cells(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The compiled cells of the guide's kind whose speed-up interval lies below 1 or includes it."""
+    slow = []
+    for record in latest(records):
+        speedup = block(record, "speedup")
+        variant, fields = _variant(record), cell_identity(record).variant_fields()
+        if (record.get("status") != Status.OK or record["cell"]["compile_mode"] == CompileMode.EAGER or not speedup
+                or variant.memory_format != MemoryFormat.CONTIGUOUS or variant.inductor != InductorConfig.DEFAULT
+                or fields["shapes"] != Shapes.STATIC):
+            continue
+        interval = speedup.get("mean_ci95")
+        if is_slower(speedup.get("mean"), tuple(interval) if interval else None):
+            slow.append(record)
+    return slow
+
+
+def _sub_grid(record: dict[str, Any], variant: Variant) -> dict[str, Any]:
+    cell = record["cell"]
+    return {"models": [cell["model"]], "batch_sizes": [cell["batch_size"]], "compile_modes": [variant.compile_mode],
+            "dtypes": [cell["dtype"]], "memory_formats": [variant.memory_format],
+            "inductor_configs": [variant.inductor]}
+
+
+def remedy_grid(slow: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]:
+    """The grid of every slow cell's remedies (a grid file's mapping), and a line per slow cell saying which
+    rules its profile fired and what they chose. The study-wide settings are the first slow cell's."""
+    first = block(slow[0], "config")
+    lines, grids, kinds = [], [], []
+    for record in slow:
+        cell, profile = record["cell"], block(record, "profile")
+        kind = cell["device"].split(":")[0]
+        kinds.append(kind)
+        chosen = remedies(profile, _variant(record), cuda=kind == "cuda")
+        speedup = block(record, "speedup")
+        lines.append(f"{cell['model']} batch {cell['batch_size']} {cell['compile_mode']} on {kind}: speed-up "
+                     f"{speedup.get('mean', float('nan')):.2f}x; rules: {', '.join(rules_fired(profile))}; remedies: "
+                     + ", ".join(_name(remedy.variant) for remedy in chosen))
+        grids += [_sub_grid(record, remedy.variant) for remedy in chosen]
+    study = str(slow[0]["cell"]["study"])
+    grid = {"study": f"{study}-diagnosis",
+            "description": f"remedies of the compiled cells compile made slower in {study} (bench_utils diagnose)",
+            "runs": first.get("runs"), "warmup": first.get("warmup"), "blocks": first.get("blocks"),
+            "weights": first.get("weights_requested") or "random", "seed": first.get("seed", 0),
+            "tf32": first.get("tf32") or "default", "devices": sorted(set(kinds)), "grids": grids}
+    if first.get("backend") not in (None, "inductor"):
+        grid["backend"] = first["backend"]
+    return {key: value for key, value in grid.items() if value is not None}, lines
+
+
+def _name(variant: Variant) -> str:
+    parts = [variant.compile_mode]
+    if variant.memory_format != MemoryFormat.CONTIGUOUS:
+        parts.append(variant.memory_format)
+    if variant.inductor != InductorConfig.DEFAULT:
+        parts.append(variant.inductor)
+    return "+".join(parts)
+
+
+def diagnose(study: str | Path, *, dry_run: bool = False, time_limit: str | None = None,
+             device_model: str | None = None, timeout: int | None = None, started: float | None = None,
+             say=print) -> int:
+    """Diagnose the study folder's slow cells: print what each profile says, then run (or plan) their remedies;
+    the exit status (``run``'s)."""
+    from ..grid.grid_file import parse_grid
+    from .run_command import run_locally
+
+    folder = Path(study)
+    results = folder / "results.jsonl"
+    if not results.is_file():
+        raise ValueError(f"{folder} holds no results.jsonl: not a study folder")
+    check_readable([results])
+    slow = slow_cells(read_records([results]))
+    if not slow:
+        say(f"[diagnose] {folder}: no compiled cell is slower than eager, or inconclusive: nothing to diagnose")
+        return 0
+    data, lines = remedy_grid(slow)
+    say(f"[diagnose] {len(slow)} compiled cell(s) slower than eager or inconclusive in {folder}:")
+    for line in lines:
+        say(f"  {line}")
+    text = ("# The remedies of the compiled cells compile made slower (bench_utils diagnose), per cell:\n"
+            + "".join(f"#   {line}\n" for line in lines) + yaml.safe_dump(data, sort_keys=False))
+    with tempfile.TemporaryDirectory(prefix="diagnose-") as scratch:
+        source = Path(scratch) / DIAGNOSIS_GRID
+        source.write_text(text, encoding="utf-8")
+        grid = parse_grid(data, str(folder / DIAGNOSIS_GRID))
+        return run_locally(grid, source, out=folder, dry_run=dry_run, time_limit=time_limit,
+                           device_model=device_model, timeout=timeout, started=started, grid_copy=DIAGNOSIS_GRID)

@@ -1,0 +1,88 @@
+"""When compile loses, and what to use: read off the first H200 records and remedies measured for them."""
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from bench_utils.paths import PROJECT_ROOT
+from bench_utils.report import diagnosis
+from bench_utils.report.frame import frame
+from bench_utils.report.i18n import Catalog
+
+H200 = PROJECT_ROOT / "reports" / "hf-guide-h200" / "results.jsonl"
+
+
+def h200_records():
+    return [json.loads(line) for line in H200.read_text().splitlines()]
+
+
+def remedy(records, model, batch, speedup, interval, *, mode=None, memory_format=None, inductor=None, parity="pass"):
+    """A remedy's record: the slow cell's, another configuration and another speed-up."""
+    slow = next(r for r in records if r["cell"]["model"] == model and r["cell"]["batch_size"] == batch
+                and r["cell"]["compile_mode"] == "default")
+    record = copy.deepcopy(slow)
+    record["record_id"] += "-remedy"
+    record["cell"].update({key: value for key, value in (("compile_mode", mode), ("memory_format", memory_format),
+                                                          ("inductor", inductor)) if value})
+    record["speedup"].update(mean=speedup, mean_ci95=list(interval))
+    record["parity"]["parity"] = parity
+    return record
+
+
+@pytest.fixture(scope="module")
+def diagnosed():
+    records = h200_records()
+    return frame(records + [
+        remedy(records, "vit", 1, 1.30, (1.20, 1.40), mode="reduce-overhead"),
+        remedy(records, "vit", 1, 1.05, (1.01, 1.09), inductor="freezing"),
+        remedy(records, "vit", 1, 1.60, (1.50, 1.70), mode="max-autotune-no-cudagraphs", parity="fail"),
+        remedy(records, "mobilenet", 16, 0.90, (0.85, 0.95), memory_format="channels_last"),
+        remedy(records, "mobilenet", 16, 0.98, (0.93, 1.03), inductor="no-layout-optimization"),
+    ])
+
+
+def test_the_slower_cells_are_the_guides_whose_interval_lies_below_or_includes_one(diagnosed):
+    slow = diagnosis.slower_cells(diagnosed)
+    assert sorted(zip(slow["model"], slow["batch_size"])) == [("mobilenet", 16), ("vit", 1)]
+    assert set(slow["mode"]) == {"default"}  # a remedy below 1 is no slower cell of its own
+
+
+@pytest.mark.parametrize("locale", ["en", "ar", "es"])
+def test_each_slower_cell_says_what_got_slower_its_remedies_and_a_verdict(diagnosed, locale):
+    catalog = Catalog(locale)
+    text = diagnosis.losses_markdown(diagnosed, catalog)
+    assert text.count("### ") == 2
+    recovered = catalog.t("loses_recovered", configuration="X", speedup="Y").split("X")[-1].split("Y")[0]
+    assert recovered in text  # ViT: reduce-overhead recovers it (the failed gate's 1.6x does not count)
+    assert catalog.t("loses_open", configuration="X", speedup="Y").split("X")[0] in text  # MobileNet: 0.98x open
+    if locale == "en":
+        vit = text[text.index("### ViT"):text.index("### ", text.index("### ViT") + 4)]
+        assert "**reduce-overhead recovers it: 1.30× (1.20–1.40).**" in vit
+        assert "host-bound" in vit and "174 → 233 kernels" in vit
+        assert "| default with freezing | 1.05× | 1.01–1.09 | pass |" in vit
+        assert "| max-autotune-no-cudagraphs | 1.60× | 1.50–1.70 | failed |" in vit
+        mobilenet = text[text.index("### MobileNet"):]
+        assert "slower matrix products and convolutions" in mobilenet
+        assert "default, channels_last" in mobilenet
+
+
+def test_a_slow_cell_without_remedies_says_how_to_diagnose_it_and_one_they_all_lose_stays_eager():
+    records = h200_records()
+    catalog = Catalog("en")
+    text = diagnosis.losses_markdown(frame(records), catalog)
+    assert text.count(catalog.t("loses_not_diagnosed")) == 2
+    lost = frame(records + [remedy(records, "mobilenet", 16, 0.90, (0.85, 0.95), memory_format="channels_last")])
+    slow = diagnosis.slower_cells(lost)
+    row = slow[slow["model"] == "mobilenet"].iloc[0]
+    assert diagnosis.verdict(row, diagnosis.remedies_of(lost, row), catalog) == "Nothing tried beats eager: stay eager."
+
+
+def test_what_to_use_is_the_fastest_configuration_that_passed_its_gate_and_beats_eager_else_eager(diagnosed):
+    table = diagnosis.what_to_use(diagnosed, Catalog("en"))
+    rows = {tuple(cell.strip() for cell in line.strip("|").split("|")[1:3]): line for line in table.splitlines()[2:]}
+    assert "| reduce-overhead | 5.58× | 5.43–5.72 |" in rows[("ResNet", "1")]
+    assert "| reduce-overhead | 1.30× | 1.20–1.40 |" in rows[("ViT", "1")]  # the faster one failed its gate
+    assert "| eager | – | – | – | – |" in rows[("MobileNet", "16")]
+    assert "| default | 1.71× |" in rows[("ResNet", "16")]
