@@ -1,0 +1,52 @@
+"""diagnose: the slow cells of a study folder, the grid of their remedies, and its run through the runner."""
+
+import json
+import shutil
+
+import pytest
+
+from bench_utils.paths import PROJECT_ROOT
+from bench_utils.study.grid.grid_file import parse_grid
+from bench_utils.study.runner import diagnosis
+
+H200 = PROJECT_ROOT / "reports" / "hf-guide-h200"
+
+
+def records():
+    return [json.loads(line) for line in (H200 / "results.jsonl").read_text().splitlines()]
+
+
+def test_the_slow_cells_of_the_first_h200_run_and_their_remedies_grid():
+    slow = diagnosis.slow_cells(records())
+    assert sorted((r["cell"]["model"], r["cell"]["batch_size"]) for r in slow) == [("mobilenet", 16), ("vit", 1)]
+    data, lines = diagnosis.remedy_grid(slow)
+    grid = parse_grid(data)  # a valid grid: the runner takes it as any
+    assert grid.study == "hf-guide-h200-first-diagnosis" and grid.device_kinds == ["cuda"]
+    assert {(c.model, c.batch_size, c.compile_mode, c.settings.memory_format, c.settings.inductor) for c in grid.cells} \
+        == {("vit", 1, "reduce-overhead", "contiguous", "default"), ("vit", 1, "default", "contiguous", "freezing"),
+            ("vit", 1, "max-autotune-no-cudagraphs", "contiguous", "default"),
+            ("mobilenet", 16, "default", "contiguous", "no-layout-optimization"),
+            ("mobilenet", 16, "default", "channels_last", "default"),
+            ("mobilenet", 16, "max-autotune-no-cudagraphs", "contiguous", "default")}
+    # the slow cells' own settings: the guide's runs, pairs and weights as measured
+    cell = grid.cells[0]
+    assert (cell.settings.runs, cell.settings.warmup, cell.settings.blocks, cell.settings.weights) == (300, 10, 30, "random")
+    assert lines[0].startswith("vit batch 1 default on cuda: speed-up 0.81x; rules: host-bound, fusion-costly")
+
+
+def test_a_dry_run_plans_the_remedies_writes_nothing_and_a_study_with_no_slow_cell_has_nothing_to_do(tmp_path):
+    study = tmp_path / "study"
+    shutil.copytree(H200, study, ignore=shutil.ignore_patterns("en", "ar", "es", "notebooks", "logs", "lease-*"))
+    before = sorted(path.name for path in study.iterdir())
+    said = []
+    assert diagnosis.diagnose(study, dry_run=True, device_model="H200", say=said.append) == 0
+    assert sorted(path.name for path in study.iterdir()) == before  # no diagnosis.yaml: nothing ran
+    assert said[0].startswith("[diagnose] 2 compiled cell(s)")
+    fast = tmp_path / "fast"
+    fast.mkdir()
+    (fast / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records()
+                                                if r["cell"]["model"] == "resnet"))
+    said = []
+    assert diagnosis.diagnose(fast, say=said.append) == 0 and "nothing to diagnose" in said[0]
+    with pytest.raises(ValueError, match="holds no results.jsonl"):
+        diagnosis.diagnose(tmp_path / "nothing")
