@@ -74,7 +74,7 @@ def cell_record(result: CellResult, loaded: LoadedModel, *, study: str,
         memory = {**(memory or {}), "eager": result.eager_memory}
     cell: CellBlock = {"study": study, "task": loaded.task, "model": loaded.key, "batch_size": result.batch_size,
                        "compile_mode": result.mode, "dtype": loaded.dtype, "device": loaded.device,
-                       "memory_format": loaded.memory_format, "shapes": result.shapes}
+                       "memory_format": loaded.memory_format, "shapes": result.shapes, "inductor": result.inductor}
     return make_record(
         cell, status=Status.OK, measurement=result.measurement, memory=memory, compile=compile_block,
         # the weights measured, never the request ("auto" resolves to random or pretrained)

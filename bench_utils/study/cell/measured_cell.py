@@ -70,6 +70,7 @@ class CellResult:
     shared_eager: "CellResult | None" = None         # a compiled cell's eager side, as an eager cell
     shared_from: str | None = None                   # an eager result taken from that mode's pairs
     shapes: str = STATIC                             # dynamic: one compilation for all batch sizes
+    inductor: str = "default"                        # the Inductor configuration it compiled with (``settings``)
     compilation: SharedCompilation | None = None     # that compilation, for the next batch sizes
 
 
@@ -393,5 +394,5 @@ def _compiled_result(cell: _CellContext, timed: _Timed, figures: _AfterTiming,
                       parity=figures.parity, agreement=figures.agreement, memory=figures.memory,
                       eager_memory=eager_memory, compute=cell.compute(measurement.mean_ms, eager_ms),
                       energy=figures.energy, profile=figures.profile, notes=cell.notes, phases=cell.phases,
-                      shared_eager=shared_eager,
-                      shapes=DYNAMIC if cell.dynamic_batch else STATIC, compilation=compilation)
+                      shared_eager=shared_eager, shapes=DYNAMIC if cell.dynamic_batch else STATIC,
+                      inductor=cell.settings.inductor, compilation=compilation)

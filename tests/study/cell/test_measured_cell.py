@@ -245,3 +245,24 @@ def test_a_forced_graph_break_is_recorded_with_its_reason_and_profiled_as_two_gr
     assert any("graph_break" in reason for reason in result.compile["break_reasons"]), result.compile["break_reasons"]
     assert result.profile["compiled"]["compiled_regions"] == 2
     assert result.profile["compiled"]["kinds_ms"]["fused"] > 0  # inductor's generated code, on both sides of the break
+
+
+def test_a_cell_compiled_with_an_inductor_configuration_is_recorded_as_that_configuration(loaded, monkeypatch):
+    # a first CPU diagnosis recorded its no-layout-optimization cells as the default configuration's: resume
+    # measured them again and the report took them for the guide's cell
+    from torch._inductor import config
+    import bench_utils.study.cell.measured_cell as measured_cell
+    seen = []
+    real = measured_cell.compile_cold_then_warm
+
+    def compiling(*args, **kwargs):
+        seen.append(config.layout_optimization)  # the option in force while the cell compiles
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(measured_cell, "compile_cold_then_warm", compiling)
+    result = run_cell(loaded, batch_size=1, mode="default", runs=4, warmup=1, blocks=2, backend="aot_eager",
+                      inductor="no-layout-optimization", profile=False)
+    assert seen == [False] and config.layout_optimization is True  # patched for the compilation only
+    record = cell_record(result, loaded, study="t", environment=ENV)
+    assert record["cell"]["inductor"] == "no-layout-optimization"
+    assert record["compile"]["inductor_options"] == {"layout_optimization": False}
