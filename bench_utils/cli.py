@@ -165,7 +165,7 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     import time
 
     started = time.monotonic()
-    from .study.runner.diagnosis import diagnose
+    from .study.runner.diagnose import diagnose
 
     return diagnose(args.study, dry_run=args.dry_run, time_limit=args.time_limit, device_model=args.device_model,
                     timeout=args.timeout, started=started, say=lambda line: print(line, file=sys.stderr))

@@ -32,6 +32,10 @@ HOST_BOUND_BUSY = 0.5   # below this share of the call in kernels, the host's la
 SLOWER = 1.1            # a kind of work this many times eager's (or the work it replaced) got slower
 REPLACED_KINDS = (WorkKind.ELEMENTWISE, WorkKind.NORMALIZATION, WorkKind.COPY_LAYOUT)
 
+# ``diagnose``'s remedies are measured as a study of this name's (the slow cell's study and this suffix): a remedy
+# that loses too is its slow cell's verdict, not a slow cell of its own to diagnose again.
+REMEDY_STUDY_SUFFIX = "-diagnosis"
+
 HOST_BOUND, MATMUL_CONV_UP, FUSION_COSTLY, NO_PROFILE = "host-bound", "matmul-conv-up", "fusion-costly", "no-profile"
 RULES = (HOST_BOUND, MATMUL_CONV_UP, FUSION_COSTLY, NO_PROFILE)
 

@@ -17,7 +17,7 @@ import math
 
 import pandas as pd
 
-from ..measurement.slowdown import is_slower, rules_fired
+from ..measurement.slowdown import REMEDY_STUDY_SUFFIX, is_slower, rules_fired
 from . import why
 from .i18n import Catalog
 from .markdown import environment_label, ltr, markdown_table, mode_label, number, speedup_cells
@@ -44,7 +44,8 @@ def slower_cells(data: pd.DataFrame) -> pd.DataFrame:
         return compiled
     slower = pd.Series([is_slower(speedup, None if math.isnan(low) else (low, high)) for speedup, low, high
                         in zip(compiled["speedup"], compiled["ci_low"], compiled["ci_high"])], index=compiled.index)
-    slow = compiled[_guides(compiled) & slower]
+    remedy = compiled["study"].astype(str).str.endswith(REMEDY_STUDY_SUFFIX)  # a remedy's loss: its slow cell's verdict
+    slow = compiled[_guides(compiled) & slower & ~remedy]
     return slow.sort_values(["environment", "task_rank", "label", "batch_size", "mode"])
 
 

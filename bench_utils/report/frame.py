@@ -118,7 +118,7 @@ def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
         variant = cell_identity(record).variant_fields()
         memory_format, shapes, inductor = variant["memory_format"], variant["shapes"], variant["inductor"]
         rows.append({
-            "device_name": device_name(record),
+            "device_name": device_name(record), "study": cell["study"],
             "torch_version": block(record, "environment").get("torch_version"),
             "task": cell["task"], "model": cell["model"],
             "label": label_of(cell["model"]) + (CHANNELS_LAST_LABEL if memory_format == "channels_last" else ""),

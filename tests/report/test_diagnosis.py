@@ -24,6 +24,7 @@ def remedy(records, model, batch, speedup, interval, *, mode=None, memory_format
                 and r["cell"]["compile_mode"] == "default")
     record = copy.deepcopy(slow)
     record["record_id"] += "-remedy"
+    record["cell"]["study"] += "-diagnosis"  # as diagnose names its remedies' study
     record["cell"].update({key: value for key, value in (("compile_mode", mode), ("memory_format", memory_format),
                                                           ("inductor", inductor)) if value})
     record["speedup"].update(mean=speedup, mean_ci95=list(interval))
@@ -86,3 +87,12 @@ def test_what_to_use_is_the_fastest_configuration_that_passed_its_gate_and_beats
     assert "| reduce-overhead | 1.30× | 1.20–1.40 |" in rows[("ViT", "1")]  # the faster one failed its gate
     assert "| eager | – | – | – | – |" in rows[("MobileNet", "16")]
     assert "| default | 1.71× |" in rows[("ResNet", "16")]
+
+
+def test_a_remedy_that_loses_too_is_its_slow_cells_verdict_not_a_slower_cell_of_its_own():
+    records = h200_records()
+    data = frame(records + [remedy(records, "vit", 1, 0.90, (0.85, 0.95), mode="max-autotune-no-cudagraphs")])
+    slow = diagnosis.slower_cells(data)
+    assert sorted(zip(slow["model"], slow["mode"])) == [("mobilenet", "default"), ("vit", "default")]
+    vit = slow[slow["model"] == "vit"].iloc[0]
+    assert diagnosis.verdict(vit, diagnosis.remedies_of(data, vit), Catalog("en")) == "Nothing tried beats eager: stay eager."

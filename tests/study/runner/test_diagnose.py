@@ -7,7 +7,7 @@ import pytest
 
 from bench_utils.paths import PROJECT_ROOT
 from bench_utils.study.grid.grid_file import parse_grid
-from bench_utils.study.runner import diagnosis
+from bench_utils.study.runner import diagnose as diagnosis
 
 H200 = PROJECT_ROOT / "reports" / "hf-guide-h200"
 
@@ -50,3 +50,13 @@ def test_a_dry_run_plans_the_remedies_writes_nothing_and_a_study_with_no_slow_ce
     assert diagnosis.diagnose(fast, say=said.append) == 0 and "nothing to diagnose" in said[0]
     with pytest.raises(ValueError, match="holds no results.jsonl"):
         diagnosis.diagnose(tmp_path / "nothing")
+
+
+def test_a_remedy_that_loses_is_not_diagnosed_again():
+    measured = records()
+    vit = next(r for r in measured if r["cell"]["model"] == "vit" and r["cell"]["batch_size"] == 1
+               and r["cell"]["compile_mode"] == "default")
+    lost = json.loads(json.dumps(vit))
+    lost["cell"].update(study="hf-guide-h200-first-diagnosis", compile_mode="max-autotune-no-cudagraphs")
+    lost["record_id"] = "remedy"
+    assert [r["cell"]["compile_mode"] for r in diagnosis.slow_cells(measured + [lost])] == ["default", "default"]

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from ...measurement.slowdown import Variant, is_slower, remedies, rules_fired
+from ...measurement.slowdown import REMEDY_STUDY_SUFFIX, Variant, is_slower, remedies, rules_fired
 from ...record_blocks import block
 from ...record_key import cell_identity, record_key
 from ...results import check_readable, read_records
@@ -48,6 +48,7 @@ def slow_cells(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         speedup = block(record, "speedup")
         variant, fields = _variant(record), cell_identity(record).variant_fields()
         if (record.get("status") != Status.OK or record["cell"]["compile_mode"] == CompileMode.EAGER or not speedup
+                or str(record["cell"]["study"]).endswith(REMEDY_STUDY_SUFFIX)  # a remedy: its slow cell's verdict
                 or variant.memory_format != MemoryFormat.CONTIGUOUS or variant.inductor != InductorConfig.DEFAULT
                 or fields["shapes"] != Shapes.STATIC):
             continue
@@ -80,7 +81,7 @@ def remedy_grid(slow: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]:
                      + ", ".join(_name(remedy.variant) for remedy in chosen))
         grids += [_sub_grid(record, remedy.variant) for remedy in chosen]
     study = str(slow[0]["cell"]["study"])
-    grid = {"study": f"{study}-diagnosis",
+    grid = {"study": f"{study}{REMEDY_STUDY_SUFFIX}",
             "description": f"remedies of the compiled cells compile made slower in {study} (bench_utils diagnose)",
             "runs": first.get("runs"), "warmup": first.get("warmup"), "blocks": first.get("blocks"),
             "weights": first.get("weights_requested") or "random", "seed": first.get("seed", 0),
