@@ -60,3 +60,32 @@ def test_a_remedy_that_loses_is_not_diagnosed_again():
     lost["cell"].update(study="hf-guide-h200-first-diagnosis", compile_mode="max-autotune-no-cudagraphs")
     lost["record_id"] = "remedy"
     assert [r["cell"]["compile_mode"] for r in diagnosis.slow_cells(measured + [lost])] == ["default", "default"]
+
+
+@pytest.mark.slow
+def test_a_cpu_study_where_compile_loses_is_diagnosed_end_to_end_and_its_section_rendered(tmp_path):
+    # make bench (about 3 minutes on 2 cores): params/cpu-loses.yaml, its slow cell's remedies, the report
+    import subprocess
+    import sys
+
+    study = tmp_path / "cpu-loses"
+
+    def command(*args):
+        return subprocess.run([sys.executable, "-m", "bench_utils", *args], capture_output=True, text=True,
+                              cwd=PROJECT_ROOT, timeout=1800)
+
+    assert command("run", "params/cpu-loses.yaml", "--out", str(study)).returncode == 0
+    slow = diagnosis.slow_cells(diagnosis.read_records([study / "results.jsonl"]))
+    done = command("diagnose", str(study))
+    assert done.returncode == 0, done.stderr[-2000:]
+    if not slow:  # compile won on this machine: nothing to diagnose, and the run says so
+        assert "nothing to diagnose" in done.stderr
+        return
+    assert (study / "diagnosis.yaml").is_file() and "rules:" in done.stderr
+    remedies = [r for r in diagnosis.read_records([study / "results.jsonl"]) if r["cell"]["study"].endswith("-diagnosis")]
+    assert remedies and all(r["status"] == "ok" for r in remedies)
+    assert command("report", str(study), "--locales", "en").returncode == 0
+    page = (study / "en" / "README.md").read_text(encoding="utf-8")
+    section = page[page.index("## When compile loses"):]
+    assert "### timm:convnext_atto, batch size 1, default" in section
+    assert any(words in section for words in ("recovers it", "Inconclusive", "stay eager"))
