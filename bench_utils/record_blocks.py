@@ -30,12 +30,13 @@ CELL_FIELDS = tuple(CellIdentityBlock.__annotations__)
 
 
 class CellBlock(CellIdentityBlock, total=False):
-    """What the cell is, then its variant: ``memory_format`` and ``shapes`` (``record_key.VARIANT_FIELDS``,
-    the settings whose ``record`` is ``IDENTITY``) are absent from records made before variants existed,
-    which are the guide's cells."""
+    """What the cell is, then its variant: ``memory_format``, ``shapes`` and ``inductor``
+    (``record_key.VARIANT_FIELDS``, the settings whose ``record`` is ``IDENTITY``) are absent from records made
+    before each existed, which are the guide's cells."""
 
     memory_format: str
     shapes: str
+    inductor: str
 
 
 class LatencyBlock(TypedDict, total=False):
