@@ -15,8 +15,8 @@ and 2 (so that the per-image part and the fixed part are told apart):
   caches, batch 1) on this CPU: Inductor's C++ path, an anchor for the compile-time prior.
 
 The counts are properties of the model and its input shapes, not of the device, so they are taken
-once here and committed (``bench_utils/study/runner/data/model_costs.json``, with the versions and the
-machine they came from); ``bench_utils.study.runner.prior_estimate`` reads them at dry-run time without
+once here and committed (``bench_utils/study/pricing/data/model_costs.json``, with the versions and the
+machine they came from); ``bench_utils.study.pricing.prior`` reads them at dry-run time without
 running any model.
 """
 
@@ -36,7 +36,7 @@ from torch.utils._pytree import tree_leaves
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT_ROOT))
-DEFAULT_OUT = PROJECT_ROOT / "bench_utils" / "study" / "runner" / "data" / "model_costs.json"
+DEFAULT_OUT = PROJECT_ROOT / "bench_utils" / "study" / "pricing" / "data" / "model_costs.json"
 BATCHES = (1, 2)
 
 

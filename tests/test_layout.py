@@ -180,7 +180,7 @@ def test_lease_records_registry_and_report_load_no_torch():
 
 
 # bench_utils/study/ by where the code runs: the host (grid reading, the runner) and the kernel (the cell)
-HOST_SIDE = ("bench_utils.study.grid", "bench_utils.study.runner")
+HOST_SIDE = ("bench_utils.study.grid", "bench_utils.study.runner", "bench_utils.study.pricing")
 SHARED = ("bench_utils.study.lease", "bench_utils.study.progress_file")
 
 
@@ -198,6 +198,18 @@ def test_the_host_side_of_the_study_loads_no_torch_and_never_the_kernels_side():
               if module.startswith("bench_utils.study.cell") for target in package_imports(module, path)
               if target.startswith("bench_utils.study.runner")]
     assert not wrong, wrong
+
+
+# pricing, one way: each module imports only the ones before it
+PRICING = ["recorded", "prior", "device_prices", "plan", "plan_text", "cell_costs"]
+
+
+def test_pricing_imports_run_one_way_inside_its_folder():
+    found = {name: {target.rsplit(".", 1)[-1] for target in
+                    package_imports(f"bench_utils.study.pricing.{name}", modules()[f"bench_utils.study.pricing.{name}"])
+                    if target.startswith("bench_utils.study.pricing.")} for name in PRICING}
+    assert all(set(PRICING[:index]) >= found[name] for index, name in enumerate(PRICING)), found
+    assert found["plan_text"] >= {"plan"} and not found["recorded"]
 
 
 def test_the_public_api_still_imports_from_the_top():

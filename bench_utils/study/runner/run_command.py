@@ -8,7 +8,7 @@ import time
 
 from ..grid.grid_file import Grid
 from ..lease import LeaseHeldError
-from .prior_estimate import device_key
+from ..pricing.prior import device_key
 from .progress_display import format_run_outcome
 from .grid_runner import Runner
 from .time_limit import parse_duration, set_time_limit, what_is_left
@@ -27,12 +27,13 @@ def run_locally(grid: Grid, params: os.PathLike | str, *, out=None, force: bool 
     runner = Runner(grid, out, force=force, devices=devices, timeout=timeout, grid_file=params, grid_copy=grid_copy)
     if dry_run:  # nothing measured, no kernel, no lease, no file written
         from .device_workers import check_workers
-        from .estimate import format_plan, plan_run
+        from ..pricing.plan import plan_run
+        from ..pricing.plan_text import format_plan
 
         # what the run would refuse, the plan refuses (a plan priced for another GPU looks for none here)
         check_workers(grid, devices, runner.environment, this_machine=not device_model)
         if device_model:  # resumed as on that GPU: the cells its records hold are not planned again
-            from .prior_plan import device_environment
+            from ..pricing.device_prices import device_environment
 
             runner.environment = device_environment(runner.results_path, device_model) or runner.environment
         print(format_plan(plan_run(runner, device_model=device_model)))

@@ -2,10 +2,10 @@
 
 Short GPU commands and batch schedulers' wall-time limits both end a run from outside; this ends it
 from inside, cleanly. Before each kernel starts, its cells are cut to those that fit, in execution
-order, in the time left: the kernel's start and each cell priced by the dry run's estimate (the
-records of the cell on this environment where there are any; else the a-priori estimate
-(``prior_estimate``) for ``--device-model`` or the GPU this machine has, calibrated by the cells
-already recorded on it; else the conservative rule below). Cells are priced at the estimate's high
+order, in the time left: the kernel's start and each cell priced by ``pricing.cell_costs`` (the
+records of the cell on this environment where there are any; else the a-priori estimate for
+``--device-model`` or the GPU this machine has, calibrated by the cells already recorded on it; else
+a conservative 5 minutes a cell and 2 a kernel start). Cells are priced at the estimate's high
 figure, so that the last one started rarely overruns; but a run that has started nothing yet starts
 a kernel's first cell where its point figure fits (an uncalibrated prior's high figure may exceed any
 short limit, and only a record calibrates it), and where not even that fits, it says how long a limit
@@ -13,9 +13,6 @@ the kernel needs (exit ``LIMIT_TOO_SHORT_EXIT``: running again would not help).
 A kernel group none of whose cells fits is not started; a later, cheaper one may be. At the limit
 itself the run stops as on SIGTERM: the kernels are ended and the cells cut short write no record,
 so they are measured by the next run. The cells left are then listed with their estimate.
-
-The conservative rule, where nothing prices a cell (a CPU run, a model with no figures, a first
-run): ``UNKNOWN_CELL_S`` per cell and ``UNKNOWN_START_S`` per kernel start.
 """
 
 from __future__ import annotations
@@ -25,18 +22,15 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
-from ...env import gpu_name
-from .estimate import estimate_cell_seconds, estimate_kernel_start_seconds
-from .prior_estimate import CellShape, Prior, Span, device_key, records_on_device
-from .prior_plan import minutes as span_text
+from ..pricing.cell_costs import UNKNOWN_CELL_S, CellCosts, machine_prior
+from ..pricing.prior import Span
+from ..pricing.plan_text import minutes as span_text
 
 if TYPE_CHECKING:
     from ..grid.grid_file import Cell
     from ..grid.kernel_groups import KernelGroup
     from .grid_runner import Runner
 
-UNKNOWN_CELL_S = 300.0    # a cell nothing prices: 5 minutes, more than a guide cell takes on a GPU
-UNKNOWN_START_S = 120.0   # a kernel start nothing prices: boot, imports and the largest model build
 LIMIT_REACHED_EXIT = 3    # the run stopped at its time limit with cells left: run it again to go on
 LIMIT_TOO_SHORT_EXIT = 4  # nothing started: the next kernel's start and first cell need a longer limit
 _UNITS = {"": 1, "s": 1, "m": 60, "min": 60, "h": 3600}
@@ -53,64 +47,6 @@ def parse_duration(text: str) -> float:
 def duration_text(seconds: float) -> str:
     """Seconds as minutes, to a tenth below ten."""
     return f"{seconds / 60:.1f} min" if seconds < 600 else f"{seconds / 60:.0f} min"
-
-
-def machine_prior(runner: Runner, device_model: str | None) -> Prior | None:
-    """The prior for ``device_model``, or for this machine's GPU where the grid has CUDA cells and the GPU
-    has datasheet peaks; None otherwise. ValueError for an unknown ``device_model``."""
-    if device_model:
-        return Prior(device_key(device_model))
-    name = gpu_name(runner.environment, "cuda:0")
-    if any(cell.device.startswith("cuda") for cell in runner.grid.cells) and name:
-        try:
-            return Prior(device_key(name))
-        except ValueError:
-            return None
-    return None
-
-
-class CellCosts:
-    """Seconds of a kernel's start and of its cells, read afresh from the records before each kernel."""
-
-    def __init__(self, runner: Runner, prior: Prior | None, reports_dir=None) -> None:
-        self.runner, self.prior, self.reports_dir = runner, prior, reports_dir
-
-    def _records(self) -> tuple[list[dict[str, Any]], Prior | None]:
-        from ...paths import REPORTS_DIR
-        from ...results import read_records
-        from .estimate import records_of_environment, results_files
-
-        files = results_files(self.runner.results_path, self.reports_dir or REPORTS_DIR)
-        records = records_of_environment(files, self.runner.environment)
-        if self.prior is None:
-            return records, None
-        device = records_on_device(read_records([f for f in files if f.is_file()]), self.prior.device)
-        return records, self.prior.calibrate(device)
-
-    def of_kernel(self, group: KernelGroup, cells: list[Cell], figure: str = "high") -> tuple[float, list[float]]:
-        """The kernel's start and each cell's seconds, as the limit counts them (a prior's ``figure``)."""
-        from ..grid.kernel_groups import KernelGroup as Group
-
-        records, prior = self._records()
-        prior = prior if group.device.startswith("cuda") else None  # a GPU's prior prices no CPU cell
-        sharing = Group(group.group_id, tuple(cells)).eager_sharing_pairs()
-        start = estimate_kernel_start_seconds(cells[0], records)
-        if start is None:
-            start = _pick(prior and prior.start(cells[0].model), figure, UNKNOWN_START_S)
-        seconds, modes = [], set()
-        for cell in cells:
-            known = estimate_cell_seconds(cell, records, cell in sharing)
-            warm = cell.compile_mode not in modes
-            modes.add(cell.compile_mode)
-            seconds.append(known if known is not None else _pick(
-                prior and prior.cell(CellShape.of_cell(cell), cell in sharing, warm), figure, UNKNOWN_CELL_S))
-        return start, seconds
-
-
-def _pick(span: Span | None, figure: str, unknown: float) -> float:
-    """The prior's ``figure`` ("high" or "point"; calibrated, the spread its records show); ``unknown``
-    where it prices nothing."""
-    return unknown if span is None else getattr(span, figure)
 
 
 class TimeLimit:
@@ -195,8 +131,7 @@ def set_time_limit(runner: Runner, seconds: float, device_model: str | None, str
 def what_is_left(runner: Runner, device_model: str | None, outcome, reports_dir=None) -> tuple[str, int]:
     """After a run under a time limit: the cells left by kernel with their estimate, and the exit status
     (``LIMIT_REACHED_EXIT`` where the limit left cells and no cell or worker failed)."""
-    from .estimate import plan_run
-    from .prior_plan import kernel_span
+    from ..pricing.plan import plan_run
 
     limit, status = runner.time_limit, outcome.exit_status()
     if outcome.signal is not None or not (limit.reached or limit.held_back) or not outcome.not_run:
@@ -206,7 +141,7 @@ def what_is_left(runner: Runner, device_model: str | None, outcome, reports_dir=
     lines, total, unknown = [], Span.exact(0.0), 0
     for kernel in plan.kernels:
         if prior:
-            span, missing = kernel_span(kernel)
+            span, missing = kernel.span()
         else:
             missing = kernel.unknown_cells + (kernel.start_seconds is None)
             span = Span.exact(kernel.known_seconds) if kernel.known_seconds else None

@@ -12,8 +12,9 @@ from bench_utils.results import append_record, read_records
 from bench_utils.study.grid.grid_file import parse_grid
 from bench_utils.study.grid.kernel_groups import kernel_groups
 from bench_utils.study.runner.grid_runner import Runner
-from bench_utils.study.runner.time_limit import (LIMIT_REACHED_EXIT, LIMIT_TOO_SHORT_EXIT, UNKNOWN_CELL_S, CellCosts,
-                                          TimeLimit, parse_duration, what_is_left)
+from bench_utils.study.pricing.cell_costs import UNKNOWN_CELL_S, CellCosts
+from bench_utils.study.runner.time_limit import (LIMIT_REACHED_EXIT, LIMIT_TOO_SHORT_EXIT, TimeLimit, parse_duration,
+                                                 what_is_left)
 from fake_notebook import FakeNotebook
 
 GRID = {"study": "t", "runs": 3, "warmup": 1, "blocks": 1, "grids": [
@@ -161,8 +162,8 @@ def test_a_bad_limit_and_a_limit_on_a_ray_cluster_are_one_line_and_exit_2():
 
 def test_on_a_known_gpu_unrecorded_cells_cost_the_priors_high_figure_until_a_record_calibrates_it(tmp_path,
                                                                                                  monkeypatch):
-    from bench_utils.study.runner.prior_estimate import CellShape
-    from bench_utils.study.runner.time_limit import machine_prior
+    from bench_utils.study.pricing.prior import CellShape
+    from bench_utils.study.pricing.cell_costs import machine_prior
 
     runner = Runner(parse_grid({**GRID, "devices": ["cuda"]}), tmp_path / "study", executor=FakeNotebook())
     h100 = {**runner.environment, "gpus": [{"index": 0, "name": "NVIDIA H100 80GB HBM3"}], "driver_version": "1"}

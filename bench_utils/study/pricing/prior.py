@@ -104,7 +104,7 @@ class Assumptions:
 # Rates: the guide's published A100, V100 and T4 latencies (torch 2.0.1; ResNet-50 at batch 1 eager: 6.5 ms
 # over 227 operators, ~29 us each on the A100's host) fix the efficiencies and host costs: with these ends
 # the range holds ~90 % of the guide's 200 eager and compiled latencies, and the point is right within
-# 25 % on the geometric mean (tests/study/runner/test_prior_estimate.py checks it). The host's costs come
+# 25 % on the geometric mean (tests/study/pricing/test_prior.py checks it). The host's costs come
 # from the first GPU records (reports/hf-guide-h200 and gpu-check-h200: 13 compiled cells on the lent H200's
 # 16-core host, torch 2.11). A cold compile there followed the model's eager operators, 6.1 s + 19 ms each
 # (ResNet 7 to 11 s, ViT 11 to 12, ConvNeXT 10 to 11, MobileNet 10 to 13, DETR 18 to 23), not the table's CPU

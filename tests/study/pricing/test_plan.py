@@ -8,8 +8,10 @@ from bench_utils.measurement.timing import Measurement
 from bench_utils.paths import PROJECT_ROOT
 from bench_utils.records import failure_record, make_record, measurement_settings
 from bench_utils.results import append_record
-from bench_utils.study.runner.estimate import (estimate_cell_seconds, estimate_kernel_start_seconds,
-                                        format_plan, plan_run, records_of_environment)
+from bench_utils.study.pricing.plan import plan_run
+from bench_utils.study.pricing.plan_text import format_plan
+from bench_utils.study.pricing.recorded import (estimate_cell_seconds, estimate_kernel_start_seconds,
+                                                records_of_environment)
 from bench_utils.study.grid.grid_file import load_grid, parse_grid
 from bench_utils.study.runner.grid_runner import Runner
 
@@ -199,7 +201,8 @@ def test_a_fully_measured_grid_has_nothing_to_run(runner, tmp_path):
 
 
 def test_the_estimate_modules_import_neither_torch_nor_pandas():
-    code = ("import sys, bench_utils.study.runner.estimate, bench_utils.study.runner.prior_plan, bench_utils.study.runner.time_limit; "
+    code = ("import sys, bench_utils.study.pricing.plan_text, bench_utils.study.pricing.cell_costs, "
+            "bench_utils.study.runner.time_limit; "
             "print(sorted({'torch', 'pandas'} & set(sys.modules)))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PROJECT_ROOT,
                             timeout=120)
@@ -251,7 +254,7 @@ H100 = {"torch_version": "2.11.0", "driver_version": "580.1", "gpus": [{"index":
 
 
 def test_a_device_model_prices_unrecorded_cells_a_priori_and_recorded_ones_by_their_records(tmp_path):
-    from bench_utils.study.runner.prior_estimate import CellShape, Span
+    from bench_utils.study.pricing.prior import CellShape, Span
 
     runner = Runner(parse_grid({**GRID, "devices": ["cuda"]}), tmp_path / "study")
     grid = {(c.model, c.compile_mode, c.batch_size): c for c in runner.grid.cells}

@@ -4,7 +4,7 @@ from bench_utils.settings import Settings
 from bench_utils.measurement.timing import Measurement
 from bench_utils.paths import PROJECT_ROOT
 from bench_utils.records import make_record, measurement_settings
-from bench_utils.study.runner.prior_estimate import (ENDS, OPTIMISTIC, PESSIMISTIC, SYNC_S, TYPICAL, Assumptions, CellShape,
+from bench_utils.study.pricing.prior import (ENDS, OPTIMISTIC, PESSIMISTIC, SYNC_S, TYPICAL, Assumptions, CellShape,
                                               Prior, Span, device_key, load_model_costs, records_on_device)
 
 # A model of round figures: 134 GFLOPs of matmuls per image, 1,675 MB of eager traffic per image, 100 kernels.
@@ -146,7 +146,7 @@ def test_device_names_resolve_and_unknown_ones_list_the_known():
 
 def test_the_priors_copies_of_other_modules_constants_agree_with_them():
     from bench_utils.study.cell import memory_and_energy as after_timing
-    from bench_utils.study.runner import prior_estimate
+    from bench_utils.study.pricing import prior as prior_estimate
     from bench_utils.vocabulary import COMPILED_MODE_ORDER
 
     assert prior_estimate.MEMORY_CALLS == after_timing.MEMORY_CALLS
@@ -161,7 +161,7 @@ def test_the_priors_copies_of_other_modules_constants_agree_with_them():
 def test_the_table_says_where_it_came_from():
     import json
 
-    table = json.loads((PROJECT_ROOT / "bench_utils" / "study" / "runner" / "data" / "model_costs.json").read_text())
+    table = json.loads((PROJECT_ROOT / "bench_utils" / "study" / "pricing" / "data" / "model_costs.json").read_text())
     assert table["provenance"]["script"].startswith("benchmarks/model_costs.py")
     assert {"torch", "transformers", "cpu_model", "measured"} <= set(table["provenance"])
 

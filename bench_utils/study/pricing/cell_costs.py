@@ -1,0 +1,81 @@
+"""What a kernel's start and cells cost, as ``run --time-limit`` counts them before the kernel starts.
+
+The records of the cell on this environment where there are any (``recorded``); else the a-priori estimate
+(``prior``) for ``--device-model`` or the GPU this machine has, calibrated by the cells already recorded on it,
+at its high figure (or, for a run that has started nothing yet, its point figure); else the conservative
+rule: ``UNKNOWN_CELL_S`` per cell and ``UNKNOWN_START_S`` per kernel start. No torch is imported here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...env import gpu_name
+from .prior import CellShape, Prior, Span, device_key, records_on_device
+from .recorded import estimate_cell_seconds, estimate_kernel_start_seconds
+
+if TYPE_CHECKING:
+    from ..grid.grid_file import Cell
+    from ..grid.kernel_groups import KernelGroup
+    from ..runner.grid_runner import Runner
+
+UNKNOWN_CELL_S = 300.0    # a cell nothing prices: 5 minutes, more than a guide cell takes on a GPU
+UNKNOWN_START_S = 120.0   # a kernel start nothing prices: boot, imports and the largest model build
+
+
+def machine_prior(runner: Runner, device_model: str | None) -> Prior | None:
+    """The prior for ``device_model``, or for this machine's GPU where the grid has CUDA cells and the GPU
+    has datasheet peaks; None otherwise. ValueError for an unknown ``device_model``."""
+    if device_model:
+        return Prior(device_key(device_model))
+    name = gpu_name(runner.environment, "cuda:0")
+    if any(cell.device.startswith("cuda") for cell in runner.grid.cells) and name:
+        try:
+            return Prior(device_key(name))
+        except ValueError:
+            return None
+    return None
+
+
+class CellCosts:
+    """Seconds of a kernel's start and of its cells, read afresh from the records before each kernel."""
+
+    def __init__(self, runner: Runner, prior: Prior | None, reports_dir=None) -> None:
+        self.runner, self.prior, self.reports_dir = runner, prior, reports_dir
+
+    def _records(self) -> tuple[list[dict[str, Any]], Prior | None]:
+        from ...paths import REPORTS_DIR
+        from ...results import read_records
+        from .recorded import records_of_environment, results_files
+
+        files = results_files(self.runner.results_path, self.reports_dir or REPORTS_DIR)
+        records = records_of_environment(files, self.runner.environment)
+        if self.prior is None:
+            return records, None
+        device = records_on_device(read_records([f for f in files if f.is_file()]), self.prior.device)
+        return records, self.prior.calibrate(device)
+
+    def of_kernel(self, group: KernelGroup, cells: list[Cell], figure: str = "high") -> tuple[float, list[float]]:
+        """The kernel's start and each cell's seconds, as the limit counts them (a prior's ``figure``)."""
+        from ..grid.kernel_groups import KernelGroup as Group
+
+        records, prior = self._records()
+        prior = prior if group.device.startswith("cuda") else None  # a GPU's prior prices no CPU cell
+        sharing = Group(group.group_id, tuple(cells)).eager_sharing_pairs()
+        start = estimate_kernel_start_seconds(cells[0], records)
+        if start is None:
+            start = _pick(prior and prior.start(cells[0].model), figure, UNKNOWN_START_S)
+        seconds, modes = [], set()
+        for cell in cells:
+            known = estimate_cell_seconds(cell, records, cell in sharing)
+            warm = cell.compile_mode not in modes
+            modes.add(cell.compile_mode)
+            seconds.append(known if known is not None else _pick(
+                prior and prior.cell(CellShape.of_cell(cell), cell in sharing, warm), figure, UNKNOWN_CELL_S))
+        return start, seconds
+
+
+def _pick(span: Span | None, figure: str, unknown: float) -> float:
+    """The prior's ``figure`` ("high" or "point"; calibrated, the spread its records show); ``unknown``
+    where it prices nothing."""
+    return unknown if span is None else getattr(span, figure)

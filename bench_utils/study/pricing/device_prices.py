@@ -1,0 +1,63 @@
+"""Cells priced for a GPU: by their records on it, else by the prior calibrated on those records.
+
+``run GRID --dry-run --device-model H100`` prices each kernel cell by cell: a cell recorded on that GPU costs
+what its record says (``recorded.estimate_cell_seconds``), any other cell what the prior (``prior``) says,
+calibrated by the recorded ones; the same for the kernel's start. Cells the prior has no figures for (a
+model outside the table, a dtype the GPU lacks) are counted and left out. No torch is imported here.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable
+
+from ...record_blocks import block
+from ...results import read_records
+from .prior import ZERO, CellShape, Prior, Span, device_key, records_on_device
+
+if TYPE_CHECKING:
+    from ..grid.kernel_groups import KernelGroup
+
+
+def device_prior(device_model: str, files: Iterable[str | os.PathLike]) -> tuple[Prior, list[dict[str, Any]]]:
+    """The prior for ``device_model`` calibrated by the records of ``files`` measured on it, and those records."""
+    prior = Prior(device_key(device_model))
+    records = records_on_device(read_records([f for f in map(Path, files) if f.is_file()]), prior.device)
+    return prior.calibrate(records), records
+
+
+def device_environment(results_path: str | os.PathLike, device_model: str) -> dict[str, Any] | None:
+    """The environment of the latest record of the study folder measured on a GPU of ``device_model``'s kind:
+    a dry run priced for that GPU from another machine resumes as that GPU would (its cells already measured
+    are not planned again). None where the folder holds none."""
+    path = Path(results_path)
+    records = records_on_device(read_records([path]) if path.is_file() else [], device_key(device_model))
+    return block(records[-1], "environment") if records else None
+
+
+def prior_figures(group: KernelGroup, cell_seconds: list[float | None], start_seconds: float | None,
+                  start_includes_load: bool, prior: Prior) -> tuple[list[Span | None], Span | None]:
+    """A kernel's cells and start priced: their records where they have some, else the prior."""
+    sharing = group.eager_sharing_pairs()
+    modes: set[str] = set()
+    cells = []
+    for cell, seconds in zip(group.cells, cell_seconds):
+        warm = cell.compile_mode not in modes  # the first batch size of a mode also compiles warm
+        modes.add(cell.compile_mode)
+        cells.append(Span.exact(seconds) if seconds is not None
+                     else prior.cell(CellShape.of_cell(cell), cell in sharing, warm))
+    start = (Span.exact(start_seconds) if start_seconds is not None and start_includes_load
+             else prior.start(group.first.model))
+    return cells, start
+
+
+def span_of(cells: list[Span | None], start: Span | None) -> tuple[Span | None, int]:
+    """A kernel's start and priced cells, and how many cells nothing priced."""
+    priced = [span for span in cells if span is not None]
+    if not priced and start is None:
+        return None, len(cells)
+    total = start or ZERO
+    for span in priced:
+        total = total + span
+    return total, len(cells) - len(priced)

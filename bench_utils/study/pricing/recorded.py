@@ -1,0 +1,109 @@
+"""A cell's cost from earlier records of it: what the dry run, the time limit and the a-priori calibration read.
+
+Earlier records of this environment (the same torch version and processor, as ``record_key.environment_key``
+says) that carry a ``phases`` block, the seconds spent inside the kernel (``startup_s``, ``load_s``,
+``cell_s``, ``timed_s``...). A cell costs what its most recent record's ``cell_s`` was, the timed and warm-up
+part scaled to the cell's runs and warm-up; a kernel adds its start (kernel boot and model build). What no
+record covers is left to the caller (``plan``: counted, never guessed; ``prior``: priced a priori). No torch
+and no pandas are imported here.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+import statistics
+from typing import TYPE_CHECKING, Any, Iterable
+
+from ...record_blocks import block
+from ...record_key import cell_identity, environment_key
+from ...results import read_records
+from ...vocabulary import Status
+
+if TYPE_CHECKING:  # the grid imports the compile variants, and so torch
+    from ..grid.grid_file import Cell
+
+# The parts of cell_s that grow with the number of calls timed (warm-up and runs).
+REPEATED_PHASES = ("timed_s", "warmup_s")
+
+
+def _kind(device: str) -> str:
+    return str(device).split(":")[0]
+
+
+def _phase(record: dict[str, Any], name: str) -> float:
+    """Seconds of one phase; 0 where the record has no such key."""
+    return float(block(record, "phases").get(name) or 0.0)
+
+
+def records_of_environment(paths: Iterable[str | os.PathLike],
+                           environment: dict[str, Any]) -> list[dict[str, Any]]:
+    """The records of ``paths`` (missing files ignored), in file order, that were taken on
+    ``environment`` (``environment_key`` for the record's device kind) and carry ``phases``."""
+    # a line skipped here is said as any reader's is (once a command, by ``results.skipped_lines_said``)
+    records = read_records([Path(path) for path in paths if Path(path).is_file()])
+    return [record for record in records
+            if isinstance(record.get("phases"), dict)
+            and environment_key(block(record, "environment"), _kind(record["cell"]["device"]))
+            == environment_key(environment, _kind(record["cell"]["device"]))]
+
+
+def _same_cell(cell: Cell, record: dict[str, Any]) -> bool:
+    """The same cell, whatever the study."""
+    return cell_identity(record).without_study() == cell.identity().without_study()
+
+
+def _calls(record: dict[str, Any]) -> int | None:
+    """Warm-up and timed calls of a record, from its config; None when not recorded."""
+    config = block(record, "config")
+    runs, warmup = config.get("runs"), config.get("warmup") or 0
+    return runs + warmup if isinstance(runs, int) and runs + warmup > 0 else None
+
+
+def estimate_cell_seconds(cell: Cell, records: list[dict[str, Any]],
+                          shares_pairs: bool = False) -> float | None:
+    """Seconds ``cell`` would take inside its kernel, from the most recent ``ok`` record of the
+    same cell (task, model, batch size, mode, dtype, device kind): its ``cell_s``, with the timed
+    and warm-up part scaled by the cell's calls over the record's. An eager cell that will take a
+    compiled cell's pairs (``shares_pairs``) costs no timed runs; one that will be timed by itself
+    is not estimated from a record that was not. None when no record has it: an error's time to
+    failure, or a cell not run, says nothing of a measurement's cost."""
+    for record in reversed(records):  # the last in file order is the most recent
+        if (not _same_cell(cell, record) or record.get("status") != Status.OK
+                or "cell_s" not in record["phases"]):
+            continue
+        if "shared_measurement" in record and not shares_pairs:
+            continue  # its eager runs were timed in another cell
+        repeated = sum(_phase(record, name) for name in REPEATED_PHASES)
+        calls = _calls(record)
+        if repeated and calls is None and not shares_pairs:
+            continue  # a timed part that cannot be scaled: not this cell's cost
+        scale = 0.0 if shares_pairs else (cell.settings.runs + cell.settings.warmup) / calls if repeated else 1.0
+        return _phase(record, "cell_s") - repeated + repeated * scale
+    return None
+
+
+def start_and_load(first: Cell, records: list[dict[str, Any]]) -> list[float]:
+    """``startup_s + load_s`` of the records that started a kernel or built ``first``'s model."""
+    seconds = [_phase(record, "startup_s") + _phase(record, "load_s") for record in records
+               if record["cell"]["model"] == first.model
+               and _kind(record["cell"]["device"]) == _kind(first.device)]
+    return [value for value in seconds if value > 0]
+
+
+def estimate_kernel_start_seconds(group_first_cell: Cell,
+                                  records: list[dict[str, Any]]) -> float | None:
+    """Seconds from a kernel's start to its first cell: the median start and model build of
+    earlier kernels of the same model and device kind; else the median start of any kernel (the
+    model build then unknown); None when no record started a kernel."""
+    known = (start_and_load(group_first_cell, records)
+             or [value for value in (_phase(record, "startup_s") for record in records) if value > 0])
+    return statistics.median(known) if known else None
+
+
+def results_files(own: Path, reports_dir: Path) -> list[Path]:
+    """Every study's results file under ``reports_dir``, then the study's own last, each once:
+    where several records describe a cell, the study's own most recent one is used."""
+    own = Path(own).resolve()
+    others = sorted(path.resolve() for path in Path(reports_dir).glob("*/results.jsonl"))
+    return [path for path in others if path != own] + [own]
