@@ -153,7 +153,7 @@ WHEELHOUSE     ?= .whl
 
 wheelhouse: setup
 	$(PY) tools/wheelhouse.py --python-version $(PYTHON_VERSION) --dest $(WHEELHOUSE)
-	$(PY) -c 'from bench_utils.env import write_source_commit; print("commit for the copy:", write_source_commit().name)'
+	$(PY) -c 'from bench_utils.environment.capture import write_source_commit; print("commit for the copy:", write_source_commit().name)'
 
 # STUDY=reports/<study> [STUDY_ENV=<environment>, where its records hold several]: docs/reproducing.md
 reproduce: setup

@@ -14,7 +14,7 @@ plots, i18n, rendering). At the top:
 ``records`` and ``results`` (the record schema and the results file), ``env``,
 ``paths``, ``kernel`` and ``cli``.
 
-The names are imported on first use, so ``import bench_utils.records`` (or the
+The names are imported on first use, so ``import bench_utils.records.build`` (or the
 lease) does not load torch.
 """
 
@@ -29,9 +29,10 @@ _PUBLIC = {
     "Comparison": "measurement.compare", "compare": "measurement.compare",
     "Measurement": "measurement.timing", "measure": "measurement.timing",
     "MemoryProbe": "measurement.memory",
-    "capture_environment": "env",
-    "make_record": "records",
-    "append_record": "results", "read_records": "results", "read_results": "results",
+    "capture_environment": "environment.capture",
+    "make_record": "records.build",
+    "append_record": "records.results_file", "read_records": "records.results_file",
+    "read_results": "records.results_file",
     "load_model": "zoo.loading", "list_models": "zoo.registry",
 }
 _RENAMED = {"load_model": "load"}

@@ -20,7 +20,7 @@ from .vocabulary import DTYPE_ALIASES, CompileMode, DType, check_mode
 
 
 def _cmd_env(args: argparse.Namespace) -> int:
-    from .env import capture_environment, format_environment
+    from .environment.capture import capture_environment, format_environment
 
     environment = capture_environment()
     print(json.dumps(environment, indent=2) if args.json else format_environment(environment))
@@ -69,8 +69,8 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
 def _cmd_cell(args: argparse.Namespace) -> int:
     from .measurement.memory_cap import gpu_memory_cap
-    from .records import measurement_settings
-    from .results import append_record
+    from .records.build import measurement_settings
+    from .records.results_file import append_record
     from .study.cell.measured_cell import run_cell
     from .study.cell.cell_record import cell_record
     from .variants import modes as compile_module
@@ -150,7 +150,7 @@ def _coverage(paths: list[Path]) -> list[dict]:
 
 def _write_study_environments(paths: list[Path]) -> list[Path]:
     """Each study folder's ``environments/``: the exact versions its records were measured with."""
-    from .environment_files import write_environment_files
+    from .records.environment_files import write_environment_files
     from .report.frame import latest_records, results_files
 
     written = []
@@ -362,7 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .results import skipped_lines_said
+    from .records.results_file import skipped_lines_said
 
     args = build_parser().parse_args(argv)
     # whatever a command reads records for (resume, estimate, report, the cluster's study), a line

@@ -105,7 +105,7 @@ def _cold_compile_seconds(loaded) -> float:
 def provenance(compile_cold: bool) -> dict:
     import transformers
 
-    from bench_utils.env import capture_environment
+    from bench_utils.environment.capture import capture_environment
 
     environment = capture_environment()
     return {"script": "benchmarks/model_costs.py" + (" --compile" if compile_cold else ""),

@@ -84,7 +84,7 @@ class CellCost:
 
 def records_by_cell(records: Iterable[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
     """The last record of each cell identity (a results file is in time order)."""
-    from bench_utils.record_key import cell_identity
+    from bench_utils.records.key import cell_identity
 
     return {cell_identity(record): record for record in records}
 
@@ -418,7 +418,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from bench_utils.results import read_records
+    from bench_utils.records.results_file import read_records
     from bench_utils.study.grid.grid_file import load_grid
     from bench_utils.study.runner.grid_runner import Runner
 
@@ -463,7 +463,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from bench_utils.results import skipped_lines_said
+    from bench_utils.records.results_file import skipped_lines_said
 
     with skipped_lines_said():  # a line of a results file it skips is said on stderr, as python -m bench_utils says it
         sys.exit(main())

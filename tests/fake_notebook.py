@@ -6,8 +6,8 @@ import time
 
 from bench_utils.measurement.timing import Measurement
 from bench_utils.paths import PROJECT_ROOT
-from bench_utils.records import failure_record, make_record, measurement_settings, skipped_after_oom
-from bench_utils.results import append_record
+from bench_utils.records.build import failure_record, make_record, measurement_settings, skipped_after_oom
+from bench_utils.records.results_file import append_record
 from bench_utils.settings import Settings
 from bench_utils.study.grid.kernel_groups import execution_order
 from bench_utils.study.progress_file import write_progress

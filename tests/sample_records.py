@@ -2,7 +2,7 @@
 
 from bench_utils import make_record
 from bench_utils.measurement.timing import Measurement
-from bench_utils.record_key import VARIANT_FIELDS
+from bench_utils.records.key import VARIANT_FIELDS
 
 ENV = {"torch_version": "2.15.0", "gpus": [], "timestamp_utc": "2026-11-22T00:00:00+00:00"}
 CELL = dict(study="test", task="image-classification", model="resnet", batch_size=4,

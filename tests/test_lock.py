@@ -11,7 +11,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from bench_utils.environment_files import read_requirements
+from bench_utils.records.environment_files import read_requirements
 from bench_utils.paths import PROJECT_ROOT
 
 MAKEFILE = (PROJECT_ROOT / "Makefile").read_text()

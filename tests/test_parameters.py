@@ -6,7 +6,7 @@ import nbformat
 import pytest
 
 from bench_utils.paths import PROJECT_ROOT
-from bench_utils.results import read_records
+from bench_utils.records.results_file import read_records
 from bench_utils.parameters import positive_int_list, text_list
 
 

@@ -2,8 +2,8 @@ from dataclasses import fields, replace
 
 import pytest
 
-from bench_utils.record_key import COMPILE_SETTINGS, OPTIONAL_SETTINGS, SETTINGS_KEYS, VARIANT_FIELDS
-from bench_utils.records import measurement_settings
+from bench_utils.records.key import COMPILE_SETTINGS, OPTIONAL_SETTINGS, SETTINGS_KEYS, VARIANT_FIELDS
+from bench_utils.records.build import measurement_settings
 from bench_utils.settings import ANYWHERE, AXIS, TOP, Settings
 from bench_utils.study.grid.grid_file import GRID_KEYS, TOP_LEVEL, parse_grid
 
@@ -70,7 +70,7 @@ def test_a_cell_travels_as_flat_parameters_and_back():
 
 
 def test_sync_is_a_grid_key_and_a_setting_of_the_record_kernel_and_notebook():
-    from bench_utils.record_key import settings_hash
+    from bench_utils.records.key import settings_hash
     from bench_utils.study.grid.kernel_groups import kernel_groups
 
     grid = parse_grid({"study": "s", "devices": ["cuda"], "sync": "pipelined", "grids": [

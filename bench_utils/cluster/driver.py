@@ -34,9 +34,9 @@ import threading
 from typing import Any, Callable
 
 from ..paths import scrub
-from ..record_key import CellIdentity, RecordKey, cell_identity, record_key
-from ..records import failure_record, unmeasured_config
-from ..results import append_record, iter_records, locked
+from ..records.key import CellIdentity, RecordKey, cell_identity, record_key
+from ..records.build import failure_record, unmeasured_config
+from ..records.results_file import append_record, iter_records, locked
 from ..study.grid.grid_file import Cell, Grid
 from ..study.grid.kernel_groups import KernelGroup, kernel_groups
 from ..study.lease import RunnerLease

@@ -33,10 +33,10 @@ import tempfile
 import threading
 from typing import Any, Iterator
 
-from ..env import ACCELERATOR_TYPE_ENV, CLUSTER_NODE_ENV
+from ..environment.capture import ACCELERATOR_TYPE_ENV, CLUSTER_NODE_ENV
 from ..paths import PROJECT_ROOT, REPORTS_DIR
-from ..record_key import cell_identity
-from ..results import append_record, iter_records
+from ..records.key import cell_identity
+from ..records.results_file import append_record, iter_records
 from ..study.grid.grid_file import Cell, Grid
 from ..study.runner.progress_display import Outcome
 from ..study.runner.grid_runner import Executor, Runner

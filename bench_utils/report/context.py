@@ -12,7 +12,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from ..record_blocks import block
+from ..records.schema import block
 from .frame import device_name
 from .i18n import Catalog
 from .markdown import environment_label, ltr, markdown_table

@@ -21,9 +21,9 @@ from matplotlib.figure import Figure
 import numpy as np
 import pandas as pd
 
-from ..results import skipped_lines_said
+from ..records.results_file import skipped_lines_said
 from . import plots, regressions, selection as slices, tables, why
-from ..results import check_readable
+from ..records.results_file import check_readable
 from .frame import frame, latest_records, project_paths, results_files
 from .i18n import Catalog
 

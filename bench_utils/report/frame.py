@@ -14,12 +14,12 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from ..env import gpu_name
+from ..records.schema import gpu_name
 from ..measurement import stats
 from ..paths import PROJECT_ROOT
-from ..record_blocks import CompileBlock, MemoryBlock, block, eager_memory, energy_side, last_error_line, part
-from ..record_key import RecordKey, cell_identity, record_key
-from ..results import read_records
+from ..records.schema import CompileBlock, MemoryBlock, block, eager_memory, energy_side, last_error_line, part
+from ..records.key import RecordKey, cell_identity, record_key
+from ..records.results_file import read_records
 from ..parameters import text_list
 from ..zoo.registry import label_of
 from .i18n import DYNAMIC_BATCH_SUFFIX, INDUCTOR_SEPARATOR
@@ -64,7 +64,7 @@ class DuplicateCellWarning(UserWarning):
 def latest_records(paths: Iterable[str | os.PathLike]) -> list[dict[str, Any]]:
     """Every cell's latest record, across all the files given.
 
-    A cell is the same (``record_key.RecordKey.without_study``) whatever study
+    A cell is the same (``records.key.RecordKey.without_study``) whatever study
     folder it came from; the record with the latest timestamp wins (a cell measured
     again replaces its earlier record, an error included). Two records that differ
     in settings or host but would fill the same row of a table (same model, batch,

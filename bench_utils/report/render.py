@@ -31,7 +31,7 @@ import nbformat
 
 from ..kernel import KERNEL_NAME, KERNEL_STDERR_ENV, ensure_kernel, register_engine
 from ..paths import PROJECT_ROOT, scrub
-from ..results import CorruptRecordWarning, SkippedLine, check_readable
+from ..records.results_file import CorruptRecordWarning, SkippedLine, check_readable
 from .frame import results_files
 from .i18n import Catalog, available_locales
 

@@ -15,7 +15,7 @@ from IPython.display import Image, Markdown, display
 
 from . import context, diagnosis, plots, provenance, tables, why
 from ..measurement import stats
-from ..results import check_readable, skipped_lines_said
+from ..records.results_file import check_readable, skipped_lines_said
 from .frame import compiled_modes, frame, latest_records, project_paths, results_files
 from .i18n import Catalog
 from .markdown import environment_label, ltr, mode_label

@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from ..environment_files import read_requirements
-from ..installed_packages import measured_with
+from ..records.environment_files import read_requirements
+from ..environment.packages import measured_with
 from ..kernel import KERNEL_NAME
 from ..paths import PROJECT_ROOT
 

@@ -16,7 +16,7 @@ from typing import Callable, Iterable
 
 import pandas as pd
 
-from ..environment_files import FOLDER, StudyEnvironment, requirements_text, study_environments
+from ..records.environment_files import FOLDER, StudyEnvironment, requirements_text, study_environments
 from ..report.comparison_page import render_comparison
 from ..report.frame import latest_records, results_files
 from ..study.grid.grid_file import GRID_COPY

@@ -19,7 +19,7 @@ import threading
 import time
 import uuid
 
-from ..results import locked
+from ..records.results_file import locked
 
 LOCK_NAME = ".runner.lock"
 WATCHDOG_INTERVAL_S = 0.5

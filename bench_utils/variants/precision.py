@@ -27,7 +27,7 @@ import warnings
 
 import torch
 
-from ..env import fp32_math_in_force, fp32_precision_settings
+from ..environment.capture import fp32_math_in_force, fp32_precision_settings
 from ..vocabulary import TF32_SWITCHES, DType, dtype_name, tf32_policy
 
 DTYPES = {DType.FLOAT32: torch.float32, DType.FLOAT16: torch.float16, DType.BFLOAT16: torch.bfloat16}

@@ -7,8 +7,8 @@ import sys
 import pytest
 
 from bench_utils.measurement.timing import Measurement
-from bench_utils.records import make_record
-from bench_utils.results import append_record
+from bench_utils.records.build import make_record
+from bench_utils.records.results_file import append_record
 from bench_utils.study.grid.grid_file import parse_grid
 from bench_utils.study.runner.progress_display import Outcome, RunOutcome
 

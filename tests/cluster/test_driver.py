@@ -12,8 +12,8 @@ import pytest
 from bench_utils.cluster.cluster_api import HostOutOfMemory, NodeLost, TaskFailed
 from bench_utils.cluster.driver import MAX_NODE_LOSSES, ClusterRunner
 from bench_utils.cluster.node import stream_group
-from bench_utils.env import ACCELERATOR_TYPE_ENV, CLUSTER_NODE_ENV
-from bench_utils.results import read_records
+from bench_utils.environment.capture import ACCELERATOR_TYPE_ENV, CLUSTER_NODE_ENV
+from bench_utils.records.results_file import read_records
 from bench_utils.study.grid.grid_file import parse_grid
 from bench_utils.study.runner.progress_display import format_run_outcome
 from fake_notebook import FakeNotebook

@@ -7,7 +7,7 @@ import pytest
 
 from bench_utils.cluster import node as node_module
 from bench_utils.cluster.node import OWNER_LOCK, GroupTask, stream_group
-from bench_utils.env import ACCELERATOR_TYPE_ENV, CLUSTER_NODE_ENV
+from bench_utils.environment.capture import ACCELERATOR_TYPE_ENV, CLUSTER_NODE_ENV
 from bench_utils.study.grid.grid_file import parse_grid
 from fake_notebook import FakeNotebook
 

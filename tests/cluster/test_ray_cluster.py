@@ -13,7 +13,7 @@ import time
 import pytest
 
 from bench_utils.paths import PROJECT_ROOT
-from bench_utils.results import read_records
+from bench_utils.records.results_file import read_records
 
 ray_cluster_utils = pytest.importorskip("ray.cluster_utils")
 

@@ -11,7 +11,7 @@ from nbformat.v4 import new_code_cell, new_notebook, new_output
 
 from bench_utils.paths import PROJECT_ROOT
 from bench_utils.report.render import SKIPPED_LINES_KEY, publishable, render, say_skipped_lines, skipped_lines_metadata
-from bench_utils.results import CorruptRecordWarning, SkippedLine
+from bench_utils.records.results_file import CorruptRecordWarning, SkippedLine
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "smoke-results.jsonl"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

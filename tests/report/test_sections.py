@@ -64,7 +64,7 @@ def test_a_results_file_with_no_record_is_one_line_in_the_notebook_and_the_comma
     import subprocess
     import sys
     from bench_utils.paths import PROJECT_ROOT
-    from bench_utils.results import NoRecordsError
+    from bench_utils.records.results_file import NoRecordsError
 
     (tmp_path / "results.jsonl").write_text("")
     with pytest.raises(NoRecordsError, match="is empty"):

@@ -115,7 +115,7 @@ def test_missing_results_are_a_clear_error(tmp_path):
 def _study(tmp_path, name, torch_version, eager_ms, compiled_ms):
     from bench_utils import make_record
     from bench_utils.measurement.timing import Measurement
-    from bench_utils.results import append_record
+    from bench_utils.records.results_file import append_record
 
     environment = {"torch_version": torch_version, "cpu_model": "EPYC", "cpu_count_logical": 2, "gpus": [],
                    "timestamp_utc": "2026-11-22T00:00:00+00:00"}

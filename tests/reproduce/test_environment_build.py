@@ -3,7 +3,7 @@ import sys
 
 import pytest
 
-from bench_utils.installed_packages import measured_with
+from bench_utils.environment.packages import measured_with
 from bench_utils.reproduce import environment_build
 from bench_utils.reproduce.environment_build import EnvironmentBuildError, build_environment
 

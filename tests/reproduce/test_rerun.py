@@ -4,7 +4,7 @@ import shutil
 import numpy as np
 import pytest
 
-from bench_utils.environment_files import StudyEnvironment, environment_of
+from bench_utils.records.environment_files import StudyEnvironment, environment_of
 from bench_utils.paths import REPORTS_DIR
 from bench_utils.report.regressions import ratio_interval
 from bench_utils.reproduce import environment_build

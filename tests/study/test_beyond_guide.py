@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from bench_utils.paths import PROJECT_ROOT
-from bench_utils.results import read_records
+from bench_utils.records.results_file import read_records
 from bench_utils.study.grid.grid_file import load_grid
 
 GRID = PROJECT_ROOT / "params" / "beyond-guide-cpu.yaml"

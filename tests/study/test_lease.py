@@ -5,8 +5,8 @@ import textwrap
 
 import pytest
 
-from bench_utils.records import failure_record
-from bench_utils.results import StaleWriterError, append_record, read_records
+from bench_utils.records.build import failure_record
+from bench_utils.records.results_file import StaleWriterError, append_record, read_records
 from bench_utils.study.lease import (
     ORPHAN_EXIT_CODE,
     LeaseHeldError,

@@ -3,7 +3,7 @@ import warnings
 import pytest
 import torch
 
-from bench_utils.env import runtime_settings
+from bench_utils.environment.capture import runtime_settings
 from bench_utils.variants.precision import (TF32_POLICIES, check_dtype_supported, configure_fp32_math,
                                             fp32_math_in_force, parse_dtype, tf32_in_force, tf32_policy)
 

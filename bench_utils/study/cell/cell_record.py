@@ -6,8 +6,8 @@ from typing import Any
 
 from ...measurement.compare import Comparison
 from ...measurement.paired import METHOD
-from ...record_blocks import CellBlock, ConfigBlock, EnvironmentBlock, MemoryBlock, SpeedupBlock
-from ...records import make_record
+from ...records.schema import CellBlock, ConfigBlock, EnvironmentBlock, MemoryBlock, SpeedupBlock
+from ...records.build import make_record
 from ...variants import modes as compile_module
 from ...zoo.loading import LoadedModel
 from .measured_cell import CellResult

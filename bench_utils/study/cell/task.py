@@ -37,13 +37,13 @@ import psutil
 import torch
 from tqdm.auto import tqdm
 
-from ...env import capture_environment
+from ...environment.capture import capture_environment
 from ...measurement.memory_cap import gpu_memory_cap
 from ...paths import PROJECT_ROOT
-from ...record_blocks import CellBlock
-from ...record_key import cell_file_name
-from ...records import failure_record, measurement_settings, skipped_after_oom
-from ...results import append_record
+from ...records.schema import CellBlock
+from ...records.key import cell_file_name
+from ...records.build import failure_record, measurement_settings, skipped_after_oom
+from ...records.results_file import append_record
 from ...variants import compile_workers, modes as compile_module
 from ...variants.precision import configure_fp32_math, parse_dtype
 from ...zoo.loading import load

@@ -34,8 +34,8 @@ from pathlib import Path
 import re
 from typing import Any
 
-from ...record_blocks import CELL_FIELDS
-from ...record_key import CellIdentity, cell_file_name
+from ...records.schema import CELL_FIELDS
+from ...records.key import CellIdentity, cell_file_name
 from ...settings import ANYWHERE, AXIS, TOP, Settings, setting_fields
 from ...vocabulary import AOT_MODES, CompileMode, InductorConfig, Shapes, check_mode, dtype_name
 from ...zoo.registry import TASKS, resolve_key
@@ -94,7 +94,7 @@ class Cell:
         return NOTEBOOKS[self.task]
 
     def identity(self) -> CellIdentity:
-        """What its record's ``record_key.cell_identity`` will be."""
+        """What its record's ``records.key.cell_identity`` will be."""
         return CellIdentity(self.study, self.task, self.model, self.batch_size, self.compile_mode,
                             self.dtype, self.settings.variant_values(), self.device)
 

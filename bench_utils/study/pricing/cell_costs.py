@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...env import gpu_name
+from ...records.schema import gpu_name
 from .prior import CellShape, Prior, Span, device_key, records_on_device
 from .recorded import estimate_cell_seconds, estimate_kernel_start_seconds
 
@@ -45,7 +45,7 @@ class CellCosts:
 
     def _records(self) -> tuple[list[dict[str, Any]], Prior | None]:
         from ...paths import REPORTS_DIR
-        from ...results import read_records
+        from ...records.results_file import read_records
         from .recorded import records_of_environment, results_files
 
         files = results_files(self.runner.results_path, self.reports_dir or REPORTS_DIR)

@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
-from ...record_blocks import block
-from ...results import read_records
+from ...records.schema import block
+from ...records.results_file import read_records
 from .prior import ZERO, CellShape, Prior, Span, device_key, records_on_device
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """A cell's cost from earlier records of it: what the dry run, the time limit and the a-priori calibration read.
 
-Earlier records of this environment (the same torch version and processor, as ``record_key.environment_key``
+Earlier records of this environment (the same torch version and processor, as ``records.key.environment_key``
 says) that carry a ``phases`` block, the seconds spent inside the kernel (``startup_s``, ``load_s``,
 ``cell_s``, ``timed_s``...). A cell costs what its most recent record's ``cell_s`` was, the timed and warm-up
 part scaled to the cell's runs and warm-up; a kernel adds its start (kernel boot and model build). What no
@@ -15,9 +15,9 @@ from pathlib import Path
 import statistics
 from typing import TYPE_CHECKING, Any, Iterable
 
-from ...record_blocks import block
-from ...record_key import cell_identity, environment_key
-from ...results import read_records
+from ...records.schema import block
+from ...records.key import cell_identity, environment_key
+from ...records.results_file import read_records
 from ...vocabulary import Status
 
 if TYPE_CHECKING:  # the grid imports the compile variants, and so torch
@@ -40,7 +40,7 @@ def records_of_environment(paths: Iterable[str | os.PathLike],
                            environment: dict[str, Any]) -> list[dict[str, Any]]:
     """The records of ``paths`` (missing files ignored), in file order, that were taken on
     ``environment`` (``environment_key`` for the record's device kind) and carry ``phases``."""
-    # a line skipped here is said as any reader's is (once a command, by ``results.skipped_lines_said``)
+    # a line skipped here is said as any reader's is (once a command, by ``records.results_file.skipped_lines_said``)
     records = read_records([Path(path) for path in paths if Path(path).is_file()])
     return [record for record in records
             if isinstance(record.get("phases"), dict)

@@ -3,7 +3,7 @@
 A study folder keeps the grid it was last run from (``grid.yaml``). Per environment its records were measured
 on (a GPU's name and torch version, as the report splits them), a cell of that grid is measured where an ``ok``
 or ``oom`` record of the same cell is there, whatever study name or settings it carries, or where a compiled
-cell's record measured it as the eager side of its pairs (``record_key.eager_side_key``): the counts resume
+cell's record measured it as the eager side of its pairs (``records.key.eager_side_key``): the counts resume
 and the report agree on. No torch is imported here.
 """
 
@@ -13,9 +13,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from ...record_blocks import block
-from ...record_key import cell_identity, eager_side_key
-from ...results import read_records
+from ...records.schema import block
+from ...records.key import cell_identity, eager_side_key
+from ...records.results_file import read_records
 from ...vocabulary import DONE_STATUSES
 from ..grid.grid_file import GRID_COPY, load_grid
 

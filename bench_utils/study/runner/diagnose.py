@@ -20,9 +20,9 @@ from typing import Any
 import yaml
 
 from ...measurement.slowdown import REMEDY_STUDY_SUFFIX, Variant, is_slower, remedies, rules_fired
-from ...record_blocks import block
-from ...record_key import cell_identity, record_key
-from ...results import check_readable, read_records
+from ...records.schema import block
+from ...records.key import cell_identity, record_key
+from ...records.results_file import check_readable, read_records
 from ...vocabulary import CompileMode, InductorConfig, MemoryFormat, Shapes, Status
 
 DIAGNOSIS_GRID = "diagnosis.yaml"

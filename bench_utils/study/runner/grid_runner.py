@@ -31,13 +31,13 @@ import threading
 import time
 from typing import Any, Callable
 
-from ...env import capture_environment
+from ...environment.capture import capture_environment
 from ...kernel import ensure_kernel
 from ...paths import REPORTS_DIR
-from ...record_blocks import last_error_line
-from ...record_key import RecordKey
-from ...records import failure_record, skipped_after_oom, unmeasured_config
-from ...results import append_record, locked
+from ...records.schema import last_error_line
+from ...records.key import RecordKey
+from ...records.build import failure_record, skipped_after_oom, unmeasured_config
+from ...records.results_file import append_record, locked
 from .device_lock import device_lock, split_cpus
 from .papermill_execution import execute_with_papermill, log_tail, notebook_parameters
 from ..grid.grid_file import Cell, Grid, keep_grid_copy
@@ -111,7 +111,7 @@ class Runner:
         return check_workers(self.grid, self.devices, self.environment)
 
     def key(self, cell: Cell) -> RecordKey:
-        """The key its record will have, measured on this machine (``record_key.RecordKey``)."""
+        """The key its record will have, measured on this machine (``records.key.RecordKey``)."""
         return RecordKey.of(cell.identity(), unmeasured_config(cell.settings), self.environment)
 
     def done_keys(self, cell: Cell) -> set[RecordKey]:

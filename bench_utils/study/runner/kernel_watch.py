@@ -13,8 +13,8 @@ from pathlib import Path
 import time
 from typing import Any, Callable
 
-from ...record_key import cell_identity
-from ...results import iter_records, locked
+from ...records.key import cell_identity
+from ...records.results_file import iter_records, locked
 from .papermill_execution import oom_kill_count
 from ..grid.grid_file import Cell
 from ..progress_file import read_progress

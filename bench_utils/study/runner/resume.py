@@ -4,7 +4,7 @@ A cell is done when the study folder's results hold an ``ok`` or ``oom`` record 
 (``RecordKey``) on the same environment, whatever study name the record carries (the folder is the
 study: records measured under another grid's name count, as the first H200 run's do in
 ``reports/hf-guide-h200``). An eager cell is done too where a compiled cell's ``ok`` record measured it
-as the eager side of its pairs (``record_key.eager_side_key``): timing it again would cost a GPU's
+as the eager side of its pairs (``records.key.eager_side_key``): timing it again would cost a GPU's
 minutes for a figure a record holds. An ``oom`` at batch size B also stands for every larger batch
 of its model, mode and dtype: a resumed run skips them as the first run would have.
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...record_key import RecordKey, eager_side_key, record_key
-from ...results import iter_records, locked
+from ...records.key import RecordKey, eager_side_key, record_key
+from ...records.results_file import iter_records, locked
 from ...vocabulary import DONE_STATUSES, Status
 
 

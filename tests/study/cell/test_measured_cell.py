@@ -3,7 +3,7 @@ import json
 import pytest
 import torch
 
-from bench_utils.records import validate_record
+from bench_utils.records.build import validate_record
 from bench_utils.study.cell.measured_cell import run_cell
 from bench_utils.study.cell.cell_record import cell_record
 from bench_utils.zoo.loading import LoadedModel

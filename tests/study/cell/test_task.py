@@ -1,6 +1,6 @@
 import pytest
 
-from bench_utils.results import StaleWriterError, read_records
+from bench_utils.records.results_file import StaleWriterError, read_records
 from bench_utils.study.cell import task
 from bench_utils.study.lease import RunnerLease
 

@@ -2,7 +2,7 @@ from dataclasses import fields
 
 import pytest
 
-from bench_utils.record_blocks import CELL_FIELDS
+from bench_utils.records.schema import CELL_FIELDS
 from bench_utils.study.grid.grid_file import GRID_COPY, Cell, GridError, keep_grid_copy, load_grid, parse_grid
 
 BASE = """study: t

@@ -6,8 +6,8 @@ import pytest
 
 from bench_utils.measurement.timing import Measurement
 from bench_utils.paths import PROJECT_ROOT
-from bench_utils.records import failure_record, make_record, measurement_settings
-from bench_utils.results import append_record
+from bench_utils.records.build import failure_record, make_record, measurement_settings
+from bench_utils.records.results_file import append_record
 from bench_utils.study.pricing.plan import plan_run
 from bench_utils.study.pricing.plan_text import format_plan
 from bench_utils.study.pricing.recorded import (estimate_cell_seconds, estimate_kernel_start_seconds,

@@ -3,7 +3,7 @@ import pytest
 from bench_utils.settings import Settings
 from bench_utils.measurement.timing import Measurement
 from bench_utils.paths import PROJECT_ROOT
-from bench_utils.records import make_record, measurement_settings
+from bench_utils.records.build import make_record, measurement_settings
 from bench_utils.study.pricing.prior import (ENDS, OPTIMISTIC, PESSIMISTIC, SYNC_S, TYPICAL, Assumptions, CellShape,
                                               Prior, Span, device_key, load_model_costs, records_on_device)
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from bench_utils.results import read_records
+from bench_utils.records.results_file import read_records
 from bench_utils.paths import PROJECT_ROOT
 from bench_utils.study.grid.grid_file import parse_grid
 from bench_utils.study.runner.progress_display import format_run_outcome
@@ -186,7 +186,7 @@ def test_compile_settings_re_measure_compiled_cells_only(tmp_path):
 def test_a_grid_cells_key_is_the_key_of_the_record_the_real_kernel_writes_for_it(tmp_path, monkeypatch):
     # the kernel (task.run, as the notebook calls it) in this process, for measured, compiled, variant and
     # failed cells: resume must find each cell it recorded
-    from bench_utils.record_key import record_key
+    from bench_utils.records.key import record_key
     from bench_utils.study.cell import task
 
     monkeypatch.setenv(task.FAULT_ENV, "error:timm:resnet18:2")  # the kernel's own failure records too
@@ -246,7 +246,7 @@ def test_two_devices_never_overlap_and_both_work(tmp_path):
 
 
 def test_a_gpu_memory_cap_reaches_the_kernel_and_is_a_setting_of_its_own(tmp_path, monkeypatch):
-    import bench_utils.records as records_module
+    import bench_utils.records.build as records_module
     import bench_utils.study.runner.grid_runner as runner_module
 
     gpu_host = {**runner_module.capture_environment(), "gpu_count": 1, "driver_version": "580.1",

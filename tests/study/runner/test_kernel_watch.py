@@ -1,8 +1,8 @@
 import time
 
-from bench_utils.records import make_record
+from bench_utils.records.build import make_record
 from bench_utils.measurement.timing import Measurement
-from bench_utils.results import append_record
+from bench_utils.records.results_file import append_record
 from bench_utils.study.runner import kernel_watch as watch_module
 from bench_utils.study.grid.grid_file import parse_grid
 from bench_utils.study.progress_file import read_progress, write_progress

@@ -7,8 +7,8 @@ import pytest
 
 from bench_utils.measurement.timing import Measurement
 from bench_utils.paths import PROJECT_ROOT
-from bench_utils.records import make_record, measurement_settings
-from bench_utils.results import append_record, read_records
+from bench_utils.records.build import make_record, measurement_settings
+from bench_utils.records.results_file import append_record, read_records
 from bench_utils.study.grid.grid_file import parse_grid
 from bench_utils.study.grid.kernel_groups import kernel_groups
 from bench_utils.study.runner.grid_runner import Runner

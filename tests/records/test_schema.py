@@ -3,15 +3,15 @@ from pathlib import Path
 
 import pytest
 
-from bench_utils.record_blocks import (BLOCK_TYPES, CELL_FIELDS, CellBlock, ConfigBlock, LatencyBlock, PhasesBlock,
+from bench_utils.records.schema import (BLOCK_TYPES, CELL_FIELDS, CellBlock, ConfigBlock, LatencyBlock, PhasesBlock,
                                        block, eager_memory, energy_side, last_error_line, part)
-from bench_utils.record_key import VARIANT_FIELDS
-from bench_utils.records import measurement_settings
+from bench_utils.records.key import VARIANT_FIELDS
+from bench_utils.records.build import measurement_settings
 from bench_utils.settings import Settings
 from bench_utils.study.cell.time_by_phase import Phases
 from sample_records import CELL, ENV, ok_record
 
-FIXTURE = Path(__file__).parent / "fixtures" / "smoke-results.jsonl"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "smoke-results.jsonl"
 
 
 def test_a_block_reads_as_itself_and_as_empty_where_absent_or_null():

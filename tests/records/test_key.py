@@ -1,13 +1,13 @@
 import json
 from pathlib import Path
 
-from bench_utils.record_key import (CellIdentity, RecordKey, cell_identity, environment_key, record_key,
+from bench_utils.records.key import (CellIdentity, RecordKey, cell_identity, environment_key, record_key,
                                     settings_hash)
-from bench_utils.records import measurement_settings
+from bench_utils.records.build import measurement_settings
 from bench_utils.settings import Settings
 from sample_records import ok_record
 
-FIXTURE = Path(__file__).parent / "fixtures" / "smoke-results.jsonl"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "smoke-results.jsonl"
 
 
 def fixture_records() -> list[dict]:
@@ -115,7 +115,7 @@ def test_a_cpu_nodes_declared_kind_is_part_of_its_identity_a_gpus_name_already_i
 
 
 def test_a_compiled_cells_record_stands_for_its_eager_cell_where_eager_warmed_up_as_the_cell_asks():
-    from bench_utils.record_key import eager_side_key
+    from bench_utils.records.key import eager_side_key
     compiled = {**fixture_records()[1], "speedup": {"eager_mean_ms": 4.0}}
     compiled["latency"] = {**compiled["latency"], "warmup": compiled["config"]["warmup"]}
     compiled["cell"] = {**compiled["cell"], "shapes": "dynamic"}

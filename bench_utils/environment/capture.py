@@ -20,8 +20,8 @@ from typing import Any
 
 import psutil
 
-from .installed_packages import measured_with
-from .paths import PROJECT_ROOT
+from .packages import measured_with
+from ..paths import PROJECT_ROOT
 
 # Set by a cluster node's task (``bench_utils.cluster.node``) for the kernels it starts: the
 # accelerator type Ray placed the work on (its name for the node's kind) and the node's id.
@@ -278,17 +278,6 @@ def capture_environment() -> dict[str, Any]:
         **cluster_placement(),
         "timestamp_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
-
-
-def gpu_name(environment: dict[str, Any], device: str) -> str | None:
-    """Name of the GPU that ``device`` (such as 'cuda:0') designates, from an environment."""
-    if not device.startswith("cuda"):
-        return None
-    index = int(device.split(":", 1)[1]) if ":" in device else 0
-    for gpu in environment.get("gpus") or []:
-        if gpu.get("index") == index:
-            return gpu.get("name")
-    return None
 
 
 def format_environment(environment: dict[str, Any]) -> str:

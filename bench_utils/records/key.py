@@ -15,10 +15,9 @@ import hashlib
 import json
 from typing import Any, Mapping, NamedTuple
 
-from .env import gpu_name
-from .record_blocks import CELL_FIELDS, CellBlock, block
-from .settings import COMPILE, HASHED, IDENTITY, WHEN_SET, setting_fields
-from .vocabulary import CompileMode
+from .schema import CELL_FIELDS, CellBlock, block, gpu_name
+from ..settings import COMPILE, HASHED, IDENTITY, WHEN_SET, setting_fields
+from ..vocabulary import CompileMode
 
 # A cell's variant beyond the guide's way (the settings whose ``record`` is IDENTITY), each with the names it
 # may take, the default first: the value a record without it means (records written before variants existed
@@ -59,7 +58,7 @@ class CellIdentity(NamedTuple):
         return dict(zip(VARIANT_FIELDS, self.variant))
 
     def cell_block(self) -> CellBlock:
-        """The record's ``cell`` block for this identity (what ``records.make_record`` takes)."""
+        """The record's ``cell`` block for this identity (what ``records.build.make_record`` takes)."""
         identity = {name: getattr(self, name) for name in CELL_FIELDS}
         return {**identity, **self.variant_fields()}  # type: ignore[return-value]
 

@@ -4,7 +4,7 @@ import pytest
 
 from bench_utils import make_record
 from bench_utils.settings import Settings
-from bench_utils.records import SCHEMA_VERSION, validate_record
+from bench_utils.records.build import SCHEMA_VERSION, validate_record
 from sample_records import CELL, ENV, ok_record
 
 
@@ -78,7 +78,7 @@ def test_a_cell_block_is_the_identity_then_the_variant_each_setting_its_default_
 
 
 def test_a_cell_no_kernel_measured_records_its_settings_and_no_weights():
-    from bench_utils.records import failure_record, unmeasured_config
+    from bench_utils.records.build import failure_record, unmeasured_config
 
     config = unmeasured_config(Settings(runs=7, weights="auto"))
     assert config["weights"] is None and config["weights_requested"] == "auto" and config["runs"] == 7

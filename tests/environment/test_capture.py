@@ -5,7 +5,8 @@ import socket
 import torch
 
 from bench_utils import capture_environment
-from bench_utils.env import format_environment, gpu_name
+from bench_utils.environment.capture import format_environment
+from bench_utils.records.schema import gpu_name
 
 REQUIRED = [
     "python_version", "torch_version", "torch_git_version", "torch_cuda_version", "cudnn_version",
@@ -69,7 +70,7 @@ def test_nvml_gpus_and_driver_with_a_fake_nvml(monkeypatch):
 
     from fake_nvml import make_fake_pynvml
 
-    from bench_utils.env import _nvml_gpus
+    from bench_utils.environment.capture import _nvml_gpus
 
     monkeypatch.setitem(sys.modules, "pynvml", make_fake_pynvml())
     gpus, facts = _nvml_gpus()
@@ -82,7 +83,7 @@ def test_nvml_gpus_and_driver_with_a_fake_nvml(monkeypatch):
 
 
 def test_a_cluster_node_says_where_it_placed_the_process(monkeypatch):
-    from bench_utils.env import ACCELERATOR_TYPE_ENV, CLUSTER_NODE_ENV
+    from bench_utils.environment.capture import ACCELERATOR_TYPE_ENV, CLUSTER_NODE_ENV
 
     monkeypatch.delenv(ACCELERATOR_TYPE_ENV, raising=False)
     monkeypatch.delenv(CLUSTER_NODE_ENV, raising=False)
@@ -110,7 +111,7 @@ def _git_repo(path, monkeypatch):
 
 
 def test_a_commit_is_recorded_where_the_project_is_the_repositorys_root(tmp_path, monkeypatch):
-    import bench_utils.env as env
+    import bench_utils.environment.capture as env
     commit = _git_repo(tmp_path / "project", monkeypatch)
     monkeypatch.setattr(env, "PROJECT_ROOT", tmp_path / "project")
     assert env.project_git() == {"git_commit": commit, "git_dirty": False, "git_commit_note": None}
@@ -120,7 +121,7 @@ def test_a_commit_is_recorded_where_the_project_is_the_repositorys_root(tmp_path
 
 def test_a_copy_inside_another_checkout_records_no_commit_and_says_why(tmp_path, monkeypatch):
     # the first GPU run: a plain copy of the project inside another repository recorded that repository's commit
-    import bench_utils.env as env
+    import bench_utils.environment.capture as env
     _git_repo(tmp_path / "outer", monkeypatch)
     copy = tmp_path / "outer" / "copy-of-project"
     copy.mkdir()
@@ -131,7 +132,7 @@ def test_a_copy_inside_another_checkout_records_no_commit_and_says_why(tmp_path,
 
 
 def test_no_repository_records_no_commit_and_says_why(tmp_path, monkeypatch):
-    import bench_utils.env as env
+    import bench_utils.environment.capture as env
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))  # git must not find a repository above
     monkeypatch.setattr(env, "PROJECT_ROOT", tmp_path)
     assert env.project_git() == {"git_commit": None, "git_dirty": None, "git_commit_note": "not a git checkout"}
@@ -139,7 +140,7 @@ def test_no_repository_records_no_commit_and_says_why(tmp_path, monkeypatch):
 
 def test_a_copy_with_no_repository_records_the_commit_it_was_copied_from(tmp_path, monkeypatch):
     # a GPU host gets the working tree without .git: make wheelhouse writes the commit down beforehand
-    import bench_utils.env as env
+    import bench_utils.environment.capture as env
     commit = _git_repo(tmp_path / "project", monkeypatch)
     monkeypatch.setattr(env, "PROJECT_ROOT", tmp_path / "project")
     written = env.write_source_commit()

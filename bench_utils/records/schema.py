@@ -31,7 +31,7 @@ CELL_FIELDS = tuple(CellIdentityBlock.__annotations__)
 
 class CellBlock(CellIdentityBlock, total=False):
     """What the cell is, then its variant: ``memory_format``, ``shapes`` and ``inductor``
-    (``record_key.VARIANT_FIELDS``, the settings whose ``record`` is ``IDENTITY``) are absent from records made
+    (``records.key.VARIANT_FIELDS``, the settings whose ``record`` is ``IDENTITY``) are absent from records made
     before each existed, which are the guide's cells."""
 
     memory_format: str
@@ -40,7 +40,7 @@ class CellBlock(CellIdentityBlock, total=False):
 
 
 class LatencyBlock(TypedDict, total=False):
-    """optimum-benchmark's latency block, in seconds (``records.latency_block``)."""
+    """optimum-benchmark's latency block, in seconds (``records.build.latency_block``)."""
 
     unit: str
     values: list[float]
@@ -219,7 +219,7 @@ class PhasesBlock(TypedDict, total=False):
 
 
 class EnvironmentBlock(TypedDict, total=False):
-    """What the cell was measured on (``env.capture_environment``); the keys a record's identity and the
+    """What the cell was measured on (``environment.capture.capture_environment``); the keys a record's identity and the
     report read are typed here, the rest (versions, settings in force) are there."""
 
     torch_version: str
@@ -233,7 +233,7 @@ class EnvironmentBlock(TypedDict, total=False):
 
 
 class ConfigBlock(TypedDict, total=False):
-    """How the cell was measured: its settings under their record names (``records.measurement_settings``),
+    """How the cell was measured: its settings under their record names (``records.build.measurement_settings``),
     the weights measured (None: nothing was) and the TF32 settings in force."""
 
     weights: str | None
@@ -342,3 +342,14 @@ def last_error_line(record: Mapping[str, Any]) -> str | None:
     """The error text's last line (a traceback's exception); None for a record without one."""
     lines = (record.get("error") or "").strip().splitlines()
     return lines[-1] if lines else None
+
+
+def gpu_name(environment: Mapping[str, Any], device: str) -> str | None:
+    """Name of the GPU that ``device`` (such as 'cuda:0') designates, from an environment."""
+    if not device.startswith("cuda"):
+        return None
+    index = int(device.split(":", 1)[1]) if ":" in device else 0
+    for gpu in environment.get("gpus") or []:
+        if gpu.get("index") == index:
+            return gpu.get("name")
+    return None

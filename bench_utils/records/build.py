@@ -7,7 +7,7 @@ throughput, memory and compile blocks, the run's configuration (weights, seed...
 and the environment. A record that was not measured carries no latency at all:
 no number is ever written that was not measured.
 Building and validating records live here; what each block holds, and reading one, in
-``record_blocks``; a record's identity in ``record_key``; writing and reading the results
+``records.schema``; a record's identity in ``records.key``; writing and reading the results
 file in ``results``. No torch and no pandas are imported: the runner, the lease and the
 report read records without them.
 """
@@ -19,15 +19,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 import uuid
 
-from .env import capture_environment
-from .record_blocks import (CELL_FIELDS, CellBlock, CompileBlock, ConfigBlock, EnvironmentBlock, LatencyBlock,
+from ..environment.capture import capture_environment
+from .schema import (CELL_FIELDS, CellBlock, CompileBlock, ConfigBlock, EnvironmentBlock, LatencyBlock,
                             MemoryBlock, ThroughputBlock)
-from .record_key import VARIANT_FIELDS, record_name
-from .settings import COMPILE, HASHED, WHEN_SET, Settings, setting_fields
-from .vocabulary import Status
+from .key import VARIANT_FIELDS, record_name
+from ..settings import COMPILE, HASHED, WHEN_SET, Settings, setting_fields
+from ..vocabulary import Status
 
 if TYPE_CHECKING:  # the measurement layer imports torch; records are read without it
-    from .measurement.timing import Measurement
+    from ..measurement.timing import Measurement
 
 # 2: per-call latency, paired speed-up, TF32 policy names, cold/warm compile, fp64 gate
 SCHEMA_VERSION = 2
@@ -73,7 +73,7 @@ def make_record(cell: CellBlock, *, status: str = Status.OK, measurement: Measur
     """A validated record for one cell; the environment is captured when not given.
 
     ``cell`` is the record's ``cell`` block: the identity (``CELL_FIELDS``) and the variant (the settings a
-    cell's identity takes, ``record_key.VARIANT_FIELDS``: a ``CellIdentity.cell_block()``, say), each
+    cell's identity takes, ``records.key.VARIANT_FIELDS``: a ``CellIdentity.cell_block()``, say), each
     variant setting its default where ``cell`` has none. The other settings travel in ``config``."""
     cell = record_cell(cell)
     validate_cell(cell)  # before anything is computed from it

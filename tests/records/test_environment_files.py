@@ -1,7 +1,7 @@
 import pytest
 
-from bench_utils import environment_files
-from bench_utils.environment_files import read_requirements, study_environments, write_environment_files
+from bench_utils.records import environment_files
+from bench_utils.records.environment_files import read_requirements, study_environments, write_environment_files
 
 from sample_records import ENV, ok_record
 

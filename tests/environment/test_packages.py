@@ -2,7 +2,7 @@ import importlib.metadata
 
 from packaging.requirements import Requirement
 
-from bench_utils import installed_packages
+from bench_utils.environment import packages as installed_packages
 
 
 def test_the_closure_follows_dependencies_at_their_installed_versions():

@@ -14,7 +14,7 @@ import tomllib
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from .paths import PROJECT_ROOT
+from ..paths import PROJECT_ROOT
 
 PROJECT = "bench-utils"
 

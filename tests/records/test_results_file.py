@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bench_utils import append_record, make_record, read_records, read_results
-from bench_utils.results import CorruptRecordWarning, iter_records, skipped_lines_said
+from bench_utils.records.results_file import CorruptRecordWarning, iter_records, skipped_lines_said
 from sample_records import CELL, ENV, ok_record
 
 
@@ -145,7 +145,7 @@ def test_reading_from_an_offset_sees_only_later_records(tmp_path):
     append_record(path, ok_record())
     offset = path.stat().st_size
     append_record(path, ok_record(model="vit"))
-    from bench_utils.results import iter_records
+    from bench_utils.records.results_file import iter_records
 
     assert [r["cell"]["model"] for _, r in iter_records(path, start=offset)] == ["vit"]
     assert len(list(iter_records(path))) == 2
@@ -232,7 +232,7 @@ def _unreadable_files(tmp_path):
     ("latin1", "is not UTF-8 (perhaps Latin-1 or Windows-1252): records are UTF-8"),
 ])
 def test_a_file_no_record_can_be_read_from_is_said_in_one_line(tmp_path, name, words):
-    from bench_utils.results import NoRecordsError, check_readable, unreadable
+    from bench_utils.records.results_file import NoRecordsError, check_readable, unreadable
     _unreadable_files(tmp_path)
     reason = unreadable(tmp_path / f"{name}.jsonl")
     assert words in reason and "\n" not in reason
@@ -242,8 +242,8 @@ def test_a_file_no_record_can_be_read_from_is_said_in_one_line(tmp_path, name, w
 
 
 def test_a_file_with_one_readable_record_is_readable(tmp_path):
-    from bench_utils.results import unreadable
-    good = Path(__file__).parent / "fixtures" / "smoke-results.jsonl"
+    from bench_utils.records.results_file import unreadable
+    good = Path(__file__).parents[1] / "fixtures" / "smoke-results.jsonl"
     mixed = tmp_path / "mixed.jsonl"
     mixed.write_bytes(b"not json\n" + good.read_bytes())
     assert unreadable(good) is None and unreadable(mixed) is None

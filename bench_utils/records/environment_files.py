@@ -19,7 +19,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from .record_blocks import block
+from .schema import block
 
 FOLDER = "environments"
 # what records carried before the full list, under their distribution names

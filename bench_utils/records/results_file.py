@@ -22,9 +22,9 @@ import sys
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 import warnings
 
-from .record_blocks import CELL_FIELDS
-from .record_key import VARIANT_FIELDS
-from .records import SCHEMA_VERSION, validate_record
+from .schema import CELL_FIELDS
+from .key import VARIANT_FIELDS
+from .build import SCHEMA_VERSION, validate_record
 
 if TYPE_CHECKING:
     import pandas as pd
