@@ -364,19 +364,20 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     from .records.results_file import skipped_lines_said
 
+    from .study.runner.clean_stop import Interrupt
+
     args = build_parser().parse_args(argv)
     # whatever a command reads records for (resume, estimate, report, the cluster's study), a line
     # of a results file it skips is said on stderr, once: a cell is never "not measured" unexplained
-    with skipped_lines_said():
+    with skipped_lines_said(), Interrupt() as interrupt:  # ``run`` installs its own, finer stop while it runs
         try:
             return args.handler(args)
         except ValueError as exc:  # bad input: one clear line, no traceback
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        except KeyboardInterrupt:  # Ctrl-C: one line, the kernels ended (``run`` has its own, finer stop)
-            from .study.runner.clean_stop import end_children
-
-            end_children()
+        except BaseException:  # Ctrl-C, or what a kernel ended by it raised on the way out: one line
+            if not interrupt.requested:
+                raise
             print(f"interrupted: {args.command} stopped; what it had written whole stays, nothing half-written "
                   "is published: run it again to finish", file=sys.stderr)
             return 130

@@ -62,6 +62,30 @@ def end_children() -> None:
         end_tree(child.pid)
 
 
+class Interrupt:
+    """``with Interrupt() as interrupt:`` Ctrl-C ends this process's children first (a report's kernels: ended
+    so, they print nothing), sets ``interrupt.requested``, then raises KeyboardInterrupt. Whatever unwinds after
+    it (a kernel's death seen by nbclient) is the interrupt's, not an error of its own."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous = None
+
+    def _handle(self, signum, frame) -> None:
+        self.requested = True
+        end_children()
+        raise KeyboardInterrupt
+
+    def __enter__(self) -> "Interrupt":
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+
 class StopOnSignal:
     """``with StopOnSignal(on_stop) as stop:``: SIGINT/SIGTERM set ``stop.requested`` and call ``on_stop``.
 
