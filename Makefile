@@ -55,8 +55,9 @@ lock: setup
 		--quiet -o $(LOCK)
 	@echo "[lock] $(LOCK): $$(grep -c '==' $(LOCK)) pins; make setup installs them"
 
+# --durations=10: the 10 slowest tests, where make test's time goes (docs/testing.md)
 test: setup
-	$(PY) -m pytest
+	$(PY) -m pytest --durations=10
 
 # Per-cell wall time split into measured parts and overhead; see benchmarks/README.md.
 BENCH_GRID ?= benchmarks/grids/resnet18-eager.yaml
@@ -67,8 +68,9 @@ PROFILE_GRID ?= params/cpu-quick.yaml
 bench: setup
 	$(PY) benchmarks/study_cost.py $(BENCH_GRID) $(if $(RESULTS),--results $(RESULTS))
 	$(if $(PROFILE_GRID),$(PY) benchmarks/study_cost.py $(PROFILE_GRID))
-	@echo "[bench] the slow end-to-end tests make test leaves out (every variant through the runner; Ray's exactly-once):"
-	$(PY) -m pytest -m slow
+	@echo "[bench] the slow end-to-end tests make test leaves out (every variant through the runner; Ray's exactly-once;"
+	@echo "[bench] a CPU case where compile loses, diagnosed), and the 10 slowest of them:"
+	$(PY) -m pytest -m slow --durations=10
 
 # Where the grid runs: local (this machine's devices) or ray (a Ray cluster: RAY_ADDRESS, which Ray
 # reads too, names it; without it, a cluster of this machine alone). See docs/cluster.md.
