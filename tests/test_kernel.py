@@ -66,32 +66,21 @@ def test_a_temp_folder_too_long_for_a_unix_socket_falls_back_to_tcp(notebook, tm
 
 def test_ctrl_c_while_a_notebook_runs_is_one_line_and_exit_130_with_its_kernel_ended(tmp_path):
     # explore.ipynb, or any notebook run with papermill's command line and the project's engine
-    import os
-    import signal
-    import subprocess
     import sys
-    import time
 
-    import nbformat
     import psutil
     from nbformat.v4 import new_code_cell, new_notebook
+
+    from ctrl_c import interrupt_once_a_kernel_runs, start
 
     from bench_utils.kernel import ENGINE_NAME, KERNEL_NAME, ensure_kernel
 
     ensure_kernel()
     slow = tmp_path / "slow.ipynb"
     nbformat.write(new_notebook(cells=[new_code_cell("import time\ntime.sleep(60)")]), slow)
-    process = subprocess.Popen([sys.executable, "-m", "bench_utils.kernel", str(slow), str(tmp_path / "out.ipynb"),
-                                "-k", KERNEL_NAME, "--engine", ENGINE_NAME], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not any("ipykernel" in " ".join(child.cmdline())
-                                                  for child in psutil.Process(process.pid).children(recursive=True)):
-        time.sleep(0.1)
-    time.sleep(2.0)  # the kernel is in the cell
-    kernels = [child for child in psutil.Process(process.pid).children(recursive=True)]
-    os.kill(process.pid, signal.SIGINT)
+    process = start([sys.executable, "-m", "bench_utils.kernel", str(slow), str(tmp_path / "out.ipynb"),
+                     "-k", KERNEL_NAME, "--engine", ENGINE_NAME])
+    kernels = interrupt_once_a_kernel_runs(process, settle_s=2.0)  # the kernel is in the cell
     _, err = process.communicate(timeout=120)
     assert process.returncode == 130, err
     assert err.strip().splitlines()[-1].startswith("interrupted: the notebook's run stopped")

@@ -153,29 +153,19 @@ def test_the_lines_a_kernel_skipped_are_said_once_named_as_given_and_never_publi
 
 
 def test_ctrl_c_during_a_report_is_one_line_exit_130_and_leaves_no_kernel_nor_half_written_file(tmp_path):
-    import os
     import shutil
-    import signal
-    import subprocess
     import sys
-    import time
 
     import psutil
 
     from bench_utils.paths import PROJECT_ROOT
+    from ctrl_c import interrupt_once_a_kernel_runs, start
 
     study = tmp_path / "study"
     study.mkdir()
     shutil.copyfile(FIXTURE, study / "results.jsonl")
-    process = subprocess.Popen([sys.executable, "-m", "bench_utils", "report", str(study), "--locales", "en,ar"],
-                               cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not any("ipykernel" in " ".join(child.cmdline())
-                                                  for child in psutil.Process(process.pid).children(recursive=True)):
-        time.sleep(0.1)
-    time.sleep(1.0)  # the kernel is executing the report
-    os.kill(process.pid, signal.SIGINT)  # as Ctrl-C does to the command
+    process = start([sys.executable, "-m", "bench_utils", "report", str(study), "--locales", "en,ar"], cwd=PROJECT_ROOT)
+    interrupt_once_a_kernel_runs(process)  # the kernel is executing the report
     _, err = process.communicate(timeout=120)
     assert process.returncode == 130, err
     assert err.strip().splitlines()[-1].startswith("interrupted: report stopped")
