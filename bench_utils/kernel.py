@@ -80,13 +80,35 @@ def register_engine() -> str:
     return ENGINE_NAME
 
 
+def end_tree(pid: int) -> None:
+    """A kernel's process tree (or papermill's and its kernel's) ended: SIGKILL ``pid`` and all its descendants, children first found, then wait for them."""
+    import psutil
+
+    try:
+        parent = psutil.Process(pid)
+        family = parent.children(recursive=True) + [parent]
+    except psutil.NoSuchProcess:
+        return
+    for process in family:
+        try:
+            process.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(family, timeout=10)
+
+
+def end_children() -> None:
+    """End this process's children (a report's or a re-run's kernels) and their trees."""
+    import psutil
+
+    for child in psutil.Process().children():
+        end_tree(child.pid)
+
+
 def _end_kernels_then_interrupt(signum, frame) -> None:
     """Ctrl-C: the kernels this process started end first (killed, they print nothing), then the interrupt
     unwinds papermill; else a kernel whose parent closes its sockets prints a ZMQ traceback."""
-    import psutil
-
-    for child in psutil.Process().children(recursive=True):
-        child.kill()
+    end_children()
     raise KeyboardInterrupt
 
 

@@ -6,11 +6,12 @@ from pathlib import Path
 import subprocess
 import sys
 import tempfile
+import time
 
 import nbformat
 import pytest
 
-from bench_utils.kernel import ENGINE_NAME, UNIX_SOCKET_PATH_MAX, ensure_kernel
+from bench_utils.kernel import ENGINE_NAME, UNIX_SOCKET_PATH_MAX, end_tree, ensure_kernel
 from bench_utils.paths import PROJECT_ROOT
 
 SHOW_CONNECTION = ("import json\n"
@@ -86,3 +87,18 @@ def test_ctrl_c_while_a_notebook_runs_is_one_line_and_exit_130_with_its_kernel_e
     assert err.strip().splitlines()[-1].startswith("interrupted: the notebook's run stopped")
     assert "Traceback" not in err and "Aborted" not in err
     assert not [kernel for kernel in kernels if kernel.is_running() and kernel.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_ending_a_tree_ends_its_grandchildren_too():
+    import psutil  # a dependency of the kernel's Ctrl-C
+    parent = subprocess.Popen(["sh", "-c", "sleep 60 & sleep 60"])
+    shell = psutil.Process(parent.pid)
+    deadline = time.monotonic() + 5
+    while len(shell.children()) < 2 and time.monotonic() < deadline:  # the shell starts its sleeps
+        time.sleep(0.05)
+    sleeps = shell.children()
+    assert len(sleeps) == 2
+    end_tree(parent.pid)
+    parent.wait(timeout=5)
+    gone, alive = psutil.wait_procs(sleeps, timeout=5)
+    assert not alive

@@ -95,13 +95,23 @@ def _candidates(rule: str, cell: Variant, cuda: bool) -> list[Variant]:
 
 def remedies(profile: Mapping[str, Any] | None, cell: Variant, cuda: bool) -> list[Remedy]:
     """The variants a slow cell's profile points to, each once (the first rule that chose it), none the cell
-    itself; an ahead-of-time package is diagnosed as the default mode would be."""
+    itself."""
     chosen: dict[Variant, str] = {}
     for rule in rules_fired(profile):
         for variant in _candidates(rule, cell, cuda):
             if variant != cell:
                 chosen.setdefault(variant, rule)
     return [Remedy(rule, variant) for variant, rule in chosen.items()]
+
+
+def diagnosable(*, compile_mode: str, memory_format: str, shapes: str, inductor: str, study: str,
+                speedup: float | None, interval: tuple[float, float] | None) -> bool:
+    """A compiled cell ``diagnose`` measures remedies for and the report sets them beside: of the guide's kind
+    (contiguous, static shapes, Inductor's default configuration), no remedy itself (its study not
+    ``REMEDY_STUDY_SUFFIX``'s: a remedy that loses too is its slow cell's verdict), and slower (``is_slower``)."""
+    return (compile_mode != CompileMode.EAGER and memory_format == MemoryFormat.CONTIGUOUS and shapes == "static"
+            and inductor == InductorConfig.DEFAULT and not str(study).endswith(REMEDY_STUDY_SUFFIX)
+            and is_slower(speedup, interval))
 
 
 def is_slower(speedup: float | None, interval: tuple[float, float] | None) -> bool:

@@ -13,7 +13,7 @@ import re
 from dataclasses import Field
 import hashlib
 import json
-from typing import Any, Mapping, NamedTuple
+from typing import Any, Iterable, Mapping, NamedTuple
 
 from .schema import CELL_FIELDS, CellBlock, block, gpu_name
 from ..settings import COMPILE, HASHED, IDENTITY, WHEN_SET, setting_fields
@@ -87,6 +87,15 @@ class RecordKey(NamedTuple):
     def without_batch_size(self) -> RecordKey:
         """The cells an out-of-memory error ties together: the same but for their batch size."""
         return self._replace(identity=self.identity._replace(batch_size=None))
+
+
+def latest_per_key(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Each measurement's latest record (``record_key`` without the study: a study folder is the study), by its
+    environment's timestamp: a cell measured again replaces its earlier record, an error included."""
+    latest: dict[RecordKey, Mapping[str, Any]] = {}
+    for record in sorted(records, key=lambda r: block(r, "environment").get("timestamp_utc") or ""):
+        latest[record_key(record).without_study()] = record
+    return list(latest.values())
 
 
 def cell_variant(record: Mapping[str, Any]) -> tuple[str, ...]:

@@ -17,18 +17,14 @@ import math
 
 import pandas as pd
 
-from ..measurement.slowdown import REMEDY_STUDY_SUFFIX, is_slower, rules_fired
+from ..measurement.slowdown import diagnosable, rules_fired
 from . import why
 from .i18n import Catalog
+from ..zoo.registry import label_of
 from .markdown import environment_label, ltr, markdown_table, mode_label, number, speedup_cells
-from ..vocabulary import CompileMode, InductorConfig, MemoryFormat, Status
+from ..vocabulary import CompileMode, MemoryFormat, Status
 
 SAME_CELL = ["environment", "model", "batch_size", "dtype"]
-
-
-def _guides(data: pd.DataFrame) -> pd.Series:
-    return ((data["memory_format"] == MemoryFormat.CONTIGUOUS) & (data["shapes"] == "static")
-            & (data["inductor"] == InductorConfig.DEFAULT))
 
 
 def _measured_compiled(data: pd.DataFrame) -> pd.DataFrame:
@@ -38,15 +34,17 @@ def _measured_compiled(data: pd.DataFrame) -> pd.DataFrame:
 
 
 def slower_cells(data: pd.DataFrame) -> pd.DataFrame:
-    """The compiled cells of the guide's kind compile made slower, or left inconclusive, in the report's order."""
+    """The compiled cells ``measurement.slowdown.diagnosable`` says compile made slower, or left inconclusive,
+    in the report's order (a remedy that loses too is its slow cell's verdict, not one of these)."""
     compiled = _measured_compiled(data)
     if compiled.empty:
         return compiled
-    slower = pd.Series([is_slower(speedup, None if math.isnan(low) else (low, high)) for speedup, low, high
-                        in zip(compiled["speedup"], compiled["ci_low"], compiled["ci_high"])], index=compiled.index)
-    remedy = compiled["study"].astype(str).str.endswith(REMEDY_STUDY_SUFFIX)  # a remedy's loss: its slow cell's verdict
-    slow = compiled[_guides(compiled) & slower & ~remedy]
-    return slow.sort_values(["environment", "task_rank", "label", "batch_size", "mode"])
+    slower = pd.Series([diagnosable(compile_mode=row["compile_mode"], memory_format=row["memory_format"],
+                                    shapes=row["shapes"], inductor=row["inductor"], study=row["study"],
+                                    speedup=row["speedup"],
+                                    interval=None if math.isnan(row["ci_low"]) else (row["ci_low"], row["ci_high"]))
+                        for _, row in compiled.iterrows()], index=compiled.index, dtype=bool)
+    return compiled[slower].sort_values(["environment", "task_rank", "label", "batch_size", "mode"])
 
 
 def remedies_of(data: pd.DataFrame, slow: pd.Series) -> pd.DataFrame:
@@ -134,7 +132,7 @@ def what_to_use(data: pd.DataFrame, catalog: Catalog) -> str:
         candidates = _measured_compiled(group)
         candidates = candidates[(candidates["parity"] != "fail") & (candidates["ci_low"] > 1.0)
                                 & (candidates["shapes"] == "static")]
-        label = ltr(str(group["label"].iloc[0]).replace(" (channels_last)", ""), catalog)
+        label = ltr(label_of(model), catalog)  # the model's, whatever layout wins
         where = [environment_label(environment, catalog), label, ltr(str(batch), catalog)]
         if data["dtype"].nunique() > 1:
             where[-1] += f" ({ltr(dtype, catalog)})"

@@ -14,11 +14,11 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from ..records.schema import gpu_name
 from ..measurement import stats
 from ..paths import PROJECT_ROOT
-from ..records.schema import CompileBlock, MemoryBlock, block, eager_memory, energy_side, last_error_line, part
-from ..records.key import RecordKey, cell_identity, record_key
+from ..records.schema import (CompileBlock, MemoryBlock, block, eager_memory, energy_side, gpu_name, last_error_line,
+                              part)
+from ..records.key import cell_identity, latest_per_key
 from ..records.results_file import read_records
 from ..parameters import text_list
 from ..zoo.registry import label_of
@@ -71,13 +71,8 @@ def latest_records(paths: Iterable[str | os.PathLike]) -> list[dict[str, Any]]:
     mode, dtype, device and torch version) are not averaged: the later one is shown,
     and a warning names both.
     """
-    records = read_records(results_files(paths))
-    records.sort(key=lambda r: block(r, "environment").get("timestamp_utc") or "")
-    latest: dict[RecordKey, dict[str, Any]] = {}
-    for record in records:
-        latest[record_key(record).without_study()] = record
     shown: dict[tuple, dict[str, Any]] = {}
-    for record in latest.values():
+    for record in latest_per_key(read_records(results_files(paths))):
         cell, device = record["cell"], device_name(record)
         row = (cell["task"], cell["model"], cell["batch_size"], cell["compile_mode"], cell["dtype"],
                *cell_identity(record).variant, device, block(record, "environment").get("torch_version"))

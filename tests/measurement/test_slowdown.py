@@ -50,3 +50,20 @@ def test_the_remedies_are_variants_of_the_slow_cell_each_once_none_the_cell_itse
 ])
 def test_a_cell_is_diagnosed_where_its_interval_lies_below_or_includes_one(speedup, interval, slower):
     assert slowdown.is_slower(speedup, interval) is slower
+
+
+GUIDES_SLOW_CELL = dict(compile_mode="default", memory_format="contiguous", shapes="static", inductor="default",
+                        study="h200", speedup=0.8, interval=(0.75, 0.85))
+
+
+@pytest.mark.parametrize("change, diagnosed", [
+    ({}, True),
+    ({"speedup": 1.2, "interval": (1.1, 1.3)}, False),       # faster
+    ({"compile_mode": "eager"}, False),                       # nothing compiled
+    ({"memory_format": "channels_last"}, False),              # a remedy's variant
+    ({"shapes": "dynamic"}, False),
+    ({"inductor": "freezing"}, False),
+    ({"study": "h200" + slowdown.REMEDY_STUDY_SUFFIX}, False),  # a remedy measured by diagnose
+])
+def test_only_a_slow_compiled_cell_of_the_guides_kind_is_diagnosed(change, diagnosed):
+    assert slowdown.diagnosable(**{**GUIDES_SLOW_CELL, **change}) is diagnosed

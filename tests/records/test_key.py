@@ -1,8 +1,8 @@
 import json
 from pathlib import Path
 
-from bench_utils.records.key import (CellIdentity, RecordKey, cell_identity, environment_key, record_key,
-                                    settings_hash)
+from bench_utils.records.key import (CellIdentity, RecordKey, cell_identity, environment_key, latest_per_key,
+                                    record_key, settings_hash)
 from bench_utils.records.build import measurement_settings
 from bench_utils.settings import Settings
 from sample_records import ok_record
@@ -128,3 +128,15 @@ def test_a_compiled_cells_record_stands_for_its_eager_cell_where_eager_warmed_up
     assert eager_side_key({**compiled, "speedup": {}}) is None
     assert eager_side_key({**compiled, "status": "error"}) is None
     assert eager_side_key(eager) is None
+
+
+def test_a_cell_measured_again_keeps_only_its_latest_record_whatever_the_study_or_file_order():
+    def at(timestamp, **overrides):
+        record = ok_record(**overrides)
+        record["environment"] = {**record["environment"], "timestamp_utc": timestamp}
+        return record
+
+    later, earlier = at("2026-11-26T02:00:00Z", study="rerun"), at("2026-11-26T01:00:00Z", study="first")
+    other = at("2026-11-26T00:00:00Z", batch_size=16)
+    kept = latest_per_key([later, other, earlier])
+    assert len(kept) == 2 and later in kept and other in kept and earlier not in kept

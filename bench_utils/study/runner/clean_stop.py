@@ -13,7 +13,7 @@ import subprocess
 import threading
 from typing import Callable
 
-import psutil
+from ...kernel import end_children, end_tree
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -39,27 +39,6 @@ class RunningProcesses:
             processes = list(self._processes)
         for process in processes:
             end_tree(process.pid)
-
-
-def end_tree(pid: int) -> None:
-    """SIGKILL ``pid`` and all its descendants, children first found, then wait for them."""
-    try:
-        parent = psutil.Process(pid)
-        family = parent.children(recursive=True) + [parent]
-    except psutil.NoSuchProcess:
-        return
-    for process in family:
-        try:
-            process.kill()
-        except psutil.NoSuchProcess:
-            pass
-    psutil.wait_procs(family, timeout=10)
-
-
-def end_children() -> None:
-    """End this process's children (a report's or a re-run's kernels) and their trees."""
-    for child in psutil.Process().children():
-        end_tree(child.pid)
 
 
 class Interrupt:

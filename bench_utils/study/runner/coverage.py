@@ -13,7 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from ...records.schema import block
+from ...records.schema import block, gpu_name
 from ...records.key import cell_identity, eager_side_key
 from ...records.results_file import read_records
 from ...vocabulary import DONE_STATUSES
@@ -22,9 +22,8 @@ from ..grid.grid_file import GRID_COPY, load_grid
 
 def _environment(record: dict[str, Any]) -> tuple[str | None, str | None, str]:
     environment = block(record, "environment")
-    gpus = environment.get("gpus") or []
     kind = record["cell"]["device"].split(":")[0]
-    name = gpus[0].get("name") if kind == "cuda" and gpus else environment.get("cpu_model")
+    name = gpu_name(environment, "cuda:0") if kind == "cuda" else environment.get("cpu_model")
     return name, environment.get("torch_version"), kind
 
 

@@ -19,21 +19,13 @@ from typing import Any
 
 import yaml
 
-from ...measurement.slowdown import REMEDY_STUDY_SUFFIX, Variant, is_slower, remedies, rules_fired
+from ...measurement.slowdown import REMEDY_STUDY_SUFFIX, Variant, diagnosable, remedies, rules_fired
 from ...records.schema import block
-from ...records.key import cell_identity, record_key
+from ...records.key import cell_identity, latest_per_key
 from ...records.results_file import check_readable, read_records
-from ...vocabulary import CompileMode, InductorConfig, MemoryFormat, Shapes, Status
+from ...vocabulary import InductorConfig, MemoryFormat, Status
 
 DIAGNOSIS_GRID = "diagnosis.yaml"
-
-
-def latest(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each measurement's latest record (``RecordKey`` without the study), in file order of their first."""
-    chosen: dict[Any, dict[str, Any]] = {}
-    for record in sorted(records, key=lambda r: block(r, "environment").get("timestamp_utc") or ""):
-        chosen[record_key(record).without_study()] = record
-    return list(chosen.values())
 
 
 def _variant(record: dict[str, Any]) -> Variant:
@@ -42,18 +34,16 @@ def _variant(record: dict[str, Any]) -> Variant:
 
 
 def slow_cells(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The compiled cells of the guide's kind whose speed-up interval lies below 1 or includes it."""
+    """Each measurement's latest ``ok`` record that ``measurement.slowdown.diagnosable`` says to diagnose."""
     slow = []
-    for record in latest(records):
+    for record in latest_per_key(records):
         speedup = block(record, "speedup")
-        variant, fields = _variant(record), cell_identity(record).variant_fields()
-        if (record.get("status") != Status.OK or record["cell"]["compile_mode"] == CompileMode.EAGER or not speedup
-                or str(record["cell"]["study"]).endswith(REMEDY_STUDY_SUFFIX)  # a remedy: its slow cell's verdict
-                or variant.memory_format != MemoryFormat.CONTIGUOUS or variant.inductor != InductorConfig.DEFAULT
-                or fields["shapes"] != Shapes.STATIC):
+        if record.get("status") != Status.OK or not speedup:
             continue
-        interval = speedup.get("mean_ci95")
-        if is_slower(speedup.get("mean"), tuple(interval) if interval else None):
+        interval, fields = speedup.get("mean_ci95"), cell_identity(record).variant_fields()
+        if diagnosable(compile_mode=record["cell"]["compile_mode"], memory_format=fields["memory_format"],
+                       shapes=fields["shapes"], inductor=fields["inductor"], study=record["cell"]["study"],
+                       speedup=speedup.get("mean"), interval=tuple(interval) if interval else None):
             slow.append(record)
     return slow
 

@@ -16,10 +16,10 @@ import subprocess
 import sys
 from typing import Any, Callable
 
-from ...kernel import ENGINE_NAME, KERNEL_NAME
+from ...kernel import ENGINE_NAME, KERNEL_NAME, end_tree
 from ...paths import NOTEBOOK_DIR, PROJECT_ROOT, scrub_file
 from ..grid.kernel_groups import KernelGroup
-from .clean_stop import RunningProcesses, end_tree
+from .clean_stop import RunningProcesses
 
 LOG_TAIL_LINES = 40
 POLL_S = 0.25  # how often a running kernel's records are read (the per-cell wall times' resolution)
