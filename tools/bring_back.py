@@ -1,6 +1,10 @@
 """Bring a study folder back from a GPU command's $OUT into reports/: the records byte for byte, the rest scrubbed.
 
+    python tools/bring_back.py <files_at>/guide-<start>.tgz reports/hf-guide-h200 --lease lease-2026-11-27
     python tools/bring_back.py OUT_COPY/hf-guide reports/hf-guide-h200
+
+The archive is what ``tools/gpu_lease.sh`` packs: ``study/<name>/`` (measured in ``/tmp/study/<name>`` on the
+host, shown as ``<study>``) and ``lease/`` (the lease's checks and logs, copied into ``<destination>/<lease>``).
 
 A GPU host writes its own absolute paths into what it logs: its study folder (``/tmp/hfg``), its image's
 site-packages in warnings and tracebacks, pytest's ``/tmp/pytest-of-<user>``. Published reports name none
@@ -12,13 +16,22 @@ the destination that the source lacks is kept (the committed pages, corrections,
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
+import datetime
 from pathlib import Path
 import re
 import shutil
 import sys
+import tarfile
+import tempfile
 
 RECORDS = "results.jsonl"
 TEXT_SUFFIXES = {".log", ".txt", ".ipynb", ".json", ".yaml", ".md", ".html"}
+# the host's own state, never published: the runner's lock, the lease script's "checks ran" mark
+HOST_ONLY = {".runner.lock", "checks-done"}
+# where tools/gpu_lease.sh measures a study on the host
+HOST_STUDY_ROOT = "/tmp/study"
 # (pattern, replacement), in order: a host's folders as what they are
 SCRUBS = [
     (re.compile(r"/[\w.+-]+(?:/[\w.+-]+)*/site-packages"), "<site-packages>"),
@@ -41,9 +54,14 @@ def bring_back(source: Path, destination: Path, study_folder: str | None = None)
     """Copy ``source`` into ``destination``; return the files written."""
     if not (source / RECORDS).is_file():
         raise SystemExit(f"error: {source} holds no {RECORDS}: not a study folder")
+    return copy_scrubbed(source, destination, study_folder)
+
+
+def copy_scrubbed(source: Path, destination: Path, study_folder: str | None = None) -> list[Path]:
+    """Every file of ``source`` into ``destination``: the records as measured, other text scrubbed."""
     written = []
     for path in sorted(source.rglob("*")):
-        if not path.is_file():
+        if not path.is_file() or path.name in HOST_ONLY:
             continue
         target = destination / path.relative_to(source)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -55,13 +73,42 @@ def bring_back(source: Path, destination: Path, study_folder: str | None = None)
     return written
 
 
+@contextmanager
+def unpacked(archive: Path) -> Iterator[tuple[Path, Path | None]]:
+    """The study folder and the lease folder (or None) of a ``gpu_lease.sh`` archive, unpacked for a while."""
+    with tempfile.TemporaryDirectory() as scratch, tarfile.open(archive) as tar:
+        root = Path(scratch)
+        tar.extractall(root, filter="data")  # no absolute paths, no links out of the folder
+        studies = sorted(path for path in (root / "study").glob("*") if path.is_dir())
+        if len(studies) != 1:
+            raise SystemExit(f"error: {archive} holds {len(studies)} study folders under study/, not one")
+        lease = root / "lease"
+        yield studies[0], lease if lease.is_dir() else None
+
+
+def bring_back_archive(archive: Path, destination: Path, lease_name: str) -> list[Path]:
+    """The archive's study into ``destination`` and its lease's files into ``destination / lease_name``."""
+    with unpacked(archive) as (study, lease):
+        written = bring_back(study, destination, f"{HOST_STUDY_ROOT}/{study.name}")
+        if lease is not None:
+            written += copy_scrubbed(lease, destination / lease_name, f"{HOST_STUDY_ROOT}/{study.name}")
+        return written
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("source", type=Path, help="the study folder as the GPU command left it under $OUT")
+    parser.add_argument("source", type=Path,
+                        help="the archive gpu_lease.sh left under $OUT, or a study folder as a command left it")
     parser.add_argument("destination", type=Path, help="reports/<study>")
     parser.add_argument("--study-folder", help="the study folder's path on the GPU host (/tmp/hfg), shown as <study>")
+    parser.add_argument("--lease", default=f"lease-{datetime.date.today().isoformat()}",
+                        help="where in the destination an archive's lease files go (default lease-<today>)")
     args = parser.parse_args(argv)
-    for path in bring_back(args.source, args.destination, args.study_folder):
+    if args.source.is_file():
+        written = bring_back_archive(args.source, args.destination, args.lease)
+    else:
+        written = bring_back(args.source, args.destination, args.study_folder)
+    for path in written:
         print(path)
     return 0
 

@@ -2,47 +2,70 @@
 # One prepared command on a lent GPU machine (docs/testing.md, "On a GPU machine"): install the carried
 # wheelhouse, once per machine the lease's checks (nvidia-smi, env, the image's versions, the CUDA-marked
 # tests, the timer against torch's Timer and do_bench), then for what is left of BUDGET seconds (default 540:
-# 9 minutes) STEP: "guide" (default: params/hf-guide.yaml into reports/hf-guide-h200, resumed from the
-# committed records), "diagnose" (the remedies of that study's slower cells, docs/diagnosis.md), "gpu-check"
-# or "oom" (params/gpu-check.yaml, params/guide-oom-16gb.yaml into their -h200 folders); everything under $OUT.
-# Run it again at once while the machine is warm (its /tmp keeps the install and the checks).
+# 9 minutes) STEP: "guide" (default: params/hf-guide.yaml, resumed from reports/hf-guide-h200), "diagnose"
+# (the remedies of that study's slower cells, docs/diagnosis.md), "gpu-check" or "oom" (params/gpu-check.yaml,
+# params/guide-oom-16gb.yaml, from their -h200 folders).
+#
+# What the device tool taught the second lease: it brings back only a few files per command (so everything
+# leaves as ONE archive, $OUT/<step>-<start>-<pid>.tgz, packed every minute and at the end), and it copies the
+# working tree afresh before every command (so the study is measured in /tmp/study/<name>, which a warm
+# machine keeps: a second command resumes from the first one's records, not from the committed ones).
 #
 #   run: bash tools/gpu_lease.sh 540 [STEP]   carry: [".whl", ".source-commit.json"]   kind: nvidia-h200
-#   here, after: python tools/bring_back.py <files_at>/hf-guide-h200 reports/hf-guide-h200 --study-folder "$PWD"
+#   here, after: python tools/bring_back.py <files_at>/<step>-*.tgz reports/<study> --lease lease-<date>
 set -u
 BUDGET=${1:-540}
 STEP=${2:-guide}
 case "$STEP" in
-  guide|diagnose) STUDY=reports/hf-guide-h200; GRID=params/hf-guide.yaml ;;
-  gpu-check) STUDY=reports/gpu-check-h200; GRID=params/gpu-check.yaml ;;
-  oom) STUDY=reports/guide-oom-16gb-h200; GRID=params/guide-oom-16gb.yaml ;;
+  guide|diagnose) NAME=hf-guide-h200; GRID=params/hf-guide.yaml ;;
+  gpu-check) NAME=gpu-check-h200; GRID=params/gpu-check.yaml ;;
+  oom) NAME=guide-oom-16gb-h200; GRID=params/guide-oom-16gb.yaml ;;
   *) echo "unknown step $STEP: guide, diagnose, gpu-check or oom" >&2; exit 2 ;;
 esac
 START=$(date +%s)
+TAG=$START-$$  # names this command's archive and logs
 : "${OUT:?OUT is the folder the device tool brings back}"
-mkdir -p "$OUT/lease"
-if [ ! -d /tmp/site ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
+T=${GPU_LEASE_TMP:-/tmp}  # what a warm machine keeps between commands (a test points it elsewhere)
+LEASE=$T/lease
+STUDY=$T/study/$NAME
+mkdir -p "$LEASE" "$T/study"
+# Pack the lease's files and the study (the records, logs, notebooks; not the committed pages) into one
+# archive: every minute while the command runs (a command the device tool kills keeps its last archive), and
+# on any exit. Written under another name and renamed, so that $OUT never holds half an archive.
+pack() {
+  tar czf "$OUT/.packing-$BASHPID" -C "$T" --exclude="$NAME/en" --exclude="$NAME/ar" --exclude="$NAME/es" \
+    --exclude="$NAME/.runner.lock" lease "study/$NAME" 2>/dev/null && mv -f "$OUT/.packing-$BASHPID" "$OUT/$STEP-$TAG.tgz"
+}
+( while sleep "${GPU_LEASE_PACK_EVERY:-60}" & wait $!; do pack; done ) &  # wait: a kill ends it at once
+PACKER=$!
+trap 'kill $PACKER 2>/dev/null; wait $PACKER 2>/dev/null; pack; rm -f "$OUT"/.packing-*; ls -l "$OUT"' EXIT
+trap 'exit 143' TERM INT
+[ -d "$STUDY" ] || cp -r "reports/$NAME" "$STUDY" 2>/dev/null || mkdir -p "$STUDY"
+if [ ! -d "$T/site" ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$T/site" .whl/*.whl || exit 1
 fi
-export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH
-python3 -m ipykernel install --prefix /tmp/kern --name bench-utils >/dev/null && export JUPYTER_PATH=/tmp/kern/share/jupyter
-if [ ! -f /tmp/lease-checks-done ]; then
-  nvidia-smi > "$OUT/lease/nvidia-smi.txt" 2>&1
-  PYTHONPATH= python3 -m pip freeze > "$OUT/lease/image-freeze.txt" 2>&1
-  python3 -m bench_utils env > "$OUT/lease/env.txt" 2>&1
+export PYTHONPATH=$T/site:$PWD PATH=$T/site/bin:$PATH
+python3 -m ipykernel install --prefix "$T/kern" --name bench-utils >/dev/null 2>&1 && export JUPYTER_PATH=$T/kern/share/jupyter
+if [ ! -f "$LEASE/checks-done" ]; then
+  nvidia-smi > "$LEASE/nvidia-smi.txt" 2>&1
+  PYTHONPATH= python3 -m pip freeze > "$LEASE/image-freeze.txt" 2>&1
+  python3 -m bench_utils env > "$LEASE/env.txt" 2>&1
   timeout 240 python3 -m pytest -q -p no:cacheprovider -m cuda tests/measurement tests/variants tests/study \
-    > "$OUT/lease/cuda-tests.txt" 2>&1
-  timeout 120 python3 -m bench_utils validate-timer --device cuda --out "$STUDY/timer_check.json" \
-    > "$OUT/lease/timer.txt" 2>&1
-  touch /tmp/lease-checks-done
+    > "$LEASE/cuda-tests.txt" 2>&1
+  timeout 120 python3 -m bench_utils validate-timer --device cuda --out "$LEASE/timer_check.json" \
+    > "$LEASE/timer.txt" 2>&1
+  cp "$LEASE/timer_check.json" "$STUDY/" 2>/dev/null
+  touch "$LEASE/checks-done"
 fi
-LEFT=$(( BUDGET - ($(date +%s) - START) - 30 ))  # 30 s for the copy back
+LEFT=$(( BUDGET - ($(date +%s) - START) - 30 ))  # 30 s for the dry run and the archive
+LOG="$LEASE/$STEP-$TAG.log"
 if [ "$LEFT" -gt 60 ] && [ "$STEP" = diagnose ]; then
-  python3 -m bench_utils diagnose "$STUDY" --time-limit "${LEFT}s" > "$OUT/lease/$STEP-$START.log" 2>&1
-  echo "diagnose exit $?" >> "$OUT/lease/$STEP-$START.log"
+  python3 -m bench_utils diagnose "$STUDY" --time-limit "${LEFT}s" > "$LOG" 2>&1
+  echo "diagnose exit $?" >> "$LOG"
 elif [ "$LEFT" -gt 60 ]; then
-  python3 -m bench_utils run "$GRID" --out "$STUDY" --time-limit "${LEFT}s" > "$OUT/lease/$STEP-$START.log" 2>&1
-  echo "run exit $?" >> "$OUT/lease/$STEP-$START.log"
+  python3 -m bench_utils run "$GRID" --out "$STUDY" --time-limit "${LEFT}s" > "$LOG" 2>&1
+  echo "run exit $?" >> "$LOG"
 fi
-python3 -m bench_utils run "$GRID" --out "$STUDY" --dry-run --device-model H200 > "$OUT/lease/left-$START.txt" 2>&1
-cp -r "$STUDY" "$OUT/"
+tail -4 "$LOG" 2>/dev/null
+python3 -m bench_utils run "$GRID" --out "$STUDY" --dry-run --device-model H200 > "$LEASE/left-$TAG.txt" 2>&1
+tail -3 "$LEASE/left-$TAG.txt"

@@ -1,6 +1,7 @@
 """tools/bring_back.py: a GPU host's study folder into reports/, the records as measured, the host's paths gone."""
 
 import importlib.util
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -37,3 +38,35 @@ def test_records_travel_byte_for_byte_and_every_other_text_loses_the_hosts_paths
 def test_a_folder_without_records_is_refused(tmp_path):
     with pytest.raises(SystemExit, match="holds no results.jsonl"):
         bring_back.bring_back(tmp_path, tmp_path / "dest")
+
+
+def lease_archive(tmp_path, studies=("hf-guide-h200",)):
+    """An archive as tools/gpu_lease.sh packs it: study/<name>/ and lease/."""
+    root = tmp_path / "host"
+    for name in studies:
+        (root / "study" / name / "logs").mkdir(parents=True)
+        (root / "study" / name / "results.jsonl").write_text('{"record": "/tmp/study/x as measured"}\n')
+        (root / "study" / name / "logs" / "k.log").write_text(f"results in /tmp/study/{name}/results.jsonl\n")
+        (root / "study" / name / ".runner.lock").write_text("host 1234\n")
+    (root / "lease").mkdir()
+    (root / "lease" / "cuda-tests.txt").write_text("10 passed\n/tmp/pytest-of-root/pytest-0/t0\n")
+    (root / "lease" / "checks-done").touch()
+    archive = tmp_path / "guide-1-2.tgz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(root / "study", "study")
+        tar.add(root / "lease", "lease")
+    return archive
+
+
+def test_an_archive_brings_its_study_and_its_lease_files_back_and_leaves_the_hosts_state(tmp_path):
+    destination = tmp_path / "reports" / "hf-guide-h200"
+    assert bring_back.main([str(lease_archive(tmp_path)), str(destination), "--lease", "lease-x"]) == 0
+    assert (destination / "results.jsonl").read_text() == '{"record": "/tmp/study/x as measured"}\n'
+    assert (destination / "logs" / "k.log").read_text() == "results in <study>/results.jsonl\n"
+    assert (destination / "lease-x" / "cuda-tests.txt").read_text() == "10 passed\n<pytest-tmp>/pytest-0/t0\n"
+    assert not (destination / ".runner.lock").exists() and not (destination / "lease-x" / "checks-done").exists()
+
+
+def test_an_archive_of_two_studies_is_refused(tmp_path):
+    with pytest.raises(SystemExit, match="2 study folders"):
+        bring_back.bring_back_archive(lease_archive(tmp_path, ("a", "b")), tmp_path / "dest", "lease-x")

@@ -1,0 +1,122 @@
+"""tools/gpu_lease.sh on a fake GPU host: one archive per command, a second command resumes from the first.
+
+The device tool brings back only a few files per command and copies the working tree afresh before each one
+(the second H200 lease lost its first command's logs and notebooks to both); the script must survive that.
+"""
+
+import os
+from pathlib import Path
+import shutil
+import signal
+import subprocess
+import tarfile
+import time
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+# A python3 that answers the script's calls as the GPU host's would, and counts the lease's checks.
+FAKE_PYTHON = r"""#!/usr/bin/env bash
+case "$*" in
+  *"pip install"*) for a in "$@"; do [ "$prev" = --target ] && mkdir -p "$a"; prev=$a; done ;;
+  *"-m pytest"*) echo x >> "$FAKE_LOG/checks"; echo "1 passed" ;;
+  *"validate-timer"*) for a in "$@"; do [ "$prev" = --out ] && echo '{}' > "$a"; prev=$a; done ;;
+  *"--dry-run"*) echo "to run: some cells" ;;
+  *"bench_utils run"*)
+    for a in "$@"; do [ "$prev" = --out ] && out=$a; prev=$a; done
+    echo '{"record": 1}' >> "$out/results.jsonl"
+    sleep "${FAKE_RUN_SLEEP:-0}"
+    echo '{"record": 2}' >> "$out/results.jsonl" ;;
+  *) echo "fake $*" ;;
+esac
+"""
+
+
+@pytest.fixture
+def host(tmp_path):
+    """A fake host: its python3 and nvidia-smi, the /tmp a warm machine keeps, and a committed study."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in (("python3", FAKE_PYTHON), ("nvidia-smi", "#!/bin/sh\necho H200\n")):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    committed = tmp_path / "committed"
+    (committed / "tools").mkdir(parents=True)
+    shutil.copy(ROOT / "tools" / "gpu_lease.sh", committed / "tools")
+    study = committed / "reports" / "hf-guide-h200"
+    (study / "en").mkdir(parents=True)
+    (study / "en" / "index.html").write_text("<html>the committed page</html>")
+    (study / "results.jsonl").write_text('{"record": 0}\n')
+    (tmp_path / "keep").mkdir()
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "GPU_LEASE_TMP": str(tmp_path / "keep"),
+           "FAKE_LOG": str(tmp_path)}
+    return tmp_path, committed, env
+
+
+def command(host, number: int, **extra_env) -> subprocess.Popen:
+    """One device command: a fresh copy of the committed tree and an empty $OUT, as the device tool gives."""
+    tmp_path, committed, env = host
+    tree, out = tmp_path / f"tree{number}", tmp_path / f"out{number}"
+    shutil.copytree(committed, tree)
+    out.mkdir()
+    return subprocess.Popen(["bash", "tools/gpu_lease.sh", "120", "guide"], cwd=tree, start_new_session=True,
+                            env={**env, "OUT": str(out), **extra_env}, stdout=subprocess.DEVNULL)
+
+
+def archive_of(out: Path) -> tarfile.TarFile:
+    files = list(out.glob("*.tgz"))
+    assert len(files) == 1 and files[0].name.startswith("guide-") and files[0].suffix == ".tgz", files
+    return tarfile.open(files[0])
+
+
+def wait_for_first_record(tmp_path: Path) -> None:
+    """Until the fake run has written its first record into the kept study (then it sleeps)."""
+    records = tmp_path / "keep" / "study" / "hf-guide-h200" / "results.jsonl"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not (records.exists() and records.read_text().count("\n") >= 2):
+        time.sleep(0.1)
+
+
+def test_each_command_leaves_one_archive_and_the_second_resumes_from_the_first(host):
+    tmp_path = host[0]
+    assert command(host, 1).wait(30) == 0
+    with archive_of(tmp_path / "out1") as tar:
+        names = set(tar.getnames())
+        records = tar.extractfile("study/hf-guide-h200/results.jsonl").read().decode().splitlines()
+    assert {"lease/env.txt", "lease/cuda-tests.txt", "lease/nvidia-smi.txt", "lease/timer_check.json"} <= names
+    assert not any(name.startswith("study/hf-guide-h200/en") for name in names)  # the committed pages stay here
+    assert records == ['{"record": 0}', '{"record": 1}', '{"record": 2}']
+
+    assert command(host, 2).wait(30) == 0  # the tree is the committed one again: only /tmp remembers
+    with archive_of(tmp_path / "out2") as tar:
+        records = tar.extractfile("study/hf-guide-h200/results.jsonl").read().decode().splitlines()
+        logs = [name for name in tar.getnames() if name.startswith("lease/guide-")]
+    assert records == ['{"record": 0}'] + ['{"record": 1}', '{"record": 2}'] * 2
+    assert len(logs) == 2  # both commands' run logs travel with the second
+    assert (tmp_path / "checks").read_text().count("x") == 1  # the lease's checks ran once per machine
+
+
+def test_a_command_killed_in_its_run_leaves_what_it_had_recorded_a_moment_before(host):
+    """The device tool kills a command past its limit (SIGKILL, no trap runs): the archive packed every
+    interval is what comes back."""
+    tmp_path = host[0]
+    process = command(host, 1, FAKE_RUN_SLEEP="60", GPU_LEASE_PACK_EVERY="1")
+    wait_for_first_record(tmp_path)
+    time.sleep(2.5)  # two packing intervals
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait(10)
+    with archive_of(tmp_path / "out1") as tar:
+        kept = tar.extractfile("study/hf-guide-h200/results.jsonl").read().decode().splitlines()
+    assert kept == ['{"record": 0}', '{"record": 1}']
+
+
+def test_a_command_stopped_with_sigterm_packs_at_once(host):
+    tmp_path = host[0]
+    process = command(host, 1, FAKE_RUN_SLEEP="60")  # the next packing would be a minute away
+    wait_for_first_record(tmp_path)
+    os.killpg(process.pid, signal.SIGTERM)
+    assert process.wait(10) != 0
+    with archive_of(tmp_path / "out1") as tar:
+        kept = tar.extractfile("study/hf-guide-h200/results.jsonl").read().decode().splitlines()
+    assert kept == ['{"record": 0}', '{"record": 1}']
+    assert not list((tmp_path / "out1").glob(".packing-*"))
