@@ -157,7 +157,8 @@ def _write_study_environments(paths: list[Path]) -> list[Path]:
     for results in results_files(paths):
         records = latest_records([results])
         if records:
-            written += write_environment_files(results.parent, records, records[0]["cell"]["study"])
+            # named by its folder: a folder may hold records of several study names (resume ignores them)
+            written += write_environment_files(results.parent, records, results.parent.name)
     return written
 
 

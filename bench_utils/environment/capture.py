@@ -62,10 +62,15 @@ def _git(*args: str) -> str | None:
 # A copy of the project with no repository of its own (a GPU host gets the working tree, not .git) records the
 # commit it was copied from, where ``make wheelhouse`` wrote it down here beforehand (git-ignored, carried).
 SOURCE_COMMIT_FILE = ".source-commit.json"
+# The published studies' folder: a study measured into it rewrites tracked files (its results, executed notebooks,
+# logs, timer check), which says nothing of the code; ``git_dirty`` is about the code (the second H200 lease's
+# clean copy recorded ``git_dirty: true`` from its own notebooks).
+STUDY_OUTPUTS = "reports"
 
 
 def project_git() -> dict[str, Any]:
-    """Commit of this project's checkout and whether tracked files differ from it; both None, with
+    """Commit of this project's checkout and whether tracked files other than the studies' outputs
+    (``STUDY_OUTPUTS``) differ from it; both None, with
     ``git_commit_note`` saying why, where there is no repository or where the repository found is not the
     project's own (a plain copy of the project inside another checkout: its HEAD is another project's
     commit, as on the first GPU run). Without a repository of its own, a copy that carries
@@ -75,7 +80,7 @@ def project_git() -> dict[str, Any]:
         commit = _git("rev-parse", "HEAD")
         if commit is None:
             return {"git_commit": None, "git_dirty": None, "git_commit_note": "the checkout has no commit"}
-        status = _git("status", "--porcelain", "--untracked-files=no")
+        status = _git("status", "--porcelain", "--untracked-files=no", "--", ".", f":(exclude){STUDY_OUTPUTS}")
         return {"git_commit": commit, "git_dirty": bool(status) if status is not None else None,
                 "git_commit_note": None}
     copied = _source_commit()

@@ -142,6 +142,7 @@ def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
             # the design since the first GPU run: each block's first call kept out (NaN: measured before it)
             "switch_calls": speedup.get("switch_calls", np.nan) if speedup else np.nan,
             **_switch_costs(latency, speedup),
+            **_clocks_and_trend(speedup),
             "eager_source": None,  # an eager row made from a compiled cell's pairs: that cell's mode
             "parity": parity.get("parity"),
             # what judged it: float64, eager's own dtype ("same-dtype") or nothing ("none"); at which tolerance
@@ -211,6 +212,24 @@ def _switch_costs(latency: dict[str, Any], speedup: dict[str, Any]) -> dict[str,
             steady = stats.split_blocks([value * 1e3 for value in values], sizes)
             costs[column] = stats.switch_cost(switch[side], steady)
     return costs
+
+
+def _clocks_and_trend(speedup: dict[str, Any]) -> dict[str, float]:
+    """The GPU's SM clock and temperature read after every block (both sides: lowest and highest), and how
+    eager's block means moved over the cell: the last third's mean over the first third's, less 1. NaN in a
+    record that has none (measured before NVML was read per block, or on a CPU)."""
+    probes = [probe for side in (speedup.get("block_clocks") or {}).values() for probe in side or []]
+    clocks = [probe["sm_clock_mhz"] for probe in probes if probe.get("sm_clock_mhz") is not None]
+    temperatures = [probe["temperature_c"] for probe in probes if probe.get("temperature_c") is not None]
+    result = {"sm_clock_min_mhz": min(clocks, default=np.nan), "sm_clock_max_mhz": max(clocks, default=np.nan),
+              "temperature_min_c": min(temperatures, default=np.nan),
+              "temperature_max_c": max(temperatures, default=np.nan), "eager_trend": np.nan}
+    values, sizes = speedup.get("eager_values"), speedup.get("block_runs")
+    if values and sizes and len(sizes) >= 3:
+        means = [float(np.mean(block_values)) for block_values in stats.split_blocks(values, sizes)]
+        third = len(means) // 3
+        result["eager_trend"] = float(np.mean(means[-third:]) / np.mean(means[:third]) - 1)
+    return result
 
 
 # An eager cell no record holds, whose figures a compiled cell's pairs measured: the columns it takes

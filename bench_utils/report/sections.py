@@ -108,6 +108,9 @@ class ReportView:
         switching = tables.switch_table(self.data, self.catalog)
         if switching:  # the interleaving's own cost, kept out of the figures above
             parts.append(f"### {t('switch_heading')}\n\n{t('switch_text')}\n\n{switching}")
+        clocks = tables.clocks_table(self.data, self.catalog)
+        if clocks:  # whether the GPU or the host moved while timing
+            parts.append(f"### {t('clocks_heading')}\n\n{t('clocks_text')}\n\n{clocks}")
         self._markdown("\n\n".join(parts) if len(parts) > 1 else parts[0] + "\n\n" + t("no_results"))
 
     def plots(self) -> None:

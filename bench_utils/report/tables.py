@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..measurement import stats
@@ -156,6 +157,29 @@ def switch_table(data: pd.DataFrame, catalog: Catalog) -> str | None:
     if not rows:
         return None
     headers = [*_cell_headers(catalog), catalog.t("col_switch_eager"), catalog.t("col_switch_compiled")]
+    return markdown_table(headers, rows)
+
+
+def clocks_table(data: pd.DataFrame, catalog: Catalog) -> str | None:
+    """Per compiled cell whose record read the GPU after every block: the SM clock and temperature ranges
+    over its blocks, and how eager's block means moved from the first third of the cell to the last (a move
+    at a steady clock is the host's, not the GPU's); None where no cell has them."""
+    def span(low: float, high: float) -> str:
+        text = catalog.number(low, 0) if low == high else f"{catalog.number(low, 0)}–{catalog.number(high, 0)}"
+        return ltr(text, catalog)
+
+    rows = []
+    for row in _compiled_rows(data):
+        if pd.isna(row.get("sm_clock_min_mhz", np.nan)):
+            continue
+        trend = row["eager_trend"]
+        rows.append([*_cell_columns(row, catalog), span(row["sm_clock_min_mhz"], row["sm_clock_max_mhz"]),
+                     span(row["temperature_min_c"], row["temperature_max_c"]),
+                     "–" if pd.isna(trend) else ltr(("+" if trend >= 0 else "") + catalog.percent(trend, 1), catalog)])
+    if not rows:
+        return None
+    headers = [*_cell_headers(catalog), catalog.t("col_sm_clock"), catalog.t("col_temperature"),
+               catalog.t("col_eager_trend")]
     return markdown_table(headers, rows)
 
 

@@ -119,6 +119,25 @@ def test_a_commit_is_recorded_where_the_project_is_the_repositorys_root(tmp_path
     assert env.project_git()["git_dirty"] is True
 
 
+def test_a_study_rewriting_its_tracked_outputs_leaves_the_code_clean(tmp_path, monkeypatch):
+    # the second H200 lease: measured into reports/hf-guide-h200, its executed notebooks overwrote the committed
+    # ones, and every record said git_dirty: true of a clean copy
+    import subprocess
+    import bench_utils.environment.capture as env
+    root = tmp_path / "project"
+    _git_repo(root, monkeypatch)
+    notebook = root / env.STUDY_OUTPUTS / "study" / "notebooks" / "k.ipynb"
+    notebook.parent.mkdir(parents=True)
+    notebook.write_text("{}")
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    subprocess.run(["git", "commit", "-q", "-m", "a study"], cwd=root, check=True)
+    monkeypatch.setattr(env, "PROJECT_ROOT", root)
+    notebook.write_text('{"executed": true}')
+    assert env.project_git()["git_dirty"] is False
+    (root / "file.txt").write_text("the code changed\n")
+    assert env.project_git()["git_dirty"] is True
+
+
 def test_a_copy_inside_another_checkout_records_no_commit_and_says_why(tmp_path, monkeypatch):
     # the first GPU run: a plain copy of the project inside another repository recorded that repository's commit
     import bench_utils.environment.capture as env

@@ -214,3 +214,24 @@ def test_the_switch_cost_is_read_from_the_blocks_and_missing_from_records_measur
     assert now["outlier_shift"] == 0.0 and now["eager_interleaved_cv"] == 0.0
     assert pd.isna(before["switch_calls"]) and pd.isna(before["switch_cost_ms"])
     assert before["outlier_shift"] > 0  # its switch calls are among its runs
+
+
+def test_block_clocks_give_their_ranges_and_eagers_block_means_their_trend():
+    # the second H200 lease: ResNet's eager block means rose by a fifth over a cell at a steady 1980 MHz
+    from bench_utils.report.frame import frame
+    record = _paired_record("default", 4.0, 2.0)
+    speedup = record["speedup"]
+    sizes = speedup["block_runs"]
+    assert len(sizes) == 6
+    per_block_ms = [4.0, 4.0, 5.0, 5.0, 6.0, 6.0]  # first third 4 ms, last third 6 ms: +50 %
+    speedup["eager_values"] = [ms / 1e3 for ms, size in zip(per_block_ms, sizes) for _ in range(size)]
+    speedup["block_clocks"] = {
+        "eager": [{"sm_clock_mhz": 1980, "temperature_c": 40}, {"sm_clock_mhz": 1755, "temperature_c": None}],
+        "compiled": [{"sm_clock_mhz": 1980, "temperature_c": 55}, {"sm_clock_mhz": None, "temperature_c": 47}]}
+    before = _paired_record("default", 4.0, 2.0, batch_size=4, switch=False)  # no clocks, no eager values
+    data = frame([record, before])
+    now, old = data[data["batch_size"] == 1].iloc[0], data[data["batch_size"] == 4].iloc[0]
+    assert (now["sm_clock_min_mhz"], now["sm_clock_max_mhz"]) == (1755, 1980)
+    assert (now["temperature_min_c"], now["temperature_max_c"]) == (40, 55)
+    assert now["eager_trend"] == pytest.approx(0.5)
+    assert all(pd.isna(old[column]) for column in ("sm_clock_min_mhz", "temperature_max_c", "eager_trend"))

@@ -394,3 +394,20 @@ def test_each_modes_speedup_stands_beside_the_eager_it_was_measured_against():
     (caption, table), = report_tables.guide_tables(frame([_paired_record("default", 3.69, 2.34)]), Catalog("en"))
     assert table.splitlines()[0].startswith("| Task | Model | Eager (ms) | Compiled, default (ms) |")
     assert "drift" not in table
+
+
+def test_the_clocks_table_shows_each_cells_ranges_and_eagers_trend_where_records_read_them(data):
+    catalog = Catalog("en")
+    assert report_tables.clocks_table(data, catalog) is None  # the fixture's CPU records read no clock
+    clocked = data.copy()
+    compiled = (clocked["mode"] != "eager") & (clocked["status"] == "ok")
+    first = clocked.index[compiled][0]
+    clocked.loc[first, ["sm_clock_min_mhz", "sm_clock_max_mhz", "temperature_min_c", "temperature_max_c",
+                        "eager_trend"]] = [1755, 1980, 41, 41, 0.218]
+    table = report_tables.clocks_table(clocked, catalog)
+    [row] = [line for line in table.splitlines()[2:]]
+    assert row.endswith("| 1,755–1,980 | 41 | +21.8% |")
+    clocked.loc[first, "eager_trend"] = -0.396
+    assert report_tables.clocks_table(clocked, catalog).endswith("| -39.6% |")
+    arabic = report_tables.clocks_table(clocked, Catalog("ar"))
+    assert LRI in arabic  # numbers isolated in a right-to-left page
