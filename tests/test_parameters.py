@@ -31,14 +31,14 @@ def test_bad_lists_are_refused_naming_the_parameter(given):
 def test_papermills_command_line_strings_are_one_item_or_comma_separated(tmp_path):
     results = tmp_path / "results.jsonl"
     command = [sys.executable, "-m", "papermill", "notebooks/classification.ipynb", str(tmp_path / "out.ipynb"),
-               "-k", "bench-utils", "-p", "models", "timm:resnet18", "-p", "batch_sizes", "1,2",
+               "-k", "bench-utils", "-p", "models", "timm:test_resnet", "-p", "batch_sizes", "1,2",
                "-p", "compile_modes", "eager", "-p", "runs", "2", "-p", "warmup", "1",
                "-p", "show", "False", "-p", "results_path", str(results)]
     done = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     records = read_records(results)
     assert [(r["cell"]["model"], r["cell"]["batch_size"], r["status"]) for r in records] == [
-        ("timm:resnet18", 1, "ok"), ("timm:resnet18", 2, "ok")]
+        ("timm:test_resnet", 1, "ok"), ("timm:test_resnet", 2, "ok")]
     # run by a person (no grid runner): tqdm's notebook bar over the two cells, a widget
     executed = nbformat.read(tmp_path / "out.ipynb", as_version=4)
     outputs = json.dumps([cell.outputs for cell in executed.cells if cell.cell_type == "code"])

@@ -6,7 +6,7 @@ from bench_utils.study.lease import RunnerLease
 
 
 def run(tmp_path, **kwargs):
-    options = dict(study="t", task="image-classification", models=["timm:resnet18"],
+    options = dict(study="t", task="image-classification", models=["timm:test_resnet"],
                    batch_sizes=[1, 2, 4], compile_modes=["eager"], runs=2, warmup=1, blocks=1,
                    results_path=tmp_path / "results.jsonl")
     options.update(kwargs)
@@ -24,7 +24,7 @@ def test_cells_are_measured_and_recorded(tmp_path):
 
 
 def test_out_of_memory_records_oom_and_skips_larger_batches(tmp_path, monkeypatch):
-    monkeypatch.setenv(task.FAULT_ENV, "oom:timm:resnet18:2")
+    monkeypatch.setenv(task.FAULT_ENV, "oom:timm:test_resnet:2")
     assert [r["status"] for r in run(tmp_path)] == ["ok", "oom", "oom"]
     records = read_records(tmp_path / "results.jsonl")
     assert "OutOfMemoryError" in records[1]["error"] and records[2]["skipped_after_oom"] == 2
@@ -48,7 +48,7 @@ def test_on_a_gpu_a_cap_makes_a_batch_that_needs_more_oom_and_skips_the_larger_o
 
 
 def test_an_error_records_the_traceback_and_the_rest_goes_on(tmp_path, monkeypatch):
-    monkeypatch.setenv(task.FAULT_ENV, "error:timm:resnet18:1")
+    monkeypatch.setenv(task.FAULT_ENV, "error:timm:test_resnet:1")
     assert [r["status"] for r in run(tmp_path, batch_sizes=[1, 2])] == ["error", "ok"]
     error = read_records(tmp_path / "results.jsonl")[0]["error"]
     assert "Traceback" in error and "RuntimeError: injected fault" in error
@@ -154,10 +154,10 @@ class RecordingBar:
 def test_a_person_sees_a_bar_over_the_cells_and_the_grid_runner_none(tmp_path, monkeypatch):
     monkeypatch.setattr(task, "tqdm", RecordingBar)
     RecordingBar.made.clear()
-    run(tmp_path, models=["timm:resnet18", "no-such-model"], batch_sizes=[1, 2])
+    run(tmp_path, models=["timm:test_resnet", "no-such-model"], batch_sizes=[1, 2])
     bar = RecordingBar.made[-1]
     assert bar.total == 4 and bar.updates == 4 and not bar.disable  # failed cells count too
-    assert bar.postfixes[0] == "timm:resnet18 float32 eager batch 1"
+    assert bar.postfixes[0] == "timm:test_resnet float32 eager batch 1"
     assert bar.postfixes[-1] == "no-such-model float32 eager batch 2"
 
 
@@ -185,7 +185,7 @@ def test_a_compilation_at_batch_size_one_serves_the_next_batch_size(tmp_path):
     from bench_utils.zoo.loading import load
     from torch_recompiles import frames_recompiled
 
-    loaded = load("timm:resnet18", weights="random")
+    loaded = load("timm:test_resnet", weights="random")
     # dynamo would specialize a batch of 1 (and recompile at 2) but for backed_size_oblivious; torch 2.11's
     # conv2d still guards on it: the record says what torch does
     recompiles = frames_recompiled(loaded.model, loaded.inputs, (1, 2))

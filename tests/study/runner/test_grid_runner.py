@@ -189,9 +189,9 @@ def test_a_grid_cells_key_is_the_key_of_the_record_the_real_kernel_writes_for_it
     from bench_utils.records.key import record_key
     from bench_utils.study.cell import task
 
-    monkeypatch.setenv(task.FAULT_ENV, "error:timm:resnet18:2")  # the kernel's own failure records too
+    monkeypatch.setenv(task.FAULT_ENV, "error:timm:test_resnet:2")  # the kernel's own failure records too
     grid = parse_grid({"study": "t", "runs": 2, "warmup": 1, "blocks": 1, "backend": "aot_eager", "grids": [
-        {"models": ["timm:resnet18"], "batch_sizes": [1, 2], "compile_modes": ["eager", "default"],
+        {"models": ["timm:test_resnet"], "batch_sizes": [1, 2], "compile_modes": ["eager", "default"],
          "memory_formats": ["contiguous", "channels_last"]}]})
 
     def kernel(group, device, parameters, out_dir, poll, attempt):
@@ -463,9 +463,9 @@ def test_ctrl_c_mid_cell_ends_the_kernel_writes_no_false_record_and_exits_130(tm
     import psutil
 
     grid = tmp_path / "hang.yaml"
-    grid.write_text(SMOKE_SUBSET)
+    grid.write_text(SMOKE_SUBSET.replace("timm:resnet18", "timm:test_resnet"))  # the hang, not the model, times it
     out, marker = tmp_path / "study", tmp_path / "hanging"
-    env = {**os.environ, "BENCH_UTILS_INJECT_FAULT": "hang:timm:resnet18:2",
+    env = {**os.environ, "BENCH_UTILS_INJECT_FAULT": "hang:timm:test_resnet:2",
            "BENCH_UTILS_HANG_MARKER": str(marker)}
     runner = subprocess.Popen([sys.executable, "-m", "bench_utils", "run", str(grid), "--out", str(out)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
