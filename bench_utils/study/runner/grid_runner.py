@@ -156,6 +156,8 @@ class Runner:
             if not pending:
                 return tally
             progress = self.progress(len(pending), self.stream)
+            if self.time_limit is not None:
+                progress.limit_left = self.time_limit.left
             queues: dict[str, queue.Queue] = defaultdict(queue.Queue)
             for group in kernel_groups(pending):
                 queues[group.device].put(group)

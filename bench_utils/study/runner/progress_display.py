@@ -8,6 +8,7 @@ from pathlib import Path
 import signal
 import threading
 import time
+from typing import Callable
 
 from ..grid.grid_file import Cell
 from ...vocabulary import Status
@@ -54,6 +55,9 @@ class Progress:
         self.started = time.monotonic()
         self.lock = threading.Lock()
         self.running: dict[str, str] = {}   # worker -> the cell it is measuring
+        # seconds until a --time-limit stops the run (the runner sets it): an ETA past it says so, since the
+        # grid's ETA after one long cell (Mask2Former's first, on the H200: 77 min) is not when this run ends
+        self.limit_left: Callable[[], float] | None = None
         self.bar = None
         if getattr(stream, "isatty", lambda: False)():
             from tqdm import tqdm
@@ -95,8 +99,11 @@ class Progress:
             eta = elapsed / self.done * (self.total - self.done)
             detail = f": {outcome.message}" if outcome.message and outcome.status != Status.OK else ""
             running = (f"; running: {'; '.join(self.running.values())}" if len(self.running) > 1 else "")
+            left = self.limit_left() if self.limit_left is not None else None
+            limit = (f" for the grid; the time limit stops this run in {max(left, 0.0) / 60:.1f} min"
+                     if left is not None and eta > left else "")
             print(f"[{self.done}/{self.total}] {outcome.cell.cell_id}: {outcome.status} "
-                  f"({outcome.seconds:.0f} s){detail}; ETA {eta / 60:.1f} min{running}",
+                  f"({outcome.seconds:.0f} s){detail}; ETA {eta / 60:.1f} min{limit}{running}",
                   file=self.stream, flush=True)
 
     def close(self) -> None:

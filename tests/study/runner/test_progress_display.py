@@ -41,3 +41,23 @@ def test_cells_found_measured_already_leave_the_total():
     progress.start(cells[0], "node a1")
     progress.finish(Outcome(cells[0], "ok", 5.0, "node a1"))
     assert stream.getvalue().splitlines()[-1].startswith("[1/1] ") and "ETA 0.0 min" in stream.getvalue()
+
+
+def test_an_eta_past_the_time_limit_says_when_the_limit_stops_the_run():
+    # the second H200 lease: after Mask2Former's first cell (126 s) the grid's ETA read 77.5 min in a 4.2-minute run
+    import time
+
+    one, four, sixteen = parse_grid(GRID).cells
+    stream = io.StringIO()
+    progress = Progress(3, stream)
+    progress.limit_left = lambda: 120.0
+    progress.started = time.monotonic() - 600  # one cell in 10 minutes: 20 more for the other two
+    progress.start(one, "cpu")
+    progress.finish(Outcome(one, "ok", 600.0, "cpu"))
+    assert stream.getvalue().splitlines()[-1].endswith(
+        "ETA 20.0 min for the grid; the time limit stops this run in 2.0 min")
+    progress.limit_left = lambda: 3600.0  # the grid ends first: the ETA alone
+    progress.start(four, "cpu")
+    progress.finish(Outcome(four, "ok", 1.0, "cpu"))
+    assert stream.getvalue().splitlines()[-1].endswith("min")
+    assert "time limit" not in stream.getvalue().splitlines()[-1]
