@@ -220,9 +220,10 @@ def test_a_compiled_cell_is_profiled_after_its_timed_runs_and_says_where_that_ti
     assert set(profile) >= {"eager", "compiled", "method", "seconds"} and profile["activities"] == "cpu"
     assert profile["eager"]["work_unit"] == "operator calls" and profile["eager"]["work_calls"] > 10
     assert profile["compiled"]["compiled_regions"] == 1 and profile["eager"]["compiled_regions"] == 0
-    # outside the timed region: its own phase, which is what the profile cost
+    # outside the timed region: its own phase, which holds what the profile cost (the two clocks nest: how close
+    # they come is a duration, which a loaded machine stretches; a parallel make test once put 52 ms between them)
     phases = result.phases.to_dict()
-    assert phases["profile_s"] == pytest.approx(profile["seconds"], abs=0.05) and phases["timed_s"] > 0
+    assert 0 < profile["seconds"] <= phases["profile_s"] and phases["timed_s"] > 0
     assert profile["traces"] == {"eager": "cell.eager.json", "compiled": "cell.compiled.json"}
     assert (tmp_path / "cell.compiled.json").stat().st_size > 0
     record = cell_record(result, loaded, study="t", environment=ENV)
