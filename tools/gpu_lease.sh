@@ -36,7 +36,8 @@ pack() {
   tar czf "$OUT/.packing-$BASHPID" -C "$T" --exclude="$NAME/en" --exclude="$NAME/ar" --exclude="$NAME/es" \
     --exclude="$NAME/.runner.lock" lease "study/$NAME" 2>/dev/null && mv -f "$OUT/.packing-$BASHPID" "$OUT/$STEP-$TAG.tgz"
 }
-( while sleep "${GPU_LEASE_PACK_EVERY:-60}" & wait $!; do pack; done ) &  # wait: a kill ends it at once
+# wait: a kill ends it at once; /dev/null: its sleep, orphaned then, must not hold the command's output open
+( while sleep "${GPU_LEASE_PACK_EVERY:-60}" & wait $!; do pack; done ) > /dev/null 2>&1 &
 PACKER=$!
 trap 'kill $PACKER 2>/dev/null; wait $PACKER 2>/dev/null; pack; rm -f "$OUT"/.packing-*; ls -l "$OUT"' EXIT
 trap 'exit 143' TERM INT

@@ -60,7 +60,7 @@ def command(host, number: int, **extra_env) -> subprocess.Popen:
     shutil.copytree(committed, tree)
     out.mkdir()
     return subprocess.Popen(["bash", "tools/gpu_lease.sh", "120", "guide"], cwd=tree, start_new_session=True,
-                            env={**env, "OUT": str(out), **extra_env}, stdout=subprocess.DEVNULL)
+                            env={**env, "OUT": str(out), **extra_env}, stdout=subprocess.PIPE, text=True)
 
 
 def archive_of(out: Path) -> tarfile.TarFile:
@@ -79,7 +79,11 @@ def wait_for_first_record(tmp_path: Path) -> None:
 
 def test_each_command_leaves_one_archive_and_the_second_resumes_from_the_first(host):
     tmp_path = host[0]
-    assert command(host, 1).wait(30) == 0
+    first = command(host, 1)
+    # the device tool reads the command's output to its end: nothing it started may keep that open after it
+    # (the packer's sleep, a minute long, once did)
+    output, _ = first.communicate(timeout=30)
+    assert first.returncode == 0 and "guide-" in output  # it lists the archive it leaves
     with archive_of(tmp_path / "out1") as tar:
         names = set(tar.getnames())
         records = tar.extractfile("study/hf-guide-h200/results.jsonl").read().decode().splitlines()
@@ -87,7 +91,8 @@ def test_each_command_leaves_one_archive_and_the_second_resumes_from_the_first(h
     assert not any(name.startswith("study/hf-guide-h200/en") for name in names)  # the committed pages stay here
     assert records == ['{"record": 0}', '{"record": 1}', '{"record": 2}']
 
-    assert command(host, 2).wait(30) == 0  # the tree is the committed one again: only /tmp remembers
+    second = command(host, 2)  # the tree is the committed one again: only /tmp remembers
+    assert second.communicate(timeout=30)[0] and second.returncode == 0
     with archive_of(tmp_path / "out2") as tar:
         records = tar.extractfile("study/hf-guide-h200/results.jsonl").read().decode().splitlines()
         logs = [name for name in tar.getnames() if name.startswith("lease/guide-")]
@@ -104,7 +109,7 @@ def test_a_command_killed_in_its_run_leaves_what_it_had_recorded_a_moment_before
     wait_for_first_record(tmp_path)
     time.sleep(2.5)  # two packing intervals
     os.killpg(process.pid, signal.SIGKILL)
-    process.wait(10)
+    process.communicate(timeout=10)
     with archive_of(tmp_path / "out1") as tar:
         kept = tar.extractfile("study/hf-guide-h200/results.jsonl").read().decode().splitlines()
     assert kept == ['{"record": 0}', '{"record": 1}']
@@ -115,7 +120,8 @@ def test_a_command_stopped_with_sigterm_packs_at_once(host):
     process = command(host, 1, FAKE_RUN_SLEEP="60")  # the next packing would be a minute away
     wait_for_first_record(tmp_path)
     os.killpg(process.pid, signal.SIGTERM)
-    assert process.wait(10) != 0
+    process.communicate(timeout=10)
+    assert process.returncode != 0
     with archive_of(tmp_path / "out1") as tar:
         kept = tar.extractfile("study/hf-guide-h200/results.jsonl").read().decode().splitlines()
     assert kept == ['{"record": 0}', '{"record": 1}']
