@@ -21,7 +21,7 @@ from typing import Any
 import psutil
 
 from .packages import measured_with
-from ..paths import PROJECT_ROOT
+from ..paths import PROJECT_ROOT, REPORTS_DIR
 
 # Set by a cluster node's task (``bench_utils.cluster.node``) for the kernels it starts: the
 # accelerator type Ray placed the work on (its name for the node's kind) and the node's id.
@@ -65,7 +65,7 @@ SOURCE_COMMIT_FILE = ".source-commit.json"
 # The published studies' folder: a study measured into it rewrites tracked files (its results, executed notebooks,
 # logs, timer check), which says nothing of the code; ``git_dirty`` is about the code (the second H200 lease's
 # clean copy recorded ``git_dirty: true`` from its own notebooks).
-STUDY_OUTPUTS = "reports"
+STUDY_OUTPUTS = REPORTS_DIR.relative_to(PROJECT_ROOT).as_posix()
 
 
 def project_git() -> dict[str, Any]:

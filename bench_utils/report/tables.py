@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from ..measurement import stats
@@ -170,7 +169,7 @@ def clocks_table(data: pd.DataFrame, catalog: Catalog) -> str | None:
 
     rows = []
     for row in _compiled_rows(data):
-        if pd.isna(row.get("sm_clock_min_mhz", np.nan)):
+        if pd.isna(row.get("sm_clock_min_mhz")):
             continue
         trend = row["eager_trend"]
         rows.append([*_cell_columns(row, catalog), span(row["sm_clock_min_mhz"], row["sm_clock_max_mhz"]),

@@ -170,8 +170,7 @@ class Prior:
 
     device: str                                      # a ``PEAK_TFLOPS`` key
     costs: dict[str, dict[str, Any]] = field(default_factory=load_model_costs)
-    cell_ratios: list[float] = field(default_factory=list)    # recorded / prior point, per recorded cell
-    model_ratios: dict[str, list[float]] = field(default_factory=dict)  # the same, by model
+    model_ratios: dict[str, list[float]] = field(default_factory=dict)  # recorded / prior point, per model
     start_ratios: list[float] = field(default_factory=list)   # the same for kernel starts
 
     # --- one call ---------------------------------------------------------------------
@@ -287,24 +286,28 @@ class Prior:
     def calibrated_on(self) -> int:
         return len(self.cell_ratios)
 
+    @property
+    def cell_ratios(self) -> list[float]:
+        """Recorded / prior point over every recorded cell, whatever its model."""
+        return [ratio for ratios in self.model_ratios.values() for ratio in ratios]
+
     def calibrate(self, records: Iterable[dict[str, Any]]) -> "Prior":
         """A copy scaled by ``records`` (ok records of this device with ``phases``): recorded / prior, for the
         work apart from the energy windows on both sides (the first H200 records spent 10.8 s a cell in
         5-second windows that later cells no longer take)."""
-        cells, starts, by_model = [], [], {}
+        starts, by_model = [], {}
         for record in records:
             phases, shape = record["phases"], CellShape.of_record(record)
             shared = "shared_measurement" in record  # an eager cell on a compiled cell's pairs: its record only
             parts = self.parts(shape, shared, block(record, "compile").get("warm_ms") is not None)
             work = float(phases.get("cell_s") or 0) - float(phases.get("energy_s") or 0)
             if parts is not None and work > 0 and not shared:
-                cells.append(work / parts[0].point)
-                by_model.setdefault(shape.model, []).append(cells[-1])
+                by_model.setdefault(shape.model, []).append(work / parts[0].point)
             started = float(phases.get("startup_s") or 0) + float(phases.get("load_s") or 0)
             start = self.raw_start(shape.model)
             if start is not None and phases.get("startup_s"):
                 starts.append(started / start.point)
-        return replace(self, cell_ratios=cells, start_ratios=starts, model_ratios=by_model)
+        return replace(self, start_ratios=starts, model_ratios=by_model)
 
 
 def _calibrated(prior: Span | None, ratios: list[float]) -> Span | None:
