@@ -256,3 +256,13 @@ def test_each_subpackage_says_in_one_line_what_it_is_for():
     for name in SUBPACKAGES:
         docstring = ast.get_docstring(ast.parse((PACKAGE / name / "__init__.py").read_text(encoding="utf-8")))
         assert docstring and len(docstring.splitlines()) == 1, name
+
+
+def test_serial_tests_live_where_make_test_runs_them_alone():
+    # make test's serial pass collects tests/measurement only (collecting every test costs 11 s here)
+    tests = Path(__file__).parent
+    mark = "pytest.mark." + "serial"  # spelt apart: this file is not one of them
+    marked = {path.relative_to(tests).parts[0] for path in tests.rglob("test_*.py")
+              if mark in path.read_text(encoding="utf-8")}
+    assert marked == {"measurement"}
+    assert "tests/measurement" in (tests.parent / "Makefile").read_text(encoding="utf-8")

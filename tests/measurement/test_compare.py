@@ -6,6 +6,9 @@ from bench_utils import compare
 from switching_machine import SwitchingMachine
 from bench_utils.measurement.compare import DEFAULT_PAIRS, block_sizes, pair_orders
 
+# real clocks: timed on an idle machine, after the parallel tests (make test's serial pass)
+pytestmark = pytest.mark.serial
+
 
 def busy_wait(seconds):
     end = time.perf_counter() + seconds

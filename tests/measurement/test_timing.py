@@ -6,6 +6,9 @@ import torch
 from bench_utils import Measurement, measure
 from bench_utils.measurement.timing import CudaEventTimer, HostTimer
 
+# real clocks: timed on an idle machine, after the parallel tests (make test's serial pass)
+pytestmark = pytest.mark.serial
+
 
 def busy_wait(seconds):
     end = time.perf_counter() + seconds
