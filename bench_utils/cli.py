@@ -136,7 +136,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
     formats = [part.strip() for part in args.formats.split(",") if part.strip()]
     written = render(args.results, args.out, locales=locales, formats=formats,
                      progress=lambda line: print(line, file=sys.stderr), coverage=_coverage(args.results))
-    written += _write_study_environments(args.results)
+    from .records.environment_files import write_study_environments
+    from .report.frame import results_files
+
+    # each study folder's environments/: the exact versions its records were measured with
+    written += [path for results in results_files(args.results) for path in write_study_environments(results)]
     print("\n".join(str(path) for path in written))
     return 0
 
@@ -146,20 +150,6 @@ def _coverage(paths: list[Path]) -> list[dict]:
     from .study.runner.coverage import grid_coverage
 
     return [item for path in paths if Path(path).is_dir() for item in grid_coverage(path)]
-
-
-def _write_study_environments(paths: list[Path]) -> list[Path]:
-    """Each study folder's ``environments/``: the exact versions its records were measured with."""
-    from .records.environment_files import write_environment_files
-    from .report.frame import latest_records, results_files
-
-    written = []
-    for results in results_files(paths):
-        records = latest_records([results])
-        if records:
-            # named by its folder: a folder may hold records of several study names (resume ignores them)
-            written += write_environment_files(results.parent, records, results.parent.name)
-    return written
 
 
 def _cmd_diagnose(args: argparse.Namespace) -> int:
@@ -202,6 +192,22 @@ def _check_devices(text: str) -> list[str]:
         if not re.fullmatch(r"cpu|cuda:\d+", device):
             raise ValueError(f"--devices: {device!r} is not cpu or cuda:N")
     return devices
+
+
+def _path(text: str) -> Path:
+    """A path argument: never empty (``Path("")`` would silently mean the current folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty: name a file or folder")
+    return Path(text)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, its errors one line (not the usage block) and exit 2, as every bad input here."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        if message.endswith("expected one argument"):  # "--time-limit -5m": a value that looks like an option
+            message += " (a value that begins with '-' goes after '=': --option=-5)"
+        self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
 
 
 def _positive_int(text: str) -> int:
@@ -248,7 +254,7 @@ def _add_validate_timer_command(commands: argparse._SubParsersAction) -> None:
     check.add_argument("--min-run-time", type=float, default=2.0,
                        help="seconds torch.utils.benchmark spends (blocked_autorange)")
     check.add_argument("--json", action="store_true", help="print JSON instead of text")
-    check.add_argument("--out", type=Path, default=None, help="also write the result as JSON here")
+    check.add_argument("--out", type=_path, default=None, help="also write the result as JSON here")
     check.add_argument("--strict", action="store_true", help="exit 1 when the verdict is WARNING (a ratio "
                        "off by more than the check's tolerance, timer_check.TOLERANCE)")
     check.set_defaults(handler=_cmd_validate_timer)
@@ -274,14 +280,14 @@ def _add_cell_command(commands: argparse._SubParsersAction) -> None:
     cell.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
     _add_setting_flags(cell)
     cell.add_argument("--study", default="adhoc")
-    cell.add_argument("--results", type=Path, default=None, help="append the record to this JSONL file")
+    cell.add_argument("--results", type=_path, default=None, help="append the record to this JSONL file")
     cell.set_defaults(handler=_cmd_cell)
 
 
 def _add_run_command(commands: argparse._SubParsersAction) -> None:
     run = commands.add_parser("run", help="run a study grid (YAML) through the task notebooks")
-    run.add_argument("params", type=Path, help="the grid file, such as params/cpu-quick.yaml")
-    run.add_argument("--out", type=Path, default=None,
+    run.add_argument("params", type=_path, help="the grid file, such as params/cpu-quick.yaml")
+    run.add_argument("--out", type=_path, default=None,
                      help="study folder for results.jsonl and executed notebooks "
                           "(default: reports/<study>/)")
     run.add_argument("--force", action="store_true", help="measure every cell again")
@@ -314,9 +320,9 @@ def _add_limit_flags(parser: argparse.ArgumentParser) -> None:
 
 def _add_report_command(commands: argparse._SubParsersAction) -> None:
     rep = commands.add_parser("report", help="render the localized HTML and Markdown report")
-    rep.add_argument("results", nargs="+", type=Path,
+    rep.add_argument("results", nargs="+", type=_path,
                      help="study folders or results.jsonl files (several merge GPUs or torch versions)")
-    rep.add_argument("--out", type=Path, default=None, help="output folder (default: the first study folder)")
+    rep.add_argument("--out", type=_path, default=None, help="output folder (default: the first study folder)")
     rep.add_argument("--locales", default="en,ar,es", help="comma-separated locales")
     rep.add_argument("--formats", default="html,md", help="html, md or both")
     rep.set_defaults(handler=_cmd_report)
@@ -325,7 +331,7 @@ def _add_report_command(commands: argparse._SubParsersAction) -> None:
 def _add_diagnose_command(commands: argparse._SubParsersAction) -> None:
     diagnose = commands.add_parser("diagnose", help="measure the remedies of every compiled cell compile made slower "
                                    "(docs/diagnosis.md)")
-    diagnose.add_argument("study", type=Path, help="the study folder, such as reports/hf-guide-h200")
+    diagnose.add_argument("study", type=_path, help="the study folder, such as reports/hf-guide-h200")
     _add_limit_flags(diagnose)
     diagnose.set_defaults(handler=_cmd_diagnose)
 
@@ -333,8 +339,8 @@ def _add_diagnose_command(commands: argparse._SubParsersAction) -> None:
 def _add_reproduce_command(commands: argparse._SubParsersAction) -> None:
     again = commands.add_parser("reproduce", help="re-run a published study in the versions it was measured "
                                 "with, and compare the two (docs/reproducing.md)")
-    again.add_argument("study", type=Path, help="the study folder, such as reports/cpu-quick")
-    again.add_argument("--out", type=Path, default=None, help="study folder of the re-run (default: "
+    again.add_argument("study", type=_path, help="the study folder, such as reports/cpu-quick")
+    again.add_argument("--out", type=_path, default=None, help="study folder of the re-run (default: "
                        "<study>-reproduced beside it)")
     again.add_argument("--environment", default=None, help="which of the study's environments "
                        "(environments/<name>.txt) where its records hold several")
@@ -348,8 +354,7 @@ def _add_reproduce_command(commands: argparse._SubParsersAction) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m bench_utils",
-                                     description="torch.compile inference speed-up study")
+    parser = _Parser(prog="python -m bench_utils", description="torch.compile inference speed-up study")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_env_command(commands)
     _add_validate_timer_command(commands)
@@ -365,12 +370,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     from .records.results_file import skipped_lines_said
 
+    from .kernel import kernel_folder
     from .study.runner.clean_stop import Interrupt
 
     args = build_parser().parse_args(argv)
-    # whatever a command reads records for (resume, estimate, report, the cluster's study), a line
-    # of a results file it skips is said on stderr, once: a cell is never "not measured" unexplained
-    with skipped_lines_said(), Interrupt() as interrupt:  # ``run`` installs its own, finer stop while it runs
+    # a line of a results file any command skips is said on stderr, once: a cell is never "not measured"
+    # unexplained; the kernels' connection files and sockets go with the command, Ctrl-C or not
+    with kernel_folder(), skipped_lines_said(), Interrupt() as interrupt:  # ``run`` installs its own, finer stop
         try:
             return args.handler(args)
         except ValueError as exc:  # bad input: one clear line, no traceback

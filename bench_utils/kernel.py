@@ -8,14 +8,21 @@ papermill speaks to it over Unix sockets (``ENGINE_NAME``), not TCP: a kernel on
 localhost TCP can be read by any user of the machine (a shared GPU node), and
 ipykernel 7.4 says so in every kernel's log, which the study publishes.
 ``python -m bench_utils.kernel`` is papermill's command line with that engine.
+
+A command's kernels keep their connection files and sockets in a folder of the command's own
+(``kernel_folder``), removed when the command ends however it ends: a kernel killed on Ctrl-C
+cannot remove its own, and they piled up in the temp folder.
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 import functools
 import os
+import shutil
 import sys
 import tempfile
+from typing import Iterator
 import uuid
 
 KERNEL_NAME = "bench-utils"
@@ -25,6 +32,25 @@ UNIX_SOCKET_PATH_MAX = 107  # bytes: sun_path holds 108, the last a NUL
 # Where a kernel started in this process writes its own stderr, where set (the report's: its kernel's
 # "[IPKernelApp] ..." lines are not the command's to print); unset, the kernel shares this process's.
 KERNEL_STDERR_ENV = "BENCH_UTILS_KERNEL_STDERR"
+# The folder of the connection files and sockets of the kernels this process and its children start
+KERNEL_DIR_ENV = "BENCH_UTILS_KERNEL_DIR"
+
+
+@contextmanager
+def kernel_folder() -> Iterator[str]:
+    """A private folder (mode 0700) for the connection files and sockets of every kernel started within, by this
+    process or the processes it starts; removed on leaving, with whatever a killed kernel left. Nested: the
+    outer one's."""
+    if os.environ.get(KERNEL_DIR_ENV):
+        yield os.environ[KERNEL_DIR_ENV]
+        return
+    folder = tempfile.mkdtemp(prefix="kernels-")  # short: a Unix socket path holds 107 bytes
+    os.environ[KERNEL_DIR_ENV] = folder
+    try:
+        yield folder
+    finally:
+        os.environ.pop(KERNEL_DIR_ENV, None)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def ensure_kernel() -> str:
@@ -46,17 +72,20 @@ def register_engine() -> str:
     from traitlets import default
 
     class UnixSocketKernelManager(AsyncKernelManager):
-        """A kernel of this machine, its sockets beside its connection file in the temp folder.
+        """A kernel of this machine, its sockets beside its connection file in the command's kernel folder
+        (``kernel_folder``; the temp folder outside one).
 
         A path of its own per kernel: jupyter_client's default (``kernel-ipc`` in the working
         folder) would be shared by the kernels a runner starts side by side. The sockets and
-        the file go when the kernel ends. Where the temp folder's path is too long for a Unix
-        socket, TCP on localhost as before (and ipykernel says so in the log).
+        the file go when the kernel ends, and with the kernel folder where it was killed. Where the
+        folder's path is too long for a Unix socket, TCP on localhost as before (and ipykernel says so
+        in the log).
         """
 
         @default("connection_file")
         def _connection_file_default(self) -> str:
-            return os.path.join(tempfile.gettempdir(), f"kernel-{uuid.uuid4().hex[:16]}.json")
+            folder = os.environ.get(KERNEL_DIR_ENV) or tempfile.gettempdir()
+            return os.path.join(folder, f"kernel-{uuid.uuid4().hex[:16]}.json")
 
         @default("transport")
         def _transport_default(self) -> str:
@@ -119,12 +148,14 @@ if __name__ == "__main__":
 
     register_engine()
     signal.signal(signal.SIGINT, _end_kernels_then_interrupt)
-    try:  # not click's standalone mode: its Ctrl-C is "Aborted!" and exit 1
-        sys.exit(papermill(standalone_mode=False) or 0)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except (KeyboardInterrupt, click.exceptions.Abort):  # Ctrl-C (explore.ipynb...): one line
-        print("interrupted: the notebook's run stopped; its output notebook holds the cells run so far",
-              file=sys.stderr)
-        sys.exit(130)
+    with kernel_folder():  # a runner's kernel uses the runner's
+        try:  # not click's standalone mode: its Ctrl-C is "Aborted!" and exit 1
+            status = papermill(standalone_mode=False) or 0
+        except click.ClickException as exc:
+            exc.show()
+            status = exc.exit_code
+        except (KeyboardInterrupt, click.exceptions.Abort):  # Ctrl-C (explore.ipynb...): one line
+            print("interrupted: the notebook's run stopped; its output notebook holds the cells run so far",
+                  file=sys.stderr)
+            status = 130
+    sys.exit(status)

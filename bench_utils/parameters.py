@@ -10,7 +10,19 @@ accepts one plain string: one item, or several separated by commas
 from __future__ import annotations
 
 import difflib
+import reprlib
 from typing import Any, Sequence
+
+# A value quoted in an error: short whatever it holds (a YAML anchor bomb's 10^5 strings, a 300-character name)
+_SHORT = reprlib.Repr()  # its keyword arguments are Python 3.12's
+for _name, _limit in dict(maxlevel=2, maxtuple=4, maxlist=4, maxdict=4, maxset=4, maxstring=60, maxlong=40,
+                          maxother=60).items():
+    setattr(_SHORT, _name, _limit)
+
+
+def quoted(value: Any) -> str:
+    """``repr(value)`` cut short (nested lists, long strings), for one line of an error message."""
+    return _SHORT.repr(value)
 
 
 def text_list(name: str, value: Any) -> list[str]:
@@ -24,7 +36,7 @@ def text_list(name: str, value: Any) -> list[str]:
     else:
         items = [str(value).strip()]
     if any(not item for item in items):
-        raise ValueError(f"{name}: an empty item in {value!r}")
+        raise ValueError(f"{name}: an empty item in {quoted(value)}")
     return items
 
 
@@ -33,7 +45,7 @@ def one_of(what: str, value: Any, valid: Sequence[str]) -> str:
     if value not in valid:
         close = difflib.get_close_matches(str(value), list(valid), n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise ValueError(f"unknown {what} {value!r}.{hint} Valid: {', '.join(valid)}")
+        raise ValueError(f"unknown {what} {quoted(value)}.{hint} Valid: {', '.join(valid)}")
     return value
 
 
@@ -44,6 +56,6 @@ def positive_int_list(name: str, value: Any) -> list[int]:
     for item in items:
         text = str(item)
         if isinstance(item, bool) or not text.isdigit() or int(text) < 1:
-            raise ValueError(f"{name}: positive integers only, got {item!r} in {value!r}")
+            raise ValueError(f"{name}: positive integers only, got {quoted(item)} in {quoted(value)}")
         numbers.append(int(text))
     return numbers

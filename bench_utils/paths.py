@@ -13,6 +13,16 @@ NOTEBOOK_DIR = PROJECT_ROOT / "notebooks"
 REPORTS_DIR = PROJECT_ROOT / "reports"
 
 
+def make_folder(folder: Path, what: str) -> Path:
+    """``folder`` created with its parents where missing; ValueError in one line where it cannot be (a path under
+    /proc, a name too long, a file on the way): a folder the user named is bad input, not a crash."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"cannot create {what} {folder}: {exc.strerror or exc}") from None
+    return folder
+
+
 def _site_packages() -> dict[str, str]:
     """This interpreter's package folders (a GPU image's /opt/.../site-packages in warnings and tracebacks)."""
     import sysconfig

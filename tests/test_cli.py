@@ -117,6 +117,15 @@ FIXTURE = Path(__file__).parent / "fixtures" / "smoke-results.jsonl"
     (["run", "params/smoke.yaml", "--out", str(FIXTURE)], "is a file, not a study folder"),
     (["run", "params/smoke.yaml", "--devices", "cuda:0"], "error: --devices cuda:0: the grid has no cuda cells"),
     (["run", "GPU_GRID", "--devices", "cuda:7"], "error: the grid needs cuda:7, but this machine shows"),
+    (["run", "params/smoke.yaml", "--out", "/proc/nope/x"], "error: cannot create the study folder /proc/nope/x: "),
+    (["run", "params/smoke.yaml", "--out", ""], "argument --out: is empty: name a file or folder"),
+    (["run", "params/smoke.yaml", "--out", "/tmp/" + "x" * 300], "not a usable folder (File name too long)"),
+    (["run", "params/smoke.yaml", "--time-limit", "-5m"], "argument --time-limit: expected one argument (a value "
+                                                         "that begins with '-' goes after '='"),
+    (["run", "params/smoke.yaml", "--time-limit=-5m"], "error: --time-limit '-5m': give a positive duration"),
+    (["run", "LONG_NAME"], "study: must be a file-name-safe name of at most 100 characters"),
+    (["run", "BOMB"], "its aliases expand to more than 100,000 values"),
+    (["report", "reports/example-tiny", "--out", "/proc/nope/x"], "error: cannot create the report's folder"),
 ])
 def test_bad_run_and_report_input_is_one_line_and_exit_2(capsys, tmp_path, args, message):
     if "cuda:7" in args and torch.cuda.device_count() > 7:
@@ -124,14 +133,19 @@ def test_bad_run_and_report_input_is_one_line_and_exit_2(capsys, tmp_path, args,
     grid = tmp_path / "gpu.yaml"
     grid.write_text("study: gpu\ndevices: [cuda]\ngrids:\n  - models: [resnet]\n    batch_sizes: [1]\n"
                     "    compile_modes: [eager]\n")
-    args = [str(grid) if arg == "GPU_GRID" else arg for arg in args]
-    if args[0] == "run" and "--out" not in args:
+    grids = {"GPU_GRID": grid, "LONG_NAME": tmp_path / "long.yaml", "BOMB": tmp_path / "bomb.yaml"}
+    smoke = (PROJECT_ROOT / "params" / "smoke.yaml").read_text(encoding="utf-8")
+    grids["LONG_NAME"].write_text(smoke.replace("study: smoke", "study: " + "s" * 300))
+    laughs = "".join(f"  - &l{n} [{', '.join([f'*l{n - 1}'] * 10)}]\n" for n in range(1, 9))
+    grids["BOMB"].write_text(f"study: bomb\nx:\n  - &l0 [lol]\n{laughs}grids: *l8\n")
+    args = [str(grids.get(arg, arg)) for arg in args]
+    if args[0] == "run" and not any(arg.startswith("--out") for arg in args):
         args += ["--out", str(tmp_path / "study")]  # never the repository's reports/
     status, _, err = run_main(capsys, *args)
     assert status == 2, err
-    lines = [line for line in err.strip().splitlines() if not line.startswith("[run]")]
+    lines = err.strip().splitlines()  # no banner before the refusal, no usage block
     assert len(lines) == 1 and message in lines[0], err
-    assert "Traceback" not in err
+    assert "Traceback" not in err and len(lines[0]) < 400
 
 
 def damaged_study(folder: Path) -> tuple[Path, int]:
@@ -188,3 +202,52 @@ def test_a_cell_on_a_device_this_machine_lacks_is_one_line_naming_it_and_what_th
                           capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=300)
     assert done.returncode == 2 and words in done.stderr and "this machine has: cpu" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "dtype" not in done.stderr
+
+
+def test_records_with_impossible_values_are_skipped_by_report_and_diagnose_and_counted(capsys, tmp_path):
+    from hostile_records import read_jsonl, write_jsonl
+
+    records = read_jsonl(PROJECT_ROOT / "reports" / "example-tiny" / "results.jsonl")
+    compiled = next(record for record in records if record["cell"]["compile_mode"] != "eager")
+    strings = json.loads(json.dumps(compiled))
+    strings["latency"]["mean"] = str(compiled["latency"]["mean"])  # as a spreadsheet may have written it
+    negative = json.loads(json.dumps(compiled))
+    negative["speedup"]["mean"] = -0.5
+    study = tmp_path / "study"
+    write_jsonl(study / "results.jsonl", [*records, strings, negative])
+    status, _, err = run_main(capsys, "report", str(study), "--locales", "en", "--formats", "md")
+    assert status == 0 and "Traceback" not in err, err
+    said = [line for line in err.splitlines() if ": skipped: " in line]
+    assert said == [f"{study / 'results.jsonl'}:3: skipped: not a valid record (latency.mean: must be a valid "
+                    f"number, got '{compiled['latency']['mean']}')",
+                    f"{study / 'results.jsonl'}:4: skipped: not a valid record (speedup.mean: must be greater than 0, "
+                    "got -0.5)"], err
+    page = (study / "en" / "README.md").read_text(encoding="utf-8")
+    assert "(torn, corrupt or of another schema version): 2." in page and "-0.50" not in page
+    status, out, err = run_main(capsys, "diagnose", str(study), "--dry-run")
+    assert status == 0 and "Traceback" not in err and "speed-up -0.50x" not in out, err
+
+
+def test_diagnose_on_the_committed_example_leaves_out_what_its_backend_cannot_measure(capsys, tmp_path):
+    import shutil
+
+    study = tmp_path / "example-tiny"
+    shutil.copytree(PROJECT_ROOT / "reports" / "example-tiny", study)
+    for args in ([], ["--dry-run"]):
+        status, _, out = run_main(capsys, "diagnose", str(study), *args)  # said on stderr
+        assert status == 0 and "Traceback" not in out, out
+        assert ("left out, needing the inductor backend (this study's is aot_eager): default+freezing, "
+                "max-autotune-no-cudagraphs") in out
+        assert out.strip().splitlines()[-1] == ("[diagnose] no remedy of these cells can be measured with their "
+                                                "backend: nothing to run")
+    assert not (study / "diagnosis.yaml").exists()
+
+
+def test_a_second_runner_on_a_study_folder_says_only_why_it_is_refused(capsys, tmp_path):
+    from bench_utils.study.lease import RunnerLease
+
+    study = tmp_path / "study"
+    with RunnerLease(study, study / "results.jsonl"):
+        status, out, err = run_main(capsys, "run", "params/smoke.yaml", "--out", str(study))
+    assert status == 2 and not out
+    assert err.startswith("error: another runner (pid ") and len(err.strip().splitlines()) == 1, err

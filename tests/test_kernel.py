@@ -2,6 +2,8 @@
 
 import json
 import os
+import re
+import shutil
 from pathlib import Path
 import subprocess
 import sys
@@ -49,12 +51,11 @@ def test_kernels_side_by_side_get_unix_sockets_of_their_own_that_go_when_they_en
             assert "WARNING" not in log, log  # ipykernel 7.4 warns of every kernel on TCP
         assert [connection["transport"] for connection in seen] == ["ipc", "ipc"]
         assert seen[0]["ip"] != seen[1]["ip"]
-        assert all(connection["ip"].startswith(f"{temp_dir}{os.sep}kernel-") for connection in seen)
-        assert list(temp_dir.iterdir()) == []  # sockets and connection files removed
+        # in the command's kernel folder (bench_utils.kernel.kernel_folder) in the temp folder
+        assert all(re.match(f"{temp_dir}{os.sep}kernels-[^/]+{os.sep}kernel-", connection["ip"]) for connection in seen)
+        assert list(temp_dir.iterdir()) == []  # sockets, connection files and the folder removed
     finally:
-        for left in temp_dir.iterdir():
-            left.unlink()
-        temp_dir.rmdir()
+        shutil.rmtree(temp_dir)
 
 
 def test_a_temp_folder_too_long_for_a_unix_socket_falls_back_to_tcp(notebook, tmp_path):
@@ -79,14 +80,19 @@ def test_ctrl_c_while_a_notebook_runs_is_one_line_and_exit_130_with_its_kernel_e
     ensure_kernel()
     slow = tmp_path / "slow.ipynb"
     nbformat.write(new_notebook(cells=[new_code_cell("import time\ntime.sleep(60)")]), slow)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
     process = start([sys.executable, "-m", "bench_utils.kernel", str(slow), str(tmp_path / "out.ipynb"),
-                     "-k", KERNEL_NAME, "--engine", ENGINE_NAME])
+                     "-k", KERNEL_NAME, "--engine", ENGINE_NAME], env={**os.environ, "TMPDIR": str(temp)})
     kernels = interrupt_once_a_kernel_runs(process, settle_s=2.0)  # the kernel is in the cell
     _, err = process.communicate(timeout=120)
     assert process.returncode == 130, err
     assert err.strip().splitlines()[-1].startswith("interrupted: the notebook's run stopped")
     assert "Traceback" not in err and "Aborted" not in err
     assert not [kernel for kernel in kernels if kernel.is_running() and kernel.status() != psutil.STATUS_ZOMBIE]
+    # its connection file and sockets went with the command's kernel folder
+    left = [path.name for path in temp.rglob("*") if path.name.startswith(("kernel-", "kernels-"))]
+    assert not left, left
 
 
 def test_ending_a_tree_ends_its_grandchildren_too():
@@ -102,3 +108,18 @@ def test_ending_a_tree_ends_its_grandchildren_too():
     parent.wait(timeout=5)
     gone, alive = psutil.wait_procs(sleeps, timeout=5)
     assert not alive
+
+
+def test_a_commands_kernel_folder_is_private_used_by_its_kernels_and_gone_after(monkeypatch):
+    import stat
+
+    from bench_utils.kernel import KERNEL_DIR_ENV, kernel_folder
+
+    monkeypatch.delenv(KERNEL_DIR_ENV, raising=False)
+    with kernel_folder() as folder:
+        assert os.environ[KERNEL_DIR_ENV] == folder and stat.S_IMODE(os.stat(folder).st_mode) == 0o700
+        with kernel_folder() as inner:  # a command inside a command: one folder
+            assert inner == folder
+        left = os.path.join(folder, "kernel-0123456789abcdef-ipc-1")
+        open(left, "w").close()  # what a killed kernel leaves
+    assert not os.path.exists(folder) and KERNEL_DIR_ENV not in os.environ

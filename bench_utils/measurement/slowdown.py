@@ -17,7 +17,9 @@ of work) and names the remedies worth measuring. The rules, in order:
   change most without a reason to prefer one.
 
 A remedy is a variant of the slow cell: another mode (the memory format and configuration kept), or the same
-mode in another memory format or Inductor configuration. No torch is imported here.
+mode in another memory format or Inductor configuration. Another mode and an Inductor configuration need the
+inductor backend (``needs_inductor``): a study compiled with another (the example study's ``aot_eager``) measures
+only its other remedies, and says which it left out. No torch is imported here.
 """
 
 from __future__ import annotations
@@ -102,6 +104,21 @@ def remedies(profile: Mapping[str, Any] | None, cell: Variant, cuda: bool) -> li
             if variant != cell:
                 chosen.setdefault(variant, rule)
     return [Remedy(rule, variant) for variant, rule in chosen.items()]
+
+
+def needs_inductor(variant: Variant) -> bool:
+    """A remedy only the inductor backend can measure: a compile mode other than ``default`` (torch.compile's modes
+    are Inductor's) or an Inductor configuration."""
+    return variant.compile_mode not in (CompileMode.EAGER, CompileMode.DEFAULT) or variant.inductor != InductorConfig.DEFAULT
+
+
+def measurable(chosen: list[Remedy], backend: str | None) -> tuple[list[Remedy], list[Remedy]]:
+    """``chosen`` split into the remedies a study compiled with ``backend`` (None: inductor, the default) can
+    measure and those it cannot (``needs_inductor``)."""
+    if backend in (None, "inductor"):
+        return list(chosen), []
+    return ([remedy for remedy in chosen if not needs_inductor(remedy.variant)],
+            [remedy for remedy in chosen if needs_inductor(remedy.variant)])
 
 
 def diagnosable(*, compile_mode: str, memory_format: str, shapes: str, inductor: str, study: str,

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import uuid
 
 from ..environment.capture import capture_environment
+from .check import problem
 from .schema import (CELL_FIELDS, CellBlock, CompileBlock, ConfigBlock, EnvironmentBlock, LatencyBlock,
                             MemoryBlock, ThroughputBlock)
 from .key import VARIANT_FIELDS, record_name
@@ -174,6 +175,9 @@ def validate_record(record: dict[str, Any]) -> None:
     bad = _non_finite_path(record)
     if bad:
         raise ValueError(f"{bad} is NaN or infinite: JSON cannot hold it and it is not a measurement")
+    reason = problem(record)  # every typed key's type and range (records.schema)
+    if reason:
+        raise ValueError(reason)
 
 
 # --- a record's config -------------------------------------------------------------

@@ -19,7 +19,9 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from .schema import block
+from .key import latest_per_key
+from .results_file import read_records
+from .reading import block
 
 FOLDER = "environments"
 # what records carried before the full list, under their distribution names
@@ -46,7 +48,8 @@ class StudyEnvironment:
         digest = hashlib.sha256(repr(sorted(self.packages.items())).encode()).hexdigest()[:6]
         python = ".".join((self.python_version or "unknown").split(".")[:2])
         torch = self.packages.get("torch", "none").replace("+", "-")
-        return f"py{python}-{self.machine or 'unknown'}-torch{torch}-{digest}"
+        # the record check holds these to a version and a machine's name; a file name takes nothing else anyway
+        return re.sub(r"[^A-Za-z0-9._-]", "_", f"py{python}-{self.machine or 'unknown'}-torch{torch}")[:120] + f"-{digest}"
 
 
 def environment_of(record: dict[str, Any]) -> StudyEnvironment:
@@ -123,3 +126,10 @@ def write_environment_files(study_folder: Path, records: list[dict[str, Any]], s
         path.write_text(requirements_text(environment, study), encoding="utf-8")
         written.append(path)
     return written
+
+
+def write_study_environments(results: Path) -> list[Path]:
+    """The environment files of the study folder of ``results`` (a ``results.jsonl``), from the latest record of
+    each measurement it holds; named by the folder, which may hold records of several study names."""
+    records = latest_per_key(read_records([results]))
+    return write_environment_files(results.parent, records, results.parent.name) if records else []

@@ -15,7 +15,8 @@ import hashlib
 import json
 from typing import Any, Iterable, Mapping, NamedTuple
 
-from .schema import CELL_FIELDS, CellBlock, block, gpu_name
+from .schema import CELL_FIELDS, CellBlock
+from .reading import block, gpu_name
 from ..settings import COMPILE, HASHED, IDENTITY, WHEN_SET, setting_fields
 from ..vocabulary import CompileMode
 

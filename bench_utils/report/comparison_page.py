@@ -18,8 +18,9 @@ import pandas as pd
 from . import regressions
 from .frame import frame, latest_records
 from .i18n import Catalog
-from .markdown import ltr, mode_label
+from .markdown import ltr, markdown_html, mode_label, plain
 from .render import write_atomically
+from .sanitize import CONTENT_SECURITY_POLICY
 
 PUBLISHED, REPRODUCED = "published", "reproduced"
 # compare_environments' verdicts in a reader's words (message keys)
@@ -50,7 +51,7 @@ def verdict_line(row: pd.Series, catalog: Catalog) -> str:
                         ratio=ltr(catalog.number(row["speedup_ratio"]), catalog),
                         low=ltr(catalog.number(row["ratio_low"]), catalog),
                         high=ltr(catalog.number(row["ratio_high"]), catalog)) if finite else ""
-    why = f" ({row['why']})" if row["why"] and not finite else ""
+    why = f" ({ltr(row['why'], catalog)})" if row["why"] and not finite else ""
     return f"{cell}: {verdict}{why}" + (f" {figures}" if figures else "")
 
 
@@ -62,11 +63,12 @@ def _summary(table: pd.DataFrame, catalog: Catalog, tolerance: float) -> str:
 
 
 def comparison_html(table: pd.DataFrame, catalog: Catalog, tolerance: float, names: tuple[str, str]) -> str:
-    lines = "\n".join(f"<li>{html.escape(verdict_line(row, catalog))}</li>" for _, row in table.iterrows())
-    shown = regressions.highlighted(table).to_html() if not table.empty else ""
+    lines = "\n".join(f"<li>{markdown_html(verdict_line(row, catalog))}</li>" for _, row in table.iterrows())
+    shown = regressions.highlighted(table).to_html() if not table.empty else ""  # its cells escaped
     title = catalog.t("reproduce_title", published=names[0], reproduced=names[1])
     return (f'<!DOCTYPE html>\n<html lang="{catalog.locale}" dir="{catalog.direction}">\n<head>\n'
-            f'<meta charset="utf-8">\n<title>{html.escape(title)}</title>\n</head>\n<body>\n'
+            f'<meta charset="utf-8">\n<meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">\n'
+            f'<title>{html.escape(title)}</title>\n</head>\n<body>\n'
             f"<h1>{html.escape(title)}</h1>\n<p>{html.escape(_summary(table, catalog, tolerance))}</p>\n"
             f"<p>{html.escape(catalog.t('reproduce_method', tolerance=catalog.percent(tolerance)))}</p>\n"
             f"<ul>\n{lines}\n</ul>\n{shown}\n</body>\n</html>\n")
@@ -75,7 +77,7 @@ def comparison_html(table: pd.DataFrame, catalog: Catalog, tolerance: float, nam
 def comparison_markdown(table: pd.DataFrame, catalog: Catalog, tolerance: float, names: tuple[str, str]) -> str:
     lines = "\n".join(f"- {verdict_line(row, catalog)}" for _, row in table.iterrows())
     method = catalog.t("reproduce_method", tolerance=catalog.percent(tolerance))
-    body = (f"# {catalog.t('reproduce_title', published=names[0], reproduced=names[1])}\n\n"
+    body = (f"# {catalog.t('reproduce_title', published=plain(names[0]), reproduced=plain(names[1]))}\n\n"
             f"{_summary(table, catalog, tolerance)}\n\n{method}\n\n{lines}\n")
     if catalog.direction == "rtl":
         body = f'<div dir="rtl" lang="{catalog.locale}">\n\n{body.strip()}\n\n</div>\n'

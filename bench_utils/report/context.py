@@ -12,7 +12,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from ..records.schema import block
+from ..records.reading import block
 from .frame import device_name
 from .i18n import Catalog
 from .markdown import environment_label, ltr, markdown_table
@@ -27,7 +27,8 @@ def methodology_text(data: pd.DataFrame, catalog: Catalog) -> str:
     weights = sorted(set(ok["weights"].dropna()))
     return catalog.t(
         "methodology_text",
-        timer="; ".join(catalog.t(f"timer_{timer}") for timer in timers),
+        timer="; ".join(catalog.t(f"timer_{timer}") if f"timer_{timer}" in catalog.messages else ltr(timer, catalog)
+                        for timer in timers),
         # several studies' figures: "20 or 50", never "20, 50" (which reads as one number)
         warmup=catalog.alternatives([ltr(str(int(v)), catalog) for v in sorted(set(ok["warmup"].dropna()))]),
         runs=catalog.alternatives([ltr(str(int(v)), catalog) for v in sorted(set(ok["runs"].dropna()))]),

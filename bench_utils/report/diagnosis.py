@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import math
 
+from babel.lists import format_list
 import pandas as pd
 
+from ..measurement import slowdown
 from ..measurement.slowdown import diagnosable, rules_fired
 from . import why
-from .i18n import Catalog
+from .i18n import INDUCTOR_SEPARATOR, Catalog
 from ..zoo.registry import label_of
 from .markdown import environment_label, ltr, markdown_table, mode_label, number, speedup_cells
 from ..vocabulary import CompileMode, MemoryFormat, Status
@@ -64,6 +66,29 @@ def configuration(row: pd.Series, catalog: Catalog) -> str:
     return text
 
 
+def variant_text(variant: slowdown.Variant, catalog: Catalog) -> str:
+    """A remedy not measured, in words, as ``configuration`` names a measured one."""
+    mode = variant.compile_mode + (INDUCTOR_SEPARATOR + variant.inductor if variant.inductor != "default" else "")
+    text = mode_label(mode, catalog)
+    if variant.memory_format == MemoryFormat.CHANNELS_LAST:
+        text = catalog.t("configuration_channels_last", configuration=text, layout=ltr("channels_last", catalog))
+    return text
+
+
+def left_out(slow: pd.Series, catalog: Catalog) -> tuple[str | None, bool]:
+    """The remedies the slow cell's profile points to that its study's backend cannot measure
+    (``measurement.slowdown.measurable``), and why (None where there are none); and whether any can be."""
+    profile = slow.get("profile") if isinstance(slow.get("profile"), dict) else None
+    cell = slowdown.Variant(str(slow["compile_mode"]), str(slow["memory_format"]), str(slow["inductor"]))
+    chosen = slowdown.remedies(profile, cell, cuda=str(slow["device"]).startswith("cuda"))
+    backend = slow.get("backend")
+    can, cannot = slowdown.measurable(chosen, backend if isinstance(backend, str) else None)
+    if not cannot:
+        return None, bool(can)
+    names = format_list([variant_text(remedy.variant, catalog) for remedy in cannot], locale=catalog.locale)
+    return catalog.t("loses_left_out", remedies=names, backend=ltr(backend, catalog)), bool(can)
+
+
 def _speedup(row: pd.Series, catalog: Catalog) -> str:
     value, interval = speedup_cells(row, catalog)
     return value if interval == "–" else f"{value} ({interval})"
@@ -95,7 +120,7 @@ def what_got_slower(slow: pd.Series, catalog: Catalog) -> str:
 
 def remedies_table(remedies: pd.DataFrame, catalog: Catalog) -> str:
     rows = [[configuration(row, catalog), *speedup_cells(row, catalog),
-             catalog.t(f"parity_{row['parity']}") if f"parity_{row['parity']}" in catalog.messages else str(row["parity"])]
+             catalog.t(f"parity_{row['parity']}") if f"parity_{row['parity']}" in catalog.messages else ltr(row["parity"], catalog)]
             for _, row in remedies.iterrows()]
     return markdown_table([catalog.t("col_remedy"), catalog.t("col_speedup_plain"), catalog.t("col_ci95"),
                            catalog.t("col_parity")], rows)
@@ -115,7 +140,12 @@ def losses_markdown(data: pd.DataFrame, catalog: Catalog) -> str:
         body = [f"### {heading}", what_got_slower(row, catalog)]
         if not remedies.empty:
             body.append(remedies_table(remedies, catalog))
-        body.append(f"**{verdict(row, remedies, catalog)}**")
+        cannot, any_measurable = left_out(row, catalog)
+        if cannot:
+            body.append(cannot)
+        said = (verdict(row, remedies, catalog) if any_measurable or not remedies.empty
+                else catalog.t("loses_nothing_measurable"))  # running diagnose would not change it
+        body.append(f"**{said}**")
         parts.append("\n\n".join(body))
     return "\n\n".join(parts)
 

@@ -26,6 +26,7 @@ from . import plots, regressions, selection as slices, tables, why
 from ..records.results_file import check_readable
 from .frame import frame, latest_records, project_paths, results_files
 from .i18n import Catalog
+from .markdown import markdown_html
 
 FIELDS = ("environment", "batch_size", "mode", "dtype")
 
@@ -58,7 +59,8 @@ def figure_html(figure: Figure) -> str:
 def table_html(table: pd.DataFrame) -> str:
     if table.empty:
         return "<p>nothing measured here</p>"
-    return table.style.format(precision=3, na_rep="–").hide(axis="index").to_html()
+    # escape: its names are the records' (a Styler shows its cells as HTML otherwise)
+    return table.style.format(precision=3, na_rep="–", escape="html").hide(axis="index").to_html()
 
 
 class Explorer:
@@ -80,7 +82,7 @@ class Explorer:
         return (f"<h2>Summary</h2><p>{len(self.data)} cells from {sources}.</p>" + skipped
                 + table_html(slices.summary_table(self.data))
                 + "<h3>Geometric-mean speed-up</h3>"
-                + _markdown_html(tables.geomean_table(self.data, Catalog("en"))))
+                + markdown_html(tables.geomean_table(self.data, Catalog("en"))))
 
     def summary(self) -> None:
         display(HTML(self.summary_html()))
@@ -105,9 +107,9 @@ class Explorer:
         catalog = Catalog("en")
         if rows.empty:
             return f"<h3>{catalog.t('why_heading')}</h3><p>{html.escape(catalog.t('why_none'))}</p>"
-        sentences = "".join(f"<li>{html.escape(why.sentence(row, catalog))}</li>" for _, row in rows.iterrows())
+        sentences = "".join(f"<li>{markdown_html(why.sentence(row, catalog))}</li>" for _, row in rows.iterrows())
         return (f"<h3>{catalog.t('why_heading')}</h3>" + figure_html(plots.work_kinds(rows, catalog))
-                + _markdown_html(why.why_table(rows, catalog)) + f"<ul>{sentences}</ul>")
+                + markdown_html(why.why_table(rows, catalog)) + f"<ul>{sentences}</ul>")
 
     def show(self, environment: str | None = None, batch_size: int | None = None, mode: str | None = None,
              dtype: str | None = None, controls: bool = True) -> None:
@@ -190,11 +192,3 @@ class Explorer:
             for control in pick.values():
                 control.observe(changed, names="value")
             display(widgets.HBox(list(pick.values())))
-
-
-
-def _markdown_html(markdown: str) -> str:
-    """A Markdown table of the report as HTML (mistune, which nbconvert already brings)."""
-    import mistune
-
-    return mistune.create_markdown(plugins=["table"])(markdown)

@@ -16,8 +16,8 @@ import pandas as pd
 
 from ..measurement import stats
 from ..paths import PROJECT_ROOT
-from ..records.schema import (CompileBlock, MemoryBlock, block, eager_memory, energy_side, gpu_name, last_error_line,
-                              part)
+from ..records.schema import CompileBlock, MemoryBlock
+from ..records.reading import block, eager_memory, energy_side, gpu_name, last_error_line, part
 from ..records.key import cell_identity, latest_per_key
 from ..records.results_file import read_records
 from ..parameters import text_list
@@ -181,7 +181,7 @@ def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
             "eager_joules": energy_side(record, "eager").get("joules_per_inference"),
             "throughput": block(record, "throughput").get("value", np.nan),
             "profile": block(record, "profile") or None,  # why it got faster (report.why); None: not profiled
-            "weights": config.get("weights"),
+            "weights": config.get("weights"), "backend": config.get("backend"),
             "timer": latency.get("timer"), "warmup": latency.get("warmup"), "runs": count or None,
         })
     result = _with_eager_from_pairs(pd.DataFrame(rows))

@@ -1,8 +1,17 @@
-"""Markdown for the report: tables, numbers kept left-to-right inside right-to-left text, and
-the names of environments and compile modes in the report's language."""
+"""Markdown for the report: every value shown as text, tables, numbers kept left-to-right inside right-to-left
+text, and the names of environments and compile modes in the report's language.
+
+A study's records travel (copied back from a GPU host, sent by a colleague) and its pages are published, so no
+string a record or a study folder holds may become markup: ``ltr`` (and ``code``) is the one way such a value
+enters the report's Markdown, and it escapes it (``plain``), so that it reads as the same text in the HTML page,
+in the README.md a documentation site renders and in a notebook. The catalogs' messages are the only Markdown
+the report writes itself.
+"""
 
 from __future__ import annotations
 
+import html
+import re
 from typing import Any
 
 import pandas as pd
@@ -17,24 +26,59 @@ LRI, PDI = "\u2066", "\u2069"   # Unicode isolates: keep a run left-to-right in 
 WORD_JOINER = "\u2060"  # no line break here, and nothing shown
 
 
-def ltr(text: str, catalog: Catalog) -> str:
-    """Keep numbers, model names and code left-to-right inside right-to-left text, unbroken at a hyphen: a
-    narrow Arabic table header broke "(reduce-overhead)" after "reduce-", and the line's right-to-left order
-    then put its bracket at the wrong end."""
+# Line breaks and other control characters would end a table row or start a block: each becomes a space.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# What Markdown (CommonMark, GFM, nbconvert's mistune with math) reads as markup in running text: backslash,
+# code, emphasis, links and images, headings, strikethrough, math; ``_`` only where it can open or close
+# emphasis (inside a word, as in detr_r50, it is text). ``&``, ``<`` and ``>`` become entities instead.
+_MARKUP = re.compile(r"[\\`*\[\]#~$]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
+_AUTOLINK = re.compile(r"(?<=[A-Za-z0-9]):(?=//)")  # scheme://... would be made a link
+
+
+def plain(value: Any) -> str:
+    """``value`` as Markdown that reads as exactly its text: raw HTML, entities, links, emphasis and line breaks
+    escaped. A table cell's ``|`` is ``markdown_table``'s to escape."""
+    text = _CONTROL.sub(" ", str(value))
+    text = html.escape(text, quote=False)
+    text = _MARKUP.sub(lambda found: "\\" + found.group(0), text)
+    return _AUTOLINK.sub("\\:", text)
+
+
+def isolated(text: Any, catalog: Catalog) -> str:
+    """``text`` kept left-to-right inside right-to-left text and unbroken at a hyphen (a narrow Arabic table header
+    broke "(reduce-overhead)" after "reduce-", and the line's right-to-left order then put its bracket at the wrong
+    end); as it is in a left-to-right language. Not escaped: for plain text (an alt text), which its format escapes."""
     if catalog.direction != "rtl":
-        return text
+        return str(text)
     return f"{LRI}{str(text).replace('-', '-' + WORD_JOINER)}{PDI}"
 
 
-def environment_label(environment: str, catalog: Catalog, isolate: bool = True) -> str:
+def ltr(text: Any, catalog: Catalog) -> str:
+    """A value (a number, a model's or a device's name, a version) shown as text in Markdown (``plain``), kept
+    left-to-right in right-to-left text (``isolated``)."""
+    return isolated(plain(text), catalog)
+
+
+def code(text: Any, catalog: Catalog) -> str:
+    """A value as inline code (a file, a field, a record id), left-to-right: a code span shows its content as
+    written, so only its fence is chosen, longer than any run of backticks inside (CommonMark)."""
+    text = _CONTROL.sub(" ", str(text))
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    padded = f" {text} " if text.startswith("`") or text.endswith("`") or not text.strip() else text
+    return isolated(f"{fence}{padded}{fence}", catalog)
+
+
+def environment_label(environment: str, catalog: Catalog, isolate: bool = True, markdown: bool = True) -> str:
     """An environment as ``frame`` names it, in the catalog's words.
 
     ``frame`` keeps its names locale-neutral (they group and sort the rows): "CPU (<model>)",
     "CPU (unknown)", "GPU" where the GPU's name is not recorded, or the GPU's name; then
     " · torch <version>" where several versions were measured. The words CPU, GPU and unknown
     become the catalog's ``device_*`` messages; names and versions are kept left-to-right
-    (``isolate=False`` for figures, whose text takes no isolates)."""
-    code = (lambda text: ltr(text, catalog)) if isolate else str
+    (``markdown=False``: plain text, for alt texts, which their format escapes; ``isolate=False`` too: as written,
+    for figures, which take no isolates)."""
+    code = (lambda text: ltr(text, catalog)) if isolate and markdown else (
+        (lambda text: isolated(text, catalog)) if isolate else str)
     device, torch, version = environment.partition(TORCH_SEPARATOR)
     if device == "GPU":
         label = catalog.t("device_gpu")
@@ -49,6 +93,14 @@ def environment_label(environment: str, catalog: Catalog, isolate: bool = True) 
 def mode_label(mode: str, catalog: Catalog) -> str:
     """A compile mode in the catalog's words, its torch.compile name kept left-to-right."""
     return catalog.mode_name(mode, lambda name: ltr(name, catalog))
+
+
+def markdown_html(markdown: str) -> str:
+    """The report's Markdown as HTML for pages and views made outside nbconvert (the explore notebook, the
+    comparison page): mistune, nbconvert's own parser, with raw HTML escaped and harmful links dropped."""
+    import mistune
+
+    return mistune.create_markdown(escape=True, plugins=["table", "strikethrough"])(markdown)
 
 
 def markdown_table(headers: list[str], rows: list[list[str]]) -> str:

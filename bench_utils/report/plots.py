@@ -31,9 +31,10 @@ FONT = "DejaVu Sans"
 
 @contextmanager
 def style() -> Iterator[None]:
-    """The report's look (seaborn's whitegrid, a font with Arabic glyphs), for this block only."""
+    """The report's look (seaborn's whitegrid, a font with Arabic glyphs), for this block only. Text is drawn as
+    written: a record's "$x$" in a model's name is no formula (mathtext would fail on a stray "$\\")."""
     with sns.axes_style("whitegrid"), sns.plotting_context("notebook"), \
-            matplotlib.rc_context({"font.family": FONT}):
+            matplotlib.rc_context({"font.family": FONT, "text.parse_math": False}):
         yield
 
 

@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+import re
 from typing import Any, Iterable
 
 import pandas as pd
 import yaml
 
+from ..parameters import quoted
 from .i18n import Catalog
-from .markdown import ltr
+from .markdown import code, ltr
 from ..vocabulary import CompileMode, Status
 
 CORRECTIONS = "corrections.yaml"
@@ -36,7 +38,7 @@ def coverage_lines(coverage: Iterable[dict[str, Any]], catalog: Catalog) -> list
         line = catalog.t(key, device=ltr(str(item["device"]), catalog),
                          measured=ltr(catalog.number(item["measured"], 0), catalog),
                          cells=ltr(catalog.number(item["cells"], 0), catalog),
-                         grid=ltr(str(item["grid"]), catalog), folder=ltr(f"`{item['folder']}`", catalog))
+                         grid=ltr(str(item["grid"]), catalog), folder=code(item["folder"], catalog))
         if item.get("from_pairs"):  # eager cells no record of their own holds
             line += " " + catalog.plural("coverage_from_pairs", item["from_pairs"], count=ltr(catalog.number(item["from_pairs"], 0), catalog))
         lines.append(line)
@@ -72,8 +74,25 @@ def read_corrections(paths: Iterable[str | os.PathLike]) -> list[dict[str, Any]]
         for index, entry in enumerate(entries):
             if not isinstance(entry, dict) or not {"field", "records", "reason"} <= set(entry):
                 raise ValueError(f"{file}: entry {index} needs field, records (all, or record ids) and reason")
+            problem = _entry_problem(entry)
+            if problem:
+                raise ValueError(f"{file}: entry {index}: {problem}")
             found.append({**entry, "folder": file.parent.name})
     return found
+
+
+def _entry_problem(entry: dict[str, Any]) -> str | None:
+    """Why a correction cannot be said (a study folder travels with its corrections too), or None."""
+    reasons = sorted(key[len("correction_"):] for key in Catalog("en").messages
+                     if key.startswith("correction_") and not key.endswith("_one"))
+    if not isinstance(entry["field"], str) or not re.fullmatch(r"[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*", entry["field"]):
+        return f"field must be a record field such as environment.git_commit, got {quoted(entry['field'])}"
+    records = entry["records"]
+    if records != "all" and not (isinstance(records, list) and all(isinstance(item, str) for item in records)):
+        return f"records must be all or a list of record ids, got {quoted(records)}"
+    if entry["reason"] not in reasons:
+        return f"reason must be one the report can say ({', '.join(reasons)}), got {quoted(entry['reason'])}"
+    return None
 
 
 def _field(record: dict[str, Any], dotted: str) -> Any:
@@ -96,7 +115,7 @@ def correction_lines(corrections: Iterable[dict[str, Any]], records: list[dict[s
         if not concerned:
             continue
         values = sorted({str(_field(record, item["field"])) for record in concerned})
-        lines.append(catalog.plural(f"correction_{item['reason']}", len(concerned), field=ltr(f"`{item['field']}`", catalog),
+        lines.append(catalog.plural(f"correction_{item['reason']}", len(concerned), field=code(item["field"], catalog),
                                count=ltr(catalog.number(len(concerned), 0), catalog),
-                               value=ltr(", ".join(f"`{value[:12]}`" for value in values), catalog)))
+                               value=", ".join(code(value[:12], catalog) for value in values)))
     return lines

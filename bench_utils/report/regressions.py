@@ -106,4 +106,5 @@ def highlighted(comparison: pd.DataFrame):
     def row_style(row: pd.Series) -> list[str]:
         return [colours.get(row["verdict"], "")] * len(row)
 
-    return comparison.style.apply(row_style, axis=1).format(precision=3, na_rep="–").hide(axis="index")
+    # escape: the names and reasons are the records' (a Styler shows its cells as HTML otherwise)
+    return comparison.style.apply(row_style, axis=1).format(precision=3, na_rep="–", escape="html").hide(axis="index")

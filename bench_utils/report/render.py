@@ -30,10 +30,12 @@ import warnings
 import nbformat
 
 from ..kernel import KERNEL_NAME, KERNEL_STDERR_ENV, ensure_kernel, register_engine
-from ..paths import PROJECT_ROOT, scrub
+from ..paths import PROJECT_ROOT, make_folder, scrub
 from ..records.results_file import CorruptRecordWarning, SkippedLine, check_readable
 from .frame import results_files
 from .i18n import Catalog, available_locales
+from .markdown import plain
+from .sanitize import CONTENT_SECURITY_POLICY, sanitized
 
 REPORT_NOTEBOOK = PROJECT_ROOT / "notebooks" / "report.ipynb"
 TEMPLATES = Path(__file__).parent / "templates"
@@ -61,7 +63,9 @@ def to_html(notebook, catalog: Catalog) -> str:
                             extra_template_basedirs=[str(TEMPLATES)])
     exporter.language_code = catalog.locale
     exporter.register_preprocessor("nbconvert.preprocessors.TagRemovePreprocessor", enabled=True)
-    body, _ = exporter.from_notebook_node(notebook, resources={"direction": catalog.direction})
+    exporter.register_filter("sanitized", sanitized)
+    body, _ = exporter.from_notebook_node(notebook, resources={"direction": catalog.direction,
+                                                               "content_security_policy": CONTENT_SECURITY_POLICY})
     return body
 
 
@@ -71,6 +75,7 @@ def to_markdown(notebook, catalog: Catalog) -> tuple[str, dict[str, bytes]]:
     exporter = MarkdownExporter(config=_config(), template_name="study_markdown",
                                 extra_template_basedirs=[str(TEMPLATES)])
     exporter.register_preprocessor("nbconvert.preprocessors.TagRemovePreprocessor", enabled=True)
+    exporter.register_filter("plain", plain)
     body, resources = exporter.from_notebook_node(notebook, resources={"unique_key": "README",
                                                                        "output_files_dir": "images"})
     if catalog.direction == "rtl":  # Markdown has no direction of its own: an HTML wrapper
@@ -91,6 +96,7 @@ def index_page(locales: list[str], formats: Iterable[str]) -> str:
         items.append(f'<li lang="{locale}" dir="{catalog.direction}">{html.escape(catalog.language_name)}: '
                      f'{" · ".join(links)}</li>')
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            f'<meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">\n'
             f"<title>{html.escape(english.t('index_title'))}</title>\n</head>\n<body>\n"
             f"<h1>{html.escape(english.t('index_title'))}</h1>\n<p>{html.escape(english.t('index_text'))}</p>\n"
             f"<ul>\n{chr(10).join(items)}\n</ul>\n</body>\n</html>\n")
@@ -196,7 +202,7 @@ def _render_locales(files: list[Path], out: Path, locales: list[str], formats: l
     for locale in locales:
         catalog = Catalog(locale)
         locale_dir = out / locale
-        locale_dir.mkdir(parents=True, exist_ok=True)
+        make_folder(locale_dir, "the report's folder")
         executed = locale_dir / "report.ipynb"
         running = locale_dir / ".report.partial.ipynb"  # papermill writes as it goes: never the published name
         try:

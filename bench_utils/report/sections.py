@@ -18,14 +18,15 @@ from ..measurement import stats
 from ..records.results_file import check_readable, skipped_lines_said
 from .frame import compiled_modes, frame, latest_records, project_paths, results_files
 from .i18n import Catalog
-from .markdown import environment_label, ltr, mode_label
+from .markdown import code, environment_label, isolated, ltr
 from .render import skipped_lines_metadata
 
 
 def show_figure(figure, description: str | None = None) -> None:
     """Display a figure as PNG bytes, whatever backend the kernel runs: the exporters embed
     or extract them, and the user's own matplotlib state is left alone. ``description``, what the plot
-    shows in the page's language, is its alt text in HTML and Markdown."""
+    shows in the page's language, is its alt text in HTML and Markdown: plain text, which each template
+    escapes for its format."""
     display(Image(data=plots.png_bytes(figure), format="png", metadata={"alt": description} if description else None))
 
 
@@ -79,7 +80,7 @@ class ReportView:
     def skipped_text(self) -> list[str]:
         """A sentence per results file that had lines the reader skipped: how many (none: no sentence)."""
         counts = Counter(Path(line.path) for line in self.skipped)
-        return [self.catalog.t("skipped_lines", file=ltr(f"`{path.parent.name}/{path.name}`", self.catalog),
+        return [self.catalog.t("skipped_lines", file=code(f"{path.parent.name}/{path.name}", self.catalog),
                                count=ltr(self.catalog.number(count, 0), self.catalog))
                 for path, count in counts.items()]
 
@@ -120,11 +121,13 @@ class ReportView:
         for device in sorted(set(self.data["environment"])):
             on_device = self.data[self.data["environment"] == device]
             for mode in compiled_modes(on_device):
-                where = dict(device=environment_label(device, self.catalog), mode=mode_label(mode, self.catalog))
+                # alt text: plain, the names as written (the templates escape it)
+                where = dict(device=environment_label(device, self.catalog, markdown=False),
+                             mode=self.catalog.mode_name(mode, lambda name: isolated(name, self.catalog)))
                 self._figure(plots.batch_comparison(self.data, device, mode, self.catalog),
                              self.catalog.t("alt_batch_comparison", **where))
                 for batch in sorted(on_device[on_device["mode"] == mode]["batch_size"].unique()):
-                    batch_text = ltr(str(int(batch)), self.catalog)
+                    batch_text = isolated(int(batch), self.catalog)
                     self._figure(plots.duration(self.data, device, int(batch), mode, self.catalog),
                                  self.catalog.t("alt_duration", batch=batch_text, **where))
                     self._figure(plots.percentage(self.data, device, int(batch), mode, self.catalog),
@@ -159,7 +162,8 @@ class ReportView:
             here = rows[rows["environment"] == environment]
             self._markdown(f"### {environment_label(environment, self.catalog)}")
             self._figure(plots.work_kinds(why.extreme_batches(here), self.catalog),
-                         self.catalog.t("alt_work_kinds", device=environment_label(environment, self.catalog)))
+                         self.catalog.t("alt_work_kinds", device=environment_label(environment, self.catalog,
+                                                                                   markdown=False)))
             self._markdown(why.why_table(here, self.catalog) + "\n\n"
                            + "\n".join(f"- {why.sentence(row, self.catalog)}" for _, row in here.iterrows()))
 

@@ -80,7 +80,7 @@ def guide_tables(data: pd.DataFrame, catalog: Catalog) -> list[tuple[str, str]]:
             headers += [catalog.t("col_p50_of", mode=side), catalog.t("col_p99_of", mode=side), catalog.t("col_flags")]
             rows = []
             for task, model, label in models:
-                row = [catalog.t(f"task_{task}") if f"task_{task}" in catalog.messages else task,
+                row = [catalog.t(f"task_{task}") if f"task_{task}" in catalog.messages else ltr(task, catalog),
                        ltr(label, catalog)]
                 flags = set()
                 eager = cells.loc[(model, "eager")] if (model, "eager") in cells.index else None

@@ -19,6 +19,7 @@ import threading
 import time
 import uuid
 
+from ..paths import make_folder
 from ..records.results_file import locked
 
 LOCK_NAME = ".runner.lock"
@@ -40,7 +41,7 @@ class RunnerLease:
         self._fd: int | None = None
 
     def __enter__(self) -> "RunnerLease":
-        self.directory.mkdir(parents=True, exist_ok=True)
+        make_folder(self.directory, "the study folder")
         fd = os.open(self.directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -16,6 +16,9 @@ from bench_utils.paths import PROJECT_ROOT
 from bench_utils.records.results_file import read_records
 
 ray_cluster_utils = pytest.importorskip("ray.cluster_utils")
+# Alone, after the parallel tests (make test's serial pass): Ray gives a node 30 s to register with its head, which a
+# two-node cluster started beside the parallel workers once missed ("the GCS has become overloaded")
+pytestmark = pytest.mark.serial
 
 GRID = """\
 study: ray-test

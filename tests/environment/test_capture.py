@@ -6,7 +6,7 @@ import torch
 
 from bench_utils import capture_environment
 from bench_utils.environment.capture import format_environment
-from bench_utils.records.schema import gpu_name
+from bench_utils.records.reading import gpu_name
 
 REQUIRED = [
     "python_version", "torch_version", "torch_git_version", "torch_cuda_version", "cudnn_version",

@@ -67,3 +67,14 @@ GUIDES_SLOW_CELL = dict(compile_mode="default", memory_format="contiguous", shap
 ])
 def test_only_a_slow_compiled_cell_of_the_guides_kind_is_diagnosed(change, diagnosed):
     assert slowdown.diagnosable(**{**GUIDES_SLOW_CELL, **change}) is diagnosed
+
+
+def test_another_mode_and_an_inductor_configuration_need_the_inductor_backend():
+    cell = Variant("default")
+    chosen = slowdown.remedies({"eager": {"kinds_ms": {"matmul_conv": 1.0}, "busy_fraction": 0.3},
+                                "compiled": {"kinds_ms": {"matmul_conv": 2.0}, "busy_fraction": 0.3}}, cell, cuda=True)
+    assert slowdown.measurable(chosen, None) == (chosen, []) and slowdown.measurable(chosen, "inductor") == (chosen, [])
+    can, cannot = slowdown.measurable(chosen, "aot_eager")
+    assert [remedy.variant for remedy in can] == [Variant("default", "channels_last")]
+    assert {remedy.variant for remedy in cannot} == {v.variant for v in chosen} - {Variant("default", "channels_last")}
+    assert all(slowdown.needs_inductor(remedy.variant) for remedy in cannot)

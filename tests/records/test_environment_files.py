@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from bench_utils.records import environment_files
@@ -54,3 +56,10 @@ def test_a_line_that_is_not_an_exact_pin_is_refused_with_its_place(tmp_path):
     path.write_text("# header\ntorch==2.14.1\nnumpy>=2\n")
     with pytest.raises(ValueError, match=r"env.txt:3: not an exact pin \(name==version\): numpy>=2"):
         read_requirements(path)
+
+
+def test_a_file_name_holds_only_what_a_file_name_may_whatever_the_environment_says():
+    from bench_utils.records.environment_files import StudyEnvironment
+
+    odd = StudyEnvironment("3.12.1", "x86/64 ../..", {"torch": "2.14.1+cu130"}, True)
+    assert re.fullmatch(r"py3\.12-x86_64_.._..-torch2\.14\.1-cu130-[0-9a-f]{6}", odd.identity), odd.identity

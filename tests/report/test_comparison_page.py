@@ -51,3 +51,20 @@ def test_a_folder_without_records_is_refused(studies, tmp_path):
     empty = write_study(tmp_path / "empty", [])
     with pytest.raises(ValueError, match="holds no record"):
         comparison_page.compare_studies(studies[0], empty)
+
+
+def test_a_records_markup_is_text_on_the_comparison_page(tmp_path):
+    import mistune
+
+    from hostile_records import all_poisoned, assert_no_element_of_a_record, dom, payload
+
+    hostile = [all_poisoned(record) for record in example_records()]
+    published = write_study(tmp_path / "example", hostile)
+    again = write_study(tmp_path / "again", [{**record, "record_id": record["record_id"] + "x"} for record in hostile])
+    _, pages = comparison_page.render_comparison(published, again)
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        html = text if page.suffix == ".html" else mistune.create_markdown(escape=False)(text)
+        elements, shown = dom(html)
+        assert_no_element_of_a_record([item for item in elements if item[0] != "div"], str(page))
+        assert payload("cell.model") in shown or payload("model.label") in shown, page

@@ -113,3 +113,17 @@ def test_the_summary_counts_the_lines_it_skipped_and_they_are_listed(shown, tmp_
     assert "6 cells from" in html_of(shown[0])  # the first record, behind the mark, too
     assert "Lines of study/results.jsonl skipped as unreadable: 1" in html_of(shown[0])
     assert "skipped" not in Explorer([EXAMPLE]).summary_html()
+
+
+def test_a_records_markup_is_text_in_every_view(shown, tmp_path):
+    from hostile_records import all_poisoned, assert_no_element_of_a_record, dom, payload
+    from explore_data import example_records
+
+    study = write_study(tmp_path / "hostile", [all_poisoned(record) for record in example_records()])
+    explorer = Explorer([str(study)])
+    explorer.summary()
+    explorer.show(controls=False)
+    for output in shown:
+        elements, text = dom(html_of(output))
+        assert_no_element_of_a_record(elements, "explorer")
+    assert any(payload("environment.cpu_model") in dom(html_of(output))[1] for output in shown)

@@ -1,3 +1,5 @@
+import re
+
 from bench_utils.report.i18n import Catalog
 from bench_utils.report.markdown import LRI, PDI, environment_label, mode_label
 
@@ -33,3 +35,69 @@ def test_a_region_no_figure_could_see_says_so_and_one_not_measured_is_a_dash():
     assert region_mib(1.5 * 2**20, CPU_ALLOCATOR, Catalog("en")) == "1.5"
     assert region_mib(None, NOT_MEASURABLE, Catalog("es")) == "no medible aquí"
     assert region_mib(None, None, Catalog("en")) == "–"
+
+
+HOSTILE_TEXT = ['<img src=x onerror=alert(1)>', "<script>alert(1)</script>", "[a](javascript:alert(1))",
+                "![t](http://tracker.example/p.png)", "_em_ *strong* ~~gone~~ `code` $x^2$", "# heading", "a\nb\r\n<b>c</b>",
+                "&lt;entity&gt; &amp;", "\\`\\*", "http://link.example/x", "detr_r50 timm:resnet18", "1,234.56×"]
+
+
+def _html_and_text(markdown: str) -> tuple[list[str], str]:
+    """The elements a permissive Markdown renderer (raw HTML passed through, as many documentation sites do) makes of
+    ``markdown``, and the text it shows."""
+    from html.parser import HTMLParser
+
+    import mistune
+
+    class Elements(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.found, self.text = [], []
+
+        def handle_starttag(self, tag, attrs):
+            self.found.append(tag)
+
+        def handle_data(self, data):
+            self.text.append(data)
+
+    parser = Elements()
+    parser.feed(mistune.create_markdown(escape=False, plugins=["table", "strikethrough", "url"])(markdown))
+    return parser.found, "".join(parser.text).strip()  # the parser reads entities as their characters
+
+
+def test_a_value_is_shown_as_exactly_its_text_and_makes_no_element():
+    from bench_utils.report.markdown import ltr, plain
+
+    for text in HOSTILE_TEXT:
+        elements, shown = _html_and_text(f"before {plain(text)} after")
+        assert elements == ["p"], (text, elements)
+        one_line = re.sub(r"[\r\n]", " ", text)  # a line break: a space
+        assert shown == f"before {one_line} after", (text, shown)
+    for text in ("detr_r50", "timm:resnet18", "1,234.56×", "-28.78", "reduce-overhead"):
+        assert plain(text) == text  # names and numbers read as written in the Markdown too
+    arabic = ltr("<b>x</b>", Catalog("ar"))
+    assert arabic == f"{LRI}&lt;b&gt;x&lt;/b&gt;{PDI}"
+
+
+def test_a_table_cell_holding_markup_stays_one_cell_of_text():
+    from bench_utils.report.markdown import markdown_table, plain
+
+    elements, shown = _html_and_text(markdown_table(["a", "b"], [[plain("x | y\n| z"), plain("<i>w</i>")]]))
+    assert elements.count("td") == 2 and "i" not in elements
+    assert "x | y | z" in shown and "<i>w</i>" in shown
+
+
+def test_code_shows_its_text_whatever_backticks_it_holds():
+    from bench_utils.report.markdown import code
+
+    for text in ("study/results.jsonl", "a`b", "``x``", "<script>"):
+        elements, shown = _html_and_text(code(text, Catalog("en")))
+        assert elements == ["p", "code"] and shown == text, (text, elements, shown)
+    assert code("f", Catalog("ar")) == f"{LRI}`f`{PDI}"
+
+
+def test_markdown_html_escapes_raw_html_and_drops_script_links():
+    from bench_utils.report.markdown import markdown_html
+
+    html = markdown_html('<img src=x onerror=alert(1)> [a](javascript:alert(1))')
+    assert "<img" not in html and "javascript:" not in html and "&lt;img" in html

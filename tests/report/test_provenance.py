@@ -20,7 +20,7 @@ def test_coverage_says_how_many_of_the_grids_cells_are_measured(locale):
                                        catalog)
     assert done == catalog.t("coverage_complete", device="\u2066CPU\u2069" if locale == "ar" else "CPU",
                              cells=provenance.ltr(catalog.number(6, 0), catalog),
-                             grid=provenance.ltr("g", catalog), folder=provenance.ltr("`s`", catalog))
+                             grid=provenance.ltr("g", catalog), folder=provenance.code("s", catalog))
 
 
 def _study(tmp_path, corrections):
@@ -62,6 +62,22 @@ def test_a_correction_file_that_is_not_a_list_of_entries_is_refused_naming_it(tm
     with pytest.raises(ValueError, match="corrections.yaml: entry 0 needs field, records"):
         provenance.read_corrections([folder])
     assert provenance.read_corrections([_study(tmp_path / "other", None)[0]]) == []
+
+
+@pytest.mark.parametrize("entry, message", [
+    ("- field: environment.git_commit\n  records: all\n  reason: <script>alert(1)</script>",
+     "entry 0: reason must be one the report can say (enclosing_repository, study_outputs), got '<script>alert(1)</script>'"),
+    ("- field: '<b>x</b>'\n  records: all\n  reason: enclosing_repository",
+     "entry 0: field must be a record field such as environment.git_commit, got '<b>x</b>'"),
+    ("- field: environment.git_commit\n  records: [1, 2]\n  reason: enclosing_repository",
+     "entry 0: records must be all or a list of record ids, got [1, 2]"),
+])
+def test_a_correction_the_report_cannot_say_is_one_line_naming_its_file(tmp_path, entry, message):
+    # a study folder travels with its corrections: a reason no catalog has was a KeyError mid-report
+    folder, _ = _study(tmp_path, entry)
+    with pytest.raises(ValueError) as caught:
+        provenance.read_corrections([folder])
+    assert str(caught.value) == f"{folder / 'corrections.yaml'}: {message}"
 
 
 def test_cells_measured_before_switch_calls_are_named_with_their_mode():

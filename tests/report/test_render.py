@@ -1,4 +1,5 @@
 import base64
+import warnings
 from pathlib import Path
 import re
 import shutil
@@ -173,3 +174,77 @@ def test_ctrl_c_during_a_report_is_one_line_exit_130_and_leaves_no_kernel_nor_ha
     assert not list(study.rglob("*partial*"))
     assert not psutil.Process().children(recursive=True) or all(
         "ipykernel" not in " ".join(child.cmdline()) for child in psutil.Process().children(recursive=True))
+
+
+# --- a page no record can script ----------------------------------------------------------------------------------
+
+LOCALES = ("en", "ar", "es")
+SHOWN = ("cell.model", "environment.cpu_model", "environment.torch_git_version")  # fields every page shows
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    """A study whose records hold markup in every string the reader keeps (``hostile_records``: the rest are
+    skipped, each naming its field), rendered in every locale and format."""
+    from hostile_records import all_poisoned, read_jsonl, write_jsonl
+
+    folder = tmp_path_factory.mktemp("hostile") / "study"
+    records = [*read_jsonl(FIXTURE), *read_jsonl(PROJECT_ROOT / "reports" / "example-tiny" / "results.jsonl")]
+    write_jsonl(folder / "results.jsonl", [all_poisoned(record) for record in records])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        render([folder], locales=list(LOCALES), formats=["html", "md"], progress=lambda line: None)
+    assert not [w for w in caught if w.category is CorruptRecordWarning]  # every record shown, none skipped
+    return folder
+
+
+def test_a_records_markup_is_text_on_every_page_in_every_language(hostile):
+    import mistune
+
+    from hostile_records import assert_no_element_of_a_record, dom, payload
+
+    for locale in LOCALES:
+        elements, text = dom((hostile / locale / "index.html").read_text(encoding="utf-8"))
+        assert_no_element_of_a_record(elements, f"{locale}/index.html")
+        csp = [attributes for tag, attributes in elements if attributes.get("http-equiv") == "Content-Security-Policy"]
+        assert csp and "default-src 'none'" in csp[0]["content"]
+        for field in SHOWN:
+            assert payload(field) in text, (locale, field)
+        # the README as a documentation site renders it, raw HTML allowed
+        markdown = (hostile / locale / "README.md").read_text(encoding="utf-8")
+        elements, text = dom(mistune.create_markdown(escape=False, plugins=["table", "strikethrough", "url"])(markdown))
+        assert_no_element_of_a_record([item for item in elements if item != ("div", {"dir": "rtl", "lang": "ar"})],
+                                f"{locale}/README.md")
+        for field in SHOWN:
+            assert payload(field) in text, (locale, field)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (.ci/run installs it)")
+def test_a_records_markup_runs_nothing_in_headless_chromium(hostile, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    from hostile_records import PROBE, payload
+
+    args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=args)
+        try:
+            for locale in LOCALES:
+                page, dialogs, errors = browser.new_page(), [], []
+                page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+                page.on("console", lambda message: message.type == "error" and errors.append(message.text))
+                page.on("pageerror", lambda error: errors.append(str(error)))
+                page.goto((hostile / locale / "index.html").as_uri())
+                page.wait_for_load_state("load")
+                found = page.evaluate(f"""() => ({{
+                    made: document.querySelectorAll('{PROBE}, script, iframe, [onerror], [onclick]').length,
+                    away: [...document.querySelectorAll('a[href]')].filter(a => !a.getAttribute('href').startsWith('#')).length,
+                    text: document.body.innerText.replace(/[\\u2066\\u2069\\u2060]/g, ''),
+                }})""")
+                assert found["made"] == 0 and found["away"] == 0, (locale, found["made"], found["away"])
+                assert payload("cell.model") in found["text"], locale
+                assert not dialogs and not errors, (locale, dialogs, errors)
+                page.close()
+        finally:
+            browser.close()

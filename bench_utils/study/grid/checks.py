@@ -6,6 +6,8 @@ import difflib
 import re
 from typing import Any, Callable
 
+from ...parameters import quoted
+
 
 class GridError(ValueError):
     """A grid file that cannot be run; the message is one line naming file and key."""
@@ -17,21 +19,22 @@ def fail(path: str, key: str, message: str) -> GridError:
 
 def check_type(path: str, key: str, value: Any, expected) -> None:
     if expected is int and (isinstance(value, bool) or not isinstance(value, int)):
-        raise fail(path, key, f"must be an integer, got {value!r}")
+        raise fail(path, key, f"must be an integer, got {quoted(value)}")
     if expected is list and not isinstance(value, list):
-        raise fail(path, key, f"must be a list, got {value!r}")
+        raise fail(path, key, f"must be a list, got {quoted(value)}")
     if expected not in (int, list) and not isinstance(value, expected):
         names = (" or ".join(t.__name__ for t in expected) if isinstance(expected, tuple)
                  else expected.__name__)
-        raise fail(path, key, f"must be {names}, got {value!r}")
+        raise fail(path, key, f"must be {names}, got {quoted(value)}")
 
 
 def unknown_keys(path: str, where: str, mapping: dict, known) -> None:
     for key in mapping:
         if key not in known:
-            close = difflib.get_close_matches(str(key), list(known), n=1)
+            close = difflib.get_close_matches(str(key)[:100], list(known), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise fail(path, f"{where}{key}", f"unknown key{hint}; known keys: {', '.join(known)}")
+            raise fail(path, f"{where}{quoted(key) if not isinstance(key, str) or len(key) > 60 else key}",
+                       f"unknown key{hint}; known keys: {', '.join(known)}")
 
 
 def non_empty(path: str, key: str, values: list) -> None:
@@ -57,7 +60,7 @@ def _names_listed_once(path: str, key: str, values: list, pattern: str, not_a_na
 def check_devices(path: str, devices: list) -> list[str]:
     """The devices cells run on: kinds (cpu, cuda) or pinned devices (cuda:N), each once."""
     return _names_listed_once(path, "devices", devices, r"cpu|cuda(:\d+)?",
-                              lambda device: f"unknown device {device!r}: use cpu, cuda or cuda:N",
+                              lambda device: f"unknown device {quoted(device)}: use cpu, cuda or cuda:N",
                               once_because="one worker per device")
 
 
@@ -65,7 +68,7 @@ def check_accelerators(path: str, kinds: list) -> list[str]:
     """A cluster's accelerator types to cover, as Ray names them (H100, A100, L4, or a node's own
     custom kind): non-empty names, each once."""
     return _names_listed_once(path, "accelerators", kinds, r"[A-Za-z0-9][A-Za-z0-9_.+-]*",
-                              lambda kind: f"{kind!r} is not an accelerator type name (such as H100, A100, L4)")
+                              lambda kind: f"{quoted(kind)} is not an accelerator type name (such as H100, A100, L4)")
 
 
 def check_timm(path: str, where: str, model: str) -> str:

@@ -36,6 +36,7 @@ from typing import Any
 
 from ...records.schema import CELL_FIELDS
 from ...records.key import CellIdentity, cell_file_name
+from ...parameters import quoted
 from ...settings import ANYWHERE, AXIS, TOP, Settings, setting_fields
 from ...vocabulary import AOT_MODES, CompileMode, InductorConfig, Shapes, check_mode, dtype_name
 from ...zoo.registry import TASKS, resolve_key
@@ -55,7 +56,8 @@ REQUIRED_GRID_KEYS = ("models", "batch_sizes", "compile_modes")
 NOTEBOOKS = {"image-classification": "classification.ipynb",
              "image-segmentation": "segmentation.ipynb",
              "object-detection": "detection.ipynb"}
-_STUDY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+STUDY_NAME_LENGTH = 100  # it names a folder, and file names are built from it
+_STUDY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,%d}$" % (STUDY_NAME_LENGTH - 1))
 GRID_COPY = "grid.yaml"  # the grid a study folder was last run from, kept beside its records: it is re-run from it
 
 
@@ -170,7 +172,8 @@ def parse_grid(data: Any, path: str = "<grid>") -> Grid:
         if key not in data:
             raise fail(path, key, "is required")
     if not _STUDY_NAME.match(data["study"]):
-        raise fail(path, "study", f"must be a file-name-safe name, got {data['study']!r}")
+        raise fail(path, "study", f"must be a file-name-safe name of at most {STUDY_NAME_LENGTH} characters "
+                   f"(letters, digits, '.', '_', '-'), got {quoted(data['study'])}")
     devices = check_devices(path, data.get("devices", ["cpu"]))
     study_settings = _settings(path, "", data, Settings())
     _check_study_settings(path, study_settings, devices)
@@ -271,7 +274,7 @@ def _sub_grid_settings(path: str, where: str, item: dict, study_settings: Settin
 def _batch_sizes(path: str, where: str, values: list) -> list[int]:
     for value in values:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise fail(path, where + "batch_sizes", f"must be positive integers, got {value!r}")
+            raise fail(path, where + "batch_sizes", f"must be positive integers, got {quoted(value)}")
     return sorted(set(values))
 
 
@@ -289,7 +292,7 @@ def _check_dynamic_shapes(path: str, where: str, shapes: list[str], modes: list[
 def _model(path: str, where: str, model: str, task_override: str | None) -> tuple[str, str]:
     """The model's key and task: from the registry, timm, or the sub-grid's task for another checkpoint."""
     if task_override is not None and task_override not in TASKS:
-        raise fail(path, where + "task", f"unknown task {task_override!r}: use one of {', '.join(TASKS)}")
+        raise fail(path, where + "task", f"unknown task {quoted(task_override)}: use one of {', '.join(TASKS)}")
     try:
         spec = resolve_key(model)
     except ValueError as exc:

@@ -1,7 +1,11 @@
-"""Reading a grid file's YAML strictly: UTF-8 only, and a key given twice is an error.
+"""Reading a grid file's YAML strictly: UTF-8 only, a key given twice is an error, and so is a document that
+aliases expand beyond any grid's size.
 
 PyYAML keeps the last of two equal keys without a word, so a grid that sets
 ``runs`` twice would silently measure with one of them; here it names the line.
+An alias is a reference, not a copy, so a "billion laughs" document (anchors of
+anchors) loads small; walking it, or quoting it in an error, would not end: it is
+refused before it is built, with the number of values it would hold.
 """
 
 from __future__ import annotations
@@ -34,6 +38,31 @@ def _mapping_without_duplicates(loader: _StrictLoader, node: yaml.MappingNode, d
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates)
 
 
+MAX_VALUES = 100_000  # values a grid file may expand to through its aliases (the guide's grid: under 100)
+
+
+def _expanded_size(node: yaml.Node, sizes: dict[int, int]) -> int:
+    """How many values ``node`` holds once its aliases are expanded (each node counted once per reference)."""
+    if id(node) not in sizes:
+        sizes[id(node)] = 0  # an alias of an enclosing node (a cycle) counts as one value
+        children = ([child for pair in node.value for child in pair] if isinstance(node, yaml.MappingNode)
+                    else node.value if isinstance(node, yaml.SequenceNode) else [])
+        sizes[id(node)] = min(1 + sum(_expanded_size(child, sizes) for child in children), MAX_VALUES + 1)
+    return sizes[id(node)]
+
+
+def _load(text: str) -> Any:
+    loader = _StrictLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is not None and _expanded_size(node, {}) > MAX_VALUES:
+            raise GridFileError(f"its aliases expand to more than {MAX_VALUES:,} values: not a grid (a YAML "
+                                "anchor bomb?)")
+        return loader.construct_document(node) if node is not None else None
+    finally:
+        loader.dispose()
+
+
 def read_yaml(path: str | Path) -> Any:
     """The YAML document of ``path``; GridFileError naming the file for any reason it cannot be read."""
     try:
@@ -44,7 +73,7 @@ def read_yaml(path: str | Path) -> Any:
         raise GridFileError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}); "
                             "save the grid file as UTF-8") from None
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 (a SafeLoader)
+        return _load(text)  # a SafeLoader
     except GridFileError as exc:
         raise GridFileError(f"{path}: {exc}") from None
     except yaml.YAMLError as exc:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...records.schema import gpu_name
+from ...records.reading import gpu_name
 from .prior import CellShape, Prior, Span, device_key, records_on_device
 from .recorded import estimate_cell_seconds, estimate_kernel_start_seconds
 

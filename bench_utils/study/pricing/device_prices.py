@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
-from ...records.schema import block
+from ...records.reading import block
 from ...records.results_file import read_records
 from .prior import ZERO, CellShape, Prior, Span, device_key, records_on_device
 

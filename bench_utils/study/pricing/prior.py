@@ -36,9 +36,8 @@ from pathlib import Path
 import statistics
 from typing import Any, Iterable
 
-from ...records.schema import gpu_name
 from ...measurement.peaks import FP64_TFLOPS, MEMORY_BANDWIDTH_GBS, PEAK_TFLOPS, gpu_key, peak_tflops
-from ...records.schema import block
+from ...records.reading import block, gpu_name
 from ...vocabulary import CUDA_GRAPH_MODES, TF32_SWITCHES as TF32_POLICIES, CompileMode, Status
 
 MODEL_COSTS = Path(__file__).with_name("data") / "model_costs.json"

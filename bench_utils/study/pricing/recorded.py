@@ -15,7 +15,7 @@ from pathlib import Path
 import statistics
 from typing import TYPE_CHECKING, Any, Iterable
 
-from ...records.schema import block
+from ...records.reading import block
 from ...records.key import cell_identity, environment_key
 from ...records.results_file import read_records
 from ...vocabulary import Status

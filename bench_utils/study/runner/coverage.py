@@ -13,7 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from ...records.schema import block, gpu_name
+from ...records.reading import block, gpu_name
 from ...records.key import cell_identity, eager_side_key
 from ...records.results_file import read_records
 from ...vocabulary import DONE_STATUSES

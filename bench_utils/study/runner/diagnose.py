@@ -19,8 +19,8 @@ from typing import Any
 
 import yaml
 
-from ...measurement.slowdown import REMEDY_STUDY_SUFFIX, Variant, diagnosable, remedies, rules_fired
-from ...records.schema import block
+from ...measurement.slowdown import REMEDY_STUDY_SUFFIX, Variant, diagnosable, measurable, remedies, rules_fired
+from ...records.reading import block
 from ...records.key import cell_identity, latest_per_key
 from ...records.results_file import check_readable, read_records
 from ...vocabulary import InductorConfig, MemoryFormat, Status
@@ -56,19 +56,24 @@ def _sub_grid(record: dict[str, Any], variant: Variant) -> dict[str, Any]:
 
 
 def remedy_grid(slow: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]:
-    """The grid of every slow cell's remedies (a grid file's mapping), and a line per slow cell saying which
-    rules its profile fired and what they chose. The study-wide settings are the first slow cell's."""
+    """The grid of every slow cell's remedies (a grid file's mapping; no sub-grid where none can be measured), and
+    a line per slow cell saying which rules its profile fired, what they chose, and what its backend cannot
+    measure (``measurement.slowdown.measurable``). The study-wide settings are the first slow cell's."""
     first = block(slow[0], "config")
     lines, grids, kinds = [], [], []
     for record in slow:
         cell, profile = record["cell"], block(record, "profile")
         kind = cell["device"].split(":")[0]
         kinds.append(kind)
-        chosen = remedies(profile, _variant(record), cuda=kind == "cuda")
+        backend = block(record, "config").get("backend")
+        chosen, left_out = measurable(remedies(profile, _variant(record), cuda=kind == "cuda"), backend)
         speedup = block(record, "speedup")
-        lines.append(f"{cell['model']} batch {cell['batch_size']} {cell['compile_mode']} on {kind}: speed-up "
-                     f"{speedup.get('mean', float('nan')):.2f}x; rules: {', '.join(rules_fired(profile))}; remedies: "
-                     + ", ".join(_name(remedy.variant) for remedy in chosen))
+        lines.append(printable(
+            f"{cell['model']} batch {cell['batch_size']} {cell['compile_mode']} on {kind}: speed-up "
+            f"{speedup.get('mean', float('nan')):.2f}x; rules: {', '.join(rules_fired(profile))}; remedies: "
+            + (", ".join(_name(remedy.variant) for remedy in chosen) or "none measurable")
+            + (f"; left out, needing the inductor backend (this study's is {backend}): "
+               + ", ".join(_name(remedy.variant) for remedy in left_out) if left_out else "")))
         grids += [_sub_grid(record, remedy.variant) for remedy in chosen]
     study = str(slow[0]["cell"]["study"])
     grid = {"study": f"{study}{REMEDY_STUDY_SUFFIX}",
@@ -79,6 +84,12 @@ def remedy_grid(slow: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]:
     if first.get("backend") not in (None, "inductor"):
         grid["backend"] = first["backend"]
     return {key: value for key, value in grid.items() if value is not None}, lines
+
+
+def printable(text: str) -> str:
+    """A line for the terminal from a record's strings: control characters (a colleague's record may hold escape
+    sequences) shown as ``?``."""
+    return "".join(char if char.isprintable() else "?" for char in text)
 
 
 def _name(variant: Variant) -> str:
@@ -111,6 +122,9 @@ def diagnose(study: str | Path, *, dry_run: bool = False, time_limit: str | None
     say(f"[diagnose] {len(slow)} compiled cell(s) slower than eager or inconclusive in {folder}:")
     for line in lines:
         say(f"  {line}")
+    if not data["grids"]:
+        say("[diagnose] no remedy of these cells can be measured with their backend: nothing to run")
+        return 0
     text = ("# The remedies of the compiled cells compile made slower (bench_utils diagnose), per cell:\n"
             + "".join(f"#   {line}\n" for line in lines) + yaml.safe_dump(data, sort_keys=False))
     with tempfile.TemporaryDirectory(prefix="diagnose-") as scratch:

@@ -34,7 +34,7 @@ from typing import Any, Callable
 from ...environment.capture import capture_environment
 from ...kernel import ensure_kernel
 from ...paths import REPORTS_DIR
-from ...records.schema import last_error_line
+from ...records.reading import last_error_line
 from ...records.key import RecordKey
 from ...records.build import failure_record, skipped_after_oom, unmeasured_config
 from ...records.results_file import append_record, locked
@@ -58,9 +58,16 @@ KILLS_BEFORE_ERROR = 2   # a cell that ends its kernel this often is an error, n
 
 
 def study_folder(grid: Grid, out_dir: str | os.PathLike | None) -> Path:
-    """``--out`` resolved once (kernels run from the project root), or ``reports/<study>/``."""
+    """``--out`` resolved once (kernels run from the project root), or ``reports/<study>/``; ValueError in one line
+    for a path no folder can be at (an empty one, a file, a name too long)."""
+    if out_dir is not None and not str(out_dir).strip():
+        raise ValueError("--out is empty: name the study folder")
     folder = Path(out_dir).resolve() if out_dir else REPORTS_DIR / grid.study
-    if folder.exists() and not folder.is_dir():
+    try:
+        is_file = folder.exists() and not folder.is_dir()
+    except OSError as exc:  # ENAMETOOLONG, say
+        raise ValueError(f"--out {folder}: not a usable folder ({exc.strerror or exc})") from None
+    if is_file:
         raise ValueError(f"--out {folder} is a file, not a study folder")
     return folder
 
@@ -137,7 +144,9 @@ class Runner:
         oom_at = self.earlier_ooms.get(self.key(cell).without_study().without_batch_size())
         return oom_at if oom_at is not None and cell.batch_size > oom_at else None
 
-    def run(self) -> RunOutcome:
+    def run(self, announce: Callable[[], None] | None = None) -> RunOutcome:
+        """Run the pending cells; ``announce`` is called once this runner holds the study folder (a runner
+        refused it says only why)."""
         workers = self.check_devices()
         if len(workers) > 1:  # disjoint cores per worker: two kernels never share one
             self.affinity = dict(zip(workers, split_cpus(os.sched_getaffinity(0), len(workers))))
@@ -146,6 +155,8 @@ class Runner:
         with RunnerLease(self.out_dir, self.results_path) as lease, \
                 StopOnSignal(self.running.end_all, self.time_limit) as self.stop:
             self.run_id = lease.run_id
+            if announce is not None:
+                announce()
             if self.grid_file is not None:  # the run has started: the folder now keeps the grid it runs
                 keep_grid_copy(self.grid_file, self.out_dir, *([self.grid_copy] if self.grid_copy else []))
             # a runner killed outright (SIGKILL) left its kernels' progress files: this run holds the lease now

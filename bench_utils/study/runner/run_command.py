@@ -40,13 +40,11 @@ def run_locally(grid: Grid, params: os.PathLike | str, *, out=None, force: bool 
         return 0
     if seconds is not None:
         set_time_limit(runner, seconds, device_model, sys.stderr, started or time.monotonic())
-    print(f"[run] study {grid.study}: {len(grid.cells)} cells from {params}; "
-          f"results in {runner.results_path}; a cell that records nothing for "
-          f"{runner.timeout / 60:.0f} min is stopped "
-          f"({'--timeout' if timeout else 'default from the runs per cell; --timeout to change'})",
-          file=sys.stderr)
-    try:
-        outcome = runner.run()
+    banner = (f"[run] study {grid.study}: {len(grid.cells)} cells from {params}; results in {runner.results_path}; "
+              f"a cell that records nothing for {runner.timeout / 60:.0f} min is stopped "
+              f"({'--timeout' if timeout else 'default from the runs per cell; --timeout to change'})")
+    try:  # the banner once the study folder is this run's: a refused runner says only why
+        outcome = runner.run(announce=lambda: print(banner, file=sys.stderr))
     except LeaseHeldError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -53,7 +53,7 @@ def test_compiled_cell_reports_speedup_compile_cost_and_parity(loaded):
     assert result.compute["eager_tflops"] == pytest.approx(result.compute["flops"] / (eager_ms * 1e-3) / 1e12)
     assert result.energy is None  # no NVML on a CPU: not measured, not zero
     record = cell_record(result, loaded, study="t", environment=ENV,
-                         config={"seed": 0, "tf32": False})
+                         config={"seed": 0, "tf32": "default"})
     validate_record(record)
     json.dumps(record, allow_nan=False)
     assert record["compile"]["mode"] == "default" and record["compile"]["cold_ms"] > 0

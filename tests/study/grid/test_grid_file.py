@@ -115,12 +115,40 @@ def test_devices_pin_workers():
     (BASE + "    task: object-detection\n",
      "grid.yaml: grids[0].task: 'resnet' is an image-classification model: the sub-grid's task (object-detection)"),
     (BASE.replace("[resnet, detr]", "[timm:resnet181]"), "grid.yaml: grids[0].models: unknown timm model 'resnet181'. Did you mean"),
+    (BASE.replace("study: t", "study: " + "s" * 300), "grid.yaml: study: must be a file-name-safe name of at most 100 "
+                                                       "characters (letters, digits, '.', '_', '-'), got 'sssss"),
 ])
 def test_each_mistake_is_one_line_naming_file_and_key(tmp_path, text, message):
     with pytest.raises(GridError) as caught:
         load_grid(write(tmp_path, text))
     assert message in str(caught.value)
-    assert "\n" not in str(caught.value)
+    assert "\n" not in str(caught.value) and len(str(caught.value)) < 400
+
+
+def laughs(levels: int) -> str:
+    """A "billion laughs" value: each anchor the one before and nine aliases of it, ten strings at the bottom."""
+    if levels == 0:
+        return "&l0 [" + ", ".join(["xxxxxxxxxx"] * 10) + "]"
+    return f"&l{levels} [{laughs(levels - 1)}, " + ", ".join([f"*l{levels - 1}"] * 9) + "]"
+
+
+def test_a_value_aliases_blow_up_is_quoted_short_and_a_document_too_big_is_refused_before_it_is_built(tmp_path):
+    import time
+
+    with pytest.raises(GridError) as caught:
+        load_grid(write(tmp_path, BASE.replace("study: t\n", f"study: t\ndescription: {laughs(3)}\n")))
+    assert "description: must be str, got [[[...], [...], [...], [...], ...]" in str(caught.value)
+    assert len(str(caught.value)) < len(str(tmp_path)) + 250
+    started = time.monotonic()
+    with pytest.raises(GridError, match="its aliases expand to more than 100,000 values: not a grid"):
+        load_grid(write(tmp_path, BASE.replace("study: t\n", f"study: t\ndescription: {laughs(9)}\n")))  # 10^10
+    assert time.monotonic() - started < 5
+
+
+def test_aliases_of_a_grids_own_size_are_read():
+    text = BASE + "  - &more\n    models: [vit]\n    batch_sizes: [1]\n    compile_modes: [eager]\n  - *more\n"
+    import yaml
+    assert len(parse_grid(yaml.safe_load(text)).cells) == 9
 
 
 def test_a_grid_cell_is_a_records_cell_identity_then_its_settings():

@@ -62,6 +62,28 @@ def test_a_remedy_that_loses_is_not_diagnosed_again():
     assert [r["cell"]["compile_mode"] for r in diagnosis.slow_cells(measured + [lost])] == ["default", "default"]
 
 
+def test_a_study_compiled_with_another_backend_measures_only_the_remedies_that_backend_can():
+    # the mobilenet batch-16 cell's profile fires matmul-conv-up: under aot_eager only channels_last can be measured
+    mobilenet = next(r for r in records() if r["cell"]["model"] == "mobilenet" and r["cell"]["batch_size"] == 16
+                     and r["cell"]["compile_mode"] == "default")
+    other = json.loads(json.dumps(mobilenet))
+    other["config"]["backend"] = "aot_eager"
+    data, [line] = diagnosis.remedy_grid([other])
+    grid = parse_grid(data)  # the grid the backend takes: no Inductor option, no other mode
+    assert {(c.compile_mode, c.settings.memory_format, c.settings.inductor) for c in grid.cells} == {
+        ("default", "channels_last", "default")}
+    assert line.endswith("remedies: default+channels_last; left out, needing the inductor backend (this study's is "
+                         "aot_eager): default+no-layout-optimization, max-autotune-no-cudagraphs")
+
+
+def test_a_records_control_characters_never_reach_the_terminal():
+    vit = next(r for r in records() if r["cell"]["model"] == "vit" and r["cell"]["compile_mode"] == "default")
+    hostile = json.loads(json.dumps(vit))
+    hostile["cell"]["model"] = "vit\x1b[2J\x1b]0;owned\x07"
+    _, [line] = diagnosis.remedy_grid([hostile])
+    assert line.startswith("vit?[2J?]0;owned? batch 1") and all(char.isprintable() for char in line)
+
+
 @pytest.mark.slow
 def test_a_cpu_study_where_compile_loses_is_diagnosed_end_to_end_and_its_section_rendered(tmp_path):
     # make bench (about 3 minutes on 2 cores): params/cpu-loses.yaml, its slow cell's remedies, the report

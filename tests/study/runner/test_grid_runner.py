@@ -464,9 +464,10 @@ def test_ctrl_c_mid_cell_ends_the_kernel_writes_no_false_record_and_exits_130(tm
 
     grid = tmp_path / "hang.yaml"
     grid.write_text(SMOKE_SUBSET.replace("timm:resnet18", "timm:test_resnet"))  # the hang, not the model, times it
-    out, marker = tmp_path / "study", tmp_path / "hanging"
+    out, marker, temp = tmp_path / "study", tmp_path / "hanging", tmp_path / "tmp"
+    temp.mkdir()
     env = {**os.environ, "BENCH_UTILS_INJECT_FAULT": "hang:timm:test_resnet:2",
-           "BENCH_UTILS_HANG_MARKER": str(marker)}
+           "BENCH_UTILS_HANG_MARKER": str(marker), "TMPDIR": str(temp)}
     runner = subprocess.Popen([sys.executable, "-m", "bench_utils", "run", str(grid), "--out", str(out)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     deadline = time.monotonic() + 300
@@ -483,6 +484,9 @@ def test_ctrl_c_mid_cell_ends_the_kernel_writes_no_false_record_and_exits_130(tm
     assert [(r["cell"]["batch_size"], r["status"]) for r in records] == [(1, "ok")]  # no false error
     gone, alive = psutil.wait_procs(family, timeout=30)
     assert not alive, [p.cmdline() for p in alive]
+    # the killed kernels' connection files and sockets went with the command's kernel folder
+    left = [path.name for path in temp.rglob("*") if path.name.startswith(("kernel-", "kernels-"))]
+    assert not left, left
 
 
 def test_a_cell_has_a_bounded_default_timeout_from_its_size(tmp_path):

@@ -1,0 +1,73 @@
+"""The kinds of value a record's fields hold: ranges (a duration is positive, a count is not negative) and names
+checked to be what they say (a device, a compile mode, a version, a file-name-safe part).
+
+Each is an ``Annotated`` type that ``records.schema``'s blocks use and ``records.check`` holds records to; a checked
+name's function says in its docstring what the value must be, which is the reason a record is refused with. A
+name that reaches a file name or a pip requirements file (``records.environment_files``) is checked here, never
+trusted: records travel. Nothing here imports torch, pandas or pydantic.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from annotated_types import Ge, Gt, Le, Len, Predicate
+
+from ..vocabulary import CompileMode, DType
+
+# --- ranges ---------------------------------------------------------------------------------------------
+Positive = Annotated[float, Gt(0)]        # a duration, a mean latency, a speed-up: 0 or less was not measured
+NonNegative = Annotated[float, Ge(0)]     # seconds of a phase, bytes, FLOPs, joules
+Count = Annotated[int, Ge(0)]             # calls, graphs, outliers, bytes
+Share = Annotated[float, Ge(0), Le(1)]    # a p-value
+Interval = Annotated[list[Positive], Len(2, 2)]   # (low, high) of a ratio or a latency: both positive
+Bounds = Annotated[list[float], Len(2, 2)]         # (low, high) of a mean whose lower bound may dip below 0
+
+
+def is_device(text: str) -> bool:
+    """must be cpu, cuda or cuda:N"""
+    return re.fullmatch(r"cpu|cuda(:[0-9]+)?", text) is not None
+
+
+def is_name_part(text: str) -> bool:
+    """must be letters, digits, '.', '_', '+' or '-' (it names a file)"""
+    return re.fullmatch(r"[A-Za-z0-9._+-]{1,64}", text) is not None
+
+
+def is_package_name(text: str) -> bool:
+    """must be a package name (PEP 508: letters, digits, '.', '_', '-')"""
+    return re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9._-]{0,98}[A-Za-z0-9])?", text) is not None
+
+
+_VERSION = None
+
+
+def is_version(text: str) -> bool:
+    """must be a version (PEP 440, such as 2.14.1+cu130)"""
+    global _VERSION
+    if _VERSION is None:
+        from packaging.version import VERSION_PATTERN
+
+        _VERSION = re.compile(VERSION_PATTERN, re.VERBOSE | re.IGNORECASE)
+    return len(text) <= 100 and _VERSION.fullmatch(text) is not None
+
+
+def is_compile_mode(text: str) -> bool:
+    """must be eager, a torch.compile mode (default, reduce-overhead, max-autotune, max-autotune-no-cudagraphs) or
+    aot-inductor"""
+    return text in CompileMode.__members__.values()
+
+
+def is_dtype(text: str) -> bool:
+    """must be float32, float16 or bfloat16"""
+    return text in DType.__members__.values()
+
+
+Device = Annotated[str, Predicate(is_device)]
+CompileModeName = Annotated[str, Predicate(is_compile_mode)]
+DTypeName = Annotated[str, Predicate(is_dtype)]
+NamePart = Annotated[str, Predicate(is_name_part)]
+PackageName = Annotated[str, Predicate(is_package_name)]
+Version = Annotated[str, Predicate(is_version)]
+Text = Annotated[str, Len(1)]  # a name: not empty
