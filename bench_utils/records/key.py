@@ -140,16 +140,36 @@ def settings_hash(config: Mapping[str, Any], compile_mode: str) -> str:
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode("utf-8")).hexdigest()[:12]
 
 
+def warmed_up_as_its_eager_cell(timed_warmup: Any, cell_warmup: Any) -> bool:
+    """Whether the eager side of a compiled cell's pairs, warmed up ``timed_warmup`` calls, stands for the eager
+    cell set to ``cell_warmup``: only where they are the same (a CUDA-graph mode warms up at least twice,
+    ``study.cell.measured_cell``, which an eager cell set to once is not). The cell decides by it whether to
+    write the eager cell's record too, and a reader whether a compiled record's eager side is the eager cell."""
+    return timed_warmup == cell_warmup
+
+
+def eager_side_stands_for_its_cell(record: Mapping[str, Any]) -> bool:
+    """Whether a compiled cell's record measured its eager cell too, as the eager side of its pairs: an ``ok``
+    compiled record with eager's figures, warmed up as the eager cell (``warmed_up_as_its_eager_cell``)."""
+    cell = record.get("cell") or {}
+    return (record.get("status") == "ok" and cell.get("compile_mode") not in (None, CompileMode.EAGER)
+            and bool(block(record, "speedup").get("eager_mean_ms"))
+            and warmed_up_as_its_eager_cell(block(record, "latency").get("warmup"),
+                                            block(record, "config").get("warmup")))
+
+
+def measured_as_eager_side(record: Mapping[str, Any]) -> bool:
+    """Whether an eager cell's record holds a compiled cell's eager side (one measurement, two records; its
+    ``shared_measurement`` says which): its runs were timed, and paid for, in that cell."""
+    return isinstance(record.get("shared_measurement"), Mapping)
+
+
 def eager_side_key(record: Mapping[str, Any]) -> RecordKey | None:
     """The key of the eager cell a compiled cell's record measured too, as the eager side of its pairs (the
-    same settings, static shapes: eager compiles nothing); None for any other record. Resume counts that
-    eager cell as measured, and the report shows its figures from this record, where no record of its own
-    exists (a time limit stopped the kernel before it)."""
-    cell = record.get("cell") or {}
-    if (record.get("status") != "ok" or cell.get("compile_mode") in (None, CompileMode.EAGER)
-            or not block(record, "speedup").get("eager_mean_ms")
-            # its eager side stands for the eager cell where eager's warm-up was the cell's (``measured_cell``)
-            or block(record, "latency").get("warmup") != block(record, "config").get("warmup")):
+    same settings, static shapes: eager compiles nothing; ``eager_side_stands_for_its_cell``); None for any
+    other record. Resume counts that eager cell as measured, and the report shows its figures from this
+    record, where no record of its own exists (a time limit stopped the kernel before it)."""
+    if not eager_side_stands_for_its_cell(record):
         return None
     identity = cell_identity(record)._replace(compile_mode=CompileMode.EAGER.value)
     variant = dict(identity.variant_fields(), shapes=VARIANT_FIELDS["shapes"][0])

@@ -18,7 +18,7 @@ from ..measurement import stats
 from ..paths import PROJECT_ROOT
 from ..records.schema import CompileBlock, MemoryBlock
 from ..records.reading import block, eager_memory, energy_side, gpu_name, last_error_line, part
-from ..records.key import cell_identity, latest_per_key
+from ..records.key import cell_identity, eager_side_stands_for_its_cell, latest_per_key
 from ..records.results_file import read_records
 from ..parameters import text_list
 from ..zoo.registry import label_of
@@ -144,6 +144,7 @@ def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
             **_switch_costs(latency, speedup),
             **_clocks_and_trend(speedup),
             "eager_source": None,  # an eager row made from a compiled cell's pairs: that cell's mode
+            "eager_side_stands": eager_side_stands_for_its_cell(record),  # its pairs' eager is the eager cell
             "parity": parity.get("parity"),
             # what judged it: float64, eager's own dtype ("same-dtype") or nothing ("none"); at which tolerance
             "parity_reference": parity.get("reference"),
@@ -246,7 +247,8 @@ SAME_CELL = ["device_name", "torch_version", "task", "model", "label", "device",
 
 def _with_eager_from_pairs(data: pd.DataFrame) -> pd.DataFrame:
     """``data`` and, for every eager cell that no record holds but a compiled cell measured (the eager side
-    of its pairs), that eager row, from the first compiled mode's pairs (``eager_source``): a figure a
+    of its pairs, where it stands for the eager cell: ``records.key.eager_side_stands_for_its_cell``, the rule
+    resume counts by), that eager row, from the first compiled mode's pairs (``eager_source``): a figure a
     record holds is never shown as not measured. A run cut short by a time limit leaves such cells."""
     if data.empty:
         return data
@@ -256,8 +258,7 @@ def _with_eager_from_pairs(data: pd.DataFrame) -> pd.DataFrame:
 
     have_eager = {key_of(values) for values in data.loc[data["compile_mode"] == CompileMode.EAGER, keys].values}
     rank = {str(mode): i for i, mode in enumerate(COMPILED_MODE_ORDER)}
-    paired = data[(data["compile_mode"] != CompileMode.EAGER) & (data["status"] == "ok")
-                  & data["eager_interleaved_ms"].notna()]
+    paired = data[data["eager_side_stands"].astype(bool) & data["eager_interleaved_ms"].notna()]
     paired = paired.assign(_rank=paired["compile_mode"].map(lambda mode: rank.get(mode, len(rank))))
     added = []
     for key, group in paired.sort_values("_rank").groupby(keys, sort=False, dropna=False):

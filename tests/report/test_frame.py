@@ -162,7 +162,7 @@ def test_a_cpu_cell_whose_resident_memory_did_not_move_is_not_measurable_not_zer
     assert pd.isna(failed["peak_bytes"]) and failed["peak_method"] is None
 
 
-def _paired_record(mode, eager_ms, compiled_ms, *, penalty_ms=0.0, batch_size=1, switch=True):
+def _paired_record(mode, eager_ms, compiled_ms, *, penalty_ms=0.0, batch_size=1, switch=True, cell_warmup=1):
     """A compiled cell's record as a kernel writes it, from a comparison on a simulated machine."""
     from switching_machine import SwitchingMachine
     from bench_utils import compare
@@ -178,6 +178,7 @@ def _paired_record(mode, eager_ms, compiled_ms, *, penalty_ms=0.0, batch_size=1,
             speedup.pop(key)
     return make_record(dict(study="s", task="image-classification", model="resnet", batch_size=batch_size,
                             compile_mode=mode, dtype="float32", device="cpu"), environment={},
+                       config={"warmup": cell_warmup},  # the pairs warmed up once
                        measurement=comparison.candidate, compile={"cold_ms": 900.0},
                        memory={"eager": {"cpu_activation_peak_bytes": 2**20}},
                        extra={"speedup": speedup, "parity": {"parity": "pass"},
@@ -202,6 +203,20 @@ def test_an_eager_cell_no_record_holds_is_its_first_compiled_modes_paired_eager(
     data = frame([_paired_record("default", 4.0, 2.0), eager_record])
     assert list(data.loc[data["mode"] == "eager", "mean_ms"]) == [4.1]
     assert data.loc[data["mode"] == "eager", "eager_source"].isna().all()
+
+
+def test_a_compiled_cells_eager_side_warmed_up_otherwise_than_its_eager_cell_stands_for_no_eager_row():
+    # a CUDA-graph mode warms up twice where the cell says once: resume does not count its eager cell as measured
+    # (records.key.eager_side_stands_for_its_cell), and the page shows none either
+    from bench_utils.records.key import eager_side_key
+    from bench_utils.report.frame import frame
+
+    other = _paired_record("reduce-overhead", 5.0, 1.0, cell_warmup=0)
+    assert eager_side_key(other) is None
+    data = frame([other])
+    assert list(data["mode"]) == ["reduce-overhead"] and not data["eager_side_stands"].any()
+    same = _paired_record("reduce-overhead", 5.0, 1.0)
+    assert eager_side_key(same) is not None and sorted(frame([same])["mode"]) == ["eager", "reduce-overhead"]
 
 
 def test_the_switch_cost_is_read_from_the_blocks_and_missing_from_records_measured_before():

@@ -248,3 +248,16 @@ def test_a_records_markup_runs_nothing_in_headless_chromium(hostile, tmp_path):
                 page.close()
         finally:
             browser.close()
+
+
+@pytest.mark.parametrize("study", sorted(path.parent.parent.name for path in (PROJECT_ROOT / "reports").glob("*/en/README.md")))
+def test_a_committed_studys_page_is_what_its_records_render_to_now(study, tmp_path):
+    # the published page and the code agree: a change to how records are read or shown that moves a committed
+    # page shows here (and the page is rendered again, with the change, in the same commit)
+    from bench_utils.study.runner.coverage import grid_coverage
+
+    folder = PROJECT_ROOT / "reports" / study
+    render([folder], tmp_path, locales=["en"], formats=["md"], progress=lambda line: None,
+           coverage=grid_coverage(folder))
+    published = (folder / "en" / "README.md").read_text(encoding="utf-8")
+    assert (tmp_path / "en" / "README.md").read_text(encoding="utf-8") == published

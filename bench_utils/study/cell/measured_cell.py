@@ -47,6 +47,7 @@ from ...variants.precision import tf32_in_force
 from ...zoo.loading import LoadedModel
 from .memory_and_energy import energy_per_inference, memory_of, outside_timing, release
 from .time_by_phase import Phases
+from ...records.key import warmed_up_as_its_eager_cell
 from ...settings import Settings
 from ...vocabulary import CompileMode
 
@@ -301,7 +302,7 @@ def _compiled_cell(cell: _CellContext, *, warm_compile: bool, compilation: Share
             compile_module.reset()
         release(cell.device)
     return _compiled_result(cell, timed, figures, compilation, eager_memory,
-                            shares_eager=warmup == cell.settings.warmup)
+                            shares_eager=warmed_up_as_its_eager_cell(warmup, cell.settings.warmup))
 
 
 def _references(cell: _CellContext) -> _References:

@@ -37,6 +37,7 @@ import statistics
 from typing import Any, Iterable
 
 from ...measurement.peaks import FP64_TFLOPS, MEMORY_BANDWIDTH_GBS, PEAK_TFLOPS, gpu_key, peak_tflops
+from ...records.key import measured_as_eager_side
 from ...records.reading import block, gpu_name
 from ...vocabulary import CUDA_GRAPH_MODES, TF32_SWITCHES as TF32_POLICIES, CompileMode, Status
 
@@ -297,7 +298,7 @@ class Prior:
         starts, by_model = [], {}
         for record in records:
             phases, shape = record["phases"], CellShape.of_record(record)
-            shared = "shared_measurement" in record  # an eager cell on a compiled cell's pairs: its record only
+            shared = measured_as_eager_side(record)  # an eager cell on a compiled cell's pairs: its record only
             parts = self.parts(shape, shared, block(record, "compile").get("warm_ms") is not None)
             work = float(phases.get("cell_s") or 0) - float(phases.get("energy_s") or 0)
             if parts is not None and work > 0 and not shared:

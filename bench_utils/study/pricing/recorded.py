@@ -16,7 +16,7 @@ import statistics
 from typing import TYPE_CHECKING, Any, Iterable
 
 from ...records.reading import block
-from ...records.key import cell_identity, environment_key
+from ...records.key import cell_identity, environment_key, measured_as_eager_side
 from ...records.results_file import read_records
 from ...vocabulary import Status
 
@@ -72,7 +72,7 @@ def estimate_cell_seconds(cell: Cell, records: list[dict[str, Any]],
         if (not _same_cell(cell, record) or record.get("status") != Status.OK
                 or "cell_s" not in record["phases"]):
             continue
-        if "shared_measurement" in record and not shares_pairs:
+        if measured_as_eager_side(record) and not shares_pairs:
             continue  # its eager runs were timed in another cell
         repeated = sum(_phase(record, name) for name in REPEATED_PHASES)
         calls = _calls(record)
