@@ -13,8 +13,7 @@ import functools
 import re
 from typing import Any, Mapping
 
-LONGEST_VALUE = 60  # characters of an offending value quoted in the reason
-
+from ..parameters import quoted
 
 @functools.cache
 def _checker():
@@ -50,18 +49,13 @@ def _reason(error: dict[str, Any]) -> str:
         message = error["msg"][:1].lower() + error["msg"][1:]
         message = re.sub(r"^(input|value|list|string|dictionary) should (be|have)", r"must \2", message)
         message = message.replace(" after validation", "")
-    return f"{where}: {message}, got {_quoted(error.get('input'))}"
+    return f"{where}: {message}, got {quoted(error.get('input'))}"
 
 
 def _is_type_tag(part: Any) -> bool:
     # pydantic names the member of a union it tried ("latency.float"): not a field of the record
     return isinstance(part, str) and (part in ("function-after", "list", "dict", "none", "str", "int", "float",
                                                "bool", "literal") or "[" in part)
-
-
-def _quoted(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= LONGEST_VALUE else text[:LONGEST_VALUE - 3] + "..."
 
 
 def _consistency(record: Mapping[str, Any]) -> str | None:

@@ -60,17 +60,18 @@ def remedies_of(data: pd.DataFrame, slow: pd.Series) -> pd.DataFrame:
 
 def configuration(row: pd.Series, catalog: Catalog) -> str:
     """A measured configuration in words: its mode (with its Inductor configuration), and channels-last."""
-    text = mode_label(str(row["mode"]), catalog)
-    if row["memory_format"] == MemoryFormat.CHANNELS_LAST:
-        text = catalog.t("configuration_channels_last", configuration=text, layout=ltr("channels_last", catalog))
-    return text
+    return _in_words(str(row["mode"]), row["memory_format"], catalog)
 
 
 def variant_text(variant: slowdown.Variant, catalog: Catalog) -> str:
-    """A remedy not measured, in words, as ``configuration`` names a measured one."""
+    """A remedy not measured, in words, as ``configuration`` names a measured one (``frame``'s mode name)."""
     mode = variant.compile_mode + (INDUCTOR_SEPARATOR + variant.inductor if variant.inductor != "default" else "")
+    return _in_words(mode, variant.memory_format, catalog)
+
+
+def _in_words(mode: str, memory_format: str, catalog: Catalog) -> str:
     text = mode_label(mode, catalog)
-    if variant.memory_format == MemoryFormat.CHANNELS_LAST:
+    if memory_format == MemoryFormat.CHANNELS_LAST:
         text = catalog.t("configuration_channels_last", configuration=text, layout=ltr("channels_last", catalog))
     return text
 

@@ -77,17 +77,17 @@ def environment_label(environment: str, catalog: Catalog, isolate: bool = True, 
     become the catalog's ``device_*`` messages; names and versions are kept left-to-right
     (``markdown=False``: plain text, for alt texts, which their format escapes; ``isolate=False`` too: as written,
     for figures, which take no isolates)."""
-    code = (lambda text: ltr(text, catalog)) if isolate and markdown else (
+    shown = (lambda text: ltr(text, catalog)) if isolate and markdown else (
         (lambda text: isolated(text, catalog)) if isolate else str)
     device, torch, version = environment.partition(TORCH_SEPARATOR)
     if device == "GPU":
         label = catalog.t("device_gpu")
     elif device.startswith("CPU (") and device.endswith(")"):
         model = device[len("CPU ("):-1]
-        label = catalog.t("device_cpu", model=catalog.t("device_unknown") if model == "unknown" else code(model))
+        label = catalog.t("device_cpu", model=catalog.t("device_unknown") if model == "unknown" else shown(model))
     else:
-        label = code(device)
-    return label + (" · " + code("torch " + version) if torch else "")
+        label = shown(device)
+    return label + (" · " + shown("torch " + version) if torch else "")
 
 
 def mode_label(mode: str, catalog: Catalog) -> str:
