@@ -6,7 +6,10 @@ per cell amortized over the grid (target: ``OVERHEAD_TARGET_S``), and what the p
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
+
+if TYPE_CHECKING:
+    from bench_utils.records.schema import Record
 
 OVERHEAD_TARGET_S = 3.0          # per cell, amortized over the default grid, on 2 CPU cores
 PROFILE_TARGET = 0.10            # a compiled cell's profile: at most this share of its wall time
@@ -18,9 +21,9 @@ OTHER_PARTS = ("flops_s", "energy_s")
 START_PARTS = ("startup_s", "load_s")
 
 
-def phases_of(record: dict[str, Any] | None) -> dict[str, float]:
-    """A record's phases in seconds; missing keys (and records without phases) read as 0."""
-    phases = (record or {}).get("phases") or {}
+def phases_of(record: Record | None) -> dict[str, float]:
+    """A record's phases in seconds, by name; those it lacks (and records without phases) are absent."""
+    phases = record.phases.to_json() if record is not None and record.phases is not None else {}
     return {key: float(value) for key, value in phases.items() if isinstance(value, (int, float))}
 
 
@@ -50,14 +53,14 @@ class CellCost:
         return self.wall_s - self.measured_s
 
 
-def records_by_cell(records: Iterable[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
+def records_by_cell(records: Iterable[Record]) -> dict[tuple, Record]:
     """The last record of each cell identity (a results file is in time order)."""
     from bench_utils.records.key import cell_identity
 
     return {cell_identity(record): record for record in records}
 
 
-def cell_cost(outcome, record: dict[str, Any] | None) -> CellCost:
+def cell_cost(outcome, record: Record | None) -> CellCost:
     phases = phases_of(record)
     return CellCost(
         cell_id=outcome.cell.cell_id, status=outcome.status, wall_s=float(outcome.seconds),
@@ -68,19 +71,19 @@ def cell_cost(outcome, record: dict[str, Any] | None) -> CellCost:
         start_s=sum(phases.get(key, 0.0) for key in START_PARTS))
 
 
-def breakdown(outcomes: Iterable, records: Iterable[dict[str, Any]]) -> list[CellCost]:
+def breakdown(outcomes: Iterable, records: Iterable[Record]) -> list[CellCost]:
     """One row per outcome, its record found by cell identity (none: nothing measured)."""
     by_cell = records_by_cell(records)
     return [cell_cost(outcome, by_cell.get(outcome.cell.identity())) for outcome in outcomes]
 
 
-def run_records(outcomes: Iterable, records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def run_records(outcomes: Iterable, records: Iterable[Record]) -> list[Record]:
     """The records of this run's cells (a reused --out folder may hold older ones)."""
     by_cell = records_by_cell(records)
     return [by_cell[o.cell.identity()] for o in outcomes if o.cell.identity() in by_cell]
 
 
-def kernels_started(records: Iterable[dict[str, Any]]) -> int:
+def kernels_started(records: Iterable[Record]) -> int:
     """Kernels that started: only the first record of a kernel carries ``startup_s``."""
     return sum(1 for record in records if phases_of(record).get("startup_s", 0.0) > 0)
 

@@ -10,7 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 import statistics
 import sys
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
+
+if TYPE_CHECKING:
+    from bench_utils.records.schema import Record
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cell_breakdown import OTHER_PARTS, phases_of, target_verdict  # noqa: E402  (this folder's sibling module)
@@ -37,16 +40,15 @@ def work_key(task: str, model: str, batch_size: int, compile_mode: str, dtype: s
     return (task, model, batch_size, compile_mode, dtype)
 
 
-def results_by_work_key(records: Iterable[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
+def results_by_work_key(records: Iterable[Record]) -> dict[tuple, Record]:
     """The last ok record of each cell, else its last record of any status."""
-    last_any: dict[tuple, dict[str, Any]] = {}
-    last_ok: dict[tuple, dict[str, Any]] = {}
+    last_any: dict[tuple, Record] = {}
+    last_ok: dict[tuple, Record] = {}
     for record in records:
-        cell = record["cell"]
-        key = work_key(cell["task"], cell["model"], cell["batch_size"], cell["compile_mode"],
-                       cell["dtype"])
+        cell = record.cell
+        key = work_key(cell.task, cell.model, cell.batch_size, cell.compile_mode, cell.dtype)
         last_any[key] = record
-        if record.get("status") == "ok":
+        if record.ok:
             last_ok[key] = record
     return {**last_any, **last_ok}
 
@@ -59,11 +61,10 @@ def eager_cells_sharing_pairs(cells: Iterable) -> set:
     return {cell for group in kernel_groups(cells) for cell in group.eager_sharing_pairs()}
 
 
-def work_from_phases(cell, record: dict[str, Any], shares_pairs: bool) -> CellWork | None:
+def work_from_phases(cell, record: Record, shares_pairs: bool) -> CellWork | None:
     """The record's own phases, its timed parts scaled from its runs to the cell's."""
     phases = phases_of(record)
-    config = record.get("config") or {}
-    recorded_calls = (config.get("runs") or 0) + (config.get("warmup") or 0)
+    recorded_calls = (record.config.runs or 0) + (record.config.warmup or 0)
     if not phases or recorded_calls <= 0:
         return None
     timed = phases.get("timed_s", 0.0) + phases.get("warmup_s", 0.0)
@@ -75,41 +76,41 @@ def work_from_phases(cell, record: dict[str, Any], shares_pairs: bool) -> CellWo
                     source="phases")
 
 
-def work_from_latencies(cell, record: dict[str, Any], shares_pairs: bool) -> CellWork | None:
+def work_from_latencies(cell, record: Record, shares_pairs: bool) -> CellWork | None:
     """Older records: compile cost and mean latencies times the cell's calls (runs + warm-up)."""
-    latency = (record.get("latency") or {}).get("mean")
-    if record.get("status") != "ok" or latency is None:
+    if not record.ok or record.latency is None:
         return None
+    latency = record.latency.mean
     calls = cell.settings.runs + cell.settings.warmup
     if cell.compile_mode == EAGER:
         return CellWork(compile_s=0.0, timed_s=0.0 if shares_pairs else calls * latency,
                         rest_s=0.0, source="latencies")
-    compile_block = record.get("compile") or {}
-    eager_ms = (record.get("speedup") or {}).get("eager_mean_ms")
-    if compile_block.get("cold_ms") is None or eager_ms is None:
+    compiled = record.compile
+    eager_ms = record.speedup.eager_mean_ms if record.speedup else None
+    if compiled is None or compiled.cold_ms is None or eager_ms is None:
         return None
-    compile_ms = compile_block["cold_ms"] + (compile_block.get("warm_ms") or 0.0)
+    compile_ms = compiled.cold_ms + (compiled.warm_ms or 0.0)
     # interleaved pairs: every call is made on both sides
     return CellWork(compile_s=compile_ms / 1000.0, timed_s=calls * (eager_ms / 1000.0 + latency),
                     rest_s=0.0, source="latencies")
 
 
-def cell_work(cell, record: dict[str, Any] | None, shares_pairs: bool) -> CellWork | None:
+def cell_work(cell, record: Record | None, shares_pairs: bool) -> CellWork | None:
     """Phases where the record has them, else compile cost and latencies; None: no figure."""
     if record is None:
         return None
     return work_from_phases(cell, record, shares_pairs) or work_from_latencies(cell, record, shares_pairs)
 
 
-def environment_label(record: dict[str, Any]) -> str:
+def environment_label(record: Record) -> str:
     """The processor and torch version a record was measured with."""
-    environment = record.get("environment") or {}
-    gpus = [gpu.get("name") for gpu in environment.get("gpus") or [] if gpu.get("name")]
-    if record["cell"]["device"].startswith("cuda") and gpus:
+    environment = record.environment
+    gpus = [gpu.name for gpu in environment.gpus or [] if gpu.name]
+    if record.cell.device_kind == "cuda" and gpus:
         where = ", ".join(dict.fromkeys(gpus))
     else:
-        where = f"CPU {environment.get('cpu_model') or 'unknown'}"
-    return f"{where}, torch {environment.get('torch_version') or 'unknown'}"
+        where = f"CPU {environment.cpu_model or 'unknown'}"
+    return f"{where}, torch {environment.torch_version or 'unknown'}"
 
 
 @dataclass
@@ -147,7 +148,7 @@ class Projection:
         return self.no_figure > 0 or missing_starts
 
 
-def project(cells: list, results: Iterable[dict[str, Any]], kernel_start_s: float | None,
+def project(cells: list, results: Iterable[Record], kernel_start_s: float | None,
             overhead_per_cell_s: float) -> Projection:
     """The guide grid's wall time: kernels x start + cells x overhead + each cell's work."""
     from bench_utils.study.grid.kernel_groups import kernel_groups
@@ -160,7 +161,7 @@ def project(cells: list, results: Iterable[dict[str, Any]], kernel_start_s: floa
                             kernel_start_s=kernel_start_s, overhead_per_cell_s=overhead_per_cell_s)
     for group in groups:  # the GPU machine's own start and model build, where it recorded them
         starts = [phases_of(r).get("startup_s", 0.0) + phases_of(r).get("load_s", 0.0) for r in results
-                  if r["cell"]["model"] == group.first.model and phases_of(r).get("load_s", 0.0) > 0]
+                  if r.cell.model == group.first.model and phases_of(r).get("load_s", 0.0) > 0]
         if starts:
             projection.starts_from_results[group.group_id] = statistics.median(starts)
     for cell in cells:

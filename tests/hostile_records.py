@@ -65,14 +65,11 @@ def write_jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
 
 
 def refusal(record: dict[str, Any]) -> str | None:
-    """Why a reader skips ``record`` (``records.build.validate_record``, as every reader checks), or None."""
-    from bench_utils.records.build import validate_record
+    """Why a reader skips ``record`` (``records.check.problem``: ``Record.from_json``, as every reader reads), or
+    None."""
+    from bench_utils.records.schema import problem
 
-    try:
-        validate_record(record)
-    except ValueError as exc:
-        return str(exc)
-    return None
+    return problem(record)
 
 
 def all_poisoned(record: dict[str, Any]) -> dict[str, Any]:

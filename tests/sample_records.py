@@ -33,3 +33,15 @@ def cpu_and_gpu_records(compiled_mode: str, **compiled) -> list[dict]:
                                    extra={"speedup": {"mean": 2.0, "mean_ci95": [1.5, 2.5], "eager_mean_ms": 10.0}},
                                    **compiled))
     return records
+
+
+def R(record):
+    """A record as readers take it (``Record.of``): the tests build its JSON, and change it, before reading it."""
+    from bench_utils.records.schema import Record
+
+    return Record.of(record)
+
+
+def Rs(records):
+    """Records as readers take them (``R`` each)."""
+    return [R(record) for record in records]

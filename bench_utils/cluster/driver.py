@@ -37,6 +37,7 @@ from ..paths import scrub
 from ..records.key import CellIdentity, RecordKey, cell_identity, record_key
 from ..records.build import failure_record, unmeasured_config
 from ..records.results_file import append_record, iter_records, locked
+from ..records.schema import Record
 from ..study.grid.grid_file import Cell, Grid
 from ..study.grid.kernel_groups import KernelGroup, kernel_groups
 from ..study.lease import RunnerLease
@@ -113,7 +114,7 @@ class ClusterRunner:
 
     def _read_study(self) -> None:
         """What the study knows: records by cell (sent to nodes) and the keys already done."""
-        self.records: dict[CellIdentity, list[dict[str, Any]]] = defaultdict(list)
+        self.records: dict[CellIdentity, list[Record]] = defaultdict(list)
         self.done: set[RecordKey] = set()
         self.recorded: set[tuple[str | None, CellIdentity]] = set()  # (kind, identity) recorded in this run
         if self.force or not self.results_path.exists():
@@ -121,10 +122,10 @@ class ClusterRunner:
         with locked(self.results_path, shared=True):
             for _, record in iter_records(self.results_path):
                 self.records[cell_identity(record)].append(record)
-                if record.get("status") in DONE_STATUSES:
+                if record.status in DONE_STATUSES:
                     self.done.add(record_key(record))
 
-    def _append(self, work: _Work, record: dict[str, Any]) -> bool:
+    def _append(self, work: _Work, record: Record) -> bool:
         """Append a node's record unless the study already has it; True if appended."""
         with self._lock:
             identity, key = cell_identity(record), record_key(record)
@@ -133,7 +134,7 @@ class ClusterRunner:
                 return False
             append_record(self.results_path, record)
             self.recorded.add((work.kind, identity))
-            if record.get("status") in DONE_STATUSES:
+            if record.status in DONE_STATUSES:
                 self.done.add(key)
             self.records[identity].append(record)
             return True
@@ -141,7 +142,7 @@ class ClusterRunner:
     def _task(self, work: _Work) -> GroupTask:
         with self._lock:
             # the whole group's: an oom of a cell recorded earlier still rules out its larger batches
-            seeds = [record for cell in work.group.cells for record in self.records.get(cell.identity(), [])]
+            seeds = [record.to_json() for cell in work.group.cells for record in self.records.get(cell.identity(), [])]
         return GroupTask(study=self.grid.study, cells=[cell.to_parameters() for cell in work.cells],
                          timeout=self.timeout, accelerator=work.kind, seed_records=seeds)
 
@@ -218,18 +219,19 @@ class ClusterRunner:
             work.current = event["cell_id"]
             progress.start(by_id[event["cell_id"]], work.node)
         elif name == "cell":
-            cell, record = by_id.get(event["cell_id"]), event["record"]
+            cell, sent = by_id.get(event["cell_id"]), event["record"]
             if cell is None:  # recorded already (a record that came twice)
                 with self._lock:
                     self.duplicates += 1
                 return
             work.current = None
-            if record is None:
+            if sent is None:
                 self._worker_error(tally, work, f"{work.node} sent no record for {cell.cell_id}")
                 return
-            if record.get("log"):  # the node's log, as the driver keeps it
-                record = {**record, "log": str(self.out_dir / kept_name(work.group, work.kind, work.tries,
-                                                                        record["log"]))}
+            record = Record.from_json(sent)  # the node's line, as it wrote it
+            if record.log:  # the node's log, as the driver keeps it
+                record = record.model_copy(update={"log": str(self.out_dir / kept_name(
+                    work.group, work.kind, work.tries, record.log))})
             self._count(work, cell, record, Outcome(cell, event["status"], event["seconds"], work.node,
                                                     event.get("message") or ""), tally, progress)
         elif name == "say":
@@ -242,7 +244,7 @@ class ClusterRunner:
 
     # --- counting cells ------------------------------------------------------------------
 
-    def _count(self, work: _Work, cell: Cell, record: dict[str, Any], outcome: Outcome, tally: RunOutcome,
+    def _count(self, work: _Work, cell: Cell, record: Record, outcome: Outcome, tally: RunOutcome,
                progress: Progress) -> None:
         """Append ``cell``'s record and count its outcome; a record the study holds already counts
         the cell as measured before (resumed), never twice."""
@@ -261,8 +263,8 @@ class ClusterRunner:
     def _record(self, work: _Work, cell: Cell, status: str, reason: str, tally: RunOutcome,
                 progress: Progress) -> None:
         """A record the driver writes for a cell its node could not record, in that node's environment."""
-        record = failure_record(cell.identity().cell_block(), status=status, error=scrub(reason),
-                                config=unmeasured_config(cell.settings), environment=work.environment)
+        record = Record.from_json(failure_record(cell.identity().cell_block(), status=status, error=scrub(reason),
+                                                 config=unmeasured_config(cell.settings), environment=work.environment))
         self._count(work, cell, record, Outcome(cell, status, 0.0, work.node, reason.splitlines()[0][:160]),
                     tally, progress)
 

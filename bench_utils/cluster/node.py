@@ -37,6 +37,7 @@ from ..environment.capture import ACCELERATOR_TYPE_ENV, CLUSTER_NODE_ENV
 from ..paths import PROJECT_ROOT, REPORTS_DIR
 from ..records.key import cell_identity
 from ..records.results_file import append_record, iter_records
+from ..records.schema import Record
 from ..study.grid.grid_file import Cell, Grid
 from ..study.runner.progress_display import Outcome
 from ..study.runner.grid_runner import Executor, Runner
@@ -55,7 +56,7 @@ class GroupTask:
     cells: list[dict[str, Any]]           # ``Cell.to_parameters()``, in the group's order
     timeout: int                          # seconds a cell may go without a record
     accelerator: str | None = None        # the kind Ray placed it on (records carry it)
-    seed_records: list[dict[str, Any]] = field(default_factory=list)  # the study's records of these cells
+    seed_records: list[dict[str, Any]] = field(default_factory=list)  # the study's records of these cells (JSON)
 
 
 class _Events:
@@ -90,12 +91,12 @@ class _Events:
         pass
 
 
-def _relative_log(record: dict[str, Any], folder: Path) -> dict[str, Any]:
-    """A failure record's log, named relative to the node's folder (the driver keeps the file)."""
-    log = record.get("log")
-    if log and Path(log).is_relative_to(folder):
-        return {**record, "log": str(Path(log).relative_to(folder))}
-    return record
+def _relative_log(record: Record, folder: Path) -> dict[str, Any]:
+    """The record as the driver is sent it (its JSON), a failure record's log named relative to the node's folder
+    (the driver keeps the file)."""
+    if record.log and Path(record.log).is_relative_to(folder):
+        record = record.model_copy(update={"log": str(Path(record.log).relative_to(folder))})
+    return record.to_json()
 
 
 def stream_group(task: GroupTask, node_id: str | None = None, slot: str | None = None,

@@ -26,8 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import math
-from typing import Any, Mapping
-
+from ..records.schema import ProfileBlock, ProfileSide
 from ..vocabulary import CompileMode, InductorConfig, MemoryFormat, WorkKind
 
 HOST_BOUND_BUSY = 0.5   # below this share of the call in kernels, the host's launches set the pace
@@ -59,17 +58,17 @@ class Remedy:
     variant: Variant
 
 
-def _kinds(side: Mapping[str, Any]) -> dict[str, float]:
-    return {kind: float(value or 0.0) for kind, value in (side.get("kinds_ms") or {}).items()}
+def _kinds(side: ProfileSide) -> dict[str, float]:
+    return {kind: float(value or 0.0) for kind, value in (side.kinds_ms or {}).items()}
 
 
-def rules_fired(profile: Mapping[str, Any] | None) -> list[str]:
+def rules_fired(profile: ProfileBlock | None) -> list[str]:
     """The rules a compiled cell's profile fires, in ``RULES``' order (``NO_PROFILE`` where none does)."""
-    eager, compiled = (profile or {}).get("eager") or {}, (profile or {}).get("compiled") or {}
-    if not eager or not compiled:
+    eager, compiled = (profile.eager, profile.compiled) if profile else (None, None)
+    if eager is None or compiled is None:
         return [NO_PROFILE]
     fired = []
-    busy = compiled.get("busy_fraction")
+    busy = compiled.busy_fraction
     if busy is not None and not math.isnan(busy) and busy < HOST_BOUND_BUSY:
         fired.append(HOST_BOUND)
     before, after = _kinds(eager), _kinds(compiled)
@@ -95,7 +94,7 @@ def _candidates(rule: str, cell: Variant, cuda: bool) -> list[Variant]:
             Variant(CompileMode.MAX_AUTOTUNE_NO_CUDAGRAPHS.value, cell.memory_format, cell.inductor)]
 
 
-def remedies(profile: Mapping[str, Any] | None, cell: Variant, cuda: bool) -> list[Remedy]:
+def remedies(profile: ProfileBlock | None, cell: Variant, cuda: bool) -> list[Remedy]:
     """The variants a slow cell's profile points to, each once (the first rule that chose it), none the cell
     itself."""
     chosen: dict[Variant, str] = {}

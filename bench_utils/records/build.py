@@ -6,23 +6,21 @@ when not ok), the latency block in optimum-benchmark's shape (seconds), the
 throughput, memory and compile blocks, the run's configuration (weights, seed...)
 and the environment. A record that was not measured carries no latency at all:
 no number is ever written that was not measured.
-Building and validating records live here; what each block holds, and reading one, in
-``records.schema``; a record's identity in ``records.key``; writing and reading the results
-file in ``results``. No torch and no pandas are imported: the runner, the lease and the
-report read records without them.
+Building records lives here, as the JSON a line holds (``make_record`` and the blocks' builders); what each block
+holds, typed, and reading one in ``records.schema`` (``Record.from_json``); the check in ``records.check``; a
+record's identity in ``records.key``; writing and reading the results file in ``records.results_file``. No torch
+and no pandas are imported: the runner, the lease and the report read records without them.
 """
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 import uuid
 
 from ..environment.capture import capture_environment
-from .check import problem
-from .schema import (CELL_FIELDS, CellBlock, CompileBlock, ConfigBlock, EnvironmentBlock, LatencyBlock,
-                            MemoryBlock, ThroughputBlock)
+from .check import InvalidRecord, cell_problem
+from .schema import CELL_FIELDS, SCHEMA_VERSION, Record
 from .key import VARIANT_FIELDS, record_name
 from ..settings import COMPILE, HASHED, WHEN_SET, Settings, setting_fields
 from ..vocabulary import Status
@@ -30,15 +28,13 @@ from ..vocabulary import Status
 if TYPE_CHECKING:  # the measurement layer imports torch; records are read without it
     from ..measurement.timing import Measurement
 
-# 2: per-call latency, paired speed-up, TF32 policy names, cold/warm compile, fp64 gate
-SCHEMA_VERSION = 2
-STATUSES = tuple(Status)
+JsonBlock = dict[str, Any]  # a block as a record's JSON holds it (``records.schema`` types it)
 MAX_ERROR_CHARS = 8_000
 
 
 # --- building ---------------------------------------------------------------------
 
-def latency_block(measurement: Measurement) -> LatencyBlock:
+def latency_block(measurement: Measurement) -> JsonBlock:
     """optimum-benchmark's latency block (seconds), plus p999, median, ci95 and more."""
     seconds = [t / 1000.0 for t in measurement.times_ms]
     mean = measurement.mean_ms / 1000.0
@@ -67,18 +63,19 @@ def latency_block(measurement: Measurement) -> LatencyBlock:
     }
 
 
-def make_record(cell: CellBlock, *, status: str = Status.OK, measurement: Measurement | None = None,
-                memory: MemoryBlock | None = None, compile: CompileBlock | None = None,
-                config: ConfigBlock | None = None, error: str | None = None,
-                environment: EnvironmentBlock | None = None, extra: dict | None = None) -> dict[str, Any]:
-    """A validated record for one cell; the environment is captured when not given.
+def make_record(cell: Mapping[str, Any], *, status: str = Status.OK, measurement: Measurement | None = None,
+                memory: JsonBlock | None = None, compile: JsonBlock | None = None,
+                config: JsonBlock | None = None, error: str | None = None,
+                environment: JsonBlock | None = None, extra: dict | None = None) -> dict[str, Any]:
+    """A record for one cell, as its JSON line holds it, checked (``records.check``: ``Record.from_json`` reads it
+    back as it was); the environment is captured when not given.
 
     ``cell`` is the record's ``cell`` block: the identity (``CELL_FIELDS``) and the variant (the settings a
     cell's identity takes, ``records.key.VARIANT_FIELDS``: a ``CellIdentity.cell_block()``, say), each
     variant setting its default where ``cell`` has none. The other settings travel in ``config``."""
     cell = record_cell(cell)
     validate_cell(cell)  # before anything is computed from it
-    compile_block: CompileBlock = {**(compile or {})}
+    compile_block: JsonBlock = {**(compile or {})}
     if measurement is not None:
         compile_block.setdefault("first_call_ms", measurement.first_call_ms)
     record = {
@@ -89,7 +86,7 @@ def make_record(cell: CellBlock, *, status: str = Status.OK, measurement: Measur
         "error": _tail(error) if error is not None else None,
         "config": dict(config or {}),
         "latency": latency_block(measurement) if measurement is not None else None,
-        "throughput": (ThroughputBlock(unit="samples/s", value=measurement.throughput(cell["batch_size"]))
+        "throughput": ({"unit": "samples/s", "value": measurement.throughput(cell["batch_size"])}
                        if measurement is not None else None),
         "memory": memory,
         "compile": compile_block or None,
@@ -104,7 +101,7 @@ def make_record(cell: CellBlock, *, status: str = Status.OK, measurement: Measur
     return record
 
 
-def record_cell(cell: Mapping[str, Any]) -> CellBlock:
+def record_cell(cell: Mapping[str, Any]) -> JsonBlock:
     """``cell`` as a record's ``cell`` block, in the schema's order: the identity fields, then the variant's,
     each its default where ``cell`` gives none; ValueError naming a key that is neither."""
     unknown = sorted(set(cell) - set(CELL_FIELDS) - set(VARIANT_FIELDS))
@@ -113,7 +110,7 @@ def record_cell(cell: Mapping[str, Any]) -> CellBlock:
                          f"fields are {', '.join((*CELL_FIELDS, *VARIANT_FIELDS))}")
     block = {name: cell.get(name) for name in CELL_FIELDS}
     block.update({name: cell.get(name) or allowed[0] for name, allowed in VARIANT_FIELDS.items()})
-    return block  # type: ignore[return-value]
+    return block
 
 
 def _tail(text: str) -> str:
@@ -122,67 +119,26 @@ def _tail(text: str) -> str:
     return text if len(text) <= MAX_ERROR_CHARS else "..." + text[-MAX_ERROR_CHARS:]
 
 
-def _non_finite_path(value: Any, path: str = "record") -> str | None:
-    if isinstance(value, float) and not math.isfinite(value):
-        return path
-    if isinstance(value, dict):
-        items = value.items()
-    elif isinstance(value, (list, tuple)):
-        items = enumerate(value)
-    else:
-        return None
-    for key, item in items:
-        found = _non_finite_path(item, f"{path}.{key}" if isinstance(value, dict) else f"{path}[{key}]")
-        if found:
-            return found
-    return None
-
-
 def validate_cell(cell: Any) -> None:
-    """Raise ValueError naming the first cell field that is missing or malformed."""
-    if not isinstance(cell, dict):
-        raise ValueError("record has no 'cell' block")
-    for name in CELL_FIELDS:
-        value = cell.get(name)
-        if name == "batch_size":
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"cell.batch_size must be an integer >= 1, got {value!r}")
-        elif not isinstance(value, str) or not value:
-            raise ValueError(f"cell.{name} must be a non-empty string, got {value!r}")
-    for name, allowed in VARIANT_FIELDS.items():
-        if name in cell and cell[name] not in allowed:
-            raise ValueError(f"cell.{name} must be one of {', '.join(allowed)}, got {cell[name]!r}")
-
-
-def validate_record(record: dict[str, Any]) -> None:
-    """Raise ValueError naming the first field that makes ``record`` invalid."""
-    if not isinstance(record, dict):
-        raise ValueError(f"a record must be a dict, got {type(record).__name__}")
-    if record.get("schema_version") != SCHEMA_VERSION:
-        raise ValueError(f"schema_version must be {SCHEMA_VERSION}, got {record.get('schema_version')!r}")
-    validate_cell(record.get("cell"))
-    status = record.get("status")
-    if status not in STATUSES:
-        raise ValueError(f"status must be one of {', '.join(STATUSES)}, got {status!r}")
-    if status == Status.OK and not record.get("latency"):
-        raise ValueError("a record with status 'ok' needs a latency block")
-    if status != Status.OK:
-        if record.get("latency") is not None or record.get("throughput") is not None:
-            raise ValueError(f"a record with status {status!r} must not carry latency or "
-                             "throughput: those were not measured")
-        if not record.get("error"):
-            raise ValueError(f"a record with status {status!r} needs the error text or reason")
-    bad = _non_finite_path(record)
-    if bad:
-        raise ValueError(f"{bad} is NaN or infinite: JSON cannot hold it and it is not a measurement")
-    reason = problem(record)  # every typed key's type and range (records.schema)
+    """Raise ``InvalidRecord`` (a ValueError) naming the first cell field that is missing or malformed."""
+    reason = cell_problem(cell)
     if reason:
-        raise ValueError(reason)
+        raise InvalidRecord(reason)
+
+
+def validate_record(record: Any) -> Record:
+    """The record ``record`` (a JSON object of the current schema) is, checked (``records.check``);
+    ``InvalidRecord`` (a ValueError) naming the first field that makes it invalid."""
+    if not isinstance(record, Mapping):
+        raise InvalidRecord(f"a record must be a dict, got {type(record).__name__}")
+    if record.get("schema_version") != SCHEMA_VERSION:
+        raise InvalidRecord(f"schema_version must be {SCHEMA_VERSION}, got {record.get('schema_version')!r}")
+    return Record.from_json(record)
 
 
 # --- a record's config -------------------------------------------------------------
 
-def measurement_settings(settings: Settings) -> ConfigBlock:
+def measurement_settings(settings: Settings) -> JsonBlock:
     """How a cell is measured, as its record's ``config`` carries it: each setting a record keeps
     (``settings``: its ``record``), under its record name (``weights_requested``: the weights asked
     for)."""
@@ -190,24 +146,31 @@ def measurement_settings(settings: Settings) -> ConfigBlock:
             if item.metadata["record"] in (HASHED, COMPILE, WHEN_SET)}
 
 
-def unmeasured_config(settings: Settings) -> ConfigBlock:
+def unmeasured_config(settings: Settings) -> JsonBlock:
     """The ``config`` of a record a runner writes for a cell no kernel measured: no weights were."""
     return {**measurement_settings(settings), "weights": None}
 
 
 # --- records of cells that were not measured -------------------------------------
 
-def failure_record(cell: CellBlock, *, status: str, error: str, config: ConfigBlock,
-                   environment: EnvironmentBlock | None = None, **extra: Any) -> dict[str, Any]:
+def failure_record(cell: Mapping[str, Any], *, status: str, error: str, config: JsonBlock,
+                   environment: JsonBlock | None = None, **extra: Any) -> dict[str, Any]:
     """The record of a cell that was not measured (oom, error or skipped); ``cell`` as ``make_record`` takes it."""
     return make_record(cell, status=status, error=error, config=config, environment=environment,
                        extra=extra or None)
 
 
-def skipped_after_oom(cell: CellBlock, oom_at: int, config: ConfigBlock,
-                      environment: EnvironmentBlock | None = None) -> dict[str, Any]:
+def skipped_after_oom(cell: Mapping[str, Any], oom_at: int, config: JsonBlock,
+                      environment: JsonBlock | None = None) -> dict[str, Any]:
     """The record of a cell not run because a smaller batch of its group ran out of memory."""
     return failure_record(cell, status=Status.OOM, config=config, environment=environment,
                           error=f"not run: batch size {oom_at} ran out of memory for this model, "
                                 "mode, dtype and variant",
                           skipped_after_oom=oom_at)
+
+
+def with_phases(record: dict[str, Any], phases: JsonBlock) -> dict[str, Any]:
+    """``record`` (its JSON) with the seconds its kernel spent on it (``study.cell.time_by_phase``), checked again."""
+    record = {**record, "phases": phases}
+    validate_record(record)
+    return record

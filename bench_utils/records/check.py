@@ -1,41 +1,111 @@
-"""A record held to its schema (``records.schema``): every typed key's type and range, in one line where it fails.
+"""What holds a record to its schema beyond its types, and a failure said in one line.
 
-``problem(record)`` is None for a record every reader can use, else why not, naming the field and what it
-holds: "latency.mean: must be greater than 0, got -0.0288". Records are JSON, so the check is strict (the
-string "0.03" is no latency, ``true`` no count); an integer is a number. Keys the schema does not type are
-left alone. The checker is pydantic's, built once from the TypedDicts: the blocks are typed in one place and
-checked against the same types (``records.build.validate_record`` calls it on every record written and read).
+``Record.from_json`` (``records.schema``) is the one way a JSON object becomes a record: it lifts it to the current
+version (``records.upgrade``), asks ``rules_problem`` what no type can say (the cell's fields, the status's: an
+``ok`` record has a latency, a failed one none; no NaN), validates every field's type and range with pydantic,
+strictly (records are JSON: the string "0.03" is no latency, ``true`` no count; an integer is a number), and asks
+``consistency_problem`` what only the whole record says (an interval's bounds in order, a mean inside its runs).
+Whichever fails first is ``InvalidRecord``, in one line naming the field and what it holds: "latency.mean: must
+be greater than 0, got -0.0288" (``error_reason`` says pydantic's error so). ``records.schema.problem(data)``
+is that reason, or None. No torch, no pandas.
 """
 
 from __future__ import annotations
 
-import functools
+import math
 import re
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ..parameters import quoted
+from .value_types import CELL_FIELDS, VARIANT_FIELDS
 
-@functools.cache
-def _checker():
-    from pydantic import TypeAdapter
-
+if TYPE_CHECKING:
     from .schema import Record
 
-    return TypeAdapter(Record)
+STATUSES = ("ok", "oom", "error", "skipped")
 
 
-def problem(record: Mapping[str, Any]) -> str | None:
-    """Why ``record`` does not hold to the schema's types and ranges (its first such field), or None."""
-    from pydantic import ValidationError
-
-    try:
-        _checker().validate_python(record, strict=True)
-    except ValidationError as exc:
-        return _reason(exc.errors(include_url=False)[0])
-    return _consistency(record)
+class InvalidRecord(ValueError):
+    """A JSON object that is no record of the schema: the first field that fails, and what it holds."""
 
 
-def _reason(error: dict[str, Any]) -> str:
+# --- the rules types do not say ------------------------------------------------------------------------------
+
+def rules_problem(record: Mapping[str, Any]) -> str | None:
+    """What makes ``record`` (its JSON, at the current version) no record, of what types cannot say; or None."""
+    return _cell_problem(record.get("cell")) or _status_problem(record) or _non_finite(record)
+
+
+def _cell_problem(cell: Any) -> str | None:
+    """The first cell field that is missing or malformed."""
+    if not isinstance(cell, dict):
+        return "record has no 'cell' block"
+    for name in CELL_FIELDS:
+        value = cell.get(name)
+        if name == "batch_size":
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                return f"cell.batch_size must be an integer >= 1, got {quoted(value)}"
+        elif not isinstance(value, str) or not value:
+            return f"cell.{name} must be a non-empty string, got {quoted(value)}"
+    for name, allowed in VARIANT_FIELDS.items():
+        if name in cell and cell[name] not in allowed:
+            return f"cell.{name} must be one of {', '.join(allowed)}, got {quoted(cell[name])}"
+    return None
+
+
+def cell_problem(cell: Any) -> str | None:
+    """Why ``cell`` is no record's ``cell`` block (its variant fields may be absent: their defaults), or None."""
+    return _cell_problem(cell)
+
+
+def _status_problem(record: Mapping[str, Any]) -> str | None:
+    status = record.get("status")
+    if status not in STATUSES:
+        return f"status must be one of {', '.join(STATUSES)}, got {quoted(status)}"
+    if status == "ok" and not record.get("latency"):
+        return "a record with status 'ok' needs a latency block"
+    if status != "ok":
+        if record.get("latency") is not None or record.get("throughput") is not None:
+            return f"a record with status {status!r} must not carry latency or throughput: those were not measured"
+        if not record.get("error"):
+            return f"a record with status {status!r} needs the error text or reason"
+    return None
+
+
+def _non_finite(value: Any, path: str = "record") -> str | None:
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{path} is NaN or infinite: JSON cannot hold it and it is not a measurement"
+    if isinstance(value, dict):
+        items: Any = value.items()
+    elif isinstance(value, (list, tuple)):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        found = _non_finite(item, f"{path}.{key}" if isinstance(value, dict) else f"{path}[{key}]")
+        if found:
+            return found
+    return None
+
+
+def consistency_problem(record: Record) -> str | None:
+    """What types cannot say: an interval's bounds in order, a mean inside its runs."""
+    latency = record.latency
+    # the mean of equal runs may differ from them in its last bit
+    if latency and latency.min is not None and latency.max is not None and not (
+            latency.min * (1 - 1e-9) <= latency.mean <= latency.max * (1 + 1e-9)):
+        return f"latency.mean {latency.mean!r} lies outside its runs' [min, max] = [{latency.min!r}, {latency.max!r}]"
+    for name in ("mean_ci95", "median_ci95"):
+        interval = getattr(record.speedup, name, None)
+        if interval and interval[0] > interval[1]:
+            return f"speedup.{name}: its low bound {interval[0]!r} is above its high bound {interval[1]!r}"
+    return None
+
+
+# --- pydantic's error, in one line ---------------------------------------------------------------------------
+
+def error_reason(error: Mapping[str, Any]) -> str:
+    """One pydantic error as one line: the field's dotted name, what it must be, and what it holds."""
     where = ".".join(str(part) for part in error["loc"] if not _is_type_tag(part))
     if error["type"] == "predicate_failed":  # its docstring says what the value must be
         from . import value_types
@@ -49,25 +119,13 @@ def _reason(error: dict[str, Any]) -> str:
         message = error["msg"][:1].lower() + error["msg"][1:]
         message = re.sub(r"^(input|value|list|string|dictionary) should (be|have)", r"must \2", message)
         message = message.replace(" after validation", "")
+        message = re.sub(r"^must be a valid (\w+) instance of (\w+)$", r"must be a JSON object (\2)", message)
     return f"{where}: {message}, got {quoted(error.get('input'))}"
 
 
 def _is_type_tag(part: Any) -> bool:
     # pydantic names the member of a union it tried ("latency.float"): not a field of the record
     return isinstance(part, str) and (part in ("function-after", "list", "dict", "none", "str", "int", "float",
-                                               "bool", "literal") or "[" in part)
+                                               "bool", "literal") or "[" in part or part[:1].isupper())
 
 
-def _consistency(record: Mapping[str, Any]) -> str | None:
-    """What types cannot say: an interval's bounds in order, a mean inside its runs."""
-    latency = record.get("latency") or {}
-    # the mean of equal runs may differ from them in its last bit
-    if latency and "min" in latency and "max" in latency and not (
-            latency["min"] * (1 - 1e-9) <= latency["mean"] <= latency["max"] * (1 + 1e-9)):
-        return f"latency.mean {latency['mean']!r} lies outside its runs' [min, max] = [{latency['min']!r}, {latency['max']!r}]"
-    speedup = record.get("speedup") or {}
-    for name in ("mean_ci95", "median_ci95"):
-        interval = speedup.get(name)
-        if interval and interval[0] > interval[1]:
-            return f"speedup.{name}: its low bound {interval[0]!r} is above its high bound {interval[1]!r}"
-    return None

@@ -21,7 +21,7 @@ from packaging.version import InvalidVersion, Version
 
 from .key import latest_per_key
 from .results_file import read_records
-from .reading import block
+from .schema import Record
 
 FOLDER = "environments"
 # what records carried before the full list, under their distribution names
@@ -52,19 +52,20 @@ class StudyEnvironment:
         return re.sub(r"[^A-Za-z0-9._-]", "_", f"py{python}-{self.machine or 'unknown'}-torch{torch}")[:120] + f"-{digest}"
 
 
-def environment_of(record: dict[str, Any]) -> StudyEnvironment:
+def environment_of(record: Record) -> StudyEnvironment:
     """The environment a record says it was measured in."""
-    environment = block(record, "environment")
-    packages = environment.get("packages")
-    complete = isinstance(packages, dict) and bool(packages)
-    if not complete:
-        packages = {name: environment[key] for key, name in MAIN_VERSIONS.items() if environment.get(key)}
-    return StudyEnvironment(environment.get("python_version"), environment.get("machine"),
+    environment = record.environment
+    packages = environment.packages
+    complete = bool(packages)
+    if not packages:
+        packages = {name: getattr(environment, key) for key, name in MAIN_VERSIONS.items()
+                    if getattr(environment, key, None)}
+    return StudyEnvironment(environment.python_version, environment.machine,
                             {canonicalize_name(name): str(version) for name, version in sorted(packages.items())},
                             complete)
 
 
-def study_environments(records: Iterable[dict[str, Any]]) -> list[StudyEnvironment]:
+def study_environments(records: Iterable[Record]) -> list[StudyEnvironment]:
     """Each distinct environment of the records, with how many records it holds, the most used first."""
     counts: dict[StudyEnvironment, int] = {}
     for record in records:
@@ -109,7 +110,7 @@ def read_requirements(path: Path) -> dict[str, str]:
     return pins
 
 
-def write_environment_files(study_folder: Path, records: list[dict[str, Any]], study: str) -> list[Path]:
+def write_environment_files(study_folder: Path, records: list[Record], study: str) -> list[Path]:
     """``environments/<id>.txt`` in the study folder for each environment of its records (files of environments
     the records no longer hold are removed: the folder is derived). The paths written."""
     folder = study_folder / FOLDER

@@ -15,16 +15,10 @@ import hashlib
 import json
 from typing import Any, Iterable, Mapping, NamedTuple
 
-from .schema import CELL_FIELDS, CellBlock
-from .reading import block, gpu_name
-from ..settings import COMPILE, HASHED, IDENTITY, WHEN_SET, setting_fields
+from .schema import CELL_FIELDS, VARIANT_FIELDS, ConfigBlock, EnvironmentBlock, Record
+from ..settings import COMPILE, HASHED, WHEN_SET, setting_fields
 from ..vocabulary import CompileMode
 
-# A cell's variant beyond the guide's way (the settings whose ``record`` is IDENTITY), each with the names it
-# may take, the default first: the value a record without it means (records written before variants existed
-# are the guide's cells).
-VARIANT_FIELDS = {item.name: (item.default, *(name for name in item.metadata["choices"] if name != item.default))
-                  for item in setting_fields() if item.metadata["record"] == IDENTITY}
 
 
 def cell_file_name(task: str, model: str, batch_size: int, compile_mode: str, variant: tuple[str, ...], dtype: str,
@@ -49,19 +43,19 @@ class CellIdentity(NamedTuple):
     device: str
 
     @classmethod
-    def of_record(cls, record: Mapping[str, Any]) -> CellIdentity:
-        cell = record["cell"]
-        return cls(cell["study"], cell["task"], cell["model"], cell["batch_size"], cell["compile_mode"],
-                   cell["dtype"], cell_variant(record), cell["device"].split(":")[0])
+    def of_record(cls, record: Record) -> CellIdentity:
+        cell = record.cell
+        return cls(cell.study, cell.task, cell.model, cell.batch_size, cell.compile_mode, cell.dtype,
+                   cell_variant(record), cell.device_kind)
 
     def variant_fields(self) -> dict[str, str]:
         """The variant by name (``{"memory_format": "contiguous", "shapes": "static"}``)."""
         return dict(zip(VARIANT_FIELDS, self.variant))
 
-    def cell_block(self) -> CellBlock:
-        """The record's ``cell`` block for this identity (what ``records.build.make_record`` takes)."""
+    def cell_block(self) -> dict[str, Any]:
+        """The record's ``cell`` block for this identity, as JSON holds it (what ``records.build.make_record`` takes)."""
         identity = {name: getattr(self, name) for name in CELL_FIELDS}
-        return {**identity, **self.variant_fields()}  # type: ignore[return-value]
+        return {**identity, **self.variant_fields()}
 
     def without_study(self) -> CellIdentity:
         return self._replace(study=None)
@@ -76,8 +70,10 @@ class RecordKey(NamedTuple):
     environment: tuple[Any, ...]
 
     @classmethod
-    def of(cls, identity: CellIdentity, config: Mapping[str, Any], environment: Mapping[str, Any]) -> RecordKey:
-        """The key of ``identity`` measured with ``config`` (a record's) on ``environment``."""
+    def of(cls, identity: CellIdentity, config: ConfigBlock | Mapping[str, Any],
+           environment: EnvironmentBlock | Mapping[str, Any]) -> RecordKey:
+        """The key of ``identity`` measured with ``config`` on ``environment``: a record's blocks, or the settings
+        a grid cell would record and its machine's environment as captured (``environment.capture``)."""
         return cls(identity, settings_hash(config, identity.compile_mode),
                    environment_key(environment, identity.device))
 
@@ -90,28 +86,27 @@ class RecordKey(NamedTuple):
         return self._replace(identity=self.identity._replace(batch_size=None))
 
 
-def latest_per_key(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def latest_per_key(records: Iterable[Record]) -> list[Record]:
     """Each measurement's latest record (``record_key`` without the study: a study folder is the study), by its
     environment's timestamp: a cell measured again replaces its earlier record, an error included."""
-    latest: dict[RecordKey, Mapping[str, Any]] = {}
-    for record in sorted(records, key=lambda r: block(r, "environment").get("timestamp_utc") or ""):
+    latest: dict[RecordKey, Record] = {}
+    for record in sorted(records, key=lambda record: record.timestamp):
         latest[record_key(record).without_study()] = record
     return list(latest.values())
 
 
-def cell_variant(record: Mapping[str, Any]) -> tuple[str, ...]:
-    """A record's variant values (``VARIANT_FIELDS``' order); each one's default where the record says none."""
-    cell = record["cell"]
-    return tuple(cell.get(name) or allowed[0] for name, allowed in VARIANT_FIELDS.items())
+def cell_variant(record: Record) -> tuple[str, ...]:
+    """A record's variant values (``VARIANT_FIELDS``' order)."""
+    return tuple(getattr(record.cell, name) for name in VARIANT_FIELDS)
 
 
-def cell_identity(record: Mapping[str, Any]) -> CellIdentity:
+def cell_identity(record: Record) -> CellIdentity:
     return CellIdentity.of_record(record)
 
 
-def record_key(record: Mapping[str, Any]) -> RecordKey:
+def record_key(record: Record) -> RecordKey:
     """A record's key: its cell, its config's settings and its environment."""
-    return RecordKey.of(cell_identity(record), block(record, "config"), block(record, "environment"))
+    return RecordKey.of(cell_identity(record), record.config, record.environment)
 
 
 # --- the settings' hash -------------------------------------------------------------
@@ -131,13 +126,19 @@ COMPILE_SETTINGS = _record_keys(COMPILE)  # no part of an eager cell's measureme
 OPTIONAL_SETTINGS = _record_keys(WHEN_SET)
 
 
-def settings_hash(config: Mapping[str, Any], compile_mode: str) -> str:
-    """A short hash of the settings that change a cell's measurement: change one, and the cell
-    is another cell (measured again on resume, shown apart in reports)."""
-    settings = {key: config.get(key) for key in SETTINGS_KEYS
+def settings_hash(config: ConfigBlock | Mapping[str, Any], compile_mode: str) -> str:
+    """A short hash of the settings that change a cell's measurement (a record's config, or the settings a cell
+    would record): change one, and the cell is another cell (measured again on resume, shown apart in reports)."""
+    value = config.setting if isinstance(config, ConfigBlock) else config.get
+    settings = {key: _number(value(key)) for key in SETTINGS_KEYS
                 if not (compile_mode == CompileMode.EAGER and key in COMPILE_SETTINGS)}
-    settings.update({key: config[key] for key in OPTIONAL_SETTINGS if config.get(key) is not None})
+    settings.update({key: _number(value(key)) for key in OPTIONAL_SETTINGS if value(key) is not None})
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode("utf-8")).hexdigest()[:12]
+
+
+def _number(value: Any) -> Any:
+    # a setting of 16 is 16 however it was read: a grid says 16, a record's typed field holds 16.0
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def warmed_up_as_its_eager_cell(timed_warmup: Any, cell_warmup: Any) -> bool:
@@ -148,23 +149,21 @@ def warmed_up_as_its_eager_cell(timed_warmup: Any, cell_warmup: Any) -> bool:
     return timed_warmup == cell_warmup
 
 
-def eager_side_stands_for_its_cell(record: Mapping[str, Any]) -> bool:
+def eager_side_stands_for_its_cell(record: Record) -> bool:
     """Whether a compiled cell's record measured its eager cell too, as the eager side of its pairs: an ``ok``
     compiled record with eager's figures, warmed up as the eager cell (``warmed_up_as_its_eager_cell``)."""
-    cell = record.get("cell") or {}
-    return (record.get("status") == "ok" and cell.get("compile_mode") not in (None, CompileMode.EAGER)
-            and bool(block(record, "speedup").get("eager_mean_ms"))
-            and warmed_up_as_its_eager_cell(block(record, "latency").get("warmup"),
-                                            block(record, "config").get("warmup")))
+    return (record.ok and record.compiled and record.speedup is not None
+            and bool(record.speedup.eager_mean_ms) and record.latency is not None
+            and warmed_up_as_its_eager_cell(record.latency.warmup, record.config.warmup))
 
 
-def measured_as_eager_side(record: Mapping[str, Any]) -> bool:
+def measured_as_eager_side(record: Record) -> bool:
     """Whether an eager cell's record holds a compiled cell's eager side (one measurement, two records; its
     ``shared_measurement`` says which): its runs were timed, and paid for, in that cell."""
-    return isinstance(record.get("shared_measurement"), Mapping)
+    return record.shared_measurement is not None
 
 
-def eager_side_key(record: Mapping[str, Any]) -> RecordKey | None:
+def eager_side_key(record: Record) -> RecordKey | None:
     """The key of the eager cell a compiled cell's record measured too, as the eager side of its pairs (the
     same settings, static shapes: eager compiles nothing; ``eager_side_stands_for_its_cell``); None for any
     other record. Resume counts that eager cell as measured, and the report shows its figures from this
@@ -174,16 +173,23 @@ def eager_side_key(record: Mapping[str, Any]) -> RecordKey | None:
     identity = cell_identity(record)._replace(compile_mode=CompileMode.EAGER.value)
     variant = dict(identity.variant_fields(), shapes=VARIANT_FIELDS["shapes"][0])
     identity = identity._replace(variant=tuple(variant.values()))
-    return RecordKey.of(identity, block(record, "config"), block(record, "environment"))
+    return RecordKey.of(identity, record.config, record.environment)
 
 
-def environment_key(environment: Mapping[str, Any], kind: str) -> tuple[Any, ...]:
+def as_environment(environment: EnvironmentBlock | Mapping[str, Any]) -> EnvironmentBlock:
+    """A record's environment block, or a machine's environment as captured (``environment.capture``) as one."""
+    if isinstance(environment, EnvironmentBlock):
+        return environment
+    return EnvironmentBlock.model_validate(environment, strict=True)
+
+
+def environment_key(environment: EnvironmentBlock | Mapping[str, Any], kind: str) -> tuple[Any, ...]:
     """What a cell's identity takes from the environment: the torch version, the processor, and
     the host fact that changes latency on it (the GPU driver; the CPU's core count). A CPU cell
     placed by a cluster on a declared accelerator type also takes that kind (a GPU's kind is its
     name, already there)."""
+    environment = as_environment(environment)
     if kind == "cuda":
-        return (environment.get("torch_version"), gpu_name(environment, "cuda:0"),
-                environment.get("driver_version"))
-    return (environment.get("torch_version"), environment.get("cpu_model"),
-            environment.get("cpu_count_logical"), environment.get("accelerator_type"))
+        return environment.torch_version, environment.gpu_name("cuda:0"), environment.driver_version
+    return (environment.torch_version, environment.cpu_model, environment.cpu_count_logical,
+            environment.accelerator_type)

@@ -19,12 +19,12 @@ import json
 import os
 from pathlib import Path
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 import warnings
 
-from .schema import CELL_FIELDS
+from .schema import CELL_FIELDS, SCHEMA_VERSION, Record
+from .check import InvalidRecord
 from .key import VARIANT_FIELDS
-from .build import SCHEMA_VERSION, validate_record
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -105,15 +105,16 @@ def locked(path: str | os.PathLike, shared: bool = False) -> Iterator[None]:
         os.close(fd)
 
 
-def append_record(path: str | os.PathLike, record: dict[str, Any],
+def append_record(path: str | os.PathLike, record: Record | Mapping[str, Any],
                   guard: Callable[[], bool] | None = None) -> None:
-    """Append ``record`` as one line of ``path``: one write, locked, flushed and fsynced.
+    """Append ``record`` (a ``Record``, or one as JSON holds it, of any schema version: ``Record.of`` reads and
+    checks it, ``InvalidRecord`` where a reader would skip it) as one line of ``path``, at the current version:
+    one write, locked, flushed and fsynced.
 
     ``guard``, if given, runs under the lock just before the write; when it returns
     False nothing is written and StaleWriterError is raised.
     """
-    validate_record(record)
-    data = (json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    data = (json.dumps(Record.of(record).to_json(), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
             + "\n").encode("utf-8")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -152,8 +153,9 @@ def _fsync_directory(directory: Path) -> None:
 
 # --- reading ----------------------------------------------------------------------
 
-def iter_records(path: str | os.PathLike, start: int = 0) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, record) for each readable record; warns on and skips the rest.
+def iter_records(path: str | os.PathLike, start: int = 0) -> Iterator[tuple[int, Record]]:
+    """(line number, record) for each readable record, of any schema version (``Record.from_json``), saying where
+    it was read from (``Record.origin``); warns on and skips the rest.
 
     ``start`` is a byte offset to read from (a size taken earlier, so a line boundary); line
     numbers are the file's all the same. A byte-order mark before the first line is read past.
@@ -167,26 +169,29 @@ def iter_records(path: str | os.PathLike, start: int = 0) -> Iterator[tuple[int,
                 raw = raw[len(codecs.BOM_UTF8):]
             if not raw.strip():
                 continue
-            reason = None
-            try:
-                record = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                reason = f"not valid JSON ({exc.__class__.__name__}: {exc})"
-            else:
-                if not isinstance(record, dict) or "schema_version" not in record:
-                    reason = "not a result record (no schema_version)"
-                elif not isinstance(record["schema_version"], int) or record["schema_version"] > SCHEMA_VERSION:
-                    reason = (f"schema_version {record['schema_version']!r} is newer than this "
-                              f"bench_utils reads ({SCHEMA_VERSION}); upgrade bench_utils")
-                elif record["schema_version"] < SCHEMA_VERSION:
-                    reason = (f"schema_version {record['schema_version']} is older than this "
-                              f"bench_utils reads ({SCHEMA_VERSION})")
-                else:
-                    reason = _invalid(record)
-            if reason:
+            reason, record = _read(raw)
+            if record is None:
                 warnings.warn(CorruptRecordWarning(SkippedLine(str(path), number, reason)), stacklevel=2)
                 continue
-            yield number, record
+            yield number, record.read_from(str(path), number)
+
+
+def _read(raw: bytes) -> tuple[str, Record | None]:
+    """The record a line holds, or why none."""
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return f"not valid JSON ({exc.__class__.__name__}: {exc})", None
+    if not isinstance(data, dict) or "schema_version" not in data:
+        return "not a result record (no schema_version)", None
+    version = data["schema_version"]
+    if not isinstance(version, int) or isinstance(version, bool) or version > SCHEMA_VERSION:
+        return (f"schema_version {version!r} is newer than this bench_utils reads ({SCHEMA_VERSION}); "
+                "upgrade bench_utils"), None
+    try:
+        return "", Record.from_json(data)
+    except InvalidRecord as exc:
+        return f"not a valid record ({exc})", None
 
 
 def _newlines_before(lines, offset: int, chunk: int = 1 << 20) -> int:
@@ -202,24 +207,11 @@ def _newlines_before(lines, offset: int, chunk: int = 1 << 20) -> int:
     return count
 
 
-def _invalid(record: dict[str, Any]) -> str | None:
-    """Why a record of the current schema cannot be used (a missing or malformed field), or None."""
-    try:
-        validate_record(record)
-    except ValueError as exc:
-        return f"not a valid record ({exc})"
-    return None
-
-
-def read_records(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list[dict[str, Any]]:
+def read_records(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list[Record]:
     """Every readable record of one or more results files, in file and line order."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    records = []
-    for path in paths:
-        for number, record in iter_records(path):
-            records.append({**record, "_source": str(path), "_line": number})
-    return records
+    return [record for path in paths for _, record in iter_records(path)]
 
 
 def read_results(paths: str | os.PathLike | Iterable[str | os.PathLike], *,
@@ -234,11 +226,9 @@ def read_results(paths: str | os.PathLike | Iterable[str | os.PathLike], *,
     records = read_records(paths)
     if not records:
         return pd.DataFrame(columns=[*CELL_FIELDS, "status"])
-    frame = pd.json_normalize(records, sep=".")
+    frame = pd.json_normalize([{**record.to_json(), "source": record.origin[0], "line": record.origin[1]}
+                               for record in records if record.origin], sep=".")
     frame = frame.rename(columns={f"cell.{name}": name for name in (*CELL_FIELDS, *VARIANT_FIELDS)})
-    for name, allowed in VARIANT_FIELDS.items():  # records older than variants are the guide's cells
-        frame[name] = frame[name].fillna(allowed[0]) if name in frame else allowed[0]
-    frame = frame.rename(columns={"_source": "source", "_line": "line"})
     if not include_values and "latency.values" in frame:
         frame = frame.drop(columns=["latency.values"])
     leading = [c for c in (*CELL_FIELDS, "status", "error") if c in frame]

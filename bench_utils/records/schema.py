@@ -1,380 +1,557 @@
-"""The blocks of a result record, typed, and one way to read each from any record of the schema.
+"""The record, typed: immutable blocks that read and write its JSON (``Record.from_json``, ``Record.to_json``).
 
-A record stays a plain JSON object (``records`` builds it, ``results`` writes it); these TypedDicts say
-what each block holds, and ``records.check`` holds every record written or read to them: each key's type
-and range (a duration is positive, a count is not negative), so that no reader meets a string where it
-computes or a negative latency. Every block is ``total=False``: records of schema 2 written before a key
-existed lack it and still read (``docs/records.md`` says which keys came late); ``Required`` marks what
-every such block has, since readers index it. Keys a block holds beyond these are the block's own
-(environment's settings, parity's per-tensor figures) and are not checked. The kinds of value (ranges, checked
-names) are ``records.value_types``'. ``records.reading`` reads a block as
-its type below. Nothing here imports torch, pandas or pydantic.
+A record is one JSON object per line of a ``results.jsonl``. Here it is a ``Record`` of blocks, each a frozen
+pydantic model whose fields say what it holds, each field's type and range (``records.value_types``: a duration
+is positive, a count is not negative): a reader meets no string where it computes and no negative latency, and
+reads ``record.latency.mean``, never a key. ``Record.from_json`` takes any record of the schema's versions
+(``records.upgrade`` lifts versions 1 and 2 to this one, ``SCHEMA_VERSION``) and holds it to the types, strictly
+(records are JSON: the string "0.03" is no latency, ``true`` no count); ``to_json`` gives back what it read, or
+what a builder made (``records.build``). A block absent from a record, or a field of one, is None: not measured
+(a failed cell has no latency) or not asked for. Keys a block holds beyond its fields are the block's own
+(environment's settings in force, compile's CUDA-graph skips) and travel untyped. Nothing here imports torch or
+pandas.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Mapping
 
 from annotated_types import Ge, Len
-from typing_extensions import Required, TypedDict  # pydantic (records.check) needs typing_extensions' before 3.12
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
-from .value_types import (Bounds, CompileModeName, Count, Device, DTypeName, Interval, NamePart, NonNegative,
-                          PackageName, Positive, Share, Text, Version)
+from .check import InvalidRecord, consistency_problem, error_reason, rules_problem
+from .upgrade import upgrade
+from .value_types import (CELL_FIELDS, VARIANT_FIELDS, Bounds, CompileModeName, Count, Device, DTypeName, Interval,
+                          NamePart, NonNegative, PackageName, Positive, Share, Text, Version)
 
-
-
-class CellIdentityBlock(TypedDict, total=False):
-    """What the cell is, whatever its variant: every record has these (``records.validate_cell``)."""
-
-    study: Required[Text]
-    task: Required[Text]
-    model: Required[Text]
-    batch_size: Required[Annotated[int, Ge(1)]]
-    compile_mode: Required[CompileModeName]
-    dtype: Required[DTypeName]
-    device: Required[Device]  # as the kernel named it: cpu, cuda or cuda:N
+# 3: every record read lifted to one shape (``records.upgrade``): the cell's variant and the config always there
+# 2: per-call latency, paired speed-up, TF32 policy names, cold/warm compile, fp64 gate
+SCHEMA_VERSION = 3
 
 
-# The cell's identity fields, in the schema's order: a grid's ``study.grid.Cell`` is these and its settings
-# (its tests check it), and ``records`` builds and checks a record's cell by them.
-CELL_FIELDS = tuple(CellIdentityBlock.__annotations__)
+class Block(BaseModel):
+    """A block of a record: immutable, strict, and keeping the keys it does not type (they are the block's own)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow", strict=True, protected_namespaces=())
+
+    def to_json(self) -> dict[str, Any]:
+        """The block as JSON holds it: what was read or built, no field added."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+    def extra(self, name: str) -> Any:
+        """A key the block holds beyond its fields (None where absent): what a block carries for itself."""
+        return (self.model_extra or {}).get(name)
 
 
-class CellBlock(CellIdentityBlock, total=False):
-    """What the cell is, then its variant: ``memory_format``, ``shapes`` and ``inductor``
-    (``records.key.VARIANT_FIELDS``, the settings whose ``record`` is ``IDENTITY``) are absent from records made
-    before each existed, which are the guide's cells."""
+class CellBlock(Block):
+    """What the cell is, then its variant: ``memory_format``, ``shapes`` and ``inductor`` (``records.key.VARIANT_FIELDS``,
+    the settings whose ``record`` is ``IDENTITY``), each its default in records made before it existed
+    (``records.upgrade``)."""
 
+    study: Text
+    task: Text
+    model: Text
+    batch_size: Annotated[int, Ge(1)]
+    compile_mode: CompileModeName
+    dtype: DTypeName
+    device: Device  # as the kernel named it: cpu, cuda or cuda:N
     memory_format: str
     shapes: str
     inductor: str
 
+    @property
+    def device_kind(self) -> str:
+        """cpu or cuda, whichever GPU."""
+        return self.device.split(":")[0]
 
-class LatencyBlock(TypedDict, total=False):
+
+
+
+class LatencyBlock(Block):
     """optimum-benchmark's latency block, in seconds (``records.build.latency_block``)."""
 
-    unit: str
-    values: Required[list[Positive]]
-    count: Required[Count]
-    total: NonNegative
-    mean: Required[Positive]
-    p50: Required[Positive]
-    p90: Positive
-    p95: Positive
-    p99: Required[Positive]
-    stdev: Required[NonNegative]
-    stdev_: NonNegative  # relative, in percent
-    p999: Positive
-    median: Required[Positive]
-    ci95: Bounds
-    min: Positive
-    max: Positive
-    outliers: Count
-    timer: str                      # perf_counter_ns or cuda_event
-    sync: Literal["per-call", "pipelined"]
-    warmup: Count
-
-
-class ThroughputBlock(TypedDict, total=False):
-    unit: str      # samples/s
-    value: Positive
-
-
-class SpeedupBlock(TypedDict, total=False):
-    """A compiled cell's paired speed-up over interleaved eager (``study.cell_record.speedup_block``)."""
-
-    baseline: str
-    method: str
-    mean: Required[Positive]
-    mean_ci95: Interval | None           # None: one pair, no interval
+    unit: str | None = None
+    values: list[Positive]
+    count: Count
+    total: NonNegative | None = None
+    mean: Positive
+    p50: Positive
+    p90: Positive | None = None
+    p95: Positive | None = None
+    p99: Positive
+    stdev: NonNegative
+    stdev_: NonNegative | None = None  # relative, in percent
+    p999: Positive | None = None
     median: Positive
-    median_ci95: Interval | None
-    excludes_one: bool | None
-    paired_pvalue: Share | None
-    pairs: Annotated[int, Ge(1)]
-    order_seed: int
-    order: str                           # the blocks in the order run: "c" compiled, "b" eager (baseline)
-    eager_mean_ms: Positive
-    eager_median_ms: Positive
-    eager_p99_ms: Positive
-    eager_ci95_mean_ms: Bounds | None
-    eager_outliers: Count
-    # since the first GPU run (records before it lack them):
-    eager_values: list[Positive]        # eager's timed calls (s), in the order run: its blocks in turn
-    block_runs: list[Annotated[int, Ge(1)]]  # timed calls per block, the same on both sides
-    switch_calls: Count                 # calls at each block's start kept out of the statistics
-    switch_ms: dict[str, list[list[NonNegative]]]  # "eager", "compiled": per block, its switch calls (ms)
-    block_clocks: dict[str, list[BlockClock]]      # "eager", "compiled": per block, the GPU's clock after it
+    ci95: Bounds | None = None
+    min: Positive | None = None
+    max: Positive | None = None
+    outliers: Count | None = None
+    timer: str | None = None                      # perf_counter_ns or cuda_event
+    sync: Literal["per-call", "pipelined"] | None = None
+    warmup: Count | None = None
 
 
-class BlockClock(TypedDict, total=False):
+class ThroughputBlock(Block):
+    unit: str | None = None      # samples/s
+    value: Positive | None = None
+
+
+class BlockClock(Block):
     """The GPU read after a block of timed calls (``measurement.block_clocks``); None where NVML could not."""
 
-    sm_clock_mhz: NonNegative | None
-    temperature_c: float | None
+    sm_clock_mhz: NonNegative | None = None
+    temperature_c: float | None = None
 
 
-class CompileBlock(TypedDict, total=False):
+class SwitchCalls(Block):
+    """Per side, per block, the calls at the block's start kept out of the statistics (ms)."""
+
+    eager: list[list[NonNegative]] | None = None
+    compiled: list[list[NonNegative]] | None = None
+
+
+class BlockClocks(Block):
+    """Per side, the GPU read after each block."""
+
+    eager: list[BlockClock] | None = None
+    compiled: list[BlockClock] | None = None
+
+
+class SpeedupBlock(Block):
+    """A compiled cell's paired speed-up over interleaved eager (``study.cell.cell_record.speedup_block``)."""
+
+    baseline: str | None = None
+    method: str | None = None
+    mean: Positive
+    mean_ci95: Interval | None = None           # None: one pair, no interval
+    median: Positive | None = None
+    median_ci95: Interval | None = None
+    excludes_one: bool | None = None
+    paired_pvalue: Share | None = None
+    pairs: Annotated[int, Ge(1)] | None = None
+    order_seed: int | None = None
+    order: str | None = None             # the blocks in the order run: "c" compiled, "b" eager (baseline)
+    eager_mean_ms: Positive | None = None
+    eager_median_ms: Positive | None = None
+    eager_p99_ms: Positive | None = None
+    eager_ci95_mean_ms: Bounds | None = None
+    eager_outliers: Count | None = None
+    # since the first GPU run (None before it):
+    eager_values: list[Positive] | None = None        # eager's timed calls (s), in the order run: its blocks in turn
+    block_runs: list[Annotated[int, Ge(1)]] | None = None  # timed calls per block, the same on both sides
+    switch_calls: Count | None = None                 # calls at each block's start kept out of the statistics
+    switch_ms: SwitchCalls | None = None        # each side's switch calls (ms), per block
+    block_clocks: BlockClocks | None = None     # each side's GPU clock after every block
+
+
+class AotFreshProcess(Block):
+    """An AOTInductor package's start in a new interpreter (s): what a serving process pays."""
+
+    import_s: NonNegative | None = None
+    load_s: NonNegative | None = None
+    first_call_s: NonNegative | None = None
+
+
+class AotBlock(Block):
+    """aot-inductor's export, compile and package (s), its load, and a fresh process's start from it."""
+
+    export_s: NonNegative | None = None
+    compile_s: NonNegative | None = None
+    load_s: NonNegative | None = None
+    fresh_process: AotFreshProcess | None = None
+
+
+class PortableCacheBlock(Block):
+    """A fresh process started from the saved compile cache (``variants.portable_cache``), in seconds."""
+
+    import_s: NonNegative | None = None
+    model_load_s: NonNegative | None = None
+    load_artifacts_s: NonNegative | None = None
+    first_calls_s: list[NonNegative] | None = None
+    first_answer_s: NonNegative | None = None
+    fx_graph_cache_hits: Count | None = None
+    fx_graph_cache_misses: Count | None = None
+    artifact_bytes: Count | None = None
+
+
+class BatchShapesBlock(Block):
+    """A dynamic cell's compilation: the batch size it was compiled at, and what this one recompiled."""
+
+    compiled_at_batch_size: Annotated[int, Ge(1)] | None = None
+    recompiles_at_this_batch_size: Count | None = None
+    method: str | None = None
+
+
+class CompileBlock(Block):
     """The compile options, then what compiling cost and found (``variants.compile_cost``)."""
 
-    mode: str
-    backend: str | None
-    fullgraph: bool | None
-    dynamic: bool | None
-    cuda_graphs: bool | Literal["partial"] | None   # what happened: True, "partial", False
-    cuda_graphs_requested: bool
-    first_call_ms: NonNegative
+    mode: str | None = None
+    backend: str | None = None
+    fullgraph: bool | None = None
+    dynamic: bool | None = None
+    cuda_graphs: bool | Literal["partial"] | None = None   # what happened: True, "partial", False
+    cuda_graphs_requested: bool | None = None
+    first_call_ms: NonNegative | None = None
     # the compiling calls less as many eager calls: a difference of timings, which noise takes below 0 where
     # nothing was compiled (a dynamic cell's later batch sizes, a warm cache)
-    cold_ms: float | None
-    warm_ms: float | None            # None: measured at another batch size of the model and mode
-    cold_calls_ms: list[NonNegative]
-    warm_calls_ms: list[NonNegative] | None
-    compiling_calls: Count
-    graphs: Count
-    graph_breaks: Count
-    recompiles: Count
-    break_even_calls: NonNegative | None
-    break_reasons: dict[str, Any]
-    inductor_options: dict[str, Any]  # an Inductor configuration's options (``variants.inductor_config``)
-    compile_workers: dict[str, Any] | None
-    aot: dict[str, Any] | None  # aot-inductor: export, compile, package, load, fresh_process
-    portable_cache: dict[str, Any] | None  # a fresh process from the saved compile cache
-    batch_shapes: dict[str, Any] | None  # dynamic cells: compiled_at_batch_size, recompiles_at_this_batch_size
+    cold_ms: float | None = None
+    warm_ms: float | None = None            # None: measured at another batch size of the model and mode
+    cold_calls_ms: list[NonNegative] | None = None
+    warm_calls_ms: list[NonNegative] | None = None
+    compiling_calls: Count | None = None
+    graphs: Count | None = None
+    graph_breaks: Count | None = None
+    recompiles: Count | None = None
+    break_even_calls: NonNegative | None = None
+    break_reasons: dict[str, Any] | None = None
+    inductor_options: dict[str, Any] | None = None  # an Inductor configuration's options (``variants.inductor_config``)
+    compile_workers: dict[str, Any] | None = None
+    aot: AotBlock | None = None
+    portable_cache: PortableCacheBlock | None = None
+    batch_shapes: BatchShapesBlock | None = None
 
 
-class MemoryBlock(TypedDict, total=False):
+class MemoryBlock(Block):
     """The ``MemoryProbe`` report and the CPU activation peak; a compiled cell's eager side under ``eager``."""
 
-    device: str
-    param_count: Count | None
-    param_bytes: Count | None
-    buffer_bytes: Count | None
-    input_bytes: Count | None
-    cuda_peak_allocated_bytes: Count | None
-    cuda_peak_reserved_bytes: Count | None
-    cuda_peak_allocated_increase_bytes: Count | None
-    cuda_peak_reserved_increase_bytes: Count | None
-    cuda_graph_pool_bytes: Count | None
-    rss_peak_increase_bytes: int | None  # resident memory can fall during a call
-    cpu_activation_peak_bytes: Count | None
-    cpu_activation_allocations: Count | None
-    cpu_activation_method: str | None
-    cpu_activation_note: str | None
-    eager: MemoryBlock
+    device: str | None = None
+    param_count: Count | None = None
+    param_bytes: Count | None = None
+    buffer_bytes: Count | None = None
+    input_bytes: Count | None = None
+    cuda_peak_allocated_bytes: Count | None = None
+    cuda_peak_reserved_bytes: Count | None = None
+    cuda_peak_allocated_increase_bytes: Count | None = None
+    cuda_peak_reserved_increase_bytes: Count | None = None
+    cuda_graph_pool_bytes: Count | None = None
+    rss_peak_increase_bytes: int | None = None  # resident memory can fall during a call
+    cpu_activation_peak_bytes: Count | None = None
+    cpu_activation_allocations: Count | None = None
+    cpu_activation_method: str | None = None
+    cpu_activation_note: str | None = None
+    eager: MemoryBlock | None = None
+
+    @property
+    def probed(self) -> bool:
+        """Whether the probe ran (it failed, or the cell did, where not): its resident figure is written."""
+        return "rss_peak_increase_bytes" in self.model_fields_set
 
 
-class ToleranceBlock(TypedDict, total=False):
-    key: str
-    tol: NonNegative
-    multiplier: NonNegative
-    source: str
+class ToleranceBlock(Block):
+    key: str | None = None
+    tol: NonNegative | None = None
+    multiplier: NonNegative | None = None
+    source: str | None = None
 
 
-class ParityBlock(TypedDict, total=False):
+class ParityBlock(Block):
     """The accuracy gate's verdict (``variants.parity``) and what judged it."""
 
-    parity: Literal["pass", "fail"] | None  # None: not judged
-    method: str | None
-    reference: Literal["float64", "same-dtype", "none"]
-    reference_note: str | None
-    rule: str | None
-    dtype: str
-    tf32: bool
-    tolerance: ToleranceBlock
-    max_abs_err: NonNegative | None
-    worst_tensor: str | None
-    rmse_ratio: NonNegative | None
-    rmse_eager: NonNegative | None
-    rmse_compiled: NonNegative | None
-    tensors: Count
-    per_tensor: dict[str, Any]       # each output tensor's figures (``variants.parity``)
-    problem_count: Count
-    problems: list[str]
+    parity: Literal["pass", "fail"] | None = None  # None: not judged
+    method: str | None = None
+    reference: Literal["float64", "same-dtype", "none"] | None = None
+    reference_note: str | None = None
+    rule: str | None = None
+    dtype: str | None = None
+    tf32: bool | None = None
+    tolerance: ToleranceBlock | None = None
+    max_abs_err: NonNegative | None = None
+    worst_tensor: str | None = None
+    rmse_ratio: NonNegative | None = None
+    rmse_eager: NonNegative | None = None
+    rmse_compiled: NonNegative | None = None
+    tensors: Count | None = None
+    per_tensor: dict[str, Any] | None = None       # each output tensor's figures (``variants.parity``)
+    problem_count: Count | None = None
+    problems: list[str] | None = None
 
 
-class AgreementBlock(TypedDict, total=False):
-    value: Share | None              # the task-level agreement of compiled with eager
+class AgreementBlock(Block):
+    value: Share | None = None              # the task-level agreement of compiled with eager
 
 
-class ComputeBlock(TypedDict, total=False):
-    flops: Count | None
-    tflops: NonNegative | None
-    percent_of_peak: NonNegative | None
-    eager_tflops: NonNegative | None
-    eager_percent_of_peak: NonNegative | None
+class ComputeBlock(Block):
+    flops: Count | None = None
+    tflops: NonNegative | None = None
+    percent_of_peak: NonNegative | None = None
+    eager_tflops: NonNegative | None = None
+    eager_percent_of_peak: NonNegative | None = None
 
 
-class EnergySide(TypedDict, total=False):
+class EnergySide(Block):
     """One side's energy (``study.cell.memory_and_energy``): the probe's report (``measurement.power.REPORT_KEYS``)
     and the window's rule and outcome; records before the window was sized by its steps have ``window_min_s``
     (5 s) and none of ``steps`` to ``idle_power_w``."""
 
-    joules_per_inference: NonNegative | None
-    duration_s: NonNegative | None   # the window integrated, step to step of the counter
-    steps: Count | None              # the counter's steps in it
-    power_rel_se: NonNegative | None  # the mean power's relative standard error over them (8 samples or more)
-    power_rel_ci95: NonNegative | None  # its 95 % half-width
-    window_stopped_by: str | None    # power_rel_se, steps_max, time_limit, fixed_window
-    idle_gaps_s: NonNegative | None  # idle gaps among the calls, their energy taken out at idle_power_w
-    idle_power_w: NonNegative | None
+    joules_per_inference: NonNegative | None = None
+    duration_s: NonNegative | None = None   # the window integrated, step to step of the counter
+    steps: Count | None = None              # the counter's steps in it
+    power_rel_se: NonNegative | None = None  # the mean power's relative standard error over them (8 samples or more)
+    power_rel_ci95: NonNegative | None = None  # its 95 % half-width
+    window_stopped_by: str | None = None    # power_rel_se, steps_max, time_limit, fixed_window
+    idle_gaps_s: NonNegative | None = None  # idle gaps among the calls, their energy taken out at idle_power_w
+    idle_power_w: NonNegative | None = None
 
 
-class EnergyBlock(TypedDict, total=False):
+class EnergyBlock(Block):
     """NVIDIA GPUs: each side's energy (``measurement.power``); absent elsewhere."""
 
-    eager: EnergySide | None
-    compiled: EnergySide | None
-    timed_runs: dict[str, Any]       # the energy of the timed runs themselves, clocks and throttle reasons
+    eager: EnergySide | None = None
+    compiled: EnergySide | None = None
+    timed_runs: dict[str, Any] | None = None       # the energy of the timed runs themselves, clocks and throttle reasons
 
 
-class PhasesBlock(TypedDict, total=False):
-    """Seconds inside the kernel (``study.phases``); ``startup_s`` and ``load_s`` where that cell paid them."""
+class PhasesBlock(Block):
+    """Seconds inside the kernel (``study.cell.time_by_phase``); ``startup_s`` and ``load_s`` where that cell paid them."""
 
-    startup_s: NonNegative
-    load_s: NonNegative
-    cell_s: NonNegative
-    compile_s: NonNegative
-    warmup_s: NonNegative
-    timed_s: NonNegative
-    parity_s: NonNegative
-    memory_s: NonNegative
-    flops_s: NonNegative
-    energy_s: NonNegative
-    profile_s: NonNegative          # why it got faster: both sides profiled
+    startup_s: NonNegative | None = None
+    load_s: NonNegative | None = None
+    cell_s: NonNegative | None = None
+    compile_s: NonNegative | None = None
+    warmup_s: NonNegative | None = None
+    timed_s: NonNegative | None = None
+    parity_s: NonNegative | None = None
+    memory_s: NonNegative | None = None
+    flops_s: NonNegative | None = None
+    energy_s: NonNegative | None = None
+    profile_s: NonNegative | None = None          # why it got faster: both sides profiled
 
 
-class GpuEntry(TypedDict, total=False):
+class GpuEntry(Block):
     """A GPU as ``environment.capture`` lists it."""
 
-    index: Count
-    name: str | None
-    uuid: str | None
-    total_memory_bytes: Count | None
+    index: Count | None = None
+    name: str | None = None
+    uuid: str | None = None
+    total_memory_bytes: Count | None = None
 
 
-class EnvironmentBlock(TypedDict, total=False):
+class EnvironmentBlock(Block):
     """What the cell was measured on (``environment.capture.capture_environment``); the keys a record's identity,
-    the report and a study's environment files read are typed here, the rest (settings in force) are there.
-    ``python_version``, ``machine`` and ``torch_version`` name a study's environment file; ``packages`` (or, in records
-    before it, the ``*_version`` keys) pin what ``make reproduce`` installs: each is checked to be what it says,
-    never a path or a pip option."""
+    the report and a study's environment files read are typed here, the rest (settings in force) are the block's
+    own. ``python_version``, ``machine`` and ``torch_version`` name a study's environment file; ``packages`` (or, in
+    records before it, the ``*_version`` keys) pin what ``make reproduce`` installs: each is checked to be what it
+    says, never a path or a pip option."""
 
-    torch_version: Version
-    torch_git_version: str | None
-    torch_cuda_version: str | None
-    cudnn_version: int | str | None
-    transformers_version: Version | None
-    timm_version: Version | None
-    triton_version: Version | None
-    torchvision_version: Version | None
-    numpy_version: Version | None
-    python_version: NamePart | None
-    machine: NamePart | None
-    os_release: str | None
-    cpu_model: str | None
-    cpu_count_logical: Count | None
-    ram_total_bytes: Count | None
-    torch_num_threads: Count | None
-    driver_version: str | None
-    gpus: list[GpuEntry]
-    packages: dict[PackageName, Version]
-    git_commit: str | None
-    accelerator_type: str | None     # a cluster's declared kind of node; None locally
-    cluster_node_id: str | None
-    timestamp_utc: str
+    torch_version: Version | None = None
+    torch_git_version: str | None = None
+    torch_cuda_version: str | None = None
+    cudnn_version: int | str | None = None
+    transformers_version: Version | None = None
+    timm_version: Version | None = None
+    triton_version: Version | None = None
+    torchvision_version: Version | None = None
+    numpy_version: Version | None = None
+    python_version: NamePart | None = None
+    machine: NamePart | None = None
+    os_release: str | None = None
+    cpu_model: str | None = None
+    cpu_count_logical: Count | None = None
+    ram_total_bytes: Count | None = None
+    torch_num_threads: Count | None = None
+    driver_version: str | None = None
+    gpus: list[GpuEntry] | None = None
+    packages: dict[PackageName, Version] | None = None
+    git_commit: str | None = None
+    accelerator_type: str | None = None     # a cluster's declared kind of node; None locally
+    cluster_node_id: str | None = None
+    timestamp_utc: str | None = None
+
+    def gpu_name(self, device: str) -> str | None:
+        """Name of the GPU that ``device`` (such as 'cuda:0') designates; None for a CPU or a GPU not listed."""
+        if not device.startswith("cuda"):
+            return None
+        index = int(device.split(":", 1)[1]) if ":" in device else 0
+        return next((gpu.name for gpu in self.gpus or [] if gpu.index == index), None)
 
 
-class ConfigBlock(TypedDict, total=False):
+class ConfigBlock(Block):
     """How the cell was measured: its settings under their record names (``records.build.measurement_settings``),
     the weights measured (None: nothing was) and the TF32 settings in force."""
 
-    weights: Literal["random", "pretrained", "auto"] | None  # "auto": records before it was resolved
-    weights_requested: Literal["random", "pretrained", "auto"]
-    runs: Annotated[int, Ge(1)]
-    warmup: Count
-    blocks: Annotated[int, Ge(1)] | None
-    seed: int
-    tf32: str
-    backend: str
-    fullgraph: bool
-    dynamic: bool | None
-    sync: Literal["per-call", "pipelined"]
-    gpu_memory_gib: Positive | None
-    gpu_memory_fraction: Positive
+    weights: Literal["random", "pretrained", "auto"] | None = None  # "auto": records before it was resolved
+    weights_requested: Literal["random", "pretrained", "auto"] | None = None
+    runs: Annotated[int, Ge(1)] | None = None
+    warmup: Count | None = None
+    blocks: Annotated[int, Ge(1)] | None = None
+    seed: int | None = None
+    tf32: str | None = None
+    backend: str | None = None
+    fullgraph: bool | None = None
+    dynamic: bool | None = None
+    sync: Literal["per-call", "pipelined"] | None = None
+    gpu_memory_gib: Positive | None = None
+    gpu_memory_fraction: Positive | None = None
+
+    def setting(self, name: str) -> Any:
+        """A setting by its record name (``records.key``'s hash reads them by name); None where not recorded."""
+        return getattr(self, name) if name in type(self).model_fields else self.extra(name)
 
 
-class ProfileSide(TypedDict, total=False):
+class ProfileSide(Block):
     """One side of a profile, per call (``measurement.work_profile``)."""
 
-    calls: Count
-    wall_ms: NonNegative
-    busy_ms: NonNegative
-    busy_fraction: NonNegative | None
-    work_calls: Required[NonNegative]  # kernels (GPU) or operator calls (CPU) per call
-    work_unit: str                  # "kernels" or "operator calls"
-    compiled_regions: NonNegative   # compiled graphs run per call: more than one is a graph break
-    kinds_ms: dict[str, NonNegative]  # vocabulary.WorkKind -> ms per call
+    calls: Count | None = None
+    wall_ms: NonNegative | None = None
+    busy_ms: NonNegative | None = None
+    busy_fraction: NonNegative | None = None
+    work_calls: NonNegative  # kernels (GPU) or operator calls (CPU) per call
+    work_unit: str | None = None                  # "kernels" or "operator calls"
+    compiled_regions: NonNegative | None = None   # compiled graphs run per call: more than one is a graph break
+    kinds_ms: dict[str, NonNegative] | None = None  # vocabulary.WorkKind -> ms per call
 
 
-class ProfileBlock(TypedDict, total=False):
+class ProfileBlock(Block):
     """Why a compiled cell got faster or slower: both sides profiled after the timed runs. Absent where not
     taken: ``profile: false`` (``cell --no-profile``), or a failure, which the record's ``notes`` name.
     ``traces``: the kept traces' file names (``--keep-traces``)."""
 
-    method: str
-    activities: str                 # "cpu" or "cpu+cuda"
-    eager: ProfileSide
-    compiled: ProfileSide
-    seconds: NonNegative            # what profiling cost the cell
-    traces: dict[str, str] | None
+    method: str | None = None
+    activities: str | None = None                 # "cpu" or "cpu+cuda"
+    eager: ProfileSide | None = None
+    compiled: ProfileSide | None = None
+    seconds: NonNegative | None = None            # what profiling cost the cell
+    traces: dict[str, str] | None = None
 
 
-class ModelBlock(TypedDict, total=False):
+class ModelBlock(Block):
     """The model measured (``zoo.loading``): its key, checkpoint and weights, and the image it was fed."""
 
-    key: str
-    label: str
-    task: str
-    checkpoint: str
-    weights: str
-    param_count: Count | None
+    key: str | None = None
+    label: str | None = None
+    task: str | None = None
+    checkpoint: str | None = None
+    weights: str | None = None
+    param_count: Count | None = None
 
 
-class SharedMeasurementBlock(TypedDict, total=False):
+class SharedMeasurementBlock(Block):
     """An eager cell timed as the eager side of a compiled cell's pairs: one measurement, two records."""
 
-    with_compile_mode: Required[str]
-    design: str
+    with_compile_mode: str
+    design: str | None = None
 
 
-class Record(TypedDict, total=False):
-    """A whole record: the blocks above under their names, and what every record has."""
-
-    schema_version: Required[int]
-    record_id: Required[Annotated[str, Len(1, 64)]]
-    cell: Required[CellBlock]
-    status: Required[str]              # a vocabulary.Status (records.build.validate_record)
-    error: str | None
-    config: ConfigBlock
-    latency: LatencyBlock | None
-    throughput: ThroughputBlock | None
-    memory: MemoryBlock | None
-    compile: CompileBlock | None
-    environment: Required[EnvironmentBlock]
-    speedup: SpeedupBlock | None
-    parity: ParityBlock | None
-    agreement: AgreementBlock | None
-    compute: ComputeBlock | None
-    energy: EnergyBlock | None
-    phases: PhasesBlock | None
-    profile: ProfileBlock | None
-    model: ModelBlock | None
-    shared_measurement: SharedMeasurementBlock | None
-    skipped_after_oom: Annotated[int, Ge(1)]
+Status = Literal["ok", "oom", "error", "skipped"]  # vocabulary.Status's names (tests check they agree)
 
 
-BLOCK_TYPES = {"cell": CellBlock, "latency": LatencyBlock, "throughput": ThroughputBlock, "speedup": SpeedupBlock,
-               "compile": CompileBlock, "memory": MemoryBlock, "parity": ParityBlock, "agreement": AgreementBlock,
-               "compute": ComputeBlock, "energy": EnergyBlock, "phases": PhasesBlock,
-               "environment": EnvironmentBlock, "config": ConfigBlock, "profile": ProfileBlock}
+class Record(Block):
+    """A whole record: the blocks above under their names. ``from_json`` reads any version the schema had,
+    ``to_json`` writes this one; ``origin`` is the file and line it was read from (None: built here)."""
+
+    schema_version: Literal[3]
+    record_id: Annotated[str, Len(1, 64)]
+    cell: CellBlock
+    status: Status
+    error: str | None = None
+    config: ConfigBlock = Field(default_factory=ConfigBlock)
+    latency: LatencyBlock | None = None
+    throughput: ThroughputBlock | None = None
+    memory: MemoryBlock | None = None
+    compile: CompileBlock | None = None
+    environment: EnvironmentBlock
+    speedup: SpeedupBlock | None = None
+    parity: ParityBlock | None = None
+    agreement: AgreementBlock | None = None
+    compute: ComputeBlock | None = None
+    energy: EnergyBlock | None = None
+    phases: PhasesBlock | None = None
+    profile: ProfileBlock | None = None
+    model: ModelBlock | None = None
+    shared_measurement: SharedMeasurementBlock | None = None
+    skipped_after_oom: Annotated[int, Ge(1)] | None = None  # a smaller batch of its group ran out of memory
+    log: str | None = None  # a cell its kernel did not record: the kernel's log, a file of the study folder
+
+    _origin: tuple[str, int] | None = PrivateAttr(default=None)
+
+    @classmethod
+    def from_json(cls, data: Any) -> Record:
+        """The record ``data`` (a JSON object of any schema version) holds: lifted to this version
+        (``records.upgrade``), held to the rules no type says (``records.check``) and to every field's type and
+        range, strictly; ``InvalidRecord`` (a ValueError) naming the first field that fails, and what it holds."""
+        if not isinstance(data, Mapping):
+            raise InvalidRecord(f"a record must be a JSON object, got {type(data).__name__}")
+        try:
+            record = upgrade(dict(data), SCHEMA_VERSION)
+        except ValueError as exc:
+            raise InvalidRecord(str(exc)) from None
+        reason = rules_problem(record)
+        if reason:
+            raise InvalidRecord(reason)
+        try:
+            result = cls.model_validate(record, strict=True)
+        except ValidationError as exc:
+            raise InvalidRecord(error_reason(exc.errors(include_url=False)[0])) from None
+        reason = consistency_problem(result)
+        if reason:
+            raise InvalidRecord(reason)
+        return result
+
+    @classmethod
+    def of(cls, record: Record | Mapping[str, Any]) -> Record:
+        """``record`` as a ``Record``: itself, or the JSON object read (``from_json``)."""
+        return record if isinstance(record, Record) else cls.from_json(record)
+
+    def read_from(self, source: str, line: int) -> Record:
+        """This record, saying the file and line it was read from."""
+        self._origin = (source, line)
+        return self
+
+    @property
+    def origin(self) -> tuple[str, int] | None:
+        return self._origin
+
+    def __eq__(self, other: object) -> bool:
+        """The same record whatever file it was read from (its ``origin``)."""
+        return isinstance(other, Record) and self.model_dump() == other.model_dump()
+
+    __hash__ = None  # type: ignore[assignment]  # its blocks hold lists
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def compiled(self) -> bool:
+        """A compiled cell (any mode but eager)."""
+        return self.cell.compile_mode != "eager"
+
+    @property
+    def error_line(self) -> str | None:
+        """The error text's last line (a traceback's exception); None for a record without one."""
+        lines = (self.error or "").strip().splitlines()
+        return lines[-1] if lines else None
+
+    @property
+    def gpu_name(self) -> str | None:
+        """The GPU the cell ran on, by the environment's list; None on a CPU."""
+        return self.environment.gpu_name(self.cell.device)
+
+    @property
+    def timestamp(self) -> str:
+        return self.environment.timestamp_utc or ""
+
+    def value_at(self, dotted: str) -> Any:
+        """The value at a dotted path of the record as JSON holds it (``environment.git_commit``: what a
+        correction names); None where there is none."""
+        value: Any = self.to_json()
+        for part in dotted.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        return value
+
+
+def problem(data: Any) -> str | None:
+    """Why ``data`` is no record of the schema (``Record.from_json``'s reason: its first such field), or None."""
+    try:
+        Record.from_json(data)
+    except InvalidRecord as exc:
+        return str(exc)
+    return None
+
+
+BLOCK_TYPES: dict[str, type[Block]] = {
+    "cell": CellBlock, "latency": LatencyBlock, "throughput": ThroughputBlock, "speedup": SpeedupBlock,
+    "compile": CompileBlock, "memory": MemoryBlock, "parity": ParityBlock, "agreement": AgreementBlock,
+    "compute": ComputeBlock, "energy": EnergyBlock, "phases": PhasesBlock, "environment": EnvironmentBlock,
+    "config": ConfigBlock, "profile": ProfileBlock, "model": ModelBlock, "shared_measurement": SharedMeasurementBlock}

@@ -14,7 +14,17 @@ from typing import Annotated
 
 from annotated_types import Ge, Gt, Le, Len, Predicate
 
+from ..settings import IDENTITY, setting_fields
 from ..vocabulary import CompileMode, DType
+
+# The cell's identity fields, in the schema's order: a grid's ``study.grid.Cell`` is these and its settings
+# (its tests check it), and ``records`` builds and checks a record's cell by them.
+CELL_FIELDS = ("study", "task", "model", "batch_size", "compile_mode", "dtype", "device")
+# A cell's variant beyond the guide's way (the settings whose ``record`` is IDENTITY), each with the names it
+# may take, the default first: the value a record without it means (records written before variants existed
+# are the guide's cells; ``records.upgrade`` fills it in).
+VARIANT_FIELDS = {item.name: (item.default, *(name for name in item.metadata["choices"] if name != item.default))
+                  for item in setting_fields() if item.metadata["record"] == IDENTITY}
 
 # --- ranges ---------------------------------------------------------------------------------------------
 Positive = Annotated[float, Gt(0)]        # a duration, a mean latency, a speed-up: 0 or less was not measured

@@ -12,7 +12,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from ..records.reading import block
+from ..records.schema import EnvironmentBlock, Record
 from .frame import device_name
 from .i18n import Catalog
 from .markdown import environment_label, ltr, markdown_table
@@ -43,16 +43,16 @@ ENVIRONMENT_KEYS = ["torch_version", "torch_git_version", "torch_cuda_version", 
                     "torch_num_threads", "tf32_matmul", "cudnn_benchmark", "git_commit"]
 
 
-def environment_tables(records: Iterable[dict[str, Any]], catalog: Catalog) -> list[tuple[str, str]]:
+def environment_tables(records: Iterable[Record], catalog: Catalog) -> list[tuple[str, str]]:
     """One table per device: the environment of its latest record."""
-    by_device: dict[str, dict[str, Any]] = {}
+    by_device: dict[str, EnvironmentBlock] = {}
     for record in records:
-        by_device[device_name(record)] = block(record, "environment")
+        by_device[device_name(record)] = record.environment
     tables = []
     for device, environment in sorted(by_device.items()):
         rows = []
         for key in ENVIRONMENT_KEYS:
-            value = environment.get(key)
+            value = getattr(environment, key) if key in EnvironmentBlock.model_fields else environment.extra(key)
             if key == "ram_total_bytes" and value:
                 value = f"{value / 2**30:.1f} GiB"
             rows.append([key, ltr(catalog.t("not_available") if value is None else str(value), catalog)])

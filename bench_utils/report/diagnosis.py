@@ -20,6 +20,7 @@ import pandas as pd
 
 from ..measurement import slowdown
 from ..measurement.slowdown import diagnosable, rules_fired
+from ..records.schema import ProfileBlock
 from . import why
 from .i18n import INDUCTOR_SEPARATOR, Catalog
 from ..zoo.registry import label_of
@@ -76,10 +77,16 @@ def _in_words(mode: str, memory_format: str, catalog: Catalog) -> str:
     return text
 
 
+def _profile(slow: pd.Series) -> ProfileBlock | None:
+    """The slow cell's profile (``frame``'s ``profile``), or None where it was not profiled."""
+    profile = slow.get("profile")
+    return profile if isinstance(profile, ProfileBlock) else None
+
+
 def left_out(slow: pd.Series, catalog: Catalog) -> tuple[str | None, bool]:
     """The remedies the slow cell's profile points to that its study's backend cannot measure
     (``measurement.slowdown.measurable``), and why (None where there are none); and whether any can be."""
-    profile = slow.get("profile") if isinstance(slow.get("profile"), dict) else None
+    profile = _profile(slow)
     cell = slowdown.Variant(str(slow["compile_mode"]), str(slow["memory_format"]), str(slow["inductor"]))
     chosen = slowdown.remedies(profile, cell, cuda=str(slow["device"]).startswith("cuda"))
     backend = slow.get("backend")
@@ -113,8 +120,9 @@ def verdict(slow: pd.Series, remedies: pd.DataFrame, catalog: Catalog) -> str:
 
 def what_got_slower(slow: pd.Series, catalog: Catalog) -> str:
     """The profile's reading, eager beside compiled, and the rules it fires; or that there is no profile."""
-    rules = ", ".join(catalog.t(f"rule_{rule}") for rule in rules_fired(slow.get("profile")))
-    if not isinstance(slow.get("profile"), dict) or "eager" not in slow["profile"]:
+    profile = _profile(slow)
+    rules = ", ".join(catalog.t(f"rule_{rule}") for rule in rules_fired(profile))
+    if profile is None or profile.eager is None or profile.compiled is None:
         return catalog.t("loses_no_profile", rules=rules)
     return why.sentence(slow, catalog)[:-1] + "; " + catalog.t("loses_rules", rules=rules) + "."
 

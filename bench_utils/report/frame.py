@@ -9,16 +9,15 @@ from __future__ import annotations
 import os
 import warnings
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
 
 from ..measurement import stats
 from ..paths import PROJECT_ROOT
-from ..records.schema import CompileBlock, MemoryBlock
-from ..records.reading import block, eager_memory, energy_side, gpu_name, last_error_line, part
-from ..records.key import cell_identity, eager_side_stands_for_its_cell, latest_per_key
+from ..records.schema import CompileBlock, EnergySide, LatencyBlock, MemoryBlock, Record, SpeedupBlock
+from ..records.key import eager_side_stands_for_its_cell, latest_per_key
 from ..records.results_file import read_records
 from ..parameters import text_list
 from ..zoo.registry import label_of
@@ -61,7 +60,7 @@ class DuplicateCellWarning(UserWarning):
     """Two records claim the same row of the report; the later one is shown."""
 
 
-def latest_records(paths: Iterable[str | os.PathLike]) -> list[dict[str, Any]]:
+def latest_records(paths: Iterable[str | os.PathLike]) -> list[Record]:
     """Every cell's latest record, across all the files given.
 
     A cell is the same (``records.key.RecordKey.without_study``) whatever study
@@ -71,121 +70,142 @@ def latest_records(paths: Iterable[str | os.PathLike]) -> list[dict[str, Any]]:
     mode, dtype, device and torch version) are not averaged: the later one is shown,
     and a warning names both.
     """
-    shown: dict[tuple, dict[str, Any]] = {}
+    shown: dict[tuple, Record] = {}
     for record in latest_per_key(read_records(results_files(paths))):
-        cell, device = record["cell"], device_name(record)
-        row = (cell["task"], cell["model"], cell["batch_size"], cell["compile_mode"], cell["dtype"],
-               *cell_identity(record).variant, device, block(record, "environment").get("torch_version"))
+        cell, device = record.cell, device_name(record)
+        row = (cell.task, cell.model, cell.batch_size, cell.compile_mode, cell.dtype, cell.memory_format,
+               cell.shapes, cell.inductor, device, record.environment.torch_version)
         if row in shown:
             earlier = shown[row]
-            warnings.warn(f"two records claim one cell ({cell['model']}, batch {cell['batch_size']}, "
-                          f"{cell['compile_mode']}, {device}): {_where(earlier)} and {_where(record)} "
+            warnings.warn(f"two records claim one cell ({cell.model}, batch {cell.batch_size}, "
+                          f"{cell.compile_mode}, {device}): {_where(earlier)} and {_where(record)} "
                           "differ in their settings or host; the later is shown", DuplicateCellWarning,
                           stacklevel=2)
         shown[row] = record
     return list(shown.values())
 
 
-def _where(record: dict[str, Any]) -> str:
-    source = Path(record.get("_source", "?"))
-    return f"{source.parent.name}/{source.name}:{record.get('_line', '?')}"
+def _where(record: Record) -> str:
+    if record.origin is None:
+        return "?"
+    source, line = Path(record.origin[0]), record.origin[1]
+    return f"{source.parent.name}/{source.name}:{line}"
 
 
-def device_name(record: dict[str, Any]) -> str:
-    environment = block(record, "environment")
-    if record["cell"]["device"].startswith("cuda"):
-        cap = block(record, "config").get("gpu_memory_gib")  # a smaller card, emulated
-        return (gpu_name(environment, "cuda:0") or "GPU") + (f" ({cap:g} GiB cap)" if cap is not None else "")
-    kind = environment.get("accelerator_type")  # a cluster's declared kind of CPU node
-    return f"CPU ({environment.get('cpu_model') or 'unknown'}{f', {kind}' if kind else ''})"
+def device_name(record: Record) -> str:
+    environment = record.environment
+    if record.cell.device_kind == "cuda":
+        cap = record.config.gpu_memory_gib  # a smaller card, emulated
+        return (environment.gpu_name("cuda:0") or "GPU") + (f" ({cap:g} GiB cap)" if cap is not None else "")
+    kind = environment.accelerator_type  # a cluster's declared kind of CPU node
+    return f"CPU ({environment.cpu_model or 'unknown'}{f', {kind}' if kind else ''})"
 
 
-def frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
-    """One row per record with everything the report shows."""
-    rows = []
-    for record in records:
-        cell = record["cell"]
-        latency, speedup = block(record, "latency"), block(record, "speedup")
-        compiled, memory, parity = block(record, "compile"), block(record, "memory"), block(record, "parity")
-        compute, config = block(record, "compute"), block(record, "config")
-        cuda = cell["device"].startswith("cuda")
-        count = latency.get("count") or 0
-        variant = cell_identity(record).variant_fields()
-        memory_format, shapes, inductor = variant["memory_format"], variant["shapes"], variant["inductor"]
-        rows.append({
-            "device_name": device_name(record), "study": cell["study"],
-            "torch_version": block(record, "environment").get("torch_version"),
-            "task": cell["task"], "model": cell["model"],
-            "label": label_of(cell["model"]) + (CHANNELS_LAST_LABEL if memory_format == "channels_last" else ""),
-            "device": cell["device"], "memory_format": memory_format, "shapes": shapes,
-            "error": last_error_line(record),
-            "batch_size": cell["batch_size"], "compile_mode": cell["compile_mode"],
-            "mode": (cell["compile_mode"] + (DYNAMIC_BATCH if shapes == "dynamic" else "")
-                     + (INDUCTOR_SEPARATOR + inductor if inductor != "default" else "")),
-            "inductor": inductor, "dtype": cell["dtype"],
-            "status": record["status"],
-            "mean_ms": latency["mean"] * 1e3 if latency else np.nan,
-            "p50_ms": latency["p50"] * 1e3 if latency else np.nan,
-            "median_ms": latency["median"] * 1e3 if latency else np.nan,
-            "p99_ms": latency["p99"] * 1e3 if latency else np.nan,
-            "cv": latency["stdev"] / latency["mean"] if latency else np.nan,
-            "outlier_fraction": latency.get("outliers", 0) / count if count else np.nan,
-            "outlier_shift": _shift(latency.get("values")),
-            "speedup": speedup.get("mean", np.nan),
-            "ci_low": (speedup.get("mean_ci95") or [np.nan, np.nan])[0],
-            "ci_high": (speedup.get("mean_ci95") or [np.nan, np.nan])[1],
-            "eager_interleaved_ms": speedup.get("eager_mean_ms", np.nan),
-            "eager_interleaved_median_ms": speedup.get("eager_median_ms", np.nan),
-            "eager_interleaved_p99_ms": speedup.get("eager_p99_ms", np.nan),
-            "eager_interleaved_cv": _cv(speedup.get("eager_values")),
-            "eager_interleaved_shift": _shift(speedup.get("eager_values")),
-            # the design since the first GPU run: each block's first call kept out (NaN: measured before it)
-            "switch_calls": speedup.get("switch_calls", np.nan) if speedup else np.nan,
-            **_switch_costs(latency, speedup),
-            **_clocks_and_trend(speedup),
-            "eager_source": None,  # an eager row made from a compiled cell's pairs: that cell's mode
-            "eager_side_stands": eager_side_stands_for_its_cell(record),  # its pairs' eager is the eager cell
-            "parity": parity.get("parity"),
-            # what judged it: float64, eager's own dtype ("same-dtype") or nothing ("none"); at which tolerance
-            "parity_reference": parity.get("reference"),
-            "parity_tolerance": part(parity, "tolerance").get("key"),
-            "pvalue": speedup.get("paired_pvalue"), "pairs": speedup.get("pairs"),
-            "speedup_method": speedup.get("method"),
-            "agreement": block(record, "agreement").get("value"),
-            "compile_s": (compiled["cold_ms"] / 1e3  # the cost a first user pays
-                          if compiled.get("cold_ms") is not None else np.nan),
-            "compile_warm_s": (compiled["warm_ms"] / 1e3 if compiled.get("warm_ms") is not None else np.nan),
-            # start-up: a compiled model's time to its first answer, as a process meets it
-            "first_answer_s": _seconds(compiled.get("cold_calls_ms")),
-            "warm_first_answer_s": _seconds(compiled.get("warm_calls_ms")),
-            "fresh_process_s": fresh_process_seconds(compiled),
-            "fresh_cache_hits": part(compiled, "portable_cache").get("fx_graph_cache_hits"),
-            "batch_recompiles": part(compiled, "batch_shapes").get("recompiles_at_this_batch_size"),
-            "compiled_at_batch": part(compiled, "batch_shapes").get("compiled_at_batch_size"),
-            "graphs": compiled.get("graphs"), "graph_breaks": compiled.get("graph_breaks"),
-            "recompiles": compiled.get("recompiles"),
-            "break_even": compiled.get("break_even_calls"),
-            # a CUDA-graph mode's pool counts whether inductor kept its graphs or not: what the mode asked
-            **region_columns("", memory, cuda, graphs=cell["compile_mode"] != CompileMode.EAGER and bool(
-                compiled.get("cuda_graphs_requested", compiled.get("cuda_graphs")))),
-            **region_columns("eager_", eager_memory(record), cuda),  # eager takes no pool: one alive is a compilation's
-            "reserved_bytes": memory.get("cuda_peak_reserved_increase_bytes"),
-            "graph_pool_bytes": memory.get("cuda_graph_pool_bytes"),
-            # what the mode asked for, and what inductor did (True, "partial", False; see variants.cuda_graph_checks)
-            "cuda_graphs_requested": compiled.get("cuda_graphs_requested"), "cuda_graphs": compiled.get("cuda_graphs"),
-            "flops": compute.get("flops"),
-            "tflops": compute.get("tflops"), "percent_of_peak": compute.get("percent_of_peak"),
-            "eager_tflops": compute.get("eager_tflops"),
-            "eager_percent_of_peak": compute.get("eager_percent_of_peak"),
-            "joules": energy_side(record, "eager" if cell["compile_mode"] == CompileMode.EAGER
-                                  else "compiled").get("joules_per_inference"),
-            "eager_joules": energy_side(record, "eager").get("joules_per_inference"),
-            "throughput": block(record, "throughput").get("value", np.nan),
-            "profile": block(record, "profile") or None,  # why it got faster (report.why); None: not profiled
-            "weights": config.get("weights"), "backend": config.get("backend"),
-            "timer": latency.get("timer"), "warmup": latency.get("warmup"), "runs": count or None,
-        })
-    result = _with_eager_from_pairs(pd.DataFrame(rows))
+def _or_nan(value: float | None) -> float:
+    return np.nan if value is None else value
+
+
+def frame(records: Iterable[Record | Mapping[str, Any]]) -> pd.DataFrame:
+    """One row per record (a ``Record``, or one as its JSON line holds it) with everything the report shows."""
+    return _with_eager_and_environment(pd.DataFrame([_row(Record.of(record)) for record in records]))
+
+
+def _row(record: Record) -> dict[str, Any]:
+    cell, latency, speedup = record.cell, record.latency, record.speedup
+    compiled = record.compile or CompileBlock()
+    memory = record.memory or MemoryBlock()
+    parity, compute, config = record.parity, record.compute, record.config
+    cuda = cell.device_kind == "cuda"
+    count = latency.count if latency else 0
+    memory_format, shapes, inductor = cell.memory_format, cell.shapes, cell.inductor
+    energy = record.energy
+    eager_energy = energy.eager if energy else None
+    own_energy = eager_energy if cell.compile_mode == CompileMode.EAGER else (energy.compiled if energy else None)
+    eager_values = speedup.eager_values if speedup else None
+    interval = speedup.mean_ci95 if speedup and speedup.mean_ci95 else [np.nan, np.nan]
+    portable, batch_shapes = compiled.portable_cache, compiled.batch_shapes
+    return {
+        "device_name": device_name(record), "study": cell.study,
+        "torch_version": record.environment.torch_version,
+        "task": cell.task, "model": cell.model,
+        "label": label_of(cell.model) + (CHANNELS_LAST_LABEL if memory_format == "channels_last" else ""),
+        "device": cell.device, "memory_format": memory_format, "shapes": shapes,
+        "error": record.error_line,
+        "batch_size": cell.batch_size, "compile_mode": cell.compile_mode,
+        "mode": (cell.compile_mode + (DYNAMIC_BATCH if shapes == "dynamic" else "")
+                 + (INDUCTOR_SEPARATOR + inductor if inductor != "default" else "")),
+        "inductor": inductor, "dtype": cell.dtype,
+        "status": record.status,
+        "mean_ms": latency.mean * 1e3 if latency else np.nan,
+        "p50_ms": latency.p50 * 1e3 if latency else np.nan,
+        "median_ms": latency.median * 1e3 if latency else np.nan,
+        "p99_ms": latency.p99 * 1e3 if latency else np.nan,
+        "cv": latency.stdev / latency.mean if latency else np.nan,
+        "outlier_fraction": (latency.outliers or 0) / count if latency and count else np.nan,
+        "outlier_shift": _shift(latency.values if latency else None),
+        "speedup": speedup.mean if speedup else np.nan,
+        "ci_low": interval[0], "ci_high": interval[1],
+        "eager_interleaved_ms": _or_nan(speedup.eager_mean_ms if speedup else None),
+        "eager_interleaved_median_ms": _or_nan(speedup.eager_median_ms if speedup else None),
+        "eager_interleaved_p99_ms": _or_nan(speedup.eager_p99_ms if speedup else None),
+        "eager_interleaved_cv": _cv(eager_values),
+        "eager_interleaved_shift": _shift(eager_values),
+        # the design since the first GPU run: each block's first call kept out (NaN: measured before it)
+        "switch_calls": _or_nan(speedup.switch_calls if speedup else None),
+        **_switch_costs(latency, speedup),
+        **_clocks_and_trend(speedup),
+        "eager_source": None,  # an eager row made from a compiled cell's pairs: that cell's mode
+        "eager_side_stands": eager_side_stands_for_its_cell(record),  # its pairs' eager is the eager cell
+        "parity": parity.parity if parity else None,
+        # what judged it: float64, eager's own dtype ("same-dtype") or nothing ("none"); at which tolerance
+        "parity_reference": parity.reference if parity else None,
+        "parity_tolerance": parity.tolerance.key if parity and parity.tolerance else None,
+        "pvalue": speedup.paired_pvalue if speedup else None, "pairs": speedup.pairs if speedup else None,
+        "speedup_method": speedup.method if speedup else None,
+        "agreement": record.agreement.value if record.agreement else None,
+        "compile_s": (compiled.cold_ms / 1e3  # the cost a first user pays
+                      if compiled.cold_ms is not None else np.nan),
+        "compile_warm_s": (compiled.warm_ms / 1e3 if compiled.warm_ms is not None else np.nan),
+        # start-up: a compiled model's time to its first answer, as a process meets it
+        "first_answer_s": _seconds(compiled.cold_calls_ms),
+        "warm_first_answer_s": _seconds(compiled.warm_calls_ms),
+        "fresh_process_s": fresh_process_seconds(compiled),
+        "fresh_cache_hits": portable.fx_graph_cache_hits if portable else None,
+        "batch_recompiles": batch_shapes.recompiles_at_this_batch_size if batch_shapes else None,
+        "compiled_at_batch": batch_shapes.compiled_at_batch_size if batch_shapes else None,
+        "graphs": compiled.graphs, "graph_breaks": compiled.graph_breaks,
+        "recompiles": compiled.recompiles,
+        "break_even": compiled.break_even_calls,
+        # a CUDA-graph mode's pool counts whether inductor kept its graphs or not: what the mode asked
+        **region_columns("", memory, cuda, graphs=cell.compile_mode != CompileMode.EAGER and bool(
+            compiled.cuda_graphs_requested if "cuda_graphs_requested" in compiled.model_fields_set
+            else compiled.cuda_graphs)),
+        **region_columns("eager_", memory.eager or MemoryBlock(), cuda),  # eager takes no pool: one alive is a compilation's
+        "reserved_bytes": memory.cuda_peak_reserved_increase_bytes,
+        "graph_pool_bytes": memory.cuda_graph_pool_bytes,
+        # what the mode asked for, and what inductor did (True, "partial", False; see variants.cuda_graph_checks)
+        "cuda_graphs_requested": compiled.cuda_graphs_requested, "cuda_graphs": compiled.cuda_graphs,
+        "flops": compute.flops if compute else None,
+        "tflops": compute.tflops if compute else None,
+        "percent_of_peak": compute.percent_of_peak if compute else None,
+        "eager_tflops": compute.eager_tflops if compute else None,
+        "eager_percent_of_peak": compute.eager_percent_of_peak if compute else None,
+        "joules": _joules(own_energy),
+        "eager_joules": _joules(eager_energy),
+        "throughput": _or_nan(record.throughput.value if record.throughput else None),
+        "profile": record.profile,  # why it got faster (report.why); None: not profiled
+        "weights": config.weights, "backend": config.backend,
+        "timer": latency.timer if latency else None, "warmup": latency.warmup if latency else None,
+        "runs": count or None,
+    }
+
+
+def _joules(side: EnergySide | None) -> float | None:
+    return side.joules_per_inference if side else None
+
+
+def _with_eager_and_environment(data: pd.DataFrame) -> pd.DataFrame:
+    result = _with_eager_from_pairs(data)
     if not result.empty:
         result["task_rank"] = result["task"].map({t: i for i, t in enumerate(TASK_ORDER)}).fillna(9)
         result["environment"] = environments(result)
@@ -200,32 +220,34 @@ def _cv(values: list[float] | None) -> float:
     return float(np.std(values) / np.mean(values)) if values else np.nan
 
 
-def _switch_costs(latency: dict[str, Any], speedup: dict[str, Any]) -> dict[str, float]:
+def _switch_costs(latency: LatencyBlock | None, speedup: SpeedupBlock | None) -> dict[str, float]:
     """What the first call after switching sides cost each side (ms, the median over blocks); NaN in a
     record measured before switch calls were kept apart, or without its eager runs."""
     costs = {"switch_cost_ms": np.nan, "eager_switch_cost_ms": np.nan}
-    switch, sizes = speedup.get("switch_ms") or {}, speedup.get("block_runs")
-    if not sizes or not speedup.get("switch_calls"):
+    if speedup is None or not speedup.block_runs or not speedup.switch_calls:
         return costs
-    for column, side, values in (("switch_cost_ms", "compiled", latency.get("values")),
-                                 ("eager_switch_cost_ms", "eager", speedup.get("eager_values"))):
-        if values and switch.get(side):
+    switch, sizes = speedup.switch_ms, speedup.block_runs
+    for column, switch_ms, values in (
+            ("switch_cost_ms", switch.compiled if switch else None, latency.values if latency else None),
+            ("eager_switch_cost_ms", switch.eager if switch else None, speedup.eager_values)):
+        if values and switch_ms:
             steady = stats.split_blocks([value * 1e3 for value in values], sizes)
-            costs[column] = stats.switch_cost(switch[side], steady)
+            costs[column] = stats.switch_cost(switch_ms, steady)
     return costs
 
 
-def _clocks_and_trend(speedup: dict[str, Any]) -> dict[str, float]:
+def _clocks_and_trend(speedup: SpeedupBlock | None) -> dict[str, float]:
     """The GPU's SM clock and temperature read after every block (both sides: lowest and highest), and how
     eager's block means moved over the cell: the last third's mean over the first third's, less 1. NaN in a
     record that has none (measured before NVML was read per block, or on a CPU)."""
-    probes = [probe for side in (speedup.get("block_clocks") or {}).values() for probe in side or []]
-    clocks = [probe["sm_clock_mhz"] for probe in probes if probe.get("sm_clock_mhz") is not None]
-    temperatures = [probe["temperature_c"] for probe in probes if probe.get("temperature_c") is not None]
+    clocks_read = speedup.block_clocks if speedup else None
+    probes = [*(clocks_read.eager or []), *(clocks_read.compiled or [])] if clocks_read else []
+    clocks = [probe.sm_clock_mhz for probe in probes if probe.sm_clock_mhz is not None]
+    temperatures = [probe.temperature_c for probe in probes if probe.temperature_c is not None]
     result = {"sm_clock_min_mhz": min(clocks, default=np.nan), "sm_clock_max_mhz": max(clocks, default=np.nan),
               "temperature_min_c": min(temperatures, default=np.nan),
               "temperature_max_c": max(temperatures, default=np.nan), "eager_trend": np.nan}
-    values, sizes = speedup.get("eager_values"), speedup.get("block_runs")
+    values, sizes = (speedup.eager_values, speedup.block_runs) if speedup else (None, None)
     if values and sizes and len(sizes) >= 3:
         means = [float(np.mean(block_values)) for block_values in stats.split_blocks(values, sizes)]
         third = len(means) // 3
@@ -309,16 +331,16 @@ def region_memory(memory: MemoryBlock, cuda: bool, *, graphs: bool = False) -> t
     it reached ``RESIDENT_FLOOR_BYTES``. Else the region is ``NOT_MEASURABLE`` here: resident memory
     cannot see activations in blocks the allocator reuses, and its 0 is no figure."""
     if cuda:
-        increase = memory.get("cuda_peak_reserved_increase_bytes")
+        increase = memory.cuda_peak_reserved_increase_bytes
         if increase is not None and graphs:
-            pool = memory.get("cuda_graph_pool_bytes")
+            pool = memory.cuda_graph_pool_bytes
             increase = None if pool is None else increase + pool
         return increase, None if increase is None else CUDA_RESERVED
-    if memory.get("cpu_activation_peak_bytes") is not None:
-        return memory["cpu_activation_peak_bytes"], CPU_ALLOCATOR
-    if "rss_peak_increase_bytes" not in memory:  # the probe did not run (it failed, or the cell did)
+    if memory.cpu_activation_peak_bytes is not None:
+        return memory.cpu_activation_peak_bytes, CPU_ALLOCATOR
+    if not memory.probed:  # the probe did not run (it failed, or the cell did)
         return None, None
-    resident = memory["rss_peak_increase_bytes"]
+    resident = memory.rss_peak_increase_bytes
     if resident is not None and resident >= RESIDENT_FLOOR_BYTES:
         return resident, RESIDENT
     return None, NOT_MEASURABLE
@@ -334,13 +356,12 @@ def _seconds(parts: list | None, scale: float = 1e-3) -> float:
 def fresh_process_seconds(compiled: CompileBlock) -> float:
     """A new interpreter's imports, load and first answer (s): from an AOTInductor package, or from a
     torch.compile mode's portable cache (model build, cache load and compiling calls); NaN if neither."""
-    aot = part(compiled, "aot").get("fresh_process")
-    if aot:
-        return _seconds(list(aot.values()), scale=1.0)
-    portable = compiled.get("portable_cache")
+    fresh = compiled.aot.fresh_process if compiled.aot else None
+    if fresh:
+        return _seconds([fresh.import_s, fresh.load_s, fresh.first_call_s], scale=1.0)
+    portable = compiled.portable_cache
     if portable:
-        return _seconds([portable.get("import_s"), portable.get("model_load_s"), portable.get("first_answer_s")],
-                        scale=1.0)
+        return _seconds([portable.import_s, portable.model_load_s, portable.first_answer_s], scale=1.0)
     return np.nan
 
 
@@ -363,7 +384,7 @@ TIDY_COLUMNS = ["model", "batch_size", "compile_mode", "dtype", "device", "statu
            "median_ms", "p99_ms", "speedup", "speedup_ci95", "parity", "compile_s", "error"]
 
 
-def tidy(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
+def tidy(records: Iterable[Record | Mapping[str, Any]]) -> pd.DataFrame:
     """One row per record with the figures a reader looks at first (ms, x, s).
 
     A view of ``frame``: one flattening of records for notebooks and reports.

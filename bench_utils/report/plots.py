@@ -168,7 +168,7 @@ def work_kinds(rows: pd.DataFrame, catalog: Catalog):
     bars = []
     for _, row in rows.iterrows():
         for side in ("eager", "compiled"):
-            kinds = row["profile"][side].get("kinds_ms", {})
+            kinds = getattr(row["profile"], side).kinds_ms or {}
             bars.append((f"{row['label']} · {int(row['batch_size'])} · {catalog.t(f'legend_{side}')}",
                          [kinds.get(kind, 0.0) for kind in WorkKind]))
     figure = Figure(figsize=(9, 1.2 + 0.35 * max(len(bars), 1)))

@@ -23,6 +23,7 @@ import pandas as pd
 import yaml
 
 from ..parameters import quoted
+from ..records.schema import Record
 from .i18n import Catalog
 from .markdown import code, ltr
 from ..vocabulary import CompileMode, Status
@@ -95,14 +96,7 @@ def _entry_problem(entry: dict[str, Any]) -> str | None:
     return None
 
 
-def _field(record: dict[str, Any], dotted: str) -> Any:
-    value: Any = record
-    for part in dotted.split("."):
-        value = value.get(part) if isinstance(value, dict) else None
-    return value
-
-
-def correction_lines(corrections: Iterable[dict[str, Any]], records: list[dict[str, Any]],
+def correction_lines(corrections: Iterable[dict[str, Any]], records: list[Record],
                      catalog: Catalog) -> list[str]:
     """A sentence per correction: the field, how many of the page's records it concerns, the value they hold,
     and why it is wrong (the catalog's ``correction_<reason>``); KeyError for a reason no catalog knows."""
@@ -110,11 +104,11 @@ def correction_lines(corrections: Iterable[dict[str, Any]], records: list[dict[s
     for item in corrections:
         wanted = item["records"]
         concerned = [record for record in records
-                     if wanted == "all" and Path(str(record.get("_source", ""))).parent.name == item["folder"]
-                     or isinstance(wanted, list) and record.get("record_id") in wanted]
+                     if wanted == "all" and record.origin and Path(record.origin[0]).parent.name == item["folder"]
+                     or isinstance(wanted, list) and record.record_id in wanted]
         if not concerned:
             continue
-        values = sorted({str(_field(record, item["field"])) for record in concerned})
+        values = sorted({str(record.value_at(item["field"])) for record in concerned})
         lines.append(catalog.plural(f"correction_{item['reason']}", len(concerned), field=code(item["field"], catalog),
                                count=ltr(catalog.number(len(concerned), 0), catalog),
                                value=", ".join(code(value[:12], catalog) for value in values)))

@@ -9,11 +9,10 @@ fusing kernels and CUDA graphs remove; above it, the work itself dominates.
 
 from __future__ import annotations
 
-from typing import Any
-
 from babel.lists import format_list
 import pandas as pd
 
+from ..records.schema import ProfileBlock, ProfileSide
 from .i18n import Catalog
 from .markdown import ltr, markdown_table, mode_label
 from ..vocabulary import CompileMode, Status, WorkKind
@@ -28,21 +27,23 @@ def profiled(data: pd.DataFrame) -> pd.DataFrame:
     """The compiled cells whose record holds both sides of a profile, in the report's order."""
     if data.empty or "profile" not in data:
         return data.iloc[0:0]
-    has_both = data["profile"].map(lambda block: isinstance(block, dict) and "eager" in block and "compiled" in block)
+    has_both = data["profile"].map(lambda block: isinstance(block, ProfileBlock) and block.eager is not None
+                                   and block.compiled is not None)
     rows = data[(data["mode"] != CompileMode.EAGER) & (data["status"] == Status.OK) & has_both]
     return rows.sort_values(["environment", "task_rank", "label", "batch_size", "mode"])
 
 
-def sides(row: pd.Series) -> tuple[dict[str, Any], dict[str, Any]]:
-    return row["profile"]["eager"], row["profile"]["compiled"]
+def sides(row: pd.Series) -> tuple[ProfileSide, ProfileSide]:
+    """A profiled row's two sides (``profiled``)."""
+    return row["profile"].eager, row["profile"].compiled
 
 
 def _count(value: float, catalog: Catalog) -> str:
     return ltr(catalog.number(value, 0 if float(value).is_integer() else 1), catalog)
 
 
-def _busy(side: dict[str, Any], catalog: Catalog) -> str:
-    fraction = side.get("busy_fraction")
+def _busy(side: ProfileSide, catalog: Catalog) -> str:
+    fraction = side.busy_fraction
     return ltr(catalog.percent(fraction), catalog) if fraction is not None else "–"
 
 
@@ -50,11 +51,11 @@ def _ms(value: float, catalog: Catalog) -> str:
     return ltr(catalog.number(value, 2), catalog)
 
 
-def change_text(eager: dict[str, Any], compiled: dict[str, Any], catalog: Catalog) -> str:
+def change_text(eager: ProfileSide, compiled: ProfileSide, catalog: Catalog) -> str:
     """What moved between the two sides' kinds of work: the work fusion took over where fused time appeared (the
     kinds it left, most first), and the largest other change where it is at least a twentieth of eager's busy
     time; else the kind whose time changed most."""
-    before, after = eager.get("kinds_ms", {}), compiled.get("kinds_ms", {})
+    before, after = eager.kinds_ms or {}, compiled.kinds_ms or {}
     moved = {kind: before.get(kind, 0.0) - after.get(kind, 0.0) for kind in FUSABLE}
     moved = {kind: amount for kind, amount in sorted(moved.items(), key=lambda item: -item[1]) if amount > 0}
     fused = after.get(WorkKind.FUSED, 0.0) - before.get(WorkKind.FUSED, 0.0)
@@ -75,17 +76,17 @@ def change_text(eager: dict[str, Any], compiled: dict[str, Any], catalog: Catalo
 def sentence(row: pd.Series, catalog: Catalog) -> str:
     """One sentence for a compiled cell, from its profile's numbers only."""
     eager, compiled = sides(row)
-    unit = catalog.t("why_unit_kernels" if eager.get("work_unit") == "kernels" else "why_unit_operators")
-    busy = eager.get("busy_fraction")
+    unit = catalog.t("why_unit_kernels" if eager.work_unit == "kernels" else "why_unit_operators")
+    busy = eager.busy_fraction
     diagnosis = catalog.t("why_launch_bound" if busy is not None and busy < LAUNCH_BOUND_BUSY else "why_work_bound")
     parts = [catalog.t("why_sentence", model=ltr(str(row["label"]), catalog), batch=int(row["batch_size"]),
                        mode=mode_label(str(row["mode"]), catalog),
-                       eager_calls=_count(eager["work_calls"], catalog),
-                       compiled_calls=_count(compiled["work_calls"], catalog), unit=unit,
+                       eager_calls=_count(eager.work_calls, catalog),
+                       compiled_calls=_count(compiled.work_calls, catalog), unit=unit,
                        eager_busy=_busy(eager, catalog), compiled_busy=_busy(compiled, catalog)),
              diagnosis, change_text(eager, compiled, catalog)]
-    if compiled.get("compiled_regions", 0) > 1:
-        parts.append(catalog.t("why_graph_breaks", graphs=_count(compiled["compiled_regions"], catalog)))
+    if (compiled.compiled_regions or 0) > 1:
+        parts.append(catalog.t("why_graph_breaks", graphs=_count(compiled.compiled_regions or 0, catalog)))
     return "; ".join(parts) + "."
 
 
@@ -100,9 +101,9 @@ def why_table(rows: pd.DataFrame, catalog: Catalog) -> str:
         breaks = row.get("graph_breaks")
         body.append([ltr(str(row["label"]), catalog), _count(row["batch_size"], catalog),
                      mode_label(str(row["mode"]), catalog),
-                     f"{_count(eager['work_calls'], catalog)} → {_count(compiled['work_calls'], catalog)}",
+                     f"{_count(eager.work_calls, catalog)} → {_count(compiled.work_calls, catalog)}",
                      f"{_busy(eager, catalog)} → {_busy(compiled, catalog)}",
-                     _count(compiled.get("compiled_regions", 0), catalog),
+                     _count(compiled.compiled_regions or 0, catalog),
                      _count(breaks, catalog) if pd.notna(breaks) else "–"])
     return markdown_table(headers, body)
 

@@ -66,7 +66,7 @@ def reproduce(study: Path, *, out: Path | None = None, environment: str | None =
     chosen = choose_environment(study_environments(records), environment)
     requirements = study / FOLDER / f"{chosen.identity}.txt"
     requirements.parent.mkdir(parents=True, exist_ok=True)
-    requirements.write_text(requirements_text(chosen, records[0]["cell"]["study"]), encoding="utf-8")
+    requirements.write_text(requirements_text(chosen, records[0].cell.study), encoding="utf-8")
     if not chosen.complete:
         say(f"[reproduce] note: these records name only {len(chosen.packages)} versions (records before the full "
             "package list): the rest are installed at their newest")

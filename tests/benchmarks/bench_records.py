@@ -6,6 +6,7 @@ import sys
 
 from bench_utils.measurement.timing import Measurement
 from bench_utils.records.build import make_record
+from bench_utils.records.schema import Record
 from bench_utils.study.grid.grid_file import parse_grid
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,20 +47,20 @@ def guide_cell(model, mode, batch):
 
 def record(cell, *, phases=None, device=None, study=None, status="ok", times_ms=(9.0, 10.0, 11.0),
            runs=10, warmup=2, compile=None, eager_mean_ms=None, environment=CPU_ENV):
-    """A record of ``cell`` (mean latency 10 ms by default), with phases and figures as given."""
+    """A record of ``cell`` (mean latency 10 ms by default), with phases and figures as given, as a reader reads it."""
     extra = {}
     if phases is not None:
         extra["phases"] = phases
     if eager_mean_ms is not None:
         extra["speedup"] = {"mean": 2.0, "eager_mean_ms": eager_mean_ms}
     ok = status == "ok"
-    return make_record(dict(study=study or cell.study, task=cell.task, model=cell.model,
+    return Record.from_json(make_record(dict(study=study or cell.study, task=cell.task, model=cell.model,
                             batch_size=cell.batch_size, compile_mode=cell.compile_mode, dtype=cell.dtype,
                             device=device or cell.device), status=status,
                        measurement=Measurement(times_ms=list(times_ms), first_call_ms=1.0) if ok else None,
                        error=None if ok else "CUDA out of memory", compile=compile,
                        config={"runs": runs, "warmup": warmup}, environment=environment,
-                       extra=extra or None)
+                       extra=extra or None))
 
 
 FULL_PHASES = {"startup_s": 1.5, "load_s": 1.0, "cell_s": 7.0, "timed_s": 2.0, "warmup_s": 0.5,

@@ -115,7 +115,10 @@ def test_projection_over_target_and_without_kernel_starts():
 
 def test_projection_takes_the_gpu_machines_own_kernel_start_and_whole_cells():
     results = projection_results()
-    results[0]["phases"].update(startup_s=9.0, load_s=21.0, cell_s=75.0)  # resnet's kernel, on the GPU
+    compiled = guide_cell("resnet", "default", 1)  # resnet's kernel, on the GPU
+    results[0] = record(compiled, device="cuda", environment=H100_ENV, runs=300, warmup=10,
+                        phases={"compile_s": 60.0, "timed_s": 9.0, "warmup_s": 1.0, "startup_s": 9.0, "load_s": 21.0,
+                                "cell_s": 75.0})
     projection = guide_projection.project(GUIDE.cells, results, kernel_start_s=3.0, overhead_per_cell_s=0.0)
     assert projection.starts_from_results == {"image-classification__resnet__float32__cuda": 30.0}
     assert projection.kernel_starts_total_s == pytest.approx(30.0 + 3.0)  # vit's from this run

@@ -86,8 +86,8 @@ def run(tmp_path, cluster, grid=GRID, **kwargs):
 
 
 def recorded(tmp_path):
-    return Counter((r["environment"]["accelerator_type"], r["cell"]["model"], r["cell"]["batch_size"],
-                    r["cell"]["compile_mode"]) for r in read_records(tmp_path / "results.jsonl"))
+    return Counter((r.environment.accelerator_type, r.cell.model, r.cell.batch_size,
+                    r.cell.compile_mode) for r in read_records(tmp_path / "results.jsonl"))
 
 
 def test_every_cell_is_measured_once_on_each_accelerator_type(tmp_path):
@@ -100,7 +100,7 @@ def test_every_cell_is_measured_once_on_each_accelerator_type(tmp_path):
     # each task asked for its kind, and a CPU group for a whole node
     assert {(o["accelerator_type"], o["num_cpus"]) for o in cluster.options} == {("KA", 2), ("KB", 2)}
     for record in read_records(tmp_path / "results.jsonl"):  # the node's placement, in its environment
-        assert NODES[record["environment"]["cluster_node_id"]] == record["environment"]["accelerator_type"]
+        assert NODES[record.environment.cluster_node_id] == record.environment.accelerator_type
     # the nodes' executed notebooks and logs are kept, one per kind
     assert sorted(path.name for path in (tmp_path / "logs").glob("*.log")) == [
         f"image-classification__resnet__float32__cpu.1__{k}.log" for k in ("KA", "KB")] + [
@@ -139,11 +139,11 @@ def test_a_node_lost_mid_group_loses_no_recorded_cell_and_duplicates_none(tmp_pa
 def test_a_cell_whose_node_is_lost_too_often_is_an_error_and_the_group_goes_on(tmp_path):
     cell_id = "image-classification__resnet__bs4__default__float32__cpu"
     outcome, _, _ = run(tmp_path, FakeCluster(lose={("KA", cell_id): MAX_NODE_LOSSES}))
-    errors = [r for r in read_records(tmp_path / "results.jsonl") if r["status"] == "error"]
-    assert [(r["cell"]["batch_size"], r["cell"]["compile_mode"]) for r in errors] == [(4, "default")]
-    assert f"its node was lost {MAX_NODE_LOSSES} times while it measured this cell" in errors[0]["error"]
+    errors = [r for r in read_records(tmp_path / "results.jsonl") if r.status == "error"]
+    assert [(r.cell.batch_size, r.cell.compile_mode) for r in errors] == [(4, "default")]
+    assert f"its node was lost {MAX_NODE_LOSSES} times while it measured this cell" in errors[0].error
     # in the environment of the node that would have measured it, not the driver's
-    assert (errors[0]["environment"]["accelerator_type"], errors[0]["environment"]["cluster_node_id"]) == ("KA", "a1")
+    assert (errors[0].environment.accelerator_type, errors[0].environment.cluster_node_id) == ("KA", "a1")
     assert outcome.counts() == {"ok": 13, "error": 1} and outcome.exit_status() == 1
     assert set(recorded(tmp_path).values()) == {1}
 
@@ -151,10 +151,10 @@ def test_a_cell_whose_node_is_lost_too_often_is_an_error_and_the_group_goes_on(t
 def test_a_host_out_of_memory_is_the_cells_oom_and_the_next_node_skips_the_larger_batches(tmp_path):
     cell_id = "image-classification__resnet__bs4__default__float32__cpu"
     outcome, _, _ = run(tmp_path, FakeCluster(oom={("KA", cell_id)}))
-    ka = {(r["cell"]["batch_size"], r["cell"]["compile_mode"]): r for r in read_records(tmp_path / "results.jsonl")
-          if r["environment"]["accelerator_type"] == "KA" and r["cell"]["model"] == "resnet"}
-    assert ka[(4, "default")]["status"] == "oom" and "memory monitor" in ka[(4, "default")]["error"]
-    assert ka[(16, "default")]["skipped_after_oom"] == 4 and ka[(1, "default")]["status"] == "ok"
+    ka = {(r.cell.batch_size, r.cell.compile_mode): r for r in read_records(tmp_path / "results.jsonl")
+          if r.environment.accelerator_type == "KA" and r.cell.model == "resnet"}
+    assert ka[(4, "default")].status == "oom" and "memory monitor" in ka[(4, "default")].error
+    assert ka[(16, "default")].skipped_after_oom == 4 and ka[(1, "default")].status == "ok"
     assert outcome.exit_status() == 0 and set(recorded(tmp_path).values()) == {1}
 
 
@@ -162,9 +162,9 @@ def test_a_group_whose_last_node_of_its_type_is_lost_ends_with_errors(tmp_path):
     cell_id = "image-segmentation__segformer__bs1__eager__float32__cpu"
     outcome, _, _ = run(tmp_path, FakeCluster(lose={("KA", cell_id): 1}, last={"KA"}))
     segformer = [r for r in read_records(tmp_path / "results.jsonl")
-                 if r["environment"]["accelerator_type"] == "KA" and r["cell"]["model"] == "segformer"]
-    assert [r["status"] for r in segformer] == ["error"]
-    assert "no live node of accelerator type KA that can run it is left" in segformer[0]["error"]
+                 if r.environment.accelerator_type == "KA" and r.cell.model == "segformer"]
+    assert [r.status for r in segformer] == ["error"]
+    assert "no live node of accelerator type KA that can run it is left" in segformer[0].error
     assert outcome.exit_status() == 1
 
 
@@ -174,7 +174,7 @@ def test_a_task_that_fails_is_tried_again_then_its_cells_are_not_run(tmp_path):
     outcome, _, _ = run(tmp_path / "again", FakeCluster(fail={"KA": 9}))
     kept = read_records(tmp_path / "again" / "results.jsonl")
     # no node said where they would have run: no record in the driver's own environment, not run
-    assert {r["environment"]["accelerator_type"] for r in kept} == {"KB"} and len(kept) == 7
+    assert {r.environment.accelerator_type for r in kept} == {"KB"} and len(kept) == 7
     assert outcome.not_run == 7 and outcome.exit_status() == 1
     assert any("failed on the cluster 2 times: ModuleNotFoundError" in error and "were not run" in error
                for error in outcome.worker_errors)

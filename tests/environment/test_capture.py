@@ -6,7 +6,7 @@ import torch
 
 from bench_utils import capture_environment
 from bench_utils.environment.capture import format_environment
-from bench_utils.records.reading import gpu_name
+from bench_utils.records.schema import EnvironmentBlock
 
 REQUIRED = [
     "python_version", "torch_version", "torch_git_version", "torch_cuda_version", "cudnn_version",
@@ -51,8 +51,9 @@ def test_settings_are_read_fresh_on_every_call():
 
 def test_gpu_name_lookup_and_format():
     env = {"gpus": [{"index": 0, "name": "NVIDIA H100", "memory_total_bytes": 80 * 2**30}]}
-    assert gpu_name(env, "cuda:0") == "NVIDIA H100" and gpu_name(env, "cuda") == "NVIDIA H100"
-    assert gpu_name(env, "cpu") is None and gpu_name(env, "cuda:3") is None
+    block = EnvironmentBlock.model_validate(env)
+    assert block.gpu_name("cuda:0") == "NVIDIA H100" and block.gpu_name("cuda") == "NVIDIA H100"
+    assert block.gpu_name("cpu") is None and block.gpu_name("cuda:3") is None
     text = format_environment({**env, "torch_version": "2.5", "driver_version": None})
     assert "NVIDIA H100, 80.0 GiB" in text and "n/a" in text
 

@@ -4,25 +4,31 @@ import pytest
 
 from bench_utils.measurement import slowdown
 from bench_utils.measurement.slowdown import Variant
+from bench_utils.records.schema import ProfileBlock
 
 
 def side(busy, **kinds):
     return {"busy_fraction": busy, "kinds_ms": kinds, "work_calls": 100}
 
 
+def profile(sides):
+    """A record's profile block (``records.schema.ProfileBlock``) of its JSON."""
+    return ProfileBlock.model_validate(sides)
+
+
 # the first H200 run's two slower cells, as their profiles read
-VIT_BS1 = {"eager": side(0.31, matmul_conv=2.95, normalization=0.08, elementwise=0.06, copy_layout=0.02),
-           "compiled": side(0.29, matmul_conv=1.95, fused=0.20)}
-MOBILENET_BS16 = {"eager": side(0.97, matmul_conv=10.76, normalization=6.0, elementwise=4.6, copy_layout=1.5),
-                  "compiled": side(0.97, matmul_conv=26.26, fused=3.0)}
+VIT_BS1 = profile({"eager": side(0.31, matmul_conv=2.95, normalization=0.08, elementwise=0.06, copy_layout=0.02),
+                   "compiled": side(0.29, matmul_conv=1.95, fused=0.20)})
+MOBILENET_BS16 = profile({"eager": side(0.97, matmul_conv=10.76, normalization=6.0, elementwise=4.6, copy_layout=1.5),
+                          "compiled": side(0.97, matmul_conv=26.26, fused=3.0)})
 
 
 def test_a_host_bound_call_and_a_slower_convolution_each_fire_their_rule():
     assert slowdown.rules_fired(VIT_BS1) == ["host-bound", "fusion-costly"]
     assert slowdown.rules_fired(MOBILENET_BS16) == ["matmul-conv-up"]
-    assert slowdown.rules_fired(None) == ["no-profile"] == slowdown.rules_fired({"eager": {}})
-    busy_and_faster = {"eager": side(0.9, matmul_conv=2.0, elementwise=1.0), "compiled": side(0.9, matmul_conv=2.0,
-                                                                                             fused=0.5)}
+    assert slowdown.rules_fired(None) == ["no-profile"] == slowdown.rules_fired(profile({"eager": side(0.5)}))
+    busy_and_faster = profile({"eager": side(0.9, matmul_conv=2.0, elementwise=1.0),
+                               "compiled": side(0.9, matmul_conv=2.0, fused=0.5)})
     assert slowdown.rules_fired(busy_and_faster) == ["no-profile"]  # nothing points anywhere
 
 
@@ -71,8 +77,8 @@ def test_only_a_slow_compiled_cell_of_the_guides_kind_is_diagnosed(change, diagn
 
 def test_another_mode_and_an_inductor_configuration_need_the_inductor_backend():
     cell = Variant("default")
-    chosen = slowdown.remedies({"eager": {"kinds_ms": {"matmul_conv": 1.0}, "busy_fraction": 0.3},
-                                "compiled": {"kinds_ms": {"matmul_conv": 2.0}, "busy_fraction": 0.3}}, cell, cuda=True)
+    chosen = slowdown.remedies(profile({"eager": side(0.3, matmul_conv=1.0), "compiled": side(0.3, matmul_conv=2.0)}),
+                               cell, cuda=True)
     assert slowdown.measurable(chosen, None) == (chosen, []) and slowdown.measurable(chosen, "inductor") == (chosen, [])
     can, cannot = slowdown.measurable(chosen, "aot_eager")
     assert [remedy.variant for remedy in can] == [Variant("default", "channels_last")]

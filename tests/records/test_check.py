@@ -9,8 +9,7 @@ import warnings
 import pytest
 
 from bench_utils.paths import PROJECT_ROOT
-from bench_utils.records.build import validate_record
-from bench_utils.records.check import problem
+from bench_utils.records.schema import Record, problem
 from bench_utils.records.results_file import CorruptRecordWarning, append_record, iter_records
 from hostile_records import payload, poisoned, read_jsonl, refusal, string_fields, write_jsonl
 
@@ -108,4 +107,4 @@ def test_the_writer_refuses_what_a_reader_would_skip(tmp_path):
 def test_free_text_holding_markup_is_a_valid_record():
     # names, notes and errors are the records' own words: checked for type, and escaped where shown
     record = _with(compiled_record(), "cell.model", "resnet" + payload("cell.model"))
-    validate_record(record)
+    assert Record.from_json(record).cell.model == record["cell"]["model"]

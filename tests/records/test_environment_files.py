@@ -5,7 +5,7 @@ import pytest
 from bench_utils.records import environment_files
 from bench_utils.records.environment_files import read_requirements, study_environments, write_environment_files
 
-from sample_records import ENV, ok_record
+from sample_records import ENV, ok_record, R, Rs
 
 PACKAGES = {"torch": "2.14.1", "numpy": "2.4.6", "Jinja2": "3.1.6"}
 
@@ -17,9 +17,9 @@ def record(packages=PACKAGES, **environment):
 
 def test_a_study_environment_file_round_trips_to_the_versions_its_records_carry(tmp_path):
     records = [record(), record(), record({**PACKAGES, "numpy": "2.5.0"})]
-    written = write_environment_files(tmp_path, records, "test")
+    written = write_environment_files(tmp_path, Rs(records), "test")
     assert [path.parent.name for path in written] == ["environments", "environments"]
-    by_records = {environment.records: environment for environment in study_environments(records)}
+    by_records = {environment.records: environment for environment in study_environments(Rs(records))}
     first = read_requirements(written[0])
     assert first == {"jinja2": "3.1.6", "numpy": "2.4.6", "torch": "2.14.1"} == by_records[2].packages
     assert read_requirements(written[1])["numpy"] == "2.5.0"
@@ -31,12 +31,12 @@ def test_a_file_of_an_environment_the_records_no_longer_hold_is_removed(tmp_path
     stale = tmp_path / "environments" / "py3.10-x86_64-torch2.0-000000.txt"
     stale.parent.mkdir()
     stale.write_text("torch==2.0\n")
-    (written,) = write_environment_files(tmp_path, [record()], "test")
+    (written,) = write_environment_files(tmp_path, Rs([record()]), "test")
     assert not stale.exists() and written.exists()
 
 
 def test_a_cuda_build_names_the_index_that_serves_it(tmp_path):
-    (written,) = write_environment_files(tmp_path, [record({"torch": "2.11.0+cu130", "six": "1.17.0"})], "gpu")
+    (written,) = write_environment_files(tmp_path, Rs([record({"torch": "2.11.0+cu130", "six": "1.17.0"})]), "gpu")
     text = written.read_text()
     assert "--extra-index-url https://download.pytorch.org/whl/cu130\n" in text and "torch==2.11.0+cu130\n" in text
     assert read_requirements(written) == {"torch": "2.11.0+cu130", "six": "1.17.0"}
@@ -45,10 +45,10 @@ def test_a_cuda_build_names_the_index_that_serves_it(tmp_path):
 
 def test_records_before_the_package_list_pin_their_main_versions_and_say_so(tmp_path):
     old = ok_record(environment={**ENV, "transformers_version": "5.17.0", "timm_version": "1.0.30"})
-    (written,) = write_environment_files(tmp_path, [old], "old")
+    (written,) = write_environment_files(tmp_path, Rs([old]), "old")
     assert read_requirements(written) == {"torch": "2.15.0", "transformers": "5.17.0", "timm": "1.0.30"}
     assert "only these main versions were recorded" in written.read_text()
-    assert not environment_files.environment_of(old).complete
+    assert not environment_files.environment_of(R(old)).complete
 
 
 def test_a_line_that_is_not_an_exact_pin_is_refused_with_its_place(tmp_path):

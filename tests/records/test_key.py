@@ -5,7 +5,7 @@ from bench_utils.records.key import (CellIdentity, RecordKey, cell_identity, env
                                     record_key, settings_hash)
 from bench_utils.records.build import measurement_settings
 from bench_utils.settings import Settings
-from sample_records import ok_record
+from sample_records import ok_record, R, Rs
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "smoke-results.jsonl"
 
@@ -18,29 +18,29 @@ def test_identity_and_environment_key():
     record = ok_record(device="cuda:1", environment={
         "torch_version": "2.15.0", "cpu_model": "EPYC", "driver_version": "580.1",
         "gpus": [{"index": 0, "name": "NVIDIA H100"}]})
-    assert cell_identity(record) == CellIdentity("test", "image-classification", "resnet", 4, "default", "float32",
+    assert cell_identity(R(record)) == CellIdentity("test", "image-classification", "resnet", 4, "default", "float32",
                                                  ("contiguous", "static", "default"), "cuda")
-    assert record_key(record).environment == ("2.15.0", "NVIDIA H100", "580.1")
+    assert record_key(R(record)).environment == ("2.15.0", "NVIDIA H100", "580.1")
     cpu = ok_record(environment={"torch_version": "2.15.0", "cpu_model": "EPYC", "cpu_count_logical": 2,
                                  "gpus": []})
-    assert record_key(cpu).environment == ("2.15.0", "EPYC", 2, None)  # no cluster kind: a local run
+    assert record_key(R(cpu)).environment == ("2.15.0", "EPYC", 2, None)  # no cluster kind: a local run
 
 
 def test_keys_of_records_written_before_the_named_key_are_what_they_were():
     # computed from these records by the positional tuple the key replaced: resume must find them done
     first, *_, error = fixture_records()
-    assert record_key(first) == RecordKey(
+    assert record_key(R(first)) == RecordKey(
         CellIdentity("smoke", "image-segmentation", "mobilenet", 1, "eager", "float32", ("contiguous", "static", "default"), "cpu"),
         "e18aa1811533", ("2.14.1+cu130", "AMD EPYC", 2, None))
-    assert record_key(fixture_records()[1]).settings_hash == "5ea931a79075"  # compiled: its compile options
-    assert record_key(error).identity.study == "faults" and record_key(error).settings_hash == "e18aa1811533"
+    assert record_key(R(fixture_records()[1])).settings_hash == "5ea931a79075"  # compiled: its compile options
+    assert record_key(R(error)).identity.study == "faults" and record_key(R(error)).settings_hash == "e18aa1811533"
 
 
 def test_keys_are_equal_and_hashed_by_value_and_slice_by_name():
     records = fixture_records()
-    keys = [record_key(record) for record in records]
-    assert len(set(keys)) == 9 and record_key(dict(records[0])) == keys[0]
-    assert hash(record_key(json.loads(json.dumps(records[0])))) == hash(keys[0])  # read back: the same key
+    keys = [record_key(R(record)) for record in records]
+    assert len(set(keys)) == 9 and record_key(R(dict(records[0]))) == keys[0]
+    assert hash(record_key(R(json.loads(json.dumps(records[0]))))) == hash(keys[0])  # read back: the same key
     # the report's: one key per cell across study folders (smoke and faults both measured resnet18 at batch 1
     # and 2, and mobilenet's eager cell)
     assert len({key.without_study() for key in keys}) == 6
@@ -53,17 +53,17 @@ def test_keys_are_equal_and_hashed_by_value_and_slice_by_name():
 
 def test_a_keys_parts_are_each_part_of_its_equality():
     base = ok_record(device="cuda:0")
-    assert record_key(ok_record(device="cuda:1")) == record_key(base)  # a device index is no other cell
+    assert record_key(R(ok_record(device="cuda:1"))) == record_key(R(base))  # a device index is no other cell
     for change in ({"study": "other"}, {"task": "object-detection"}, {"model": "vit"}, {"batch_size": 8},
                    {"compile_mode": "max-autotune"}, {"dtype": "float16"}, {"memory_format": "channels_last"},
                    {"shapes": "dynamic"}, {"device": "cpu"}, {"config": {"runs": 7}},
                    {"environment": {"torch_version": "2.16.0", "gpus": []}}):
-        assert record_key(ok_record(**{"device": "cuda:0", **change})) != record_key(base), change
+        assert record_key(R(ok_record(**{"device": "cuda:0", **change}))) != record_key(R(base)), change
 
 
 def test_the_settings_a_cell_was_measured_with_belong_to_its_key():
     base = measurement_settings(Settings(blocks=10, weights="auto"))
-    keys = {record_key(ok_record(config={**base, **change})) for change in (
+    keys = {record_key(R(ok_record(config={**base, **change}))) for change in (
         {}, {"runs": 100}, {"warmup": 5}, {"blocks": 30}, {"weights_requested": "random"}, {"seed": 1},
         {"tf32": "strict"}, {"backend": "aot_eager"}, {"fullgraph": True}, {"dynamic": True},
         {"sync": "pipelined"})}
@@ -85,20 +85,21 @@ def test_a_gpu_memory_cap_is_a_setting_and_records_before_it_keep_their_key():
 def test_a_variant_is_another_cell_and_old_records_are_the_guides_cells():
     guide = ok_record()
     older = ok_record()
-    del older["cell"]["memory_format"], older["cell"]["shapes"]  # written before variants existed
+    del older["cell"]["memory_format"], older["cell"]["shapes"]  # written before variants existed: schema 2
+    older["schema_version"] = 2
     nhwc = ok_record(memory_format="channels_last")
     dynamic = ok_record(shapes="dynamic")
-    assert cell_identity(older) == cell_identity(guide)
-    assert record_key(older) == record_key(guide)
-    assert len({record_key(record) for record in (guide, nhwc, dynamic)}) == 3
-    assert cell_identity(nhwc).variant_fields() == {"memory_format": "channels_last", "shapes": "static", "inductor": "default"}
-    assert cell_identity(dynamic).variant == ("contiguous", "dynamic", "default")
+    assert cell_identity(R(older)) == cell_identity(R(guide))
+    assert record_key(R(older)) == record_key(R(guide))
+    assert len({record_key(R(record)) for record in (guide, nhwc, dynamic)}) == 3
+    assert cell_identity(R(nhwc)).variant_fields() == {"memory_format": "channels_last", "shapes": "static", "inductor": "default"}
+    assert cell_identity(R(dynamic)).variant == ("contiguous", "dynamic", "default")
 
 
 def test_an_identity_gives_back_the_cell_block_it_was_read_from():
     record = ok_record(device="cpu", memory_format="channels_last")
-    assert cell_identity(record).cell_block() == record["cell"]
-    assert list(cell_identity(record).cell_block()) == list(record["cell"])  # in the schema's order
+    assert cell_identity(R(record)).cell_block() == record["cell"]
+    assert list(cell_identity(R(record)).cell_block()) == list(record["cell"])  # in the schema's order
 
 
 def test_a_cpu_nodes_declared_kind_is_part_of_its_identity_a_gpus_name_already_is():
@@ -111,23 +112,24 @@ def test_a_cpu_nodes_declared_kind_is_part_of_its_identity_a_gpus_name_already_i
     assert environment_key(gpu, "cuda") == environment_key({**gpu, "accelerator_type": "H100"}, "cuda")
     record = ok_record()
     placed = {**record, "environment": {**record["environment"], "accelerator_type": "KA"}}
-    assert record_key(placed) != record_key(record)
+    assert record_key(R(placed)) != record_key(R(record))
 
 
 def test_a_compiled_cells_record_stands_for_its_eager_cell_where_eager_warmed_up_as_the_cell_asks():
     from bench_utils.records.key import eager_side_key
-    compiled = {**fixture_records()[1], "speedup": {"eager_mean_ms": 4.0}}
+    compiled = {**fixture_records()[1], "speedup": {"mean": 2.0, "eager_mean_ms": 4.0}}
     compiled["latency"] = {**compiled["latency"], "warmup": compiled["config"]["warmup"]}
     compiled["cell"] = {**compiled["cell"], "shapes": "dynamic"}
-    key = eager_side_key(compiled)
+    key = eager_side_key(R(compiled))
     eager = {**compiled, "cell": {**compiled["cell"], "compile_mode": "eager", "shapes": "static"}}
-    assert key == record_key(eager)  # eager compiles nothing: static shapes, no compile settings
-    assert key.identity.compile_mode == "eager" and key.settings_hash != record_key(compiled).settings_hash
+    assert key == record_key(R(eager))  # eager compiles nothing: static shapes, no compile settings
+    assert key.identity.compile_mode == "eager" and key.settings_hash != record_key(R(compiled)).settings_hash
     # not where eager warmed up otherwise (a CUDA-graph mode's longer warm-up), nor without pairs or failed
-    assert eager_side_key({**compiled, "latency": {**compiled["latency"], "warmup": 99}}) is None
-    assert eager_side_key({**compiled, "speedup": {}}) is None
-    assert eager_side_key({**compiled, "status": "error"}) is None
-    assert eager_side_key(eager) is None
+    assert eager_side_key(R({**compiled, "latency": {**compiled["latency"], "warmup": 99}})) is None
+    assert eager_side_key(R({**compiled, "speedup": None})) is None
+    assert eager_side_key(R({**compiled, "status": "error", "error": "RuntimeError", "latency": None,
+                             "throughput": None})) is None
+    assert eager_side_key(R(eager)) is None
 
 
 def test_a_cell_measured_again_keeps_only_its_latest_record_whatever_the_study_or_file_order():
@@ -138,5 +140,13 @@ def test_a_cell_measured_again_keeps_only_its_latest_record_whatever_the_study_o
 
     later, earlier = at("2026-11-26T02:00:00Z", study="rerun"), at("2026-11-26T01:00:00Z", study="first")
     other = at("2026-11-26T00:00:00Z", batch_size=16)
-    kept = latest_per_key([later, other, earlier])
-    assert len(kept) == 2 and later in kept and other in kept and earlier not in kept
+    kept = {record.record_id for record in latest_per_key(Rs([later, other, earlier]))}
+    assert kept == {later["record_id"], other["record_id"]}
+
+
+def test_a_setting_read_back_from_a_record_hashes_as_the_grid_gave_it():
+    # a record's typed field holds 16.0 where the grid said 16: the same measurement, resumed, never measured again
+    record = ok_record(config={"weights": "random", "seed": 0, "gpu_memory_gib": 16})
+    assert R(record).config.gpu_memory_gib == 16.0
+    assert settings_hash(R(record).config, "default") == settings_hash(record["config"], "default")
+    assert settings_hash({"gpu_memory_gib": 16.5}, "default") != settings_hash({"gpu_memory_gib": 16}, "default")

@@ -19,8 +19,8 @@ def test_round_trip_and_flat_dataframe(tmp_path):
     append_record(path, make_record({**CELL, "batch_size": 16}, status="oom",
                                     error="CUDA out of memory. Tried to allocate 2 GiB", environment=ENV))
     records = read_records(path)
-    assert [r["cell"]["model"] for r in records] == ["resnet", "vit", "resnet"]
-    assert records[0]["latency"]["values"] == pytest.approx([0.010, 0.012, 0.011, 0.013])
+    assert [r.cell.model for r in records] == ["resnet", "vit", "resnet"]
+    assert records[0].latency.values == pytest.approx([0.010, 0.012, 0.011, 0.013])
     frame = read_results(path)
     assert len(frame) == 3
     assert list(frame.columns[:7]) == ["study", "task", "model", "batch_size", "compile_mode",
@@ -59,7 +59,7 @@ def test_append_after_a_torn_line_starts_a_new_line(tmp_path):
     append_record(path, ok_record(model="vit"))
     with pytest.warns(CorruptRecordWarning, match=":2:"):
         records = read_records(path)
-    assert [r["cell"]["model"] for r in records] == ["resnet", "vit"]
+    assert [r.cell.model for r in records] == ["resnet", "vit"]
 
 
 def test_corrupt_lines_in_the_middle_are_skipped(tmp_path):
@@ -73,7 +73,7 @@ def test_corrupt_lines_in_the_middle_are_skipped(tmp_path):
     append_record(path, ok_record(model="vit"))
     with pytest.warns(CorruptRecordWarning) as caught:
         records = read_records(path)
-    assert [r["cell"]["model"] for r in records] == ["resnet", "vit"]
+    assert [r.cell.model for r in records] == ["resnet", "vit"]
     messages = [str(w.message) for w in caught]
     assert len(messages) == 4
     assert any(":5:" in m and "newer" in m for m in messages)
@@ -94,11 +94,11 @@ def test_structurally_bad_and_older_records_are_skipped_by_readers_runner_and_re
             f.write(json.dumps(record) + "\n")
     with pytest.warns(CorruptRecordWarning) as caught:
         records = read_records(path)
-    assert [r["cell"]["model"] for r in records] == ["resnet"]
+    assert [r.cell.model for r in records] == ["resnet"]
     messages = sorted(str(w.message) for w in caught)
     assert messages[0].startswith(f"{path}:2:") and "cell.batch_size must be an integer" in messages[0]
     assert messages[1].startswith(f"{path}:3:") and "status must be one of" in messages[1]
-    assert messages[2].startswith(f"{path}:4:") and "schema_version 0 is older" in messages[2]
+    assert messages[2].startswith(f"{path}:4:") and "schema_version must be a version from 1 to 3, got 0" in messages[2]
     with pytest.warns(CorruptRecordWarning):  # the report reads the same way: no crash
         assert list(frame(latest_records([path]))["model"]) == ["resnet"]
 
@@ -136,7 +136,7 @@ def test_concurrent_appends_never_interleave(tmp_path):
         p.join()
     records = read_records(path)  # any interleaving would raise a CorruptRecordWarning
     assert len(records) == 60
-    assert sorted((r["cell"]["model"], r["cell"]["batch_size"]) for r in records) == \
+    assert sorted((r.cell.model, r.cell.batch_size) for r in records) == \
         sorted((f"m{w}", i + 1) for w in range(4) for i in range(15))
 
 
@@ -147,7 +147,7 @@ def test_reading_from_an_offset_sees_only_later_records(tmp_path):
     append_record(path, ok_record(model="vit"))
     from bench_utils.records.results_file import iter_records
 
-    assert [r["cell"]["model"] for _, r in iter_records(path, start=offset)] == ["vit"]
+    assert [r.cell.model for _, r in iter_records(path, start=offset)] == ["vit"]
     assert len(list(iter_records(path))) == 2
 
 
@@ -158,9 +158,9 @@ def test_a_file_that_begins_with_a_byte_order_mark_is_read_whole(tmp_path):
     assert path.read_bytes().startswith(b"\xef\xbb\xbf")
     with warnings.catch_warnings():
         warnings.simplefilter("error", CorruptRecordWarning)
-        assert [r["cell"]["model"] for r in read_records(path)] == ["resnet", "vit"]
+        assert [r.cell.model for r in read_records(path)] == ["resnet", "vit"]
     append_record(path, ok_record(model="beit"))  # appends go on after it
-    assert [r["cell"]["model"] for r in read_records(path)] == ["resnet", "vit", "beit"]
+    assert [r.cell.model for r in read_records(path)] == ["resnet", "vit", "beit"]
 
 
 def test_a_file_of_a_byte_order_mark_alone_takes_appends(tmp_path):
@@ -169,7 +169,7 @@ def test_a_file_of_a_byte_order_mark_alone_takes_appends(tmp_path):
     append_record(path, ok_record())
     with warnings.catch_warnings():
         warnings.simplefilter("error", CorruptRecordWarning)
-        assert [(line, r["cell"]["model"]) for line, r in iter_records(path)] == [(2, "resnet")]
+        assert [(line, r.cell.model) for line, r in iter_records(path)] == [(2, "resnet")]
 
 
 def test_a_byte_order_mark_is_read_past_on_the_first_line_only(tmp_path):
@@ -178,7 +178,7 @@ def test_a_byte_order_mark_is_read_past_on_the_first_line_only(tmp_path):
     with open(path, "ab") as f:
         f.write(b"\xef\xbb\xbf" + json.dumps(ok_record(model="vit")).encode() + b"\n")
     with pytest.warns(CorruptRecordWarning, match=r":2: skipped: not valid JSON"):
-        assert [r["cell"]["model"] for r in read_records(path)] == ["resnet"]
+        assert [r.cell.model for r in read_records(path)] == ["resnet"]
 
 
 def test_lines_read_from_an_offset_are_numbered_as_in_the_file(tmp_path):

@@ -5,6 +5,7 @@ from bench_utils import make_record
 from bench_utils.measurement.timing import Measurement
 from bench_utils.report.frame import TIDY_COLUMNS, tidy
 from bench_utils.report.plots import latency_bars
+from sample_records import R, Rs
 
 
 def records():
@@ -51,8 +52,8 @@ def test_a_cpu_nodes_declared_kind_names_its_device():
     from bench_utils.report.frame import device_name
 
     record = records()[0]
-    assert device_name({**record, "environment": {"cpu_model": "EPYC"}}) == "CPU (EPYC)"
-    assert device_name({**record, "environment": {"cpu_model": "EPYC", "accelerator_type": "KA"}}) == "CPU (EPYC, KA)"
+    assert device_name(R({**record, "environment": {"cpu_model": "EPYC"}})) == "CPU (EPYC)"
+    assert device_name(R({**record, "environment": {"cpu_model": "EPYC", "accelerator_type": "KA"}})) == "CPU (EPYC, KA)"
 
 
 def test_a_capped_gpu_is_a_device_of_its_own():
@@ -60,9 +61,9 @@ def test_a_capped_gpu_is_a_device_of_its_own():
 
     record = {**records()[0], "cell": {**records()[0]["cell"], "device": "cuda"},
               "environment": {"gpus": [{"index": 0, "name": "NVIDIA H100 80GB HBM3"}]}}
-    assert device_name(record) == "NVIDIA H100 80GB HBM3"
+    assert device_name(R(record)) == "NVIDIA H100 80GB HBM3"
     capped = {**record, "config": {**record.get("config", {}), "gpu_memory_gib": 16}}
-    assert device_name(capped) == "NVIDIA H100 80GB HBM3 (16 GiB cap)"
+    assert device_name(R(capped)) == "NVIDIA H100 80GB HBM3 (16 GiB cap)"
 
 
 def _cuda_graph_record(memory: dict, mode: str = "reduce-overhead", cuda_graphs=True) -> dict:
@@ -212,11 +213,11 @@ def test_a_compiled_cells_eager_side_warmed_up_otherwise_than_its_eager_cell_sta
     from bench_utils.report.frame import frame
 
     other = _paired_record("reduce-overhead", 5.0, 1.0, cell_warmup=0)
-    assert eager_side_key(other) is None
+    assert eager_side_key(R(other)) is None
     data = frame([other])
     assert list(data["mode"]) == ["reduce-overhead"] and not data["eager_side_stands"].any()
     same = _paired_record("reduce-overhead", 5.0, 1.0)
-    assert eager_side_key(same) is not None and sorted(frame([same])["mode"]) == ["eager", "reduce-overhead"]
+    assert eager_side_key(R(same)) is not None and sorted(frame([same])["mode"]) == ["eager", "reduce-overhead"]
 
 
 def test_the_switch_cost_is_read_from_the_blocks_and_missing_from_records_measured_before():

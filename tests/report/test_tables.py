@@ -8,6 +8,7 @@ from bench_utils.report import tables as report_tables
 from bench_utils.report.frame import frame, latest_records, results_files
 from bench_utils.report.markdown import LRI, PDI, ltr
 from bench_utils.report.i18n import Catalog
+from sample_records import R, Rs
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "smoke-results.jsonl"
 
@@ -177,7 +178,7 @@ def test_two_records_claiming_one_row_warn_and_the_later_is_shown(tmp_path):
     assert len(messages) == 2 and all("two records claim one cell" in m for m in messages)
     assert all("(resnet, batch 1, " in m and ", CPU (EPYC)): " in m for m in messages)  # the row's device
     assert any("a/results.jsonl:2 and b/results.jsonl:2" in m for m in messages)
-    assert len(records) == 2 and {r["cell"]["study"] for r in records} == {"b"}
+    assert len(records) == 2 and {r.cell.study for r in records} == {"b"}
 
 
 def test_device_words_and_mode_names_are_in_the_pages_language(tmp_path):
@@ -191,7 +192,7 @@ def test_device_words_and_mode_names_are_in_the_pages_language(tmp_path):
         parts = [caption + "\n" + table for caption, table in report_tables.guide_tables(data, catalog)]
         parts += [report_tables.geomean_table(data, catalog), report_tables.comparison_table(data, catalog),
                   report_tables.compile_table(data, catalog), report_tables.memory_table(data, catalog)]
-        parts += [device + "\n" + table for device, table in context.environment_tables(records, catalog)]
+        parts += [device + "\n" + table for device, table in context.environment_tables(Rs(records), catalog)]
         return "\n".join(parts)
 
     english = pages(Catalog("en"))

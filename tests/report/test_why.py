@@ -15,6 +15,13 @@ def side(work_calls, busy, unit="kernels", regions=1.0, **kinds):
             "kinds_ms": {kind.value: kinds.get(kind.value, 0.0) for kind in WorkKind}}
 
 
+def _side(values):
+    """One side of a record's profile block (``records.schema.ProfileSide``)."""
+    from bench_utils.records.schema import ProfileSide
+
+    return ProfileSide.model_validate(values)
+
+
 def profiled_records(**overrides):
     """The example's records, each compiled one with a profile: launch-bound eager whose element-wise work
     fusion took over (161 kernels -> 58, busy 31 % -> 88 %)."""
@@ -113,9 +120,9 @@ def test_the_work_fusion_took_over_is_named_most_first_with_the_largest_other_ch
                  elementwise=5.9, copy_layout=126.5)
     compiled = side(81, 0.99, "operator calls", matmul_conv=86.3, attention=15.9, elementwise=0.1,
                     copy_layout=9.0, fused=37.7)
-    assert why.change_text(eager, compiled, Catalog("en")) == (
+    assert why.change_text(_side(eager), _side(compiled), Catalog("en")) == (
         "fusion turned 130.10 ms (copies and layout, normalization, and element-wise and reductions) into "
         "37.70 ms of fused kernels; matrix products and convolutions: 132.30 ms → 86.30 ms")
     small = side(20, 0.9, matmul_conv=100.0, elementwise=5.0)
-    assert why.change_text(small, side(5, 0.9, matmul_conv=99.0, fused=2.0), Catalog("en")) == (
+    assert why.change_text(_side(small), _side(side(5, 0.9, matmul_conv=99.0, fused=2.0)), Catalog("en")) == (
         "fusion turned 5.00 ms (element-wise and reductions) into 2.00 ms of fused kernels")  # 1 ms: not said

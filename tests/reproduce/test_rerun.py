@@ -9,6 +9,7 @@ from bench_utils.paths import REPORTS_DIR
 from bench_utils.report.regressions import ratio_interval
 from bench_utils.reproduce import environment_build
 from bench_utils.reproduce.rerun import choose_environment, reproduce
+from bench_utils.records.schema import Record
 
 EXAMPLE = REPORTS_DIR / "example-tiny"  # the checked-in published study (params/example-tiny.yaml)
 
@@ -23,7 +24,7 @@ def compiled_speedup(folder):
 
 def example_is_this_environment() -> bool:
     record = json.loads((EXAMPLE / "results.jsonl").read_text().splitlines()[0])
-    environment = environment_of(record)
+    environment = environment_of(Record.from_json(record))
     return environment_build.matches_running(environment.packages, environment.python_version)
 
 

@@ -6,8 +6,7 @@ from typing import Any
 
 from ...measurement.compare import Comparison
 from ...measurement.paired import METHOD
-from ...records.schema import CellBlock, ConfigBlock, EnvironmentBlock, MemoryBlock, SpeedupBlock
-from ...records.build import make_record
+from ...records.build import JsonBlock, make_record
 from ...variants import modes as compile_module
 from ...zoo.loading import LoadedModel
 from .measured_cell import CellResult
@@ -17,13 +16,13 @@ from ...vocabulary import Status
 SIDES = {"baseline": "eager", "candidate": "compiled"}  # compare's sides, as a record names them
 
 
-def speedup_block(comparison: Comparison) -> SpeedupBlock:
+def speedup_block(comparison: Comparison) -> JsonBlock:
     """The speed-up over interleaved eager, the eager latency it was measured against (every call, so
     that what moves eager can be read afterwards), and how the blocks ran: their size, the switch calls
     kept out of the statistics and, on a GPU, its clock after each block."""
     eager = comparison.baseline
     data = comparison.to_dict()
-    block: SpeedupBlock = {
+    block: JsonBlock = {
         "baseline": "eager, interleaved in random-order pairs of blocks",
         "method": METHOD,
         "mean": comparison.speedup_mean,
@@ -51,9 +50,9 @@ def speedup_block(comparison: Comparison) -> SpeedupBlock:
 
 
 def cell_record(result: CellResult, loaded: LoadedModel, *, study: str,
-                config: ConfigBlock | None = None,
+                config: JsonBlock | None = None,
                 compile_options: dict[str, Any] | None = None,
-                environment: EnvironmentBlock | None = None) -> dict[str, Any]:
+                environment: JsonBlock | None = None) -> dict[str, Any]:
     """The result record of a measured cell."""
     compile_block = {**(compile_options or compile_module.options(result.mode)), **result.compile}
     extra: dict[str, Any] = {"model": loaded.info()}
@@ -69,10 +68,10 @@ def cell_record(result: CellResult, loaded: LoadedModel, *, study: str,
                       "measured there interleaved with the compiled runs; not timed again"}
     if result.notes:  # figures taken after the timed runs that could not be taken
         extra["notes"] = list(result.notes)
-    memory: MemoryBlock | None = result.memory
+    memory: JsonBlock | None = result.memory
     if result.eager_memory is not None:
         memory = {**(memory or {}), "eager": result.eager_memory}
-    cell: CellBlock = {"study": study, "task": loaded.task, "model": loaded.key, "batch_size": result.batch_size,
+    cell: JsonBlock = {"study": study, "task": loaded.task, "model": loaded.key, "batch_size": result.batch_size,
                        "compile_mode": result.mode, "dtype": loaded.dtype, "device": loaded.device,
                        "memory_format": loaded.memory_format, "shapes": result.shapes, "inductor": result.inductor}
     return make_record(

@@ -40,9 +40,8 @@ from tqdm.auto import tqdm
 from ...environment.capture import capture_environment
 from ...measurement.memory_cap import gpu_memory_cap
 from ...paths import PROJECT_ROOT
-from ...records.schema import CellBlock
 from ...records.key import cell_file_name
-from ...records.build import failure_record, measurement_settings, skipped_after_oom
+from ...records.build import JsonBlock, failure_record, measurement_settings, skipped_after_oom, with_phases
 from ...records.results_file import append_record
 from ...variants import compile_workers, modes as compile_module
 from ...variants.precision import configure_fp32_math, parse_dtype
@@ -215,7 +214,7 @@ class _ModelCells:
         # eager compiles nothing
         settings = (replace(self.settings, shapes=Shapes.STATIC.value, inductor=InductorConfig.DEFAULT.value)
                     if mode == CompileMode.EAGER else self.settings)
-        cell: CellBlock = {"study": self.study, "task": self.task, "model": self.model, "batch_size": batch_size,
+        cell: JsonBlock = {"study": self.study, "task": self.task, "model": self.model, "batch_size": batch_size,
                            "compile_mode": mode, "dtype": self.dtype, "device": self.device,
                            **settings.variant_fields()}
         phases, load_s = Phases(), 0.0
@@ -244,8 +243,7 @@ class _ModelCells:
                 record = failure_record(cell, status=status, config=self._failure_config(),
                                         error=_error_text(exc), environment=self.kernel.environment)
                 _free_memory()
-        record["phases"] = self.kernel.phases(phases.to_dict(), load_s)
-        return record
+        return with_phases(record, self.kernel.phases(phases.to_dict(), load_s))
 
     def _load(self) -> None:
         """Build the model, once: a failure fails every cell of it."""

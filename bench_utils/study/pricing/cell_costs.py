@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...records.reading import gpu_name
+from ...records.key import as_environment
+from ...records.schema import Record
 from .prior import CellShape, Prior, Span, device_key, records_on_device
 from .recorded import estimate_cell_seconds, estimate_kernel_start_seconds
 
@@ -28,7 +29,7 @@ def machine_prior(runner: Runner, device_model: str | None) -> Prior | None:
     has datasheet peaks; None otherwise. ValueError for an unknown ``device_model``."""
     if device_model:
         return Prior(device_key(device_model))
-    name = gpu_name(runner.environment, "cuda:0")
+    name = as_environment(runner.environment).gpu_name("cuda:0")
     if any(cell.device.startswith("cuda") for cell in runner.grid.cells) and name:
         try:
             return Prior(device_key(name))
@@ -43,7 +44,7 @@ class CellCosts:
     def __init__(self, runner: Runner, prior: Prior | None, reports_dir=None) -> None:
         self.runner, self.prior, self.reports_dir = runner, prior, reports_dir
 
-    def _records(self) -> tuple[list[dict[str, Any]], Prior | None]:
+    def _records(self) -> tuple[list[Record], Prior | None]:
         from ...paths import REPORTS_DIR
         from ...records.results_file import read_records
         from .recorded import records_of_environment, results_files

@@ -12,15 +12,15 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
-from ...records.reading import block
 from ...records.results_file import read_records
+from ...records.schema import Record
 from .prior import ZERO, CellShape, Prior, Span, device_key, records_on_device
 
 if TYPE_CHECKING:
     from ..grid.kernel_groups import KernelGroup
 
 
-def device_prior(device_model: str, files: Iterable[str | os.PathLike]) -> tuple[Prior, list[dict[str, Any]]]:
+def device_prior(device_model: str, files: Iterable[str | os.PathLike]) -> tuple[Prior, list[Record]]:
     """The prior for ``device_model`` calibrated by the records of ``files`` measured on it, and those records."""
     prior = Prior(device_key(device_model))
     records = records_on_device(read_records([f for f in map(Path, files) if f.is_file()]), prior.device)
@@ -33,7 +33,7 @@ def device_environment(results_path: str | os.PathLike, device_model: str) -> di
     are not planned again). None where the folder holds none."""
     path = Path(results_path)
     records = records_on_device(read_records([path]) if path.is_file() else [], device_key(device_model))
-    return block(records[-1], "environment") if records else None
+    return records[-1].environment.to_json() if records else None
 
 
 def prior_figures(group: KernelGroup, cell_seconds: list[float | None], start_seconds: float | None,

@@ -38,7 +38,7 @@ from typing import Any, Iterable
 
 from ...measurement.peaks import FP64_TFLOPS, MEMORY_BANDWIDTH_GBS, PEAK_TFLOPS, gpu_key, peak_tflops
 from ...records.key import measured_as_eager_side
-from ...records.reading import block, gpu_name
+from ...records.schema import PhasesBlock, Record
 from ...vocabulary import CUDA_GRAPH_MODES, TF32_SWITCHES as TF32_POLICIES, CompileMode, Status
 
 MODEL_COSTS = Path(__file__).with_name("data") / "model_costs.json"
@@ -140,10 +140,10 @@ class CellShape:
                    settings.warmup)
 
     @classmethod
-    def of_record(cls, record: dict[str, Any]) -> "CellShape":
-        cell, config = record["cell"], block(record, "config")
-        return cls(cell["model"], cell["batch_size"], cell["compile_mode"], cell["dtype"],
-                   str(config.get("tf32", "default")), int(config.get("runs") or 0), int(config.get("warmup") or 0))
+    def of_record(cls, record: Record) -> "CellShape":
+        cell, config = record.cell, record.config
+        return cls(cell.model, cell.batch_size, cell.compile_mode, cell.dtype, str(config.tf32 or "default"),
+                   int(config.runs or 0), int(config.warmup or 0))
 
 
 def known_devices() -> list[str]:
@@ -291,21 +291,21 @@ class Prior:
         """Recorded / prior point over every recorded cell, whatever its model."""
         return [ratio for ratios in self.model_ratios.values() for ratio in ratios]
 
-    def calibrate(self, records: Iterable[dict[str, Any]]) -> "Prior":
+    def calibrate(self, records: Iterable[Record]) -> "Prior":
         """A copy scaled by ``records`` (ok records of this device with ``phases``): recorded / prior, for the
         work apart from the energy windows on both sides (the first H200 records spent 10.8 s a cell in
         5-second windows that later cells no longer take)."""
         starts, by_model = [], {}
         for record in records:
-            phases, shape = record["phases"], CellShape.of_record(record)
+            phases, shape = record.phases or PhasesBlock(), CellShape.of_record(record)
             shared = measured_as_eager_side(record)  # an eager cell on a compiled cell's pairs: its record only
-            parts = self.parts(shape, shared, block(record, "compile").get("warm_ms") is not None)
-            work = float(phases.get("cell_s") or 0) - float(phases.get("energy_s") or 0)
+            parts = self.parts(shape, shared, record.compile is not None and record.compile.warm_ms is not None)
+            work = float(phases.cell_s or 0) - float(phases.energy_s or 0)
             if parts is not None and work > 0 and not shared:
                 by_model.setdefault(shape.model, []).append(work / parts[0].point)
-            started = float(phases.get("startup_s") or 0) + float(phases.get("load_s") or 0)
+            started = float(phases.startup_s or 0) + float(phases.load_s or 0)
             start = self.raw_start(shape.model)
-            if start is not None and phases.get("startup_s"):
+            if start is not None and phases.startup_s:
                 starts.append(started / start.point)
         return replace(self, start_ratios=starts, model_ratios=by_model)
 
@@ -318,9 +318,8 @@ def _calibrated(prior: Span | None, ratios: list[float]) -> Span | None:
     return Span(prior.point * low, prior.point * median, prior.point * high)
 
 
-def records_on_device(records: Iterable[dict[str, Any]], device: str) -> list[dict[str, Any]]:
+def records_on_device(records: Iterable[Record], device: str) -> list[Record]:
     """The ``ok`` CUDA records with ``phases`` that were measured on a GPU of ``device``'s key."""
     return [record for record in records
-            if record.get("status") == Status.OK and isinstance(record.get("phases"), dict)
-            and str(record["cell"].get("device", "")).startswith("cuda")
-            and gpu_key(gpu_name(block(record, "environment"), "cuda:0")) == device]
+            if record.ok and record.phases is not None and record.cell.device_kind == "cuda"
+            and gpu_key(record.environment.gpu_name("cuda:0")) == device]

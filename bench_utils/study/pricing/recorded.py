@@ -15,10 +15,10 @@ from pathlib import Path
 import statistics
 from typing import TYPE_CHECKING, Any, Iterable
 
-from ...records.reading import block
-from ...records.key import cell_identity, environment_key, measured_as_eager_side
+from ...records.key import as_environment, cell_identity, environment_key, measured_as_eager_side
 from ...records.results_file import read_records
-from ...vocabulary import Status
+from ...records.schema import EnvironmentBlock, Record
+
 
 if TYPE_CHECKING:  # the grid imports the compile variants, and so torch
     from ..grid.grid_file import Cell
@@ -31,36 +31,36 @@ def _kind(device: str) -> str:
     return str(device).split(":")[0]
 
 
-def _phase(record: dict[str, Any], name: str) -> float:
-    """Seconds of one phase; 0 where the record has no such key."""
-    return float(block(record, "phases").get(name) or 0.0)
+def _phase(record: Record, name: str) -> float:
+    """Seconds of one phase; 0 where the record has no such figure."""
+    return float(getattr(record.phases, name, None) or 0.0)
 
 
 def records_of_environment(paths: Iterable[str | os.PathLike],
-                           environment: dict[str, Any]) -> list[dict[str, Any]]:
+                           environment: EnvironmentBlock | dict[str, Any]) -> list[Record]:
     """The records of ``paths`` (missing files ignored), in file order, that were taken on
     ``environment`` (``environment_key`` for the record's device kind) and carry ``phases``."""
     # a line skipped here is said as any reader's is (once a command, by ``records.results_file.skipped_lines_said``)
+    environment = as_environment(environment)
     records = read_records([Path(path) for path in paths if Path(path).is_file()])
     return [record for record in records
-            if isinstance(record.get("phases"), dict)
-            and environment_key(block(record, "environment"), _kind(record["cell"]["device"]))
-            == environment_key(environment, _kind(record["cell"]["device"]))]
+            if record.phases is not None
+            and environment_key(record.environment, record.cell.device_kind)
+            == environment_key(environment, record.cell.device_kind)]
 
 
-def _same_cell(cell: Cell, record: dict[str, Any]) -> bool:
+def _same_cell(cell: Cell, record: Record) -> bool:
     """The same cell, whatever the study."""
     return cell_identity(record).without_study() == cell.identity().without_study()
 
 
-def _calls(record: dict[str, Any]) -> int | None:
+def _calls(record: Record) -> int | None:
     """Warm-up and timed calls of a record, from its config; None when not recorded."""
-    config = block(record, "config")
-    runs, warmup = config.get("runs"), config.get("warmup") or 0
-    return runs + warmup if isinstance(runs, int) and runs + warmup > 0 else None
+    runs, warmup = record.config.runs, record.config.warmup or 0
+    return runs + warmup if runs is not None and runs + warmup > 0 else None
 
 
-def estimate_cell_seconds(cell: Cell, records: list[dict[str, Any]],
+def estimate_cell_seconds(cell: Cell, records: list[Record],
                           shares_pairs: bool = False) -> float | None:
     """Seconds ``cell`` would take inside its kernel, from the most recent ``ok`` record of the
     same cell (task, model, batch size, mode, dtype, device kind): its ``cell_s``, with the timed
@@ -69,8 +69,8 @@ def estimate_cell_seconds(cell: Cell, records: list[dict[str, Any]],
     is not estimated from a record that was not. None when no record has it: an error's time to
     failure, or a cell not run, says nothing of a measurement's cost."""
     for record in reversed(records):  # the last in file order is the most recent
-        if (not _same_cell(cell, record) or record.get("status") != Status.OK
-                or "cell_s" not in record["phases"]):
+        if (not _same_cell(cell, record) or not record.ok
+                or record.phases is None or record.phases.cell_s is None):
             continue
         if measured_as_eager_side(record) and not shares_pairs:
             continue  # its eager runs were timed in another cell
@@ -83,16 +83,15 @@ def estimate_cell_seconds(cell: Cell, records: list[dict[str, Any]],
     return None
 
 
-def start_and_load(first: Cell, records: list[dict[str, Any]]) -> list[float]:
+def start_and_load(first: Cell, records: list[Record]) -> list[float]:
     """``startup_s + load_s`` of the records that started a kernel or built ``first``'s model."""
     seconds = [_phase(record, "startup_s") + _phase(record, "load_s") for record in records
-               if record["cell"]["model"] == first.model
-               and _kind(record["cell"]["device"]) == _kind(first.device)]
+               if record.cell.model == first.model and record.cell.device_kind == _kind(first.device)]
     return [value for value in seconds if value > 0]
 
 
 def estimate_kernel_start_seconds(group_first_cell: Cell,
-                                  records: list[dict[str, Any]]) -> float | None:
+                                  records: list[Record]) -> float | None:
     """Seconds from a kernel's start to its first cell: the median start and model build of
     earlier kernels of the same model and device kind; else the median start of any kernel (the
     model build then unknown); None when no record started a kernel."""

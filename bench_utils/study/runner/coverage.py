@@ -13,18 +13,17 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from ...records.reading import block, gpu_name
 from ...records.key import cell_identity, eager_side_key
 from ...records.results_file import read_records
+from ...records.schema import Record
 from ...vocabulary import DONE_STATUSES
 from ..grid.grid_file import GRID_COPY, load_grid
 
 
-def _environment(record: dict[str, Any]) -> tuple[str | None, str | None, str]:
-    environment = block(record, "environment")
-    kind = record["cell"]["device"].split(":")[0]
-    name = gpu_name(environment, "cuda:0") if kind == "cuda" else environment.get("cpu_model")
-    return name, environment.get("torch_version"), kind
+def _environment(record: Record) -> tuple[str | None, str | None, str]:
+    environment, kind = record.environment, record.cell.device_kind
+    name = environment.gpu_name("cuda:0") if kind == "cuda" else environment.cpu_model
+    return name, environment.torch_version, kind
 
 
 def grid_coverage(folder: str | Path) -> list[dict[str, Any]]:
@@ -39,7 +38,7 @@ def grid_coverage(folder: str | Path) -> list[dict[str, Any]]:
     paired: dict[tuple, set] = defaultdict(set)     # eager cells a compiled cell's pairs measured
     for record in read_records([results]):
         environment = _environment(record)
-        if record.get("status") in DONE_STATUSES:
+        if record.status in DONE_STATUSES:
             recorded[environment].add(cell_identity(record).without_study())
         eager = eager_side_key(record)
         if eager is not None:

@@ -20,69 +20,68 @@ from typing import Any
 import yaml
 
 from ...measurement.slowdown import REMEDY_STUDY_SUFFIX, Variant, diagnosable, measurable, remedies, rules_fired
-from ...records.reading import block
-from ...records.key import cell_identity, latest_per_key
+from ...records.key import latest_per_key
 from ...records.results_file import check_readable, read_records
+from ...records.schema import Record
 from ...vocabulary import InductorConfig, MemoryFormat, Status
 
 DIAGNOSIS_GRID = "diagnosis.yaml"
 
 
-def _variant(record: dict[str, Any]) -> Variant:
-    fields = cell_identity(record).variant_fields()
-    return Variant(record["cell"]["compile_mode"], fields["memory_format"], fields["inductor"])
+def _variant(record: Record) -> Variant:
+    return Variant(record.cell.compile_mode, record.cell.memory_format, record.cell.inductor)
 
 
-def slow_cells(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def slow_cells(records: list[Record]) -> list[Record]:
     """Each measurement's latest ``ok`` record that ``measurement.slowdown.diagnosable`` says to diagnose."""
     slow = []
     for record in latest_per_key(records):
-        speedup = block(record, "speedup")
-        if record.get("status") != Status.OK or not speedup:
+        speedup, cell = record.speedup, record.cell
+        if not record.ok or speedup is None:
             continue
-        interval, fields = speedup.get("mean_ci95"), cell_identity(record).variant_fields()
-        if diagnosable(compile_mode=record["cell"]["compile_mode"], memory_format=fields["memory_format"],
-                       shapes=fields["shapes"], inductor=fields["inductor"], study=record["cell"]["study"],
-                       speedup=speedup.get("mean"), interval=tuple(interval) if interval else None):
+        interval = speedup.mean_ci95
+        if diagnosable(compile_mode=cell.compile_mode, memory_format=cell.memory_format, shapes=cell.shapes,
+                       inductor=cell.inductor, study=cell.study, speedup=speedup.mean,
+                       interval=(interval[0], interval[1]) if interval else None):
             slow.append(record)
     return slow
 
 
-def _sub_grid(record: dict[str, Any], variant: Variant) -> dict[str, Any]:
-    cell = record["cell"]
-    return {"models": [cell["model"]], "batch_sizes": [cell["batch_size"]], "compile_modes": [variant.compile_mode],
-            "dtypes": [cell["dtype"]], "memory_formats": [variant.memory_format],
+def _sub_grid(record: Record, variant: Variant) -> dict[str, Any]:
+    cell = record.cell
+    return {"models": [cell.model], "batch_sizes": [cell.batch_size], "compile_modes": [variant.compile_mode],
+            "dtypes": [cell.dtype], "memory_formats": [variant.memory_format],
             "inductor_configs": [variant.inductor]}
 
 
-def remedy_grid(slow: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]:
+def remedy_grid(slow: list[Record]) -> tuple[dict[str, Any], list[str]]:
     """The grid of every slow cell's remedies (a grid file's mapping; no sub-grid where none can be measured), and
     a line per slow cell saying which rules its profile fired, what they chose, and what its backend cannot
     measure (``measurement.slowdown.measurable``). The study-wide settings are the first slow cell's."""
-    first = block(slow[0], "config")
+    first = slow[0].config
     lines, grids, kinds = [], [], []
     for record in slow:
-        cell, profile = record["cell"], block(record, "profile")
-        kind = cell["device"].split(":")[0]
+        cell, profile = record.cell, record.profile
+        kind = cell.device_kind
         kinds.append(kind)
-        backend = block(record, "config").get("backend")
+        backend = record.config.backend
         chosen, left_out = measurable(remedies(profile, _variant(record), cuda=kind == "cuda"), backend)
-        speedup = block(record, "speedup")
+        speedup = record.speedup.mean if record.speedup else float("nan")
         lines.append(printable(
-            f"{cell['model']} batch {cell['batch_size']} {cell['compile_mode']} on {kind}: speed-up "
-            f"{speedup.get('mean', float('nan')):.2f}x; rules: {', '.join(rules_fired(profile))}; remedies: "
+            f"{cell.model} batch {cell.batch_size} {cell.compile_mode} on {kind}: speed-up "
+            f"{speedup:.2f}x; rules: {', '.join(rules_fired(profile))}; remedies: "
             + (", ".join(_name(remedy.variant) for remedy in chosen) or "none measurable")
             + (f"; left out, needing the inductor backend (this study's is {backend}): "
                + ", ".join(_name(remedy.variant) for remedy in left_out) if left_out else "")))
         grids += [_sub_grid(record, remedy.variant) for remedy in chosen]
-    study = str(slow[0]["cell"]["study"])
+    study = slow[0].cell.study
     grid = {"study": f"{study}{REMEDY_STUDY_SUFFIX}",
             "description": f"remedies of the compiled cells compile made slower in {study} (bench_utils diagnose)",
-            "runs": first.get("runs"), "warmup": first.get("warmup"), "blocks": first.get("blocks"),
-            "weights": first.get("weights_requested") or "random", "seed": first.get("seed", 0),
-            "tf32": first.get("tf32") or "default", "devices": sorted(set(kinds)), "grids": grids}
-    if first.get("backend") not in (None, "inductor"):
-        grid["backend"] = first["backend"]
+            "runs": first.runs, "warmup": first.warmup, "blocks": first.blocks,
+            "weights": first.weights_requested or "random", "seed": first.seed if first.seed is not None else 0,
+            "tf32": first.tf32 or "default", "devices": sorted(set(kinds)), "grids": grids}
+    if first.backend not in (None, "inductor"):
+        grid["backend"] = first.backend
     return {key: value for key, value in grid.items() if value is not None}, lines
 
 

@@ -34,10 +34,10 @@ from typing import Any, Callable
 from ...environment.capture import capture_environment
 from ...kernel import ensure_kernel
 from ...paths import REPORTS_DIR
-from ...records.reading import last_error_line
 from ...records.key import RecordKey
 from ...records.build import failure_record, skipped_after_oom, unmeasured_config
 from ...records.results_file import append_record, locked
+from ...records.schema import Record
 from .device_lock import device_lock, split_cpus
 from .papermill_execution import execute_with_papermill, log_tail, notebook_parameters
 from ..grid.grid_file import Cell, Grid, keep_grid_copy
@@ -237,9 +237,9 @@ class Runner:
         """One kernel over ``cells``; returns the cells left for the next kernel."""
         this_kernel = KernelGroup(group.group_id, tuple(cells))
 
-        def on_record(cell: Cell, record: dict[str, Any], seconds: float) -> None:
-            status = Status.SKIPPED if record.get("skipped_after_oom") is not None else record["status"]
-            error = last_error_line(record) or ""
+        def on_record(cell: Cell, record: Record, seconds: float) -> None:
+            status = Status.SKIPPED if record.skipped_after_oom is not None else record.status
+            error = record.error_line or ""
             self._finish(Outcome(cell, status, seconds, device, error[:160]),
                          tally, progress)
             if watch.remaining:

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from ...records.key import cell_identity
 from ...records.results_file import iter_records, locked
+from ...records.schema import Record
 from .papermill_execution import oom_kill_count
 from ..grid.grid_file import Cell
 from ..progress_file import read_progress
@@ -28,7 +29,7 @@ class KernelWatch:
 
     def __init__(self, results_path: Path, progress_path: Path, cells: list[Cell], offset: int,
                  timeout: float, stop_requested: Callable[[], bool],
-                 on_record: Callable[[Cell, dict[str, Any], float], None]) -> None:
+                 on_record: Callable[[Cell, Record, float], None]) -> None:
         self.results_path, self.progress_path = results_path, progress_path
         self.remaining, self.offset = list(cells), offset
         self.timeout, self.stop_requested, self.on_record = timeout, stop_requested, on_record

@@ -29,7 +29,7 @@ def read_done(results_path: Path) -> set[RecordKey]:
     """Keys (``without_study``) of the cells that have an ok or oom record, or whose eager side one holds."""
     done = set()
     for record in _records(results_path):
-        if record.get("status") in DONE_STATUSES:
+        if record.status in DONE_STATUSES:
             done.add(record_key(record).without_study())
         eager = eager_side_key(record)
         if eager is not None:
@@ -42,7 +42,7 @@ def oom_batches(results_path: Path) -> dict[RecordKey, int]:
     mode, dtype, variant, settings and environment)."""
     smallest: dict[RecordKey, int] = {}
     for record in _records(results_path):
-        if record.get("status") == Status.OOM:
+        if record.status == Status.OOM:
             key = record_key(record).without_study()
             group, batch = key.without_batch_size(), key.identity.batch_size
             smallest[group] = min(batch, smallest.get(group, batch))

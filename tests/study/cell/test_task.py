@@ -18,16 +18,16 @@ def test_cells_are_measured_and_recorded(tmp_path):
     assert [r["status"] for r in returned] == ["ok", "ok"]
     assert all(r["latency"]["mean"] > 0 for r in returned)
     records = read_records(tmp_path / "results.jsonl")
-    assert [r["cell"]["batch_size"] for r in records] == [1, 2]
-    assert records[0]["config"]["tf32"] == "default" and records[0]["model"]["weights"] == "random"
-    assert records[0]["config"]["gpu_memory_gib"] is None  # the whole card (none here)
+    assert [r.cell.batch_size for r in records] == [1, 2]
+    assert records[0].config.tf32 == "default" and records[0].model.weights == "random"
+    assert records[0].config.gpu_memory_gib is None  # the whole card (none here)
 
 
 def test_out_of_memory_records_oom_and_skips_larger_batches(tmp_path, monkeypatch):
     monkeypatch.setenv(task.FAULT_ENV, "oom:timm:test_resnet:2")
     assert [r["status"] for r in run(tmp_path)] == ["ok", "oom", "oom"]
     records = read_records(tmp_path / "results.jsonl")
-    assert "OutOfMemoryError" in records[1]["error"] and records[2]["skipped_after_oom"] == 2
+    assert "OutOfMemoryError" in records[1].error and records[2].skipped_after_oom == 2
 
 
 def test_a_gpu_memory_cap_on_a_cpu_kernel_is_refused_before_anything_is_measured(tmp_path):
@@ -42,22 +42,22 @@ def test_on_a_gpu_a_cap_makes_a_batch_that_needs_more_oom_and_skips_the_larger_o
     returned = run(tmp_path, device="cuda", batch_sizes=[1, 2048, 4096], gpu_memory_gib=1)
     assert [r["status"] for r in returned] == ["ok", "oom", "oom"]
     records = read_records(tmp_path / "results.jsonl")
-    assert "OutOfMemoryError" in records[1]["error"] and records[2]["skipped_after_oom"] == 2048
-    assert {r["config"]["gpu_memory_gib"] for r in records} == {1}
-    assert 0 < records[0]["config"]["gpu_memory_fraction"] < 0.1  # 1 GiB of a large card
+    assert "OutOfMemoryError" in records[1].error and records[2].skipped_after_oom == 2048
+    assert {r.config.gpu_memory_gib for r in records} == {1}
+    assert 0 < records[0].config.gpu_memory_fraction < 0.1  # 1 GiB of a large card
 
 
 def test_an_error_records_the_traceback_and_the_rest_goes_on(tmp_path, monkeypatch):
     monkeypatch.setenv(task.FAULT_ENV, "error:timm:test_resnet:1")
     assert [r["status"] for r in run(tmp_path, batch_sizes=[1, 2])] == ["error", "ok"]
-    error = read_records(tmp_path / "results.jsonl")[0]["error"]
+    error = read_records(tmp_path / "results.jsonl")[0].error
     assert "Traceback" in error and "RuntimeError: injected fault" in error
 
 
 def test_a_model_that_cannot_load_gives_an_error_per_cell(tmp_path):
     returned = run(tmp_path, models=["resnet"], weights="pretrained", batch_sizes=[1, 2])
     assert [r["status"] for r in returned] == ["error", "error"]
-    assert "weights='random'" in read_records(tmp_path / "results.jsonl")[1]["error"]
+    assert "weights='random'" in read_records(tmp_path / "results.jsonl")[1].error
 
 
 def test_out_of_memory_is_recognized():
@@ -89,8 +89,8 @@ def test_auto_weights_record_the_weights_measured_not_the_request(tmp_path):
     with pytest.warns(UserWarning, match="falling back to random weights"):
         returned = run(tmp_path, models=["resnet"], weights="auto", batch_sizes=[1], runs=1)
     assert [r["status"] for r in returned] == ["ok"]
-    config = read_records(tmp_path / "results.jsonl")[0]["config"]
-    assert config["weights"] == "random" and config["weights_requested"] == "auto"
+    config = read_records(tmp_path / "results.jsonl")[0].config
+    assert config.weights == "random" and config.weights_requested == "auto"
 
 
 def test_only_cells_are_measured_in_execution_order_with_their_phases(tmp_path):

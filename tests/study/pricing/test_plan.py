@@ -14,6 +14,7 @@ from bench_utils.study.pricing.recorded import (estimate_cell_seconds, estimate_
                                                 records_of_environment)
 from bench_utils.study.grid.grid_file import load_grid, parse_grid
 from bench_utils.study.runner.grid_runner import Runner
+from sample_records import R, Rs
 
 GRID = {"study": "t", "runs": 30, "warmup": 10, "blocks": 1, "grids": [
     {"models": ["resnet"], "batch_sizes": [1, 4, 16], "compile_modes": ["eager", "default"]},
@@ -51,9 +52,9 @@ def test_the_timed_and_warmup_part_is_scaled_to_the_cells_calls():
     cell = cells()[("resnet", "default", 4)]  # 30 runs + 10 warm-up
     measured = record(cell, ENV, {"cell_s": 10.0, "timed_s": 4.0, "warmup_s": 2.0, "compile_s": 3.0},
                       runs=3, warmup=1)  # 4 calls: ten times fewer
-    assert estimate_cell_seconds(cell, [measured]) == pytest.approx(10.0 - 6.0 + 60.0)
+    assert estimate_cell_seconds(cell, Rs([measured])) == pytest.approx(10.0 - 6.0 + 60.0)
     same_calls = record(cell, ENV, {"cell_s": 10.0, "timed_s": 4.0, "warmup_s": 2.0})
-    assert estimate_cell_seconds(cell, [same_calls]) == pytest.approx(10.0)
+    assert estimate_cell_seconds(cell, Rs([same_calls])) == pytest.approx(10.0)
 
 
 def test_the_most_recent_record_of_the_same_cell_wins():
@@ -63,16 +64,16 @@ def test_the_most_recent_record_of_the_same_cell_wins():
     newer = record(cell, ENV, {"cell_s": 9.0})
     other_mode = record(grid[("resnet", "eager", 4)], ENV, {"cell_s": 100.0})
     other_batch = record(grid[("resnet", "default", 16)], ENV, {"cell_s": 200.0})
-    assert estimate_cell_seconds(cell, [older, newer, other_mode, other_batch]) == 9.0
-    assert estimate_cell_seconds(cell, [newer, older]) == 5.0
-    assert estimate_cell_seconds(grid[("segformer", "eager", 1)], [older, newer, other_mode]) is None
+    assert estimate_cell_seconds(cell, Rs([older, newer, other_mode, other_batch])) == 9.0
+    assert estimate_cell_seconds(cell, Rs([newer, older])) == 5.0
+    assert estimate_cell_seconds(grid[("segformer", "eager", 1)], Rs([older, newer, other_mode])) is None
 
 
 def test_a_record_without_cell_seconds_is_passed_over():
     cell = cells()[("resnet", "default", 4)]
     timed = record(cell, ENV, {"cell_s": 7.0})
     started_only = record(cell, ENV, {"startup_s": 20.0})
-    assert estimate_cell_seconds(cell, [timed, started_only]) == 7.0
+    assert estimate_cell_seconds(cell, Rs([timed, started_only])) == 7.0
 
 
 def test_only_records_of_this_environment_with_phases_are_read(tmp_path):
@@ -86,8 +87,8 @@ def test_only_records_of_this_environment_with_phases_are_read(tmp_path):
                  record(cell, ENV))  # written before records had phases
     second = write(tmp_path / "b.jsonl", record(cell, ENV, {"cell_s": 4.0}))
     found = records_of_environment([path, tmp_path / "missing.jsonl", second], ENV)
-    assert [r["phases"]["cell_s"] for r in found] == [1.0, 4.0]
-    assert records_of_environment([path], other_torch)[0]["phases"]["cell_s"] == 2.0
+    assert [r.phases.cell_s for r in found] == [1.0, 4.0]
+    assert records_of_environment([path], other_torch)[0].phases.cell_s == 2.0
 
 
 def test_a_kernel_start_is_the_median_start_and_build_of_its_model_else_any_start():
@@ -96,10 +97,10 @@ def test_a_kernel_start_is_the_median_start_and_build_of_its_model_else_any_star
     starts = [record(resnet, ENV, {"startup_s": startup, "load_s": load, "cell_s": 1.0})
               for startup, load in ((10.0, 2.0), (20.0, 4.0), (30.0, 6.0))]
     later_cell = record(resnet, ENV, {"startup_s": 0.0, "load_s": 0.0, "cell_s": 1.0})
-    assert estimate_kernel_start_seconds(resnet, [*starts, later_cell]) == 24.0
+    assert estimate_kernel_start_seconds(resnet, Rs([*starts, later_cell])) == 24.0
     # segformer was never built here: the kernel start of another model, without the build
-    assert estimate_kernel_start_seconds(segformer, starts) == 20.0
-    assert estimate_kernel_start_seconds(segformer, [later_cell]) is None
+    assert estimate_kernel_start_seconds(segformer, Rs(starts)) == 20.0
+    assert estimate_kernel_start_seconds(segformer, Rs([later_cell])) is None
 
 
 # --- the plan ---------------------------------------------------------------------
@@ -241,11 +242,11 @@ def test_an_eager_cell_is_estimated_as_the_run_will_measure_it(runner, tmp_path)
     shared = record(eager, ENV, {"cell_s": 0.5, "timed_s": 0.0})
     shared["shared_measurement"] = {"with_compile_mode": "default"}
     standalone = record(eager, ENV, {"cell_s": 9.0, "timed_s": 6.0, "warmup_s": 2.0})
-    assert estimate_cell_seconds(eager, [shared], shares_pairs=True) == 0.5
-    assert estimate_cell_seconds(eager, [shared], shares_pairs=False) is None  # timed elsewhere then
-    assert estimate_cell_seconds(eager, [standalone], shares_pairs=True) == pytest.approx(1.0)  # no runs
-    assert estimate_cell_seconds(eager, [standalone, shared], shares_pairs=False) == pytest.approx(9.0)
-    assert estimate_cell_seconds(eager, [record(eager, ENV, {"cell_s": 3.0}, status="error")]) is None
+    assert estimate_cell_seconds(eager, Rs([shared]), shares_pairs=True) == 0.5
+    assert estimate_cell_seconds(eager, Rs([shared]), shares_pairs=False) is None  # timed elsewhere then
+    assert estimate_cell_seconds(eager, Rs([standalone]), shares_pairs=True) == pytest.approx(1.0)  # no runs
+    assert estimate_cell_seconds(eager, Rs([standalone, shared]), shares_pairs=False) == pytest.approx(9.0)
+    assert estimate_cell_seconds(eager, Rs([record(eager, ENV, {"cell_s": 3.0}, status="error")])) is None
 
 
 # --- a priori, for a named GPU ----------------------------------------------------

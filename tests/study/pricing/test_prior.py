@@ -9,6 +9,7 @@ from bench_utils.paths import PROJECT_ROOT
 from bench_utils.records.build import make_record, measurement_settings
 from bench_utils.study.pricing.prior import (ENDS, OPTIMISTIC, PESSIMISTIC, SYNC_S, TYPICAL, Assumptions, CellShape,
                                               Prior, Span, device_key, load_model_costs, records_on_device)
+from sample_records import R, Rs
 
 # A model of round figures: 134 GFLOPs of matmuls per image, 1,675 MB of eager traffic per image, 100 kernels.
 ROW = {"conv_gflops_per_image": 0.0, "conv_gflops_fixed": 0.0, "other_gflops_per_image": 134.0,
@@ -125,10 +126,10 @@ def test_calibration_moves_the_prior_toward_the_cells_recorded_on_the_device():
 
     recorded = [recorded_cell(1, 2, startup_s=50.0), recorded_cell(16, 4)]
     a100 = {**H100_ENV, "gpus": [{"index": 0, "name": "NVIDIA A100-SXM4-80GB"}]}
-    assert records_on_device([*recorded, record_on(a100, 4, 1.0)], "H100 SXM") == recorded
+    assert records_on_device(Rs([*recorded, record_on(a100, 4, 1.0)]), "H100 SXM") == Rs(recorded)
     shared = record_on(H100_ENV, 4, 50.0, mode="eager")  # an eager cell on shared pairs: says nothing of the rest
     shared["shared_measurement"] = {"with_compile_mode": "default"}
-    calibrated = prior.calibrate([*recorded, shared])
+    calibrated = prior.calibrate(Rs([*recorded, shared]))
     assert calibrated.calibrated_on == 2 and prior.calibrated_on == 0
     span = calibrated.cell(shape(batch=4))
     # the median of the ratios 2 and 4, and their spread, on the work; today's windows beside it
@@ -136,7 +137,7 @@ def test_calibration_moves_the_prior_toward_the_cells_recorded_on_the_device():
     assert span.low == pytest.approx(2 * raw.point + energy.low) and span.high == pytest.approx(4 * raw.point + energy.high)
     assert calibrated.start("m").point == pytest.approx(50.0)  # the one recorded kernel start
     # one recorded cell: its ratio, with at least +-25 % around it
-    one = prior.calibrate(recorded[:1]).cell(shape(batch=4))
+    one = prior.calibrate(Rs(recorded[:1])).cell(shape(batch=4))
     assert (one.low, one.point, one.high) == pytest.approx((1.6 * raw.point + energy.low, 2 * raw.point + energy.point,
                                                             2.5 * raw.point + energy.high))
 
@@ -151,9 +152,9 @@ def test_a_model_with_recorded_cells_is_calibrated_by_its_own_others_by_all():
         record["cell"]["model"] = model
         return record
 
-    calibrated = prior.calibrate([recorded_cell("m", 1, 1.0), recorded_cell("m", 16, 1.2),
+    calibrated = prior.calibrate(Rs([recorded_cell("m", 1, 1.0), recorded_cell("m", 16, 1.2),
                                   recorded_cell("m", 4, 1.1), recorded_cell("big", 1, 2.0),
-                                  recorded_cell("big", 16, 2.4)])
+                                  recorded_cell("big", 16, 2.4)]))
     big = calibrated.cell(replace(shape(batch=4), model="big"))
     assert big.point == pytest.approx(2.2 * work.point + energy.point)  # the median of its own two
     # its own spread, at least +-25 % around the median: 2.2 / 1.25 to 2.2 x 1.25

@@ -8,6 +8,7 @@ import pytest
 from bench_utils.paths import PROJECT_ROOT
 from bench_utils.study.grid.grid_file import parse_grid
 from bench_utils.study.runner import diagnose as diagnosis
+from sample_records import R, Rs
 
 H200 = PROJECT_ROOT / "reports" / "hf-guide-h200"
 
@@ -17,9 +18,9 @@ def records():
 
 
 def test_the_slow_cells_of_the_first_h200_run_and_their_remedies_grid():
-    slow = diagnosis.slow_cells(records())
-    assert sorted((r["cell"]["model"], r["cell"]["batch_size"]) for r in slow) == [("mobilenet", 16), ("vit", 1)]
-    data, lines = diagnosis.remedy_grid(slow)
+    slow = diagnosis.slow_cells(Rs(records()))
+    assert sorted((r.cell.model, r.cell.batch_size) for r in slow) == [("mobilenet", 16), ("vit", 1)]
+    data, lines = diagnosis.remedy_grid(Rs(slow))
     grid = parse_grid(data)  # a valid grid: the runner takes it as any
     assert grid.study == "hf-guide-h200-first-diagnosis" and grid.device_kinds == ["cuda"]
     assert {(c.model, c.batch_size, c.compile_mode, c.settings.memory_format, c.settings.inductor) for c in grid.cells} \
@@ -59,7 +60,7 @@ def test_a_remedy_that_loses_is_not_diagnosed_again():
     lost = json.loads(json.dumps(vit))
     lost["cell"].update(study="hf-guide-h200-first-diagnosis", compile_mode="max-autotune-no-cudagraphs")
     lost["record_id"] = "remedy"
-    assert [r["cell"]["compile_mode"] for r in diagnosis.slow_cells(measured + [lost])] == ["default", "default"]
+    assert [r.cell.compile_mode for r in diagnosis.slow_cells(Rs(measured + [lost]))] == ["default", "default"]
 
 
 def test_a_study_compiled_with_another_backend_measures_only_the_remedies_that_backend_can():
@@ -68,7 +69,7 @@ def test_a_study_compiled_with_another_backend_measures_only_the_remedies_that_b
                      and r["cell"]["compile_mode"] == "default")
     other = json.loads(json.dumps(mobilenet))
     other["config"]["backend"] = "aot_eager"
-    data, [line] = diagnosis.remedy_grid([other])
+    data, [line] = diagnosis.remedy_grid(Rs([other]))
     grid = parse_grid(data)  # the grid the backend takes: no Inductor option, no other mode
     assert {(c.compile_mode, c.settings.memory_format, c.settings.inductor) for c in grid.cells} == {
         ("default", "channels_last", "default")}
@@ -80,7 +81,7 @@ def test_a_records_control_characters_never_reach_the_terminal():
     vit = next(r for r in records() if r["cell"]["model"] == "vit" and r["cell"]["compile_mode"] == "default")
     hostile = json.loads(json.dumps(vit))
     hostile["cell"]["model"] = "vit\x1b[2J\x1b]0;owned\x07"
-    _, [line] = diagnosis.remedy_grid([hostile])
+    _, [line] = diagnosis.remedy_grid(Rs([hostile]))
     assert line.startswith("vit?[2J?]0;owned? batch 1") and all(char.isprintable() for char in line)
 
 
@@ -104,8 +105,8 @@ def test_a_cpu_study_where_compile_loses_is_diagnosed_end_to_end_and_its_section
         assert "nothing to diagnose" in done.stderr
         return
     assert (study / "diagnosis.yaml").is_file() and "rules:" in done.stderr
-    remedies = [r for r in diagnosis.read_records([study / "results.jsonl"]) if r["cell"]["study"].endswith("-diagnosis")]
-    assert remedies and all(r["status"] == "ok" for r in remedies)
+    remedies = [r for r in diagnosis.read_records([study / "results.jsonl"]) if r.cell.study.endswith("-diagnosis")]
+    assert remedies and all(r.status == "ok" for r in remedies)
     assert command("report", str(study), "--locales", "en").returncode == 0
     page = (study / "en" / "README.md").read_text(encoding="utf-8")
     section = page[page.index("## When compile loses"):]

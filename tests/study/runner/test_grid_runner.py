@@ -26,7 +26,7 @@ def run(tmp_path, notebook, **kwargs):
 
 
 def statuses(tmp_path):
-    return {(r["cell"]["model"], r["cell"]["batch_size"], r["cell"]["compile_mode"]): r["status"]
+    return {(r.cell.model, r.cell.batch_size, r.cell.compile_mode): r.status
             for r in read_records(tmp_path / "results.jsonl")}
 
 
@@ -49,9 +49,9 @@ def test_an_error_is_recorded_and_the_grid_goes_on(tmp_path):
     found = statuses(tmp_path)
     assert found[("resnet", 4, "eager")] == "error" and found[("resnet", 16, "eager")] == "ok"
     assert found[("segformer", 1, "eager")] == "error"
-    crash = [r for r in read_records(tmp_path / "results.jsonl") if r["cell"]["model"] == "segformer"][0]
-    assert "while measuring this cell, 2 times" in crash["error"] and "Segmentation fault" in crash["error"]
-    assert crash["log"].endswith(".2.log")  # each kernel's own log; the first one's is kept
+    crash = [r for r in read_records(tmp_path / "results.jsonl") if r.cell.model == "segformer"][0]
+    assert "while measuring this cell, 2 times" in crash.error and "Segmentation fault" in crash.error
+    assert crash.log.endswith(".2.log")  # each kernel's own log; the first one's is kept
     # a cell that kills its kernel is tried once more in a new kernel, then recorded as an error
     assert summary.counts()["error"] == 3 and len(notebook.calls) == 8
     assert [kernel[1] for kernel in notebook.kernels] == [1, 1, 2]
@@ -65,7 +65,7 @@ def test_a_dead_kernel_is_replaced_for_the_unfinished_cells_only(tmp_path):
     assert [attempt for _, attempt, _ in resnet] == [1, 2]
     assert resnet[1][2] == [("default", 4), ("default", 16), ("eager", 1), ("eager", 4), ("eager", 16)]
     records = read_records(tmp_path / "results.jsonl")
-    assert len(records) == 7 and len({(r["cell"]["model"], r["cell"]["batch_size"], r["cell"]["compile_mode"])
+    assert len(records) == 7 and len({(r.cell.model, r.cell.batch_size, r.cell.compile_mode)
                                       for r in records}) == 7
 
 
@@ -73,8 +73,8 @@ def test_a_variant_cell_that_kills_its_kernel_is_recorded_as_that_variant_not_th
     variant = {**GRID, "grids": [{"models": ["resnet"], "batch_sizes": [1, 4], "compile_modes": ["eager"],
                                   "memory_formats": ["channels_last"]}]}
     Runner(parse_grid(variant), tmp_path, executor=FakeNotebook(crash={("resnet", 4)})).run()
-    crashed = [r for r in read_records(tmp_path / "results.jsonl") if r["status"] == "error"]
-    assert [(r["cell"]["batch_size"], r["cell"]["memory_format"]) for r in crashed] == [(4, "channels_last")]
+    crashed = [r for r in read_records(tmp_path / "results.jsonl") if r.status == "error"]
+    assert [(r.cell.batch_size, r.cell.memory_format) for r in crashed] == [(4, "channels_last")]
     # the guide's contiguous cell at batch 4 is not taken for done: it is measured
     guide = {**GRID, "grids": [{"models": ["resnet"], "batch_sizes": [1, 4], "compile_modes": ["eager"]}]}
     again = FakeNotebook()
@@ -88,8 +88,8 @@ def test_a_kernel_that_never_begins_a_cell_is_tried_twice_then_its_cells_are_err
     assert [(kernel[0].split("__")[1], kernel[1]) for kernel in notebook.kernels] == [
         ("resnet", 1), ("resnet", 2), ("segformer", 1), ("segformer", 2)]  # not two per cell
     records = read_records(tmp_path / "results.jsonl")
-    assert len(records) == 7 and {r["status"] for r in records} == {"error"}
-    assert all("before it began any cell, 2 times" in r["error"] for r in records)
+    assert len(records) == 7 and {r.status for r in records} == {"error"}
+    assert all("before it began any cell, 2 times" in r.error for r in records)
     assert summary.counts() == {"error": 7}
 
 
@@ -99,8 +99,8 @@ def test_a_cell_that_records_nothing_for_the_timeout_is_stopped_and_the_group_go
     found = statuses(tmp_path)
     assert found[("resnet", 4, "default")] == "error" and found[("resnet", 4, "eager")] == "error"
     assert found[("resnet", 16, "default")] == "ok" and found[("segformer", 1, "eager")] == "ok"
-    hung = [r for r in read_records(tmp_path / "results.jsonl") if r["status"] == "error"][0]
-    assert "recorded nothing for 1 s (--timeout)" in hung["error"]
+    hung = [r for r in read_records(tmp_path / "results.jsonl") if r.status == "error"][0]
+    assert "recorded nothing for 1 s (--timeout)" in hung.error
     assert summary.counts() == {"ok": 5, "error": 2}
 
 
@@ -110,8 +110,8 @@ def test_out_of_memory_skips_the_larger_batches(tmp_path):
     found = statuses(tmp_path)
     assert found[("resnet", 4, "eager")] == "oom" and found[("resnet", 16, "eager")] == "oom"
     assert ("resnet", 16, "eager", "cpu") not in notebook.calls  # never run
-    skipped = [r for r in read_records(tmp_path / "results.jsonl") if r.get("skipped_after_oom")]
-    assert len(skipped) == 2 and all(r["latency"] is None for r in skipped)
+    skipped = [r for r in read_records(tmp_path / "results.jsonl") if r.skipped_after_oom]
+    assert len(skipped) == 2 and all(r.latency is None for r in skipped)
     assert summary.counts()["skipped"] == 2
 
 
@@ -147,7 +147,7 @@ def test_records_of_another_study_name_and_random_weights_count_for_a_grid_askin
     summary = Runner(parse_grid({**GRID, "study": "the-guide", "weights": "auto"}), tmp_path, executor=again).run()
     assert again.calls == [] and summary.resumed == 7
     records = read_records(tmp_path / "results.jsonl")
-    assert {record["cell"]["study"] for record in records} == {"first-slice"}  # no record edited or added
+    assert {record.cell.study for record in records} == {"first-slice"}  # no record edited or added
 
 
 def test_an_eager_cell_whose_compiled_cells_pairs_measured_it_is_not_timed_again(tmp_path):
@@ -203,7 +203,7 @@ def test_a_grid_cells_key_is_the_key_of_the_record_the_real_kernel_writes_for_it
     runner = Runner(grid, tmp_path, executor=kernel)
     assert not runner.run().worker_errors
     records = read_records(tmp_path / "results.jsonl")
-    assert sorted(record["status"] for record in records) == ["error"] * 4 + ["ok"] * 4
+    assert sorted(record.status for record in records) == ["error"] * 4 + ["ok"] * 4
     assert {runner.key(cell) for cell in grid.cells} == {record_key(record) for record in records}
     assert runner.pending() == ([cell for cell in grid.cells if cell.batch_size == 2], 4)  # errors run again
 
@@ -242,7 +242,7 @@ def test_two_devices_never_overlap_and_both_work(tmp_path):
     assert notebook.overlaps == []
     assert {device for *_, device in notebook.calls} == {"cuda:0", "cuda:1"}
     assert len(notebook.calls) == 7
-    assert all(r["cell"]["device"] == "cuda" for r in read_records(tmp_path / "results.jsonl"))
+    assert all(r.cell.device == "cuda" for r in read_records(tmp_path / "results.jsonl"))
 
 
 def test_a_gpu_memory_cap_reaches_the_kernel_and_is_a_setting_of_its_own(tmp_path, monkeypatch):
@@ -267,7 +267,7 @@ def test_a_gpu_memory_cap_reaches_the_kernel_and_is_a_setting_of_its_own(tmp_pat
     capped = {**GRID, "gpu_memory_gib": 16}
     run_cuda(capped, Capped())
     assert set(seen) == {16}
-    assert {r["config"]["gpu_memory_gib"] for r in read_records(tmp_path / "results.jsonl")} == {16}
+    assert {r.config.gpu_memory_gib for r in read_records(tmp_path / "results.jsonl")} == {16}
     again = FakeNotebook()
     run_cuda(capped, again)  # the same cap: every cell is measured already
     assert again.calls == []
@@ -317,9 +317,9 @@ def test_a_kernel_ended_by_the_oom_killer_is_oom_and_larger_batches_are_skipped(
     found = statuses(tmp_path)
     assert found[("resnet", 4, "eager")] == "oom" and found[("resnet", 16, "eager")] == "oom"
     assert found[("resnet", 4, "default")] == "oom" and found[("resnet", 16, "default")] == "oom"
-    killed = [r for r in read_records(tmp_path / "results.jsonl") if r["status"] == "oom"
-              and not r.get("skipped_after_oom")]
-    assert len(killed) == 2 and all("out-of-memory killer" in r["error"] for r in killed)
+    killed = [r for r in read_records(tmp_path / "results.jsonl") if r.status == "oom"
+              and not r.skipped_after_oom]
+    assert len(killed) == 2 and all("out-of-memory killer" in r.error for r in killed)
     assert summary.counts()["skipped"] == 2 and found[("resnet", 1, "eager")] == "ok"
 
 
@@ -410,24 +410,24 @@ def test_papermill_executes_each_task_notebook_with_smoke_parameters(tmp_path):
     result = run_cli("params/smoke.yaml", "--out", str(tmp_path))
     assert result.returncode == 0, result.stderr[-2000:]
     records = read_records(tmp_path / "results.jsonl")
-    assert len(records) == 5 and {r["status"] for r in records} == {"ok"}
-    assert {r["cell"]["task"] for r in records} == {"image-classification", "image-segmentation",
+    assert len(records) == 5 and {r.status for r in records} == {"ok"}
+    assert {r.cell.task for r in records} == {"image-classification", "image-segmentation",
                                                     "object-detection"}
-    assert all(r["latency"]["count"] == 4 for r in records)  # params/smoke.yaml: runs 4, 2 pairs
-    compiled = [r for r in records if r["cell"]["compile_mode"] == "default"]
-    assert compiled and compiled[0]["parity"]["parity"] == "pass" and "speedup" in compiled[0]
-    eager = next(r for r in records if r["cell"]["model"] == "mobilenet" and r["cell"]["compile_mode"] == "eager")
-    assert eager["shared_measurement"]["with_compile_mode"] == "default"  # eager timed once, in the pairs
+    assert all(r.latency.count == 4 for r in records)  # params/smoke.yaml: runs 4, 2 pairs
+    compiled = [r for r in records if r.cell.compile_mode == "default"]
+    assert compiled and compiled[0].parity.parity == "pass" and compiled[0].speedup is not None
+    eager = next(r for r in records if r.cell.model == "mobilenet" and r.cell.compile_mode == "eager")
+    assert eager.shared_measurement.with_compile_mode == "default"  # eager timed once, in the pairs
     executed = sorted(p.name for p in (tmp_path / "notebooks").glob("*.ipynb"))
     assert len(executed) == 3  # one kernel per model
-    first = [r["phases"] for r in records if r["phases"]["startup_s"] > 0]
-    assert len(first) == 3 and all(p["load_s"] > 0 for p in first)  # each kernel's first record
+    first = [r.phases for r in records if r.phases.startup_s > 0]
+    assert len(first) == 3 and all(p.load_s > 0 for p in first)  # each kernel's first record
     assert result.stderr.count("measuring ") == 5
     for audit in [*(tmp_path / "notebooks").glob("*.ipynb"), *(tmp_path / "logs").glob("*.log")]:
         text = audit.read_text(encoding="utf-8")  # published with the study folder
         assert str(tmp_path) not in text and str(PROJECT_ROOT) not in text, audit.name
     # The grid asks for weights "auto": records say what was measured (offline: random) ...
-    assert {(r["config"]["weights"], r["config"]["weights_requested"]) for r in records} == {("random", "auto")}
+    assert {(r.config.weights, r.config.weights_requested) for r in records} == {("random", "auto")}
     again = run_cli("params/smoke.yaml", "--out", str(tmp_path))
     assert again.returncode == 0 and "nothing to do" in again.stdout
     # ... and the report renders from them.
@@ -455,7 +455,7 @@ def test_a_runner_killed_mid_grid_then_run_again_records_every_cell_once(tmp_pat
     time.sleep(1.5)  # give an orphan kernel the time it would need to misbehave
     again = run_cli(str(grid), "--out", str(out))
     assert again.returncode == 0, again.stderr[-2000:]
-    counts = Counter((r["cell"]["batch_size"]) for r in read_records(results))
+    counts = Counter((r.cell.batch_size) for r in read_records(results))
     assert counts == {1: 1, 2: 1, 3: 1}
 
 
@@ -481,7 +481,7 @@ def test_ctrl_c_mid_cell_ends_the_kernel_writes_no_false_record_and_exits_130(tm
     assert runner.returncode == 130, stderr[-2000:]
     assert "stopped by SIGINT: 2 cell(s) not run" in stdout
     records = read_records(out / "results.jsonl")
-    assert [(r["cell"]["batch_size"], r["status"]) for r in records] == [(1, "ok")]  # no false error
+    assert [(r.cell.batch_size, r.status) for r in records] == [(1, "ok")]  # no false error
     gone, alive = psutil.wait_procs(family, timeout=30)
     assert not alive, [p.cmdline() for p in alive]
     # the killed kernels' connection files and sockets went with the command's kernel folder

@@ -128,7 +128,7 @@ def test_the_limit_ends_a_running_cell_cleanly_and_a_rerun_resumes(tmp_path):
     outcome = runner.run()
     assert runner.time_limit.reached and outcome.signal is None
     records = read_records(runner.results_path)
-    assert [(r["cell"]["compile_mode"], r["cell"]["batch_size"]) for r in records] == [("default", 1)]  # no false error
+    assert [(r.cell.compile_mode, r.cell.batch_size) for r in records] == [("default", 1)]  # no false error
     assert outcome.not_run == 6
     text, status = what_is_left(runner, None, outcome, reports_dir=tmp_path / "reports")
     assert status == LIMIT_REACHED_EXIT and "the limit was reached; left for a later run: 6 cell(s)" in text
@@ -215,7 +215,7 @@ def test_a_kernel_cut_by_the_limit_leaves_no_larger_batch_to_run_after_an_out_of
     outcome = runner.run()
     assert sorted(notebook.calls) == [("resnet", 1, "default", "cpu"), ("resnet", 1, "eager", "cpu"),
                                       ("segformer", 1, "eager", "cpu")]  # no larger batch of an OOM's mode ran
-    skipped = [(r["cell"]["compile_mode"], r["cell"]["batch_size"]) for r in read_records(runner.results_path)
-               if r.get("skipped_after_oom") is not None]
+    skipped = [(r.cell.compile_mode, r.cell.batch_size) for r in read_records(runner.results_path)
+               if r.skipped_after_oom is not None]
     assert sorted(skipped) == [("default", 4), ("default", 16), ("eager", 4), ("eager", 16)]
     assert outcome.counts() == {"oom": 2, "skipped": 4, "ok": 1}

@@ -1,0 +1,85 @@
+"""One upgrader: a record of any schema version the study has written, as the current one (``records.schema``).
+
+Records are never rewritten in their files (a study's records are what was measured); they are lifted as they are
+read, so that every reader meets one shape and keeps no compatibility code of its own. Each step says what its
+version lacked; a figure the old version did not measure stays absent (None), never made up.
+
+- 1 -> 2: latency was timed pipelined (one wait after the loop) and the speed-up compared unpaired runs with
+  Welch's test; the TF32 setting was a boolean. The step says so: ``sync: pipelined``, the speed-up's ``method``
+  names the unpaired comparison and no paired p-value is invented; ``tf32`` becomes its policy's name
+  (``true``: on, ``false``: strict). Its compile time (first call less an eager call) is no cold compile as
+  version 2 measures it, and stays under its own name.
+- 2 -> 3: the cell's variant fields (``memory_format``, ``shapes``, ``inductor``), which records written before
+  each existed lack, take their defaults (the guide's cells), and a record without ``config`` gets an empty one.
+
+Nothing here imports torch or pandas.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable
+
+from ..vocabulary import Sync, tf32_policy
+from .value_types import VARIANT_FIELDS
+
+OLDEST_VERSION = 1
+UNPAIRED_METHOD = "ratio of means, unpaired runs (schema 1: Welch's t-test, pipelined timing)"
+
+
+def upgrade(record: dict[str, Any], to_version: int) -> dict[str, Any]:
+    """``record`` lifted to ``to_version`` (a copy; the same where it is that version already). ValueError for a
+    version below ``OLDEST_VERSION`` or above ``to_version``: a newer bench_utils wrote it."""
+    version = record.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < OLDEST_VERSION:
+        raise ValueError(f"schema_version must be a version from {OLDEST_VERSION} to {to_version}, got {version!r}")
+    if version > to_version:
+        raise ValueError(f"schema_version {version} is newer than this bench_utils reads ({to_version}); "
+                         "upgrade bench_utils")
+    if version == to_version:
+        return record
+    record = copy.deepcopy(record)
+    for step in STEPS[version - OLDEST_VERSION:to_version - OLDEST_VERSION]:
+        step(record)
+    return record
+
+
+def _from_1(record: dict[str, Any]) -> None:
+    config = _dict(record, "config")
+    if isinstance(config.get("tf32"), bool):
+        config["tf32"] = str(tf32_policy(config["tf32"]))
+    config.setdefault("sync", str(Sync.PIPELINED))
+    if isinstance(record.get("latency"), dict):
+        record["latency"].setdefault("sync", str(Sync.PIPELINED))
+    compiled = record.get("compile")
+    if isinstance(compiled, dict):
+        for name in ("backend", "fullgraph", "dynamic"):
+            if name in compiled:
+                config.setdefault(name, compiled[name])
+    if "weights" in config:
+        config.setdefault("weights_requested", config["weights"])
+    speedup = record.get("speedup")
+    if isinstance(speedup, dict):
+        speedup.setdefault("method", UNPAIRED_METHOD)
+    record["schema_version"] = 2
+
+
+def _from_2(record: dict[str, Any]) -> None:
+    cell = record.get("cell")
+    if isinstance(cell, dict):
+        for name, default in VARIANT_DEFAULTS.items():
+            if cell.get(name) is None:
+                cell[name] = default
+    _dict(record, "config")
+    record["schema_version"] = 3
+
+
+def _dict(record: dict[str, Any], name: str) -> dict[str, Any]:
+    if not isinstance(record.get(name), dict):
+        record[name] = {}
+    return record[name]
+
+
+# the settings a cell's identity takes, and the value a record written before one existed means
+VARIANT_DEFAULTS = {name: allowed[0] for name, allowed in VARIANT_FIELDS.items()}
+STEPS: tuple[Callable[[dict[str, Any]], None], ...] = (_from_1, _from_2)
