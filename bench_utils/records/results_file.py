@@ -22,6 +22,7 @@ import sys
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 import warnings
 
+from ..errors import UserError
 from .schema import CELL_FIELDS
 from .key import VARIANT_FIELDS
 from .build import SCHEMA_VERSION, validate_record
@@ -290,7 +291,7 @@ def unreadable(path: str | os.PathLike) -> str | None:
             f"(line 1: {first}): it is not a study's results.jsonl")
 
 
-class NoRecordsError(ValueError):
+class NoRecordsError(UserError):
     """A results file no record can be read from. One line wherever it is raised: the command prints it
     (exit 2), and IPython shows ``_render_traceback_``'s line in a notebook instead of a traceback."""
 
