@@ -5,16 +5,23 @@ against torch.utils.benchmark and triton's do_bench), ``models`` (the model zoo)
 ``cell`` (measure one model, batch size and compile mode, eager vs compiled),
 ``run`` (a whole study grid through the task notebooks, resumable) and ``report``
 (the localized HTML and Markdown report of one or more studies).
+
+Exit status: 0 done; 1 a cell errored (``run``) or a check failed (``--strict``, ``--verify``); 2 what the
+user asked cannot be done (a ``UserError``, or argparse's usage error: one line); 3 ``run --time-limit``
+stopped with cells left; 70 a bug in bench_utils (its traceback, then a line saying so); 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 import sys
+import traceback
 from typing import Sequence
 
+from .errors import UserError
 from .settings import Settings, setting_fields, setting_names
 from .vocabulary import DTYPE_ALIASES, CompileMode, DType, check_mode
 
@@ -110,18 +117,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
     started = time.monotonic()  # a --time-limit counts from the command's start
     from .study.grid.grid_file import load_grid
 
-    grid = load_grid(args.params)  # GridError (a ValueError): one line, exit 2
+    grid = load_grid(args.params)  # GridError (a UserError): one line, exit 2
     if args.keep_traces:  # not part of a cell's identity nor of its record's hash: resume is unchanged
         grid = grid.with_settings(keep_traces=True)
     if args.executor == "ray":
         if args.time_limit or args.device_model:  # the nodes' kernels are the cluster's to end, not this limit's
-            raise ValueError("--time-limit and --device-model are for the local executor: not with --executor ray")
+            raise UserError("--time-limit and --device-model are for the local executor: not with --executor ray")
         from .cluster.command import run_on_cluster
 
         return run_on_cluster(grid, args.params, out=args.out, force=args.force, timeout=args.timeout,
                               address=args.address, devices=args.devices, dry_run=args.dry_run)
     if args.address:
-        raise ValueError("--address names a Ray cluster: use it with --executor ray")
+        raise UserError("--address names a Ray cluster: use it with --executor ray")
     from .study.runner.run_command import run_locally
 
     return run_locally(grid, args.params, out=args.out, force=args.force, timeout=args.timeout,
@@ -163,17 +170,13 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
-    from .reproduce.environment_build import EnvironmentBuildError
     from .reproduce.rerun import reproduce
 
     locales = [part.strip() for part in args.locales.split(",") if part.strip()]
-    try:
-        done = reproduce(args.study, out=args.out, environment=args.environment, force=args.force,
-                         locales=locales, tolerance=args.tolerance, base_python=args.python,
-                         say=lambda line: print(line, file=sys.stderr))
-    except EnvironmentBuildError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    # an environment that cannot be built here is an EnvironmentBuildError (a UserError): one line, exit 2
+    done = reproduce(args.study, out=args.out, environment=args.environment, force=args.force,
+                     locales=locales, tolerance=args.tolerance, base_python=args.python,
+                     say=lambda line: print(line, file=sys.stderr))
     from .report.comparison_page import verdict_line
     from .report.i18n import Catalog
 
@@ -190,7 +193,7 @@ def _check_devices(text: str) -> list[str]:
     devices = [part.strip() for part in text.split(",") if part.strip()]
     for device in devices:
         if not re.fullmatch(r"cpu|cuda:\d+", device):
-            raise ValueError(f"--devices: {device!r} is not cpu or cuda:N")
+            raise UserError(f"--devices: {device!r} is not cpu or cuda:N")
     return devices
 
 
@@ -379,12 +382,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     with kernel_folder(), skipped_lines_said(), Interrupt() as interrupt:  # ``run`` installs its own, finer stop
         try:
             return args.handler(args)
-        except ValueError as exc:  # bad input: one clear line, no traceback
+        except UserError as exc:  # what the user asked cannot be done: one clear line, no traceback
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        except BaseException:  # Ctrl-C, or what a kernel ended by it raised on the way out: one line
-            if not interrupt.requested:
+        except BaseException as exc:  # Ctrl-C, or what a kernel ended by it raised on the way out: one line
+            if interrupt.requested:
+                print(f"interrupted: {args.command} stopped; what it had written whole stays, nothing "
+                      "half-written is published: run it again to finish", file=sys.stderr)
+                return 130
+            if not isinstance(exc, Exception):  # SystemExit, a KeyboardInterrupt no handler took: as raised
                 raise
-            print(f"interrupted: {args.command} stopped; what it had written whole stays, nothing half-written "
-                  "is published: run it again to finish", file=sys.stderr)
-            return 130
+            traceback.print_exc()  # any other error is a bug, not bad input: a ValueError from numpy included
+            print(f"bug: {args.command} stopped on an unexpected {type(exc).__name__}: not a mistake in what you "
+                  "asked but a bug in bench_utils; please report it with the traceback above", file=sys.stderr)
+            return os.EX_SOFTWARE  # 70 (sysexits.h's internal software error): apart from 1, a cell that errored

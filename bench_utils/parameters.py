@@ -13,6 +13,8 @@ import difflib
 import reprlib
 from typing import Any, Sequence
 
+from .errors import UserError
+
 # A value quoted in an error: short whatever it holds (a YAML anchor bomb's 10^5 strings, a 300-character name)
 _SHORT = reprlib.Repr()  # its keyword arguments are Python 3.12's
 for _name, _limit in dict(maxlevel=2, maxtuple=4, maxlist=4, maxdict=4, maxset=4, maxstring=60, maxlong=40,
@@ -36,16 +38,16 @@ def text_list(name: str, value: Any) -> list[str]:
     else:
         items = [str(value).strip()]
     if any(not item for item in items):
-        raise ValueError(f"{name}: an empty item in {quoted(value)}")
+        raise UserError(f"{name}: an empty item in {quoted(value)}")
     return items
 
 
 def one_of(what: str, value: Any, valid: Sequence[str]) -> str:
-    """``value`` if it is one of ``valid``; else a ValueError naming the closest valid one."""
+    """``value`` if it is one of ``valid``; else a UserError naming the closest valid one."""
     if value not in valid:
         close = difflib.get_close_matches(str(value), list(valid), n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise ValueError(f"unknown {what} {quoted(value)}.{hint} Valid: {', '.join(valid)}")
+        raise UserError(f"unknown {what} {quoted(value)}.{hint} Valid: {', '.join(valid)}")
     return value
 
 
@@ -56,6 +58,6 @@ def positive_int_list(name: str, value: Any) -> list[int]:
     for item in items:
         text = str(item)
         if isinstance(item, bool) or not text.isdigit() or int(text) < 1:
-            raise ValueError(f"{name}: positive integers only, got {quoted(item)} in {quoted(value)}")
+            raise UserError(f"{name}: positive integers only, got {quoted(item)} in {quoted(value)}")
         numbers.append(int(text))
     return numbers

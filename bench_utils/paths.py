@@ -8,18 +8,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .errors import UserError
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = PROJECT_ROOT / "notebooks"
 REPORTS_DIR = PROJECT_ROOT / "reports"
 
 
 def make_folder(folder: Path, what: str) -> Path:
-    """``folder`` created with its parents where missing; ValueError in one line where it cannot be (a path under
+    """``folder`` created with its parents where missing; UserError in one line where it cannot be (a path under
     /proc, a name too long, a file on the way): a folder the user named is bad input, not a crash."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ValueError(f"cannot create {what} {folder}: {exc.strerror or exc}") from None
+        raise UserError(f"cannot create {what} {folder}: {exc.strerror or exc}") from None
     return folder
 
 

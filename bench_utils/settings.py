@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import Field, asdict, dataclass, field, fields, replace
 from typing import Any, Callable, Mapping
 
+from .errors import UserError
 from .parameters import one_of, quoted
 from .vocabulary import (InductorConfig, MemoryFormat, Shapes, Sync, Tf32Policy, Weights, check_inductor_config,
                          check_memory_format, check_shapes, names, tf32_policy)
@@ -30,9 +31,9 @@ DEFAULT_BLOCKS = 30  # pairs of blocks where none are given, or runs if fewer
 
 def _at_least(value: int, least: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"must be an integer, got {quoted(value)}")
+        raise UserError(f"must be an integer, got {quoted(value)}")
     if value < least:
-        raise ValueError(f"must be >= {least}, got {value}")
+        raise UserError(f"must be >= {least}, got {value}")
     return value
 
 
@@ -50,19 +51,19 @@ def _optional_positive(value: int | None) -> int | None:
 
 def _weights(value: str) -> str:
     if value not in names(Weights):
-        raise ValueError(f"unknown weights {quoted(value)}: use one of {', '.join(Weights)}")
+        raise UserError(f"unknown weights {quoted(value)}: use one of {', '.join(Weights)}")
     return str(value)
 
 
 def _text(value: str) -> str:
     if not isinstance(value, str) or not value:
-        raise ValueError(f"must be a non-empty string, got {quoted(value)}")
+        raise UserError(f"must be a non-empty string, got {quoted(value)}")
     return value
 
 
 def _flag(value: bool) -> bool:
     if not isinstance(value, bool):
-        raise ValueError(f"must be true or false, got {quoted(value)}")
+        raise UserError(f"must be true or false, got {quoted(value)}")
     return value
 
 
@@ -72,7 +73,7 @@ def _optional_flag(value: bool | None) -> bool | None:
 
 def _gpu_memory_gib(value: float | None) -> float | None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
-        raise ValueError(f"must be a positive number of GiB (a 16 GB card: 16), got {quoted(value)}")
+        raise UserError(f"must be a positive number of GiB (a 16 GB card: 16), got {quoted(value)}")
     return value
 
 
@@ -148,14 +149,14 @@ class Settings:
         return cls(**values).checked()
 
     def checked(self) -> Settings:
-        """These settings, each checked and normalized (TF32 booleans as policy names); ValueError
+        """These settings, each checked and normalized (TF32 booleans as policy names); UserError
         naming the setting."""
         values = {}
         for item in fields(self):
             try:
                 values[item.name] = item.metadata["check"](getattr(self, item.name))
-            except ValueError as exc:
-                raise ValueError(f"{item.name}: {exc}") from None
+            except UserError as exc:
+                raise UserError(f"{item.name}: {exc}") from None
         return replace(self, **values)
 
     def to_parameters(self) -> dict[str, Any]:

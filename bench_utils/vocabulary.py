@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from .errors import UserError
 from .parameters import one_of
 
 
@@ -145,19 +146,19 @@ def check_memory_format(name: str) -> MemoryFormat:
 
 
 def dtype_name(value: str) -> DType:
-    """The dtype's name from a name or an alias (``fp16``, ``half``); ValueError, in one line, else."""
+    """The dtype's name from a name or an alias (``fp16``, ``half``); UserError, in one line, else."""
     name = DTYPE_ALIASES.get(str(value).lower(), str(value).lower())
     if name not in tuple(DType):
         valid = ", ".join([*DType, *DTYPE_ALIASES])
-        raise ValueError(f"unknown dtype {value!r}: use one of {valid}")
+        raise UserError(f"unknown dtype {value!r}: use one of {valid}")
     return DType(name)
 
 
 def tf32_policy(value: str | bool) -> Tf32Policy:
-    """The policy's name (``True``/``False`` as ``on``/``strict``); ValueError, in one line, else."""
+    """The policy's name (``True``/``False`` as ``on``/``strict``); UserError, in one line, else."""
     if isinstance(value, bool):
         return Tf32Policy.ON if value else Tf32Policy.STRICT
     if value not in tuple(Tf32Policy):
-        raise ValueError(f"unknown tf32 policy {value!r}: use one of {', '.join(Tf32Policy)} "
-                         "(default: PyTorch's defaults, as the guide ran)")
+        raise UserError(f"unknown tf32 policy {value!r}: use one of {', '.join(Tf32Policy)} "
+                        "(default: PyTorch's defaults, as the guide ran)")
     return Tf32Policy(value)

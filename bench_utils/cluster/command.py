@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import sys
 
+from ..errors import UserError
 from ..study.grid.grid_file import Grid, keep_grid_copy
-from ..study.lease import LeaseHeldError
 from ..study.runner.progress_display import format_run_outcome
 from .driver import ClusterRunner
 from .placement import task_resources
@@ -16,11 +16,11 @@ def run_on_cluster(grid: Grid, params: os.PathLike | str, *, out=None, force: bo
                    timeout: int | None = None, address: str | None = None, devices: str | None = None,
                    dry_run: bool = False) -> int:
     """Run ``grid`` on a Ray cluster and print its summary; the exit status. Bad input, and a
-    cluster that cannot be reached or cannot run the grid, raise ValueError (one line, exit 2)."""
+    cluster that cannot be reached or cannot run the grid, raise UserError (one line, exit 2)."""
     if devices:
-        raise ValueError("--devices pins this machine's devices; on a cluster Ray places each group on a GPU")
+        raise UserError("--devices pins this machine's devices; on a cluster Ray places each group on a GPU")
     if dry_run:
-        raise ValueError("--dry-run plans the run of this machine: run it without --executor ray")
+        raise UserError("--dry-run plans the run of this machine: run it without --executor ray")
     runner = ClusterRunner(grid, out, force=force, timeout=timeout)
     keep_grid_copy(params, runner.out_dir)
     from .ray_cluster import RayCluster  # Ray: only for cluster runs
@@ -32,10 +32,6 @@ def run_on_cluster(grid: Grid, params: os.PathLike | str, *, out=None, force: bo
         print(f"[run] study {grid.study}: {len(grid.cells)} cells{kinds} from {params} on the Ray cluster "
               f"({nodes} node{'s' if nodes != 1 else ''}); results in {runner.results_path}; a cell that records "
               f"nothing for {runner.timeout / 60:.0f} min is stopped", file=sys.stderr)
-        try:
-            outcome = runner.run(cluster)
-        except LeaseHeldError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+        outcome = runner.run(cluster)  # a folder another runner holds: LeaseHeldError (a UserError), one line
     print(format_run_outcome(outcome, runner.results_path))
     return outcome.exit_status()

@@ -18,6 +18,8 @@ import sys
 import time
 import warnings
 
+from ..errors import UserError
+
 ADDRESS_ENV = "RAY_ADDRESS"
 # Ray's own switch: with "0" every Ray process of a local cluster listens on 127.0.0.1 only.
 LOOPBACK_ONLY_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
@@ -28,7 +30,7 @@ PROBE_PAUSE_S = 0.25
 NO_RAY = "Ray is not installed here (the GPU machines' image lacks it): pip install -e '.[ray]', as make setup does"
 
 
-class ClusterUnreachable(ValueError):
+class ClusterUnreachable(UserError):
     """The Ray cluster named by ``--address`` (or ``$RAY_ADDRESS``) cannot be reached."""
 
 

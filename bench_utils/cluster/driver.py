@@ -91,7 +91,7 @@ class ClusterRunner:
         self.duplicates = 0   # records that came twice and were dropped
 
     def run(self, cluster: Cluster) -> RunOutcome:
-        options = task_resources(self.grid, cluster.nodes())  # ValueError before anything runs
+        options = task_resources(self.grid, cluster.nodes())  # UserError before anything runs
         with RunnerLease(self.out_dir, self.results_path), StopOnSignal(cluster.cancel_all) as self.stop:
             self._read_study()
             tally = RunOutcome(total=len(self.grid.cells) * len(self.kinds))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import UserError
 from ..study.grid.grid_file import Grid
 
 ACCELERATOR_RESOURCE = "accelerator_type:"   # Ray's resource for a node's accelerator type
@@ -30,23 +31,23 @@ def live_nodes(nodes: list[dict[str, Any]], kind: str | None, device: str) -> li
 
 
 def task_resources(grid: Grid, nodes: list[dict[str, Any]]) -> dict[tuple[str | None, str], dict[str, Any]]:
-    """Ray options per (accelerator type or None, device kind) of the grid; ValueError if the cluster
+    """Ray options per (accelerator type or None, device kind) of the grid; UserError if the cluster
     cannot run some of them. ``nodes``: ``{"id", "alive", "resources"}`` per node."""
     alive = [node for node in nodes if node["alive"]]
     offered = sorted({kind for node in alive for kind in node_kinds(node)})
     resources = {}
     for kind in grid.accelerators or [None]:
         if not any(kind is None or kind in node_kinds(node) for node in alive):
-            raise ValueError(f"the Ray cluster has no live node of accelerator type {kind} (its types: "
-                             f"{', '.join(offered) or 'none declared'}); start one with "
-                             f"`ray start --address ... --resources '{{\"{ACCELERATOR_RESOURCE}{kind}\": 1}}'` "
-                             "or a GPU Ray names so")
+            raise UserError(f"the Ray cluster has no live node of accelerator type {kind} (its types: "
+                            f"{', '.join(offered) or 'none declared'}); start one with "
+                            f"`ray start --address ... --resources '{{\"{ACCELERATOR_RESOURCE}{kind}\": 1}}'` "
+                            "or a GPU Ray names so")
         for device in sorted({cell.device for cell in grid.cells}):
             where = f" of accelerator type {kind}" if kind else ""
             fit = live_nodes(nodes, kind, device)
             if not fit:
-                raise ValueError(f"the grid has {'CUDA' if device == 'cuda' else 'CPU'} cells, but no live "
-                                 f"node{where} of the Ray cluster has a {'GPU' if device == 'cuda' else 'CPU'}")
+                raise UserError(f"the grid has {'CUDA' if device == 'cuda' else 'CPU'} cells, but no live "
+                                f"node{where} of the Ray cluster has a {'GPU' if device == 'cuda' else 'CPU'}")
             if device == "cuda":
                 options: dict[str, Any] = {"num_gpus": 1, "num_cpus": 1}
             else:  # a whole node: CPU measurements never share one

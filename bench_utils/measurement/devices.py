@@ -11,6 +11,8 @@ import os
 
 import torch
 
+from ..errors import UserError
+
 SUPPORTED_DEVICE_TYPES = ("cpu", "cuda")
 
 
@@ -25,23 +27,23 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
     try:
         resolved = torch.device(device)
     except (RuntimeError, TypeError) as exc:
-        raise ValueError(
+        raise UserError(
             f"unknown device {device!r}: use one of {', '.join(SUPPORTED_DEVICE_TYPES)} "
             f"(optionally with an index, such as 'cuda:1'); {this_machine_has()}"
         ) from exc
     if resolved.type not in SUPPORTED_DEVICE_TYPES:
-        raise ValueError(
+        raise UserError(
             f"device {str(resolved)!r} is not supported: use one of "
             f"{', '.join(SUPPORTED_DEVICE_TYPES)}; {this_machine_has()}"
         )
     if resolved.type == "cuda":
         if not torch.cuda.is_available():
-            raise ValueError(f"device {str(resolved)!r}: this machine has no CUDA GPU that torch can use "
-                             f"(torch.cuda.is_available() is False); {this_machine_has()}")
+            raise UserError(f"device {str(resolved)!r}: this machine has no CUDA GPU that torch can use "
+                            f"(torch.cuda.is_available() is False); {this_machine_has()}")
         count = torch.cuda.device_count()
         index = resolved.index if resolved.index is not None else torch.cuda.current_device()
         if not 0 <= index < count:
-            raise ValueError(f"device {str(resolved)!r} does not exist; {this_machine_has()}")
+            raise UserError(f"device {str(resolved)!r} does not exist; {this_machine_has()}")
         resolved = torch.device("cuda", index)
     return resolved
 

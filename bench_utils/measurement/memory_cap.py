@@ -16,30 +16,32 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import UserError
+
 GIB = 2**30
 
 
 def check_gpu_memory_gib(value: object) -> None:
-    """ValueError unless ``value`` is a positive number of GiB (a grid's check and the kernel's)."""
+    """UserError unless ``value`` is a positive number of GiB (a grid's check and the kernel's)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        raise ValueError(f"must be a positive number of GiB (a 16 GB card: 16), got {value!r}")
+        raise UserError(f"must be a positive number of GiB (a 16 GB card: 16), got {value!r}")
 
 
 def gpu_memory_cap(gpu_memory_gib: float | None, device: str) -> dict[str, Any]:
     """Cap ``device``'s allocator at ``gpu_memory_gib`` GiB; return what a record's config keeps.
 
     None: no cap (``{}``). A cap at or above the GPU's own memory changes nothing, and says so
-    (``gpu_memory_fraction`` 1.0). ValueError for a CPU device or a cap that is not a positive number
+    (``gpu_memory_fraction`` 1.0). UserError for a CPU device or a cap that is not a positive number
     (``check_gpu_memory_gib``).
     """
     if gpu_memory_gib is None:
         return {}
     try:
         check_gpu_memory_gib(gpu_memory_gib)
-    except ValueError as exc:
-        raise ValueError(f"gpu_memory_gib {exc}") from None
+    except UserError as exc:
+        raise UserError(f"gpu_memory_gib {exc}") from None
     if not str(device).startswith("cuda"):
-        raise ValueError(f"gpu_memory_gib caps a GPU's memory: it applies to CUDA cells, not {device}")
+        raise UserError(f"gpu_memory_gib caps a GPU's memory: it applies to CUDA cells, not {device}")
     import torch
 
     from .devices import indexed

@@ -18,7 +18,7 @@
   whether the GPU ran at full clock or was capped (power, thermal) while timed.
 
 The counter covers the whole board, other processes included. It moves in steps (about
-100 ms on A100 and H100, 100 ms on the H200), and each step adds the power of only part of its
+100 ms on A100, H100 and H200), and each step adds the power of only part of its
 period (about 25 ms of 100 on A100/H100: Yang et al., "Part-time Power Measurements",
 arXiv:2312.02741). Read at arbitrary times it is off by up to a step at each end: 20 % of a
 0.5 s region. So ``align=True`` polls it (every ``POLL_S``) at entry until it steps, twice (the
@@ -45,22 +45,27 @@ power over them (the ratio estimator: increments over the steps they hold), ``po
 its 95 % half-width (Student's t, samples - 1 degrees of freedom). Where every step was seen
 alone (or, with ``known_step_s``, counted by it from the span), the window's end is dated by the
 period averaged over the whole window ((next step - start) / (steps + 1), ``mean_step_s``), not
-by the one measured at entry: on the H200 that one strayed from the counter's 100 ms by -11 %
-to +5 %, 1 % of a one-second window.
+by the one measured at entry: that is one step's time, which the counter's refresh jitter can put a
+tenth or so off, where over the window's steps the error is one poll's (``docs/measurement.md``).
+
+The arithmetic of the window is ``measurement/energy_window.py``, pure functions: the spread of the
+samples, the date of the window's last step (``window_end``) and the caller's rule for when a window
+has measured enough (``energy_window``, on the ``readings()`` this probe gives).
 
 On a CPU, or where NVML is missing or refuses, every field is None, never 0.
 """
 
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass, field
+import importlib
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
-from scipy import stats as scipy_stats
 import torch
 
 from .devices import resolve_device, synchronize
+from .energy_window import CounterReadings, Sample, power_rel_ci95, power_rel_se, window_end
 from .nvml_device import nvml_handle
 
 # Module-level so tests can drive the clock and check the arithmetic exactly.
@@ -69,8 +74,9 @@ _sleep = time.sleep
 
 POLL_S = 0.001          # between reads of the counter while waiting for its step
 STEP_TIMEOUT_S = 1.0    # a counter that does not step within this is not refreshed: no alignment
-# Reads less than this share of the measured step apart hold at most one step. The measured step
-# strays from the true one (the H200's 100 ms counter was measured at 89 to 105 ms); 3/4 leaves room.
+# Reads less than this share of the measured step apart hold at most one step. The step measured at entry is
+# one step's time, which the counter's refresh jitter can put a tenth or so off the true period; 3/4 of it stays
+# under the true period unless it is a third too long.
 SINGLE_STEP_SHARE = 0.75
 
 # Prefixes of pynvml's reason bit constants: the current names, then the older ones
@@ -118,6 +124,8 @@ def per_inference(report: dict[str, Any], calls: int) -> float | None:
     return None if power is None or region_s is None else power * region_s / calls
 
 
+# --- the probe ---------------------------------------------------------------------------
+
 def _as_device(device: str | torch.device | None) -> torch.device:
     if device is None:
         return resolve_device(None)
@@ -127,6 +135,44 @@ def _as_device(device: str | torch.device | None) -> torch.device:
     return device
 
 
+class _Step(NamedTuple):
+    value_mj: int   # the counter after the step
+    time_s: float   # when it stepped, mid-way between the two reads around it
+
+
+@dataclass
+class _Window:
+    """One region's state, entry to exit: where it started, and the counter's steps credited since."""
+
+    state_start: dict[str, Any] = field(default_factory=dict)  # clocks, temperature, reasons at entry
+    energy_start: int | None = None       # the counter at the start (mJ); None: no energy counter
+    time_start: float = 0.0
+    counter_step_s: float | None = None   # the counter's period, measured at an aligned entry
+    samples: list[Sample] = field(default_factory=list)
+    steps: int = 0                        # the steps credited (then counted, at exit)
+    one_by_one: bool = True               # every step credited alone (reads under a step apart)
+    last_value: int = 0                   # the counter at the last read (aligned)
+    last_read: float = 0.0
+    idle_mj: int | None = None            # the step that starts the window, the GPU idle since entry (aligned)
+    mean_step_s: float | None = None      # the period averaged over the window, where its steps were counted
+
+    def credit(self, value: int, now: float, period_s: float) -> None:
+        """The increment since the last read, if the counter stepped, as one sample of the power, held by one
+        step where the reads came under ``SINGLE_STEP_SHARE`` of a step apart, else by the steps ``period_s``
+        puts since the last ones credited."""
+        assert self.counter_step_s is not None, "credited only in an aligned window"
+        if value != self.last_value:
+            if now - self.last_read < SINGLE_STEP_SHARE * self.counter_step_s:
+                held = 1
+            else:  # a read interval that may hold several
+                held = max(1, int((now - self.time_start) / period_s) - self.steps)
+                self.one_by_one = False
+            self.samples.append((value - self.last_value, held))
+            self.steps += held
+            self.last_value = value
+        self.last_read = now
+
+
 class EnergyProbe:
     """``with EnergyProbe(device) as probe: ...``; then ``probe.report`` (keys: ``REPORT_KEYS``).
 
@@ -134,6 +180,7 @@ class EnergyProbe:
     imported on entry. ``align``: integrate from step to step of the energy counter (module docstring);
     then ``observe()`` between pieces of the work makes each step a sample of the power, and
     ``known_step_s``, set after entry, is a period known better than the one measured there.
+    ``readings()`` is what the window's rule (``energy_window``) decides on.
     """
 
     def __init__(self, device: str | torch.device | None = None, *, nvml: Any = None,
@@ -141,21 +188,13 @@ class EnergyProbe:
         self.device = _as_device(device)
         self.align = align
         self.report: dict[str, Any] = {}
+        self.known_step_s: float | None = None  # the caller's: the period known better than ``counter_step_s``
         self._nvml_given = nvml
         self._nvml: Any = None
         self._handle: Any = None
         self._lookup: str | None = None
         self._notes: list[str] = []
-        self.counter_step_s: float | None = None  # the counter's period, measured at an aligned entry
-        self.steps = 0                            # the counter's steps credited since the start (aligned)
-        self._samples: list[tuple[int, int]] = []  # (increment in mJ, steps it holds), in order
-        self._one_by_one = True                   # every step credited alone (reads under a step apart)
-        self.mean_step_s: float | None = None     # the period averaged over the window, where its steps were counted
-        self.known_step_s: float | None = None    # the caller's: the period known better than ``counter_step_s``
-        self.idle_power_w: float | None = None    # the power of the step before the window, the GPU idle (aligned)
-        self._idle_mj: int | None = None
-        self._last_value: int | None = None       # the counter at the last read (aligned)
-        self._last_read = 0.0
+        self._window = _Window()
 
     # --- NVML access -------------------------------------------------------------
 
@@ -165,9 +204,7 @@ class EnergyProbe:
             self._notes.append(f"no NVML on {self.device.type}")
             return
         try:
-            nvml = self._nvml_given
-            if nvml is None:
-                import pynvml as nvml
+            nvml = self._nvml_given if self._nvml_given is not None else importlib.import_module("pynvml")
             nvml.nvmlInit()
         except Exception as exc:  # library or driver missing: every field stays None
             self._notes.append(f"NVML unavailable: {type(exc).__name__}: {exc}")
@@ -221,7 +258,7 @@ class EnergyProbe:
 
     # --- steps of the counter ------------------------------------------------------
 
-    def _next_step(self, value: int) -> tuple[int, float] | None:
+    def _next_step(self, value: int) -> _Step | None:
         """Read the counter every ``POLL_S`` until it differs from ``value``: its new value and
         the step's time, mid-way between the last two reads. None if it does not step within
         ``STEP_TIMEOUT_S`` or refuses."""
@@ -233,7 +270,7 @@ class EnergyProbe:
             if current is None:
                 return None
             if current != value:
-                return current, (before + now) / 2
+                return _Step(current, (before + now) / 2)
             if now > deadline:
                 self._notes.append(f"energy counter did not step within {STEP_TIMEOUT_S:g} s: not aligned")
                 return None
@@ -244,124 +281,105 @@ class EnergyProbe:
     def observe(self) -> None:
         """Read the counter now: the increment since the last read, if it stepped, is one sample
         of the power, credited to the steps it holds (module docstring). Aligned windows only."""
-        if self.counter_step_s is None:
+        if self._window.counter_step_s is None:
             return
         value = self._energy_mj()
         if value is not None:
-            self._credit(value, _now())
-
-    def _credit(self, value: int, now: float) -> None:
-        if value != self._last_value:
-            if now - self._last_read < SINGLE_STEP_SHARE * self.counter_step_s:
-                held = 1
-            else:  # a read interval that may hold several: the steps the period puts since the last
-                held = max(1, int((now - self._time_start) / self._period_s()) - self.steps)
-                self._one_by_one = False
-            self._samples.append((value - self._last_value, held))
-            self.steps += held
-            self._last_value = value
-        self._last_read = now
+            self._window.credit(value, _now(), self._period_s())
 
     def _period_s(self) -> float:
-        return self.known_step_s or self.counter_step_s
+        period_s = self.known_step_s or self._window.counter_step_s
+        assert period_s is not None, "a period only in an aligned window"
+        return period_s
+
+    def readings(self) -> CounterReadings:
+        """The counter's readings so far, now: what ``energy_window`` decides on."""
+        return CounterReadings(self._window.counter_step_s, tuple(self._window.samples), self.elapsed_s())
+
+    @property
+    def counter_step_s(self) -> float | None:
+        """The counter's period, measured at an aligned entry (None: not aligned)."""
+        return self._window.counter_step_s
+
+    @property
+    def steps(self) -> int:
+        """The counter's steps credited since the start (aligned), counted at exit."""
+        return self._window.steps
+
+    @property
+    def mean_step_s(self) -> float | None:
+        """The period averaged over the window, where its steps were counted (at exit)."""
+        return self._window.mean_step_s
 
     @property
     def samples(self) -> int:
         """The increments credited so far: samples of the power (one a step where counted one by one)."""
-        return len(self._samples)
-
-    @property
-    def power_rel_se(self) -> float | None:
-        """Relative standard error of the mean power over the steps credited so far (the ratio
-        estimator: increments over the steps they hold); None under two samples."""
-        n = len(self._samples)
-        energy = sum(increment for increment, _ in self._samples)
-        if n < 2 or energy <= 0:
-            return None
-        per_step = energy / sum(held for _, held in self._samples)
-        spread = sum((increment - per_step * held) ** 2 for increment, held in self._samples) / (n - 1)
-        return math.sqrt(spread / n) / (energy / n)
-
-    @property
-    def power_rel_ci95(self) -> float | None:
-        """The 95 % half-width of the mean power, relative: ``power_rel_se`` times Student's t."""
-        se = self.power_rel_se
-        return None if se is None else se * float(scipy_stats.t.ppf(0.975, len(self._samples) - 1))
+        return len(self._window.samples)
 
     @property
     def counting(self) -> bool:
         """Whether the energy counter was read at the start: else the region measures no energy."""
-        return self._energy_start is not None
+        return self._window.energy_start is not None
 
     def elapsed_s(self) -> float:
         """Seconds since the region started (on a step, where aligned)."""
-        return _now() - self._time_start
+        return _now() - self._window.time_start
 
     # --- the region ----------------------------------------------------------------
 
     def __enter__(self) -> "EnergyProbe":
         self._notes = []
-        self.counter_step_s = None
-        self.steps, self._samples, self._one_by_one, self.mean_step_s = 0, [], True, None
-        self.idle_power_w = self._idle_mj = None
         self._open()
         if self._handle is not None:
             synchronize(self.device)
-        self._start = self._state()
-        self._energy_start = self._energy_mj()
-        self._time_start = _now()
-        if self.align and self._energy_start is not None:
-            first = self._next_step(self._energy_start)
-            second = self._next_step(first[0]) if first is not None else None
-            if second is not None:
-                (self._energy_start, self._time_start), self.counter_step_s = second, second[1] - first[1]
-                self._last_value, self._last_read = self._energy_start, self._time_start
-                self._idle_mj = second[0] - first[0]  # the step that starts the window: the GPU idle since entry
+        window = self._window = _Window(state_start=self._state())
+        window.energy_start, window.time_start = self._energy_mj(), _now()
+        if self.align and window.energy_start is not None:
+            first = self._next_step(window.energy_start)
+            second = self._next_step(first.value_mj) if first is not None else None
+            if first is not None and second is not None:
+                window.energy_start, window.time_start = second
+                window.counter_step_s = second.time_s - first.time_s
+                window.last_value, window.last_read = second
+                window.idle_mj = second.value_mj - first.value_mj  # the GPU idle since entry
             else:  # not aligned: the region starts now, the idle wait for a step left out of it
-                self._energy_start, self._time_start = self._energy_mj(), _now()
+                window.energy_start, window.time_start = self._energy_mj(), _now()
         return self
 
-    def _window_end(self, after_s: float) -> float:
-        """When the window's last step came, from ``after_s``, the step after it: with the steps counted (one by
-        one, or by a period known better), the period averaged over the window; else the one measured at entry."""
-        span = after_s - self._time_start
-        if not self._one_by_one and self.known_step_s:
-            self.steps = max(1, round(span / self.known_step_s) - 1)  # several steps a read: counted by that period
-        elif not self._one_by_one:
-            return after_s - self.counter_step_s
-        self.mean_step_s = span / (self.steps + 1)
-        return self._time_start + self.steps * self.mean_step_s
-
     def __exit__(self, *exc_info: Any) -> None:
-        energy_end = time_end = region_end = None
+        window = self._window
+        energy_end: int | None = None
+        time_end = region_end = window.time_start
         aligned = False
         if self._handle is not None:
             synchronize(self.device)
-            if self._energy_start is not None:
+            if window.energy_start is not None:
                 energy_end = self._energy_mj()
                 time_end = region_end = _now()
-            if energy_end is not None and self.counter_step_s is not None:
-                self._credit(energy_end, region_end)
+            if energy_end is not None and window.counter_step_s is not None:
+                window.credit(energy_end, region_end, self._period_s())
                 after = self._next_step(energy_end)  # the step after exit dates the last one before it
                 if after is not None:
-                    time_end, aligned = self._window_end(after[1]), True
-        end = self._state()
+                    end = window_end(window.time_start, after.time_s, window.steps, one_by_one=window.one_by_one,
+                                     counter_step_s=window.counter_step_s, known_step_s=self.known_step_s)
+                    window.steps, window.mean_step_s = end.steps, end.mean_step_s
+                    time_end, aligned = end.time_s, True
+        state_end = self._state()
         report: dict[str, Any] = dict.fromkeys(REPORT_KEYS)
         report["device"] = str(self.device)
         report["nvml_device"] = self._lookup
         if self.align and self._handle is not None:
             report["aligned"] = aligned
-            report["counter_step_s"] = self.counter_step_s
-            if self._idle_mj is not None:
-                self.idle_power_w = self._idle_mj / 1000.0 / (self.mean_step_s or self._period_s())
-            report["idle_power_w"] = self.idle_power_w
-        for name, value in self._start.items():
+            report["counter_step_s"] = window.counter_step_s
+            if window.idle_mj is not None:
+                report["idle_power_w"] = window.idle_mj / 1000.0 / (window.mean_step_s or self._period_s())
+        for name, value in window.state_start.items():
             report[f"{name}_start"] = value
-        for name, value in end.items():
+        for name, value in state_end.items():
             report[f"{name}_end"] = value
-        if energy_end is not None:
-            energy_j = (energy_end - self._energy_start) / 1000.0
-            duration_s = time_end - self._time_start
+        if energy_end is not None and window.energy_start is not None:
+            energy_j = (energy_end - window.energy_start) / 1000.0
+            duration_s = time_end - window.time_start
             if energy_j < 0:
                 self._notes.append("energy counter went backwards (driver reloaded?)")
             elif energy_j == 0 or duration_s <= 0:
@@ -369,10 +387,10 @@ class EnergyProbe:
                 self._notes.append("energy counter did not advance: region too short to measure")
             else:
                 report.update(energy_j=energy_j, duration_s=duration_s, mean_power_w=energy_j / duration_s,
-                              region_s=region_end - self._time_start)
-                if self.counter_step_s is not None:
-                    report.update(steps=self.steps, power_rel_se=self.power_rel_se,
-                                  power_rel_ci95=self.power_rel_ci95)
+                              region_s=region_end - window.time_start)
+                if window.counter_step_s is not None:
+                    report.update(steps=window.steps, power_rel_se=power_rel_se(window.samples),
+                                  power_rel_ci95=power_rel_ci95(window.samples))
         report["note"] = "; ".join(self._notes) or None
         self.report = report
         if self._nvml is not None:

@@ -18,6 +18,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from ..errors import UserError
 from . import stats
 from .compare import block_sizes
 from .devices import quiet_toolchain_logs, resolve_device
@@ -128,7 +129,7 @@ def validate_timer(device: str | torch.device | None = None, *, size: int | None
     resolved = resolve_device(device)
     fn, size = matmul_workload(resolved, size)
     if not 1 <= rounds <= runs:
-        raise ValueError(f"rounds must be from 1 to runs ({runs}), got {rounds}")
+        raise UserError(f"rounds must be from 1 to runs ({runs}), got {rounds}")
     ours_ms: list[float] = []
     timer_medians_ms: list[float] = []
     timer_means_ms: list[float] = []

@@ -19,6 +19,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from ..errors import UserError
 from .key import latest_per_key
 from .results_file import read_records
 from .schema import Record
@@ -105,7 +106,7 @@ def read_requirements(path: Path) -> dict[str, str]:
                 raise ValueError
             Version(specifier.version)
         except (InvalidRequirement, InvalidVersion, ValueError):
-            raise ValueError(f"{path}:{number}: not an exact pin (name==version): {line.strip()}") from None
+            raise UserError(f"{path}:{number}: not an exact pin (name==version): {line.strip()}") from None
         pins[canonicalize_name(requirement.name)] = specifier.version
     return pins
 

@@ -22,6 +22,7 @@ import sys
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 import warnings
 
+from ..errors import UserError
 from .schema import CELL_FIELDS, SCHEMA_VERSION, Record
 from .check import InvalidRecord
 from .key import VARIANT_FIELDS
@@ -280,7 +281,7 @@ def unreadable(path: str | os.PathLike) -> str | None:
             f"(line 1: {first}): it is not a study's results.jsonl")
 
 
-class NoRecordsError(ValueError):
+class NoRecordsError(UserError):
     """A results file no record can be read from. One line wherever it is raised: the command prints it
     (exit 2), and IPython shows ``_render_traceback_``'s line in a notebook instead of a traceback."""
 

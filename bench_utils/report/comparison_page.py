@@ -15,6 +15,7 @@ from typing import Iterable
 
 import pandas as pd
 
+from ..errors import UserError
 from . import regressions
 from .frame import frame, latest_records
 from .i18n import Catalog
@@ -35,7 +36,7 @@ def compare_studies(published: Path, reproduced: Path, tolerance: float = 0.10) 
     for name, folder in ((PUBLISHED, published), (REPRODUCED, reproduced)):
         data = frame(latest_records([folder]))
         if data.empty:
-            raise ValueError(f"{folder} holds no record to compare")
+            raise UserError(f"{folder} holds no record to compare")
         sides.append(data.assign(environment=name))
     return regressions.compare_environments(pd.concat(sides, ignore_index=True), PUBLISHED, REPRODUCED, tolerance)
 

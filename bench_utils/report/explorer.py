@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 import numpy as np
 import pandas as pd
 
+from ..errors import UserError
 from ..records.results_file import skipped_lines_said
 from . import plots, regressions, selection as slices, tables, why
 from ..records.results_file import check_readable
@@ -171,8 +172,8 @@ class Explorer:
                 display(HTML(f"<p>One environment only ({html.escape(', '.join(environments) or 'none')}): "
                              "give several study folders to compare.</p>"))
                 return
-            raise ValueError(f"nothing to compare: the results hold one environment only "
-                             f"({', '.join(environments) or 'none'})")
+            raise UserError(f"nothing to compare: the results hold one environment only "
+                            f"({', '.join(environments) or 'none'})")
         baseline = baseline or next(e for e in environments if e != candidate)
         candidate = candidate or next(e for e in environments if e != baseline)
         handle = display(HTML(self.comparison_html(baseline, candidate, tolerance)), display_id=True)

@@ -14,6 +14,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
+from ..errors import UserError
 from ..measurement import stats
 from ..paths import PROJECT_ROOT
 from ..records.schema import CompileBlock, EnergySide, LatencyBlock, MemoryBlock, Record, SpeedupBlock
@@ -51,7 +52,7 @@ def results_files(paths: Iterable[str | os.PathLike]) -> list[Path]:
     for path in map(Path, paths):
         candidate = path / "results.jsonl" if path.is_dir() else path
         if not candidate.exists():
-            raise ValueError(f"no results at {path} (expected a results.jsonl or a study folder)")
+            raise UserError(f"no results at {path} (expected a results.jsonl or a study folder)")
         files.append(candidate)
     return files
 

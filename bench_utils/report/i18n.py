@@ -18,6 +18,8 @@ from babel import Locale, UnknownLocaleError
 from babel.lists import format_list
 from babel.numbers import format_decimal, format_percent
 
+from ..errors import UserError
+
 DYNAMIC_BATCH_SUFFIX = "+dynamic-batch"  # a mode compiled once for all batch sizes, as ``frame`` names it
 INDUCTOR_SEPARATOR = " + "  # a mode and the Inductor configuration it was compiled with
 
@@ -33,7 +35,7 @@ def available_locales() -> list[str]:
 def _load(locale: str) -> dict[str, str]:
     path = LOCALES_DIR / f"{locale}.json"
     if not path.exists():
-        raise ValueError(f"no catalog for locale {locale!r}: available {', '.join(available_locales())}")
+        raise UserError(f"no catalog for locale {locale!r}: available {', '.join(available_locales())}")
     return json.loads(path.read_text(encoding="utf-8"))
 
 

@@ -22,6 +22,7 @@ from typing import Any, Iterable
 import pandas as pd
 import yaml
 
+from ..errors import UserError
 from ..parameters import quoted
 from ..records.schema import Record
 from .i18n import Catalog
@@ -62,7 +63,7 @@ def measured_before_switch_calls(data: pd.DataFrame, catalog: Catalog) -> str | 
 
 
 def read_corrections(paths: Iterable[str | os.PathLike]) -> list[dict[str, Any]]:
-    """The corrections of every study folder given (a folder, or the folder of a results file); ValueError
+    """The corrections of every study folder given (a folder, or the folder of a results file); UserError
     naming the file for an entry without its field, records or reason."""
     found = []
     for path in map(Path, paths):
@@ -71,13 +72,13 @@ def read_corrections(paths: Iterable[str | os.PathLike]) -> list[dict[str, Any]]
             continue
         entries = yaml.safe_load(file.read_text(encoding="utf-8")) or []
         if not isinstance(entries, list):
-            raise ValueError(f"{file}: a list of corrections (field, records, reason), got {type(entries).__name__}")
+            raise UserError(f"{file}: a list of corrections (field, records, reason), got {type(entries).__name__}")
         for index, entry in enumerate(entries):
             if not isinstance(entry, dict) or not {"field", "records", "reason"} <= set(entry):
-                raise ValueError(f"{file}: entry {index} needs field, records (all, or record ids) and reason")
+                raise UserError(f"{file}: entry {index} needs field, records (all, or record ids) and reason")
             problem = _entry_problem(entry)
             if problem:
-                raise ValueError(f"{file}: entry {index}: {problem}")
+                raise UserError(f"{file}: entry {index}: {problem}")
             found.append({**entry, "folder": file.parent.name})
     return found
 

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ..errors import UserError
 from ..measurement import paired
 from ..vocabulary import CompileMode, Status
 
@@ -56,11 +57,11 @@ def compare_environments(data: pd.DataFrame, baseline: str, candidate: str,
     present = sorted(set(data["environment"])) if not data.empty else []
     for name in (baseline, candidate):
         if name not in present:
-            raise ValueError(f"no environment {name!r} in the results; they hold: {', '.join(present) or 'none'}")
+            raise UserError(f"no environment {name!r} in the results; they hold: {', '.join(present) or 'none'}")
     if baseline == candidate:
-        raise ValueError("baseline and candidate are the same environment")
+        raise UserError("baseline and candidate are the same environment")
     if not 0 <= tolerance < 1:
-        raise ValueError(f"tolerance is a fraction in [0, 1), not {tolerance}")
+        raise UserError(f"tolerance is a fraction in [0, 1), not {tolerance}")
     compiled = data[data["mode"] != CompileMode.EAGER]
     side = {name: compiled[compiled["environment"] == name][KEYS + SHOWN] for name in (baseline, candidate)}
     both = pd.merge(side[baseline], side[candidate], on=KEYS, suffixes=("_base", "_cand"))

@@ -29,6 +29,7 @@ import warnings
 
 import nbformat
 
+from ..errors import UserError
 from ..kernel import KERNEL_NAME, KERNEL_STDERR_ENV, ensure_kernel, register_engine
 from ..paths import PROJECT_ROOT, make_folder, scrub
 from ..records.results_file import CorruptRecordWarning, SkippedLine, check_readable
@@ -157,18 +158,18 @@ def render(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike | None
     check_readable(files)  # a file no record can be read from: one line, before any kernel starts
     locales, formats = list(locales), list(formats)
     if not locales:
-        raise ValueError(f"no locale given: name one or more of {', '.join(available_locales())}")
+        raise UserError(f"no locale given: name one or more of {', '.join(available_locales())}")
     if not formats:
-        raise ValueError(f"no format given: use {', '.join(FORMATS)}")
+        raise UserError(f"no format given: use {', '.join(FORMATS)}")
     for locale in locales:
         if locale not in available_locales():
-            raise ValueError(f"unknown locale {locale!r}: available {', '.join(available_locales())}")
+            raise UserError(f"unknown locale {locale!r}: available {', '.join(available_locales())}")
     for fmt in formats:
         if fmt not in FORMATS:
-            raise ValueError(f"unknown format {fmt!r}: use {', '.join(FORMATS)}")
+            raise UserError(f"unknown format {fmt!r}: use {', '.join(FORMATS)}")
     out = Path(out_dir) if out_dir else (Path(paths[0]) if Path(paths[0]).is_dir() else files[0].parent)
     if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out} is a file, not a folder")
+        raise UserError(f"--out {out} is a file, not a folder")
     ensure_kernel()
     kernel_log = tempfile.NamedTemporaryFile(prefix="report-kernel-", suffix=".log", delete=False)
     kernel_log.close()

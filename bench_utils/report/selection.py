@@ -11,6 +11,7 @@ from dataclasses import dataclass, fields, replace
 
 import pandas as pd
 
+from ..errors import UserError
 from ..measurement import stats
 from .frame import CPU_ALLOCATOR, CUDA_RESERVED, NOT_MEASURABLE, RESIDENT, compiled_modes
 from ..vocabulary import CompileMode
@@ -47,7 +48,7 @@ def resolve(data: pd.DataFrame, selection: Selection) -> Selection:
     """``selection`` with every None filled in; a value the results do not hold is an error that
     names the values they do hold."""
     if data.empty:
-        raise ValueError("the results hold no records")
+        raise UserError("the results hold no records")
     resolved = selection
     for field in fields(Selection):  # environment first: the others depend on it
         available = options(data, resolved.environment)[field.name]
@@ -56,11 +57,11 @@ def resolve(data: pd.DataFrame, selection: Selection) -> Selection:
             value = int(value)
         if value is None:
             if not available:
-                raise ValueError(f"the results hold no compiled cell ({field.name}: none to choose)")
+                raise UserError(f"the results hold no compiled cell ({field.name}: none to choose)")
             value = available[0]
         elif value not in available:
-            raise ValueError(f"{field.name} {value!r} is not in the results; "
-                             f"they hold: {', '.join(map(str, available)) or 'none'}")
+            raise UserError(f"{field.name} {value!r} is not in the results; "
+                            f"they hold: {', '.join(map(str, available)) or 'none'}")
         resolved = replace(resolved, **{field.name: value})
     return resolved
 

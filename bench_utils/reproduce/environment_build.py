@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from ..errors import UserError
 from ..records.environment_files import read_requirements
 from ..environment.packages import measured_with
 from ..kernel import KERNEL_NAME
@@ -29,8 +30,9 @@ _NOT_FOUND = re.compile(r"(?:No matching distribution found for|Could not find a
                         r"requirement) (\S+)")
 
 
-class EnvironmentBuildError(RuntimeError):
-    """The study's environment could not be built; the message is one line."""
+class EnvironmentBuildError(UserError):
+    """The study's environment cannot be built here (a pin the index does not serve, a --python it cannot
+    use); the message is one line naming pip's reason."""
 
 
 def matches_running(pins: dict[str, str], python_version: str | None) -> bool:

@@ -16,6 +16,7 @@ from typing import Callable, Iterable
 
 import pandas as pd
 
+from ..errors import UserError
 from ..records.environment_files import FOLDER, StudyEnvironment, requirements_text, study_environments
 from ..report.comparison_page import render_comparison
 from ..report.frame import latest_records, results_files
@@ -40,10 +41,10 @@ def choose_environment(environments: list[StudyEnvironment], wanted: str | None)
         for environment in environments:
             if environment.identity == wanted:
                 return environment
-        raise ValueError(f"the study has no environment {wanted!r}; it has: {names}")
+        raise UserError(f"the study has no environment {wanted!r}; it has: {names}")
     if len(environments) > 1:
-        raise ValueError(f"the study was measured in {len(environments)} environments: choose one with "
-                         f"--environment ({names})")
+        raise UserError(f"the study was measured in {len(environments)} environments: choose one with "
+                        f"--environment ({names})")
     return environments[0]
 
 
@@ -51,18 +52,18 @@ def reproduce(study: Path, *, out: Path | None = None, environment: str | None =
               locales: Iterable[str] = ("en", "ar", "es"), tolerance: float = 0.10, base_python: str | None = None,
               builds_dir: Path | None = None, say: Callable[[str], None] = print) -> Reproduction:
     """Re-run ``study`` (a study folder) in its recorded environment into ``out`` (default: a sibling folder
-    ``<study>-reproduced``) and render the comparison there. Bad input: ValueError, in one line."""
+    ``<study>-reproduced``) and render the comparison there. Bad input: UserError, in one line."""
     study = Path(study)
     grid = study / GRID_COPY
     if not study.is_dir():
-        raise ValueError(f"{study} is not a study folder")
-    files = results_files([study])  # a folder without results.jsonl: ValueError, said by results_files
+        raise UserError(f"{study} is not a study folder")
+    files = results_files([study])  # a folder without results.jsonl: UserError, said by results_files
     if not grid.is_file():
-        raise ValueError(f"{study} keeps no {GRID_COPY} (studies run before the grid was kept beside the records): "
-                         f"copy the grid file it was run from there")
+        raise UserError(f"{study} keeps no {GRID_COPY} (studies run before the grid was kept beside the records): "
+                        f"copy the grid file it was run from there")
     records = latest_records(files)
     if not records:
-        raise ValueError(f"{study} holds no record: nothing to reproduce")
+        raise UserError(f"{study} holds no record: nothing to reproduce")
     chosen = choose_environment(study_environments(records), environment)
     requirements = study / FOLDER / f"{chosen.identity}.txt"
     requirements.parent.mkdir(parents=True, exist_ok=True)

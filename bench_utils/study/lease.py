@@ -19,6 +19,7 @@ import threading
 import time
 import uuid
 
+from ..errors import UserError
 from ..paths import make_folder
 from ..records.results_file import locked
 
@@ -27,8 +28,8 @@ WATCHDOG_INTERVAL_S = 0.5
 ORPHAN_EXIT_CODE = 75
 
 
-class LeaseHeldError(RuntimeError):
-    """Another runner is working on the same study folder."""
+class LeaseHeldError(UserError):
+    """Another runner is working on the same study folder: the user asked for a second run of it (one line)."""
 
 
 class RunnerLease:

@@ -14,11 +14,12 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Iterator
 
+from ..errors import UserError
 from ..vocabulary import INDUCTOR_OPTIONS, InductorConfig, check_inductor_config
 
 
 def options_of(name: str) -> dict[str, Any]:
-    """The ``torch._inductor.config`` options a configuration sets; ValueError for an unknown name, or an
+    """The ``torch._inductor.config`` options a configuration sets; UserError for an unknown name, or an
     option the installed torch's Inductor does not have."""
     import torch
     from torch._inductor import config
@@ -26,8 +27,8 @@ def options_of(name: str) -> dict[str, Any]:
     options = INDUCTOR_OPTIONS[check_inductor_config(name)]
     missing = [option for option in options if not hasattr(config, option)]
     if missing:
-        raise ValueError(f"Inductor configuration {name!r} needs torch._inductor.config.{missing[0]}, which "
-                         f"torch {torch.__version__} does not have")
+        raise UserError(f"Inductor configuration {name!r} needs torch._inductor.config.{missing[0]}, which "
+                        f"torch {torch.__version__} does not have")
     return dict(options)
 
 

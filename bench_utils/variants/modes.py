@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from ..errors import UserError
 from ..vocabulary import AOT_MODES, CUDA_GRAPH_MODES, CompileMode, check_mode
 
 # The names live in ``vocabulary`` (no torch); AOT modes are built by ``variants.aot_inductor``, and
@@ -29,7 +30,7 @@ def check_backend(backend: str) -> str:
 
     valid = sorted(set(list_backends(exclude_tags=())) | {"inductor", "eager", "aot_eager"})
     if backend not in valid:
-        raise ValueError(f"unknown compile backend {backend!r}: use one of {', '.join(valid)}")
+        raise UserError(f"unknown compile backend {backend!r}: use one of {', '.join(valid)}")
     return backend
 
 
@@ -55,7 +56,7 @@ def compile_model(model: torch.nn.Module, mode: str = "default", *, backend: str
     if backend in BACKENDS_WITH_MODES:
         kwargs["mode"] = mode
     elif mode != "default":
-        raise ValueError(f"compile mode {mode!r} needs the inductor backend, not {backend!r}")
+        raise UserError(f"compile mode {mode!r} needs the inductor backend, not {backend!r}")
     return torch.compile(model, **kwargs)
 
 

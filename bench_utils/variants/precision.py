@@ -27,6 +27,7 @@ import warnings
 
 import torch
 
+from ..errors import UserError
 from ..environment.capture import fp32_math_in_force, fp32_precision_settings
 from ..vocabulary import TF32_SWITCHES, DType, dtype_name, tf32_policy
 
@@ -111,9 +112,9 @@ def _support(dtype: torch.dtype, device: str) -> str | None:
 
 
 def check_dtype_supported(dtype: str | torch.dtype, device: str | torch.device) -> None:
-    """Raise ValueError, in one line, when ``device`` cannot run ``dtype``."""
+    """Raise UserError, in one line, when ``device`` cannot run ``dtype``."""
     name, resolved = parse_dtype(dtype)
     problem = _support(resolved, str(device))
     if problem:
-        raise ValueError(f"dtype {name} cannot run on {device} with this torch build "
-                         f"({problem}); use float32 there, or a device that supports {name}")
+        raise UserError(f"dtype {name} cannot run on {device} with this torch build "
+                        f"({problem}); use float32 there, or a device that supports {name}")

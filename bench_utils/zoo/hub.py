@@ -11,10 +11,12 @@ from pathlib import Path
 import socket
 import urllib.parse
 
+from ..errors import UserError
+
 HUB_PROBE_TIMEOUT_S = 3.0
 
 
-class WeightsUnavailableError(ValueError):
+class WeightsUnavailableError(UserError):
     """Pretrained weights were asked for and cannot be had here."""
 
 
@@ -65,7 +67,7 @@ def expected_weights(requested: str, model_key: str) -> str:
     if not model_key.startswith(TIMM_PREFIX):
         try:
             spec = resolve_key(model_key)
-        except ValueError:
+        except UserError:  # an unknown name: the load says so
             spec = None
         if Path(spec.checkpoint if spec else model_key).is_dir():
             return "pretrained"

@@ -21,6 +21,7 @@ import warnings
 
 import torch
 
+from ..errors import UserError
 from . import inputs as inputs_module
 from ..variants.memory_format import CONTIGUOUS, apply_to_inputs, apply_to_model, check_memory_format
 from ..variants.precision import check_dtype_supported, parse_dtype
@@ -78,8 +79,8 @@ def _auto_task(model: torch.nn.Module) -> str:
         return "object-detection"
     if "Segmentation" in name:
         return "image-segmentation"
-    raise ValueError(f"cannot tell the task of {name}: use a classification, segmentation or "
-                     "detection checkpoint")
+    raise UserError(f"cannot tell the task of {name}: use a classification, segmentation or "
+                    "detection checkpoint")
 
 
 def load(key: str, *, weights: str = "random", dtype: str | torch.dtype = torch.float32,
@@ -88,9 +89,9 @@ def load(key: str, *, weights: str = "random", dtype: str | torch.dtype = torch.
     """Build ``key`` with ``weights`` in ``dtype`` on ``device``, in eval mode, its weights and
     image inputs in ``memory_format`` (``variants.memory_format``)."""
     if weights not in WEIGHTS:
-        raise ValueError(f"unknown weights {weights!r}: use one of {', '.join(WEIGHTS)}")
+        raise UserError(f"unknown weights {weights!r}: use one of {', '.join(WEIGHTS)}")
     if task is not None and task not in TASKS:
-        raise ValueError(f"unknown task {task!r}: use one of {', '.join(TASKS)}")
+        raise UserError(f"unknown task {task!r}: use one of {', '.join(TASKS)}")
     dtype_name, torch_dtype = parse_dtype(dtype)
     device = torch.device(device)
     check_memory_format(memory_format)
@@ -174,7 +175,7 @@ def _load_timm(key: str, weights: str, notes: list[str]):
     if not timm.is_model(name):
         close = difflib.get_close_matches(name, timm.list_models(), n=1)
         hint = f" Did you mean 'timm:{close[0]}'?" if close else ""
-        raise ValueError(f"unknown timm model {name!r}.{hint}")
+        raise UserError(f"unknown timm model {name!r}.{hint}")
     model, used = None, "random"
     if weights in ("pretrained", "auto"):
         try:

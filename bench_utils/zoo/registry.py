@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import difflib
 from typing import Any
 
+from ..errors import UserError
 from ..vocabulary import Weights, names
 from .architectures import ARCHITECTURES
 
@@ -61,9 +62,9 @@ def list_models() -> list[dict[str, Any]]:
 
 def resolve_key(key: str) -> ModelSpec | None:
     """The registry entry for ``key`` (also found by label or checkpoint), None for
-    other checkpoints and timm models, ValueError with the closest match otherwise."""
+    other checkpoints and timm models, UserError with the closest match otherwise."""
     if not isinstance(key, str) or not key:
-        raise ValueError(f"model key must be a non-empty string, got {key!r}")
+        raise UserError(f"model key must be a non-empty string, got {key!r}")
     if key in REGISTRY:
         return REGISTRY[key]
     for spec in REGISTRY.values():
@@ -73,8 +74,8 @@ def resolve_key(key: str) -> ModelSpec | None:
         return None  # a timm model or any Hugging Face checkpoint (or local folder)
     close = difflib.get_close_matches(key.lower(), list(REGISTRY), n=1, cutoff=0.4)
     hint = f" Did you mean {close[0]!r}?" if close else ""
-    raise ValueError(f"unknown model {key!r}.{hint} Known keys: {', '.join(REGISTRY)}; "
-                     f"or a Hugging Face checkpoint 'org/name', or 'timm:<name>'.")
+    raise UserError(f"unknown model {key!r}.{hint} Known keys: {', '.join(REGISTRY)}; "
+                    f"or a Hugging Face checkpoint 'org/name', or 'timm:<name>'.")
 
 
 def label_of(model: str) -> str:

@@ -8,6 +8,8 @@ import torch
 
 from fake_nvml import UUIDS, SteppedEnergyGpu, make_fake_pynvml
 from bench_utils.measurement import nvml_device, power
+from bench_utils.measurement.energy_window import (CounterReadings, WindowEnd, WindowRule, energy_window,
+                                                   power_rel_ci95, power_rel_se, window_end)
 from bench_utils.measurement.power import REPORT_KEYS, EnergyProbe, decode_reasons, per_inference
 
 EVENT_BITS = {name: getattr(real_pynvml, name) for name in dir(real_pynvml)
@@ -333,3 +335,68 @@ def test_unaligned_probe_reports_no_alignment_fields(log):
     assert probe.report["aligned"] is None and probe.report["counter_step_s"] is None
     assert probe.report["energy_j"] == 1.0 and probe.report["region_s"] == probe.report["duration_s"]
     assert all(probe.report[key] is None for key in ("steps", "power_rel_se", "power_rel_ci95", "idle_power_w"))
+
+
+# --- the window's rule and end: pure functions of synthetic counter readings --------------------------------
+
+RULE = WindowRule(steps_min=8, steps_max=11, power_rel_se_target=0.02, longest_s=1.1)  # a 100 ms counter
+
+
+def readings(increments_j, *, held=1, elapsed_s=None, step_s=0.1):
+    """The counter as a window read it: one increment of ``increments_j`` a read, each holding ``held`` steps."""
+    samples = tuple((round(joules * 1000), held) for joules in increments_j)
+    elapsed = len(samples) * held * step_s if elapsed_s is None else elapsed_s
+    return CounterReadings(step_s, samples, elapsed)
+
+
+def test_a_window_stops_once_enough_samples_agree():
+    steady = [40.0, 40.4, 39.8, 40.2, 39.9, 40.1, 40.3, 39.7]
+    assert energy_window(readings(steady[:7]), RULE) is None  # 7 samples: too few to judge the spread on
+    assert energy_window(readings(steady), RULE) == "power_rel_se"
+    assert power_rel_se(readings(steady).samples) <= RULE.power_rel_se_target
+
+
+def test_a_window_whose_samples_disagree_runs_to_its_most_steps():
+    noisy = [40.0, 46.0, 34.0, 44.0, 36.0, 45.0, 35.0, 43.0, 37.0, 46.0, 34.0]
+    assert power_rel_se(readings(noisy[:10]).samples) > RULE.power_rel_se_target
+    assert energy_window(readings(noisy[:10]), RULE) is None
+    assert energy_window(readings(noisy), RULE) == "steps_max"
+    # reads of whole long calls: four samples of three steps each reach the most steps, fewer than 8 samples
+    assert energy_window(readings([120.0, 121.0, 119.0, 120.0], held=3), RULE) == "steps_max"
+
+
+def test_a_counter_that_stops_stepping_ends_the_window_two_steps_past_its_longest():
+    stalled = [40.0, 40.2, 39.9]
+    assert energy_window(readings(stalled, elapsed_s=1.29), RULE) is None
+    assert energy_window(readings(stalled, elapsed_s=1.31), RULE) == "time_limit"
+
+
+def test_a_counter_whose_step_is_unknown_gets_the_fixed_window():
+    unknown = CounterReadings(counter_step_s=None, samples=(), elapsed_s=1.0)
+    assert energy_window(unknown, RULE) is None
+    assert energy_window(CounterReadings(None, (), 1.1), RULE) == "fixed_window"
+
+
+def test_the_rule_changes_nothing_it_is_given():
+    given = readings([40.0] * 8)
+    assert energy_window(given, RULE) == energy_window(given, RULE) == "power_rel_se"
+    assert given == readings([40.0] * 8) and given.steps == 8
+    assert power_rel_se(given.samples[:1]) is None and power_rel_ci95(given.samples[:1]) is None
+
+
+def test_the_window_end_is_dated_by_its_mean_period_where_its_steps_were_counted():
+    # seven steps seen one by one, the step after the last at 0.805 s: the period averaged over the window
+    counted = window_end(0.0, 0.805, 7, one_by_one=True, counter_step_s=0.089, known_step_s=None)
+    assert counted.steps == 7 and counted.mean_step_s == pytest.approx(0.805 / 8)
+    assert counted.time_s == pytest.approx(7 * 0.805 / 8)
+    # several steps a read, a period known better: the steps counted by it
+    known = window_end(1.0, 2.0, 4, one_by_one=False, counter_step_s=0.089, known_step_s=0.1)
+    assert known.steps == 9 and known.mean_step_s == pytest.approx(0.1) and known.time_s == pytest.approx(1.9)
+    # several steps a read and no better period: the entry's period dates the end, the steps as credited
+    entry = window_end(1.0, 2.0, 4, one_by_one=False, counter_step_s=0.089, known_step_s=None)
+    assert entry == WindowEnd(2.0 - 0.089, 4, None)
+
+
+def test_a_probe_never_entered_reads_as_not_counting(log):
+    probe = EnergyProbe("cpu")
+    assert probe.counting is False and probe.counter_step_s is None and probe.steps == probe.samples == 0

@@ -28,6 +28,7 @@ from typing import Any, Callable, NamedTuple
 
 import torch
 
+from ...errors import UserError
 from ...measurement.block_clocks import BlockClocks
 from ...measurement.compare import Comparison, compare
 from ...measurement.devices import quiet_toolchain_logs
@@ -153,7 +154,7 @@ def run_cell(loaded: LoadedModel, *, batch_size: int, mode: str, settings: Setti
     settings = Settings.from_parameters({**(settings or Settings()).to_parameters(), **setting_values})
     compile_module.check_mode(mode)
     if settings.shapes == DYNAMIC and (mode == CompileMode.EAGER or mode in compile_module.AOT_MODES):
-        raise ValueError(f"shapes 'dynamic' needs a torch.compile mode, not {mode!r}")
+        raise UserError(f"shapes 'dynamic' needs a torch.compile mode, not {mode!r}")
     device = torch.device(loaded.device)
     tf32_by_work = tf32_in_force(math_settings or {}, device, loaded.dtype)
     inputs = loaded.inputs(batch_size)  # built once, outside every timed region

@@ -14,6 +14,7 @@ from typing import Any, Callable
 import torch
 
 from ...measurement.cpu_activation import FIELDS as CPU_ACTIVATION_FIELDS, cpu_activation_peak
+from ...measurement.energy_window import WindowRule, energy_window
 from ...measurement.memory import MemoryProbe
 from ...measurement.power import EnergyProbe, per_inference
 from ...measurement.timing import make_timer
@@ -145,34 +146,21 @@ def known_step_s(device: torch.device, measured_s: float | None) -> float | None
     return known
 
 
-def _stopped_by(probe: EnergyProbe, longest_s: float) -> str | None:
-    """Why the window ends now (``power_rel_se``: the spread met the target; ``steps_max``; ``time_limit``: the counter
-    stopped stepping; ``fixed_window``: its step unknown), or None while it runs on."""
-    if probe.counter_step_s is None:
-        return "fixed_window" if probe.elapsed_s() >= longest_s else None
-    rel_se = probe.power_rel_se
-    if probe.samples >= ENERGY_STEPS_MIN and rel_se is not None and rel_se <= ENERGY_POWER_REL_SE:
-        return "power_rel_se"
-    if probe.steps >= ENERGY_STEPS_MAX:
-        return "steps_max"
-    if probe.elapsed_s() >= longest_s + 2 * probe.counter_step_s:
-        return "time_limit"  # a counter that stopped stepping
-    return None
-
-
 def _energy_of(device: torch.device, timer: Any, fn: Callable[[], Any], mean_ms: float) -> dict[str, Any]:
     """One side's energy block: the probe's report, the window's rule and why it ended, the calls and the idle gaps
     among them, joules per inference."""
     call_ms = max(mean_ms, 1e-3)
     chunk = max(1, min(ENERGY_MAX_CALLS, math.ceil(ENERGY_CHUNK_MS / call_ms)))
-    calls, gaps_s, stopped, notes = 0, 0.0, None, []
+    calls, gaps_s, notes = 0, 0.0, []
+    stopped: str | None = None
     with EnergyProbe(device, align=True) as probe:
         probe.known_step_s = known_step_s(probe.device, probe.counter_step_s)
         step_s = probe.known_step_s or probe.counter_step_s
-        longest_s = ENERGY_STEPS_MAX * step_s if step_s else ENERGY_FALLBACK_WINDOW_S
+        rule = WindowRule(ENERGY_STEPS_MIN, ENERGY_STEPS_MAX, ENERGY_POWER_REL_SE,
+                          longest_s=ENERGY_STEPS_MAX * step_s if step_s else ENERGY_FALLBACK_WINDOW_S)
         gap_s = drift_s(call_ms, chunk, step_s, 0.0 if probe.known_step_s else ENERGY_STEP_STRAY)
         while probe.counting:  # no counter: no calls, no GPU time
-            stopped = _stopped_by(probe, longest_s)
+            stopped = energy_window(probe.readings(), rule)
             if stopped:
                 break
             if gap_s:  # before the calls: the region ends busy, the counter's last step sampled busy

@@ -37,6 +37,7 @@ import psutil
 import torch
 from tqdm.auto import tqdm
 
+from ...errors import UserError
 from ...environment.capture import capture_environment
 from ...measurement.memory_cap import gpu_memory_cap
 from ...paths import PROJECT_ROOT
@@ -169,7 +170,7 @@ def _cell_pairs(only_cells: Iterable[Sequence]) -> list[tuple[str, int]]:
     pairs = []
     for item in only_cells:
         if isinstance(item, str) or len(item) != 2:
-            raise ValueError(f"only_cells: each item is [compile_mode, batch_size], got {item!r}")
+            raise UserError(f"only_cells: each item is [compile_mode, batch_size], got {item!r}")
         pairs.append((str(item[0]), int(item[1])))
     return pairs
 

@@ -6,10 +6,11 @@ import difflib
 import re
 from typing import Any, Callable
 
+from ...errors import UserError
 from ...parameters import quoted
 
 
-class GridError(ValueError):
+class GridError(UserError):
     """A grid file that cannot be run; the message is one line naming file and key."""
 
 
@@ -86,5 +87,5 @@ def checked_names(path: str, key: str, values: list, check) -> list[str]:
     non_empty(path, key, values)
     try:
         return list(dict.fromkeys(str(check(str(value))) for value in values))
-    except ValueError as exc:
+    except UserError as exc:
         raise fail(path, key, str(exc)) from None

@@ -34,6 +34,7 @@ from pathlib import Path
 import re
 from typing import Any
 
+from ...errors import UserError
 from ...records.schema import CELL_FIELDS
 from ...records.key import CellIdentity, cell_file_name
 from ...parameters import quoted
@@ -205,7 +206,7 @@ def _settings(path: str, where: str, mapping: dict, base: Settings) -> Settings:
         item = next(item for item in setting_fields() if item.name == key)
         try:
             given[key] = item.metadata["check"](value)
-        except ValueError as exc:
+        except UserError as exc:
             raise fail(path, where + key, str(exc)) from None
     return replace(base, **given)
 
@@ -219,7 +220,7 @@ def _check_study_settings(path: str, settings: Settings, devices: list[str]) -> 
 
         try:
             check_backend(settings.backend)
-        except ValueError as exc:
+        except UserError as exc:
             raise fail(path, "backend", str(exc)) from None
 
 
@@ -295,7 +296,7 @@ def _model(path: str, where: str, model: str, task_override: str | None) -> tupl
         raise fail(path, where + "task", f"unknown task {quoted(task_override)}: use one of {', '.join(TASKS)}")
     try:
         spec = resolve_key(model)
-    except ValueError as exc:
+    except UserError as exc:
         raise fail(path, where + "models", str(exc)) from None
     if spec is not None or model.startswith("timm:"):
         key, task = (spec.key, spec.task) if spec else (check_timm(path, where, model), "image-classification")

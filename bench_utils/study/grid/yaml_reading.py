@@ -15,8 +15,10 @@ from typing import Any
 
 import yaml
 
+from ...errors import UserError
 
-class GridFileError(ValueError):
+
+class GridFileError(UserError):
     """The grid file cannot be read as YAML; the message names the file."""
 
 

@@ -36,6 +36,7 @@ from pathlib import Path
 import statistics
 from typing import Any, Iterable
 
+from ...errors import UserError
 from ...measurement.peaks import FP64_TFLOPS, MEMORY_BANDWIDTH_GBS, PEAK_TFLOPS, gpu_key, peak_tflops
 from ...records.key import measured_as_eager_side
 from ...records.schema import PhasesBlock, Record
@@ -151,12 +152,12 @@ def known_devices() -> list[str]:
 
 
 def device_key(name: str) -> str:
-    """The datasheet key of ``--device-model NAME`` ("H100", "A100-SXM4-80GB", "L4"...); ValueError
+    """The datasheet key of ``--device-model NAME`` ("H100", "A100-SXM4-80GB", "L4"...); UserError
     naming the known ones otherwise."""
     key = gpu_key(name)
     if key is None:
-        raise ValueError(f"--device-model {name!r} is not a GPU with datasheet peaks here; known: "
-                         f"{', '.join(known_devices())}")
+        raise UserError(f"--device-model {name!r} is not a GPU with datasheet peaks here; known: "
+                        f"{', '.join(known_devices())}")
     return key
 
 

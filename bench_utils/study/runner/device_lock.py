@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
+from ...errors import UserError
+
 LOCK_DIR_ENV = "BENCH_UTILS_LOCK_DIR"
 
 
@@ -75,7 +77,7 @@ def split_cpus(cpus: set[int] | list[int], workers: int) -> list[set[int]]:
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
     if workers > len(ordered):
-        raise ValueError(f"{workers} workers need at least as many CPUs; this process may use {len(ordered)}")
+        raise UserError(f"{workers} workers need at least as many CPUs; this process may use {len(ordered)}")
     size, extra = divmod(len(ordered), workers)
     parts, start = [], 0
     for index in range(workers):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...errors import UserError
 from ..grid.grid_file import Grid
 
 
@@ -27,16 +28,16 @@ def check_workers(grid: Grid, devices: list[str] | None, environment: dict[str, 
     kinds = sorted({cell.device for cell in grid.cells})
     unused = [device for device in devices or [] if device.split(":")[0] not in kinds]
     if unused:
-        raise ValueError(f"--devices {unused[0]}: the grid has no {unused[0].split(':')[0]} cells "
-                         f"(its devices: {', '.join(kinds)})")
+        raise UserError(f"--devices {unused[0]}: the grid has no {unused[0].split(':')[0]} cells "
+                        f"(its devices: {', '.join(kinds)})")
     workers = [device for kind in kinds for device in workers_of(grid, devices, kind)]
     twice = sorted({device for device in workers if workers.count(device) > 1})
     if twice:
-        raise ValueError(f"device {twice[0]} is listed twice: one worker per device, so that "
-                         "no two measurements share it")
+        raise UserError(f"device {twice[0]} is listed twice: one worker per device, so that "
+                        "no two measurements share it")
     visible = environment.get("gpu_count") or 0
     for device in workers if this_machine else []:
         if device.startswith("cuda") and int(device.partition(":")[2] or 0) >= visible:
-            raise ValueError(f"the grid needs {device}, but this machine shows {visible} CUDA "
-                             f"device(s){'' if visible else ': run a CPU grid, or on a GPU machine'}")
+            raise UserError(f"the grid needs {device}, but this machine shows {visible} CUDA "
+                            f"device(s){'' if visible else ': run a CPU grid, or on a GPU machine'}")
     return workers

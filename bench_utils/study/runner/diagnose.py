@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from ...errors import UserError
 from ...measurement.slowdown import REMEDY_STUDY_SUFFIX, Variant, diagnosable, measurable, remedies, rules_fired
 from ...records.key import latest_per_key
 from ...records.results_file import check_readable, read_records
@@ -111,7 +112,7 @@ def diagnose(study: str | Path, *, dry_run: bool = False, time_limit: str | None
     folder = Path(study)
     results = folder / "results.jsonl"
     if not results.is_file():
-        raise ValueError(f"{folder} holds no results.jsonl: not a study folder")
+        raise UserError(f"{folder} holds no results.jsonl: not a study folder")
     check_readable([results])
     slow = slow_cells(read_records([results]))
     if not slow:

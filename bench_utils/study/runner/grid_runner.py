@@ -31,6 +31,7 @@ import threading
 import time
 from typing import Any, Callable
 
+from ...errors import UserError
 from ...environment.capture import capture_environment
 from ...kernel import ensure_kernel
 from ...paths import REPORTS_DIR
@@ -58,17 +59,17 @@ KILLS_BEFORE_ERROR = 2   # a cell that ends its kernel this often is an error, n
 
 
 def study_folder(grid: Grid, out_dir: str | os.PathLike | None) -> Path:
-    """``--out`` resolved once (kernels run from the project root), or ``reports/<study>/``; ValueError in one line
+    """``--out`` resolved once (kernels run from the project root), or ``reports/<study>/``; UserError in one line
     for a path no folder can be at (an empty one, a file, a name too long)."""
     if out_dir is not None and not str(out_dir).strip():
-        raise ValueError("--out is empty: name the study folder")
+        raise UserError("--out is empty: name the study folder")
     folder = Path(out_dir).resolve() if out_dir else REPORTS_DIR / grid.study
     try:
         is_file = folder.exists() and not folder.is_dir()
     except OSError as exc:  # ENAMETOOLONG, say
-        raise ValueError(f"--out {folder}: not a usable folder ({exc.strerror or exc})") from None
+        raise UserError(f"--out {folder}: not a usable folder ({exc.strerror or exc})") from None
     if is_file:
-        raise ValueError(f"--out {folder} is a file, not a study folder")
+        raise UserError(f"--out {folder} is a file, not a study folder")
     return folder
 
 
@@ -87,8 +88,8 @@ class Runner:
                  stream=None, progress: Callable[[int, Any], Progress] = Progress,
                  grid_file: str | os.PathLike | None = None, grid_copy: str | None = None) -> None:
         if grid.accelerators:
-            raise ValueError(f"{grid.path}: accelerators: the grid covers a cluster's accelerator types "
-                             f"({', '.join(grid.accelerators)}): run it with --executor ray")
+            raise UserError(f"{grid.path}: accelerators: the grid covers a cluster's accelerator types "
+                            f"({', '.join(grid.accelerators)}): run it with --executor ray")
         self.grid = grid
         self.grid_file = grid_file  # copied into the study folder once the run has started (``keep_grid_copy``)
         self.grid_copy = grid_copy  # under that name (None: grid.yaml)

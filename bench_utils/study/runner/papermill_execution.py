@@ -16,6 +16,7 @@ import subprocess
 import sys
 from typing import Any, Callable
 
+from ...errors import UserError
 from ...kernel import ENGINE_NAME, KERNEL_NAME, end_tree
 from ...paths import NOTEBOOK_DIR, PROJECT_ROOT, scrub_file
 from ..grid.kernel_groups import KernelGroup
@@ -51,8 +52,8 @@ def visible_devices_for(device: str, parent_mask: str | None) -> str:
         return str(index)
     visible = [entry.strip() for entry in parent_mask.split(",") if entry.strip()]
     if index >= len(visible):
-        raise ValueError(f"{device} is not visible here: CUDA_VISIBLE_DEVICES={parent_mask!r} "
-                         f"shows {len(visible)} GPU(s)")
+        raise UserError(f"{device} is not visible here: CUDA_VISIBLE_DEVICES={parent_mask!r} "
+                        f"shows {len(visible)} GPU(s)")
     return visible[index]
 
 

@@ -7,7 +7,6 @@ import sys
 import time
 
 from ..grid.grid_file import Grid
-from ..lease import LeaseHeldError
 from ..pricing.prior import device_key
 from .progress_display import format_run_outcome
 from .grid_runner import Runner
@@ -20,7 +19,7 @@ def run_locally(grid: Grid, params: os.PathLike | str, *, out=None, force: bool 
                 started: float | None = None, grid_copy: str | None = None) -> int:
     """Run (or with ``dry_run`` plan) ``grid`` here and print its summary; the exit status. A time limit
     counts from ``started`` (``time.monotonic()`` at the command's start). ``grid_copy``: the name the grid is
-    kept under in the study folder (``grid.yaml``; ``diagnose``'s ``diagnosis.yaml``). Bad input: ValueError."""
+    kept under in the study folder (``grid.yaml``; ``diagnose``'s ``diagnosis.yaml``). Bad input: UserError."""
     seconds = parse_duration(time_limit) if time_limit else None  # bad input fails before anything starts
     if device_model:
         device_key(device_model)
@@ -43,11 +42,8 @@ def run_locally(grid: Grid, params: os.PathLike | str, *, out=None, force: bool 
     banner = (f"[run] study {grid.study}: {len(grid.cells)} cells from {params}; results in {runner.results_path}; "
               f"a cell that records nothing for {runner.timeout / 60:.0f} min is stopped "
               f"({'--timeout' if timeout else 'default from the runs per cell; --timeout to change'})")
-    try:  # the banner once the study folder is this run's: a refused runner says only why
-        outcome = runner.run(announce=lambda: print(banner, file=sys.stderr))
-    except LeaseHeldError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    # the banner once the study folder is this run's: a runner refused it (LeaseHeldError) says only why
+    outcome = runner.run(announce=lambda: print(banner, file=sys.stderr))
     print(format_run_outcome(outcome, runner.results_path))
     if runner.time_limit is None:
         return outcome.exit_status()

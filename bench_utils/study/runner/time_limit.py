@@ -22,6 +22,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
+from ...errors import UserError
 from ..pricing.cell_costs import UNKNOWN_CELL_S, CellCosts, machine_prior
 from ..pricing.prior import Span
 from ..pricing.plan_text import minutes as span_text
@@ -37,10 +38,10 @@ _UNITS = {"": 1, "s": 1, "m": 60, "min": 60, "h": 3600}
 
 
 def parse_duration(text: str) -> float:
-    """Seconds of ``9m``, ``540s``, ``1h``, ``1.5h``, ``540`` (seconds); ValueError in one line."""
+    """Seconds of ``9m``, ``540s``, ``1h``, ``1.5h``, ``540`` (seconds); UserError in one line."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*(s|m|min|h)?\s*", str(text).lower())
     if not match or float(match.group(1)) <= 0:
-        raise ValueError(f"--time-limit {text!r}: give a positive duration such as 9m, 540s, 1h or 540 (seconds)")
+        raise UserError(f"--time-limit {text!r}: give a positive duration such as 9m, 540s, 1h or 540 (seconds)")
     return float(match.group(1)) * _UNITS[match.group(2) or ""]
 
 
