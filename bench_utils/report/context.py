@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
@@ -45,7 +45,7 @@ ENVIRONMENT_KEYS = ["torch_version", "torch_git_version", "torch_cuda_version", 
 
 def environment_tables(records: Iterable[dict[str, Any]], catalog: Catalog) -> list[tuple[str, str]]:
     """One table per device: the environment of its latest record."""
-    by_device: dict[str, dict[str, Any]] = {}
+    by_device: dict[str, Mapping[str, Any]] = {}
     for record in records:
         by_device[device_name(record)] = block(record, "environment")
     tables = []
