@@ -15,8 +15,10 @@ from packaging.requirements import Requirement
 ROOT = Path(__file__).resolve().parents[1]
 IMAGE_PACKAGES = ROOT / "environments" / "gpu-image-packages.txt"
 # Not needed to measure on a GPU host, and too large to carry (what travels is <= 64 MiB): the cluster engine,
-# the browser driver of the tests and JupyterLab (make lab). What only they need stays behind with them.
-LEFT_OUT = frozenset({"ray", "playwright", "jupyterlab"})
+# the browser driver of the tests, JupyterLab (make lab), and the type checker with its stubs (make typecheck runs
+# where make test does, never on a GPU host). What only they need stays behind with them.
+LEFT_OUT = frozenset({"ray", "playwright", "jupyterlab",
+                      "mypy", "types-pyyaml", "types-psutil", "types-tqdm", "types-bleach"})
 # The host's own installer, never the project's to bring.
 TOOLING = frozenset({"pip", "setuptools", "wheel"})
 

@@ -16,6 +16,7 @@ import os
 import socket
 import sys
 import time
+from typing import Any
 import warnings
 
 from ..errors import UserError
@@ -97,7 +98,7 @@ def connect(address: str | None) -> None:
     # and the client server's own warnings it relays (its driver runs in a thread, and says so); a
     # filter, as Ray Client sets that logger's level as it connects
     logging.getLogger("ray.util.client.logsclient").addFilter(_errors_only)  # once, however many runs
-    options = dict(log_to_driver=False, logging_level=logging.WARNING)
+    options: dict[str, Any] = dict(log_to_driver=False, logging_level=logging.WARNING)
     for attempt in range(1, CLIENT_TRIES + 1):
         try:
             with warnings.catch_warnings():  # Ray Client's own warning of a timeout: the error says it

@@ -35,8 +35,9 @@ def task_resources(grid: Grid, nodes: list[dict[str, Any]]) -> dict[tuple[str | 
     cannot run some of them. ``nodes``: ``{"id", "alive", "resources"}`` per node."""
     alive = [node for node in nodes if node["alive"]]
     offered = sorted({kind for node in alive for kind in node_kinds(node)})
-    resources = {}
-    for kind in grid.accelerators or [None]:
+    resources: dict[tuple[str | None, str], dict[str, Any]] = {}
+    kinds: list[str | None] = [*grid.accelerators] or [None]
+    for kind in kinds:
         if not any(kind is None or kind in node_kinds(node) for node in alive):
             raise UserError(f"the Ray cluster has no live node of accelerator type {kind} (its types: "
                             f"{', '.join(offered) or 'none declared'}); start one with "

@@ -113,8 +113,10 @@ class RayCluster:
         import ray
 
         try:
+            # Any: Ray types an actor method's .remote only where @ray.method decorates it (Ray imported here)
+            inbox_actor: Any = ray.remote(EventInbox)
             # num_cpus=0: it never waits for a CPU the group tasks hold; it ends with the run
-            self._inbox = ray.remote(EventInbox).options(
+            self._inbox = inbox_actor.options(
                 num_cpus=0, resources={HEAD_NODE_RESOURCE: 0.001}, max_restarts=0).remote()
             ray.get(self._inbox.take.remote(""), timeout=INBOX_READY_S)  # up, before any task is sent
         except Exception as exc:

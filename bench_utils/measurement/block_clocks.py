@@ -23,7 +23,8 @@ class BlockClocks:
 
     def __init__(self, device: torch.device, nvml: Any = None) -> None:
         self.device, self._nvml_given = device, nvml
-        self._nvml = self._handle = None
+        self._nvml: Any = None  # the pynvml module (or a fake), once initialized
+        self._handle: Any = None
         self.note: str | None = None
 
     def __enter__(self):
@@ -33,7 +34,9 @@ class BlockClocks:
         try:
             nvml = self._nvml_given
             if nvml is None:
-                import pynvml as nvml
+                import pynvml
+
+                nvml = pynvml
             nvml.nvmlInit()
             self._nvml = nvml
             self._handle, _ = nvml_handle(nvml, self.device)

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 import os
 import re
 import threading
-from typing import Any
+from typing import Any, overload
 
 import psutil
 import torch
@@ -146,6 +146,10 @@ class _Nvml:
         return None
 
 
+@overload
+def _max(current: int, value: int | None) -> int: ...
+@overload
+def _max(current: int | None, value: int | None) -> int | None: ...
 def _max(current: int | None, value: int | None) -> int | None:
     if value is None:
         return current
@@ -199,13 +203,14 @@ class MemoryProbe:
         self.model = model
         self.inputs = inputs
         self.interval_s = interval_s
-        self._cuda = self.device.type == "cuda"
-        self.cuda_backend = (cuda_backend or CudaMemoryBackend(self.device)) if self._cuda else None
+        # None: not a CUDA device
+        self.cuda_backend = ((cuda_backend or CudaMemoryBackend(self.device)) if self.device.type == "cuda"
+                             else None)
         self.report: dict[str, Any] = {}
         self._process = psutil.Process()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._rss_peak: int | None = None
+        self._rss_peak = 0  # of the samples, the first at entry
         self._nvml_device_peak: int | None = None
         self._nvml_process_peak: int | None = None
         self._samples = 0
@@ -222,8 +227,8 @@ class MemoryProbe:
 
     def __enter__(self) -> "MemoryProbe":
         self._nvml = _Nvml(self.device)
-        if self._cuda:
-            cuda = self.cuda_backend
+        cuda = self.cuda_backend
+        if cuda is not None:
             cuda.synchronize()
             cuda.empty_cache()  # reserved at entry is then what is in use, not a stale cache
             cuda.reset_peak_memory_stats()
@@ -236,7 +241,7 @@ class MemoryProbe:
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
-        if self._cuda:
+        if self.cuda_backend is not None:
             self.cuda_backend.synchronize()
         self._stop.set()
         if self._thread is not None:
@@ -244,8 +249,7 @@ class MemoryProbe:
         self._sample()
         self.report = self._build_report()
 
-    def _read_cuda(self) -> dict[str, Any]:
-        cuda = self.cuda_backend
+    def _read_cuda(self, cuda: CudaMemoryBackend) -> dict[str, Any]:
         allocated, reserved = self._cuda_entry
         peak_allocated, peak_reserved = cuda.max_memory_allocated(), cuda.max_memory_reserved()
         index = self.device.index or 0
@@ -286,6 +290,6 @@ class MemoryProbe:
         }
         if self.model is not None:
             report.update(parameter_stats(self.model))
-        if self._cuda:
-            report.update(self._read_cuda())
+        if self.cuda_backend is not None:
+            report.update(self._read_cuda(self.cuda_backend))
         return report

@@ -46,9 +46,9 @@ def gpu_memory_cap(gpu_memory_gib: float | None, device: str) -> dict[str, Any]:
 
     from .devices import indexed
 
-    device = indexed(device)  # torch 2.11 refuses "cuda" without an index here
-    total = int(torch.cuda.get_device_properties(device).total_memory)
+    cuda_device = indexed(device)  # torch 2.11 refuses "cuda" without an index here
+    total = int(torch.cuda.get_device_properties(cuda_device).total_memory)
     fraction = min(1.0, gpu_memory_gib * GIB / total)
     if fraction < 1.0:
-        torch.cuda.set_per_process_memory_fraction(fraction, device)
+        torch.cuda.set_per_process_memory_fraction(fraction, cuda_device)
     return {"gpu_memory_fraction": round(fraction, 6), "gpu_total_memory_bytes": total}

@@ -130,7 +130,7 @@ class Explorer:
                                             options=slices.options(self.data, chosen.environment)[name],
                                             style={"description_width": "initial"})
                      for name in FIELDS}
-        busy = []  # set while options are being replaced, so one change redraws once
+        busy: list[bool] = []  # set while options are being replaced, so one change redraws once
 
         def changed(_change) -> None:
             if busy:

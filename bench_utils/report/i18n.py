@@ -53,6 +53,9 @@ class Catalog:
                              "name): use a CLDR locale code such as en, ar or es") from None
         self.direction = cldr.text_direction            # "rtl" or "ltr"
         name = cldr.get_display_name()                  # in the language itself: "العربية", "español"
+        if name is None:
+            raise ValueError(f"Babel has no name for {locale!r} in its own language: use a CLDR locale code "
+                             "such as en, ar or es")
         self.language_name = name[:1].upper() + name[1:]  # a label of its own: "Español"
 
     def t(self, key: str, **values) -> str:

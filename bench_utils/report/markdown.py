@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import html
 import re
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -100,7 +100,8 @@ def markdown_html(markdown: str) -> str:
     comparison page): mistune, nbconvert's own parser, with raw HTML escaped and harmful links dropped."""
     import mistune
 
-    return mistune.create_markdown(escape=True, plugins=["table", "strikethrough"])(markdown)
+    render = mistune.create_markdown(escape=True, plugins=["table", "strikethrough"])
+    return cast(str, render(markdown))  # HTML (mistune's type is any renderer's: the AST one gives a list)
 
 
 def markdown_table(headers: list[str], rows: list[list[str]]) -> str:

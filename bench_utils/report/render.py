@@ -173,18 +173,19 @@ def render(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike | None
     ensure_kernel()
     kernel_log = tempfile.NamedTemporaryFile(prefix="report-kernel-", suffix=".log", delete=False)
     kernel_log.close()
+    to_remove: str | None = kernel_log.name  # None: kept for the user to read
     os.environ[KERNEL_STDERR_ENV] = kernel_log.name  # the kernels' own lines, not the command's to print
     try:
         written = _render_locales(files, out, locales, formats, progress, coverage)
     except Exception:  # what the kernels said may explain it: kept, and named
         if Path(kernel_log.name).stat().st_size:
             progress(f"[report] the report kernels' own output: {kernel_log.name}")
-            kernel_log = None
+            to_remove = None
         raise
     finally:
         os.environ.pop(KERNEL_STDERR_ENV, None)
-        if kernel_log is not None:
-            os.unlink(kernel_log.name)
+        if to_remove is not None:
+            os.unlink(to_remove)
     index = out / "index.html"
     write_atomically(index, index_page(locales, formats).encode("utf-8"))
     written.append(index)
@@ -199,7 +200,8 @@ def _render_locales(files: list[Path], out: Path, locales: list[str], formats: l
     # Each results folder is named, in what is published, relative to the report's folder.
     folders = {str(f.parent.resolve()): os.path.relpath(f.parent.resolve(), out.resolve()) for f in files}
     folders[str(out.resolve())] = "."
-    written, said = [], set()
+    written: list[Path] = []
+    said: set[SkippedLine] = set()
     for locale in locales:
         catalog = Catalog(locale)
         locale_dir = out / locale

@@ -58,11 +58,12 @@ def guide_tables(data: pd.DataFrame, catalog: Catalog) -> list[tuple[str, str]]:
     has no measured compiled cell, the first eager column shows its eager cell. *drift* marks a row
     whose eager figures (alone, and beside each mode) lie more than ``stats.DRIFT`` apart. p50 and p99
     are the first compiled mode's (eager's where none is shown)."""
-    tables = []
+    tables: list[tuple[str, str]] = []
     if data.empty:
         return tables
     modes = compiled_modes(data)
     many = len(modes) > 1
+    columns: list[str | None] = [*modes] or [None]  # None: the eager column alone
     for (device, dtype), per_device in data.groupby(["environment", "dtype"], sort=True, dropna=False):
         # by label: a variant of a model (channels_last) is a row of its own
         models = (per_device.sort_values(["task_rank", "label"])
@@ -70,36 +71,37 @@ def guide_tables(data: pd.DataFrame, catalog: Catalog) -> list[tuple[str, str]]:
         for batch in sorted(per_device["batch_size"].unique()):
             cells = per_device[per_device["batch_size"] == batch].set_index(["label", "mode"])
             headers = [catalog.t("col_task"), catalog.t("col_model")]
-            for mode in modes or [None]:
-                headers.append(catalog.t("col_eager_beside_ms", mode=mode_label(mode, catalog))
-                               if many else catalog.t("col_eager_ms"))
-                if mode is not None:
-                    headers += [catalog.t("col_compiled_ms", mode=mode_label(mode, catalog)),
-                                catalog.t("col_speedup", mode=mode_label(mode, catalog)), catalog.t("col_ci95")]
+            for column in columns:
+                headers.append(catalog.t("col_eager_beside_ms", mode=mode_label(column, catalog))
+                               if column is not None and many else catalog.t("col_eager_ms"))
+                if column is not None:
+                    headers += [catalog.t("col_compiled_ms", mode=mode_label(column, catalog)),
+                                catalog.t("col_speedup", mode=mode_label(column, catalog)), catalog.t("col_ci95")]
             side = mode_label(modes[0] if modes else CompileMode.EAGER.value, catalog)
             headers += [catalog.t("col_p50_of", mode=side), catalog.t("col_p99_of", mode=side), catalog.t("col_flags")]
             rows = []
             for task, model, label in models:
                 row = [catalog.t(f"task_{task}") if f"task_{task}" in catalog.messages else ltr(task, catalog),
                        ltr(label, catalog)]
-                flags = set()
+                flags: set[str] = set()
                 eager = cells.loc[(model, "eager")] if (model, "eager") in cells.index else None
                 eager_text = _cell_latency(eager, catalog, flags)
                 eager_means = [eager["mean_ms"]] if eager is not None and eager["status"] == Status.OK else []
-                for index, mode in enumerate(modes or [None]):
+                for index, mode in enumerate(columns):
                     compiled = cells.loc[(model, mode)] if mode is not None and (model, mode) in cells.index else None
-                    measured = compiled is not None and compiled["status"] == Status.OK
-                    if measured and pd.notna(compiled["eager_interleaved_ms"]):
-                        row.append(ms(compiled["eager_interleaved_ms"], catalog))
-                        eager_means.append(compiled["eager_interleaved_ms"])
-                        if paired_eager_is_noisy(compiled):
+                    # the compiled cell where it was measured
+                    measured = compiled if compiled is not None and compiled["status"] == Status.OK else None
+                    if measured is not None and pd.notna(measured["eager_interleaved_ms"]):
+                        row.append(ms(measured["eager_interleaved_ms"], catalog))
+                        eager_means.append(measured["eager_interleaved_ms"])
+                        if paired_eager_is_noisy(measured):
                             flags.add(catalog.t("flag_noisy"))
                     else:
                         row.append(eager_text if index == 0 else "–")
                     if mode is None:
                         continue
                     row.append(_cell_latency(compiled, catalog, flags))
-                    row += list(speedup_cells(compiled, catalog)) if measured else ["–", "–"]
+                    row += list(speedup_cells(measured, catalog)) if measured is not None else ["–", "–"]
                 if stats.drifted(*eager_means):
                     flags.add(catalog.t("flag_drift"))
                 if eager is not None and eager["status"] != Status.OK and len(eager_means):
@@ -107,9 +109,9 @@ def guide_tables(data: pd.DataFrame, catalog: Catalog) -> list[tuple[str, str]]:
                     flags.add(catalog.t("flag_eager_cell", status=status_text(eager["status"], catalog)))
                 source = cells.loc[(model, modes[0])] if modes and (model, modes[0]) in cells.index else (
                     eager if not modes else None)
-                ok = source is not None and source["status"] == Status.OK
-                row += [ms(source["p50_ms"], catalog) if ok else "–",
-                        ms(source["p99_ms"], catalog) if ok else "–",
+                shown = source if source is not None and source["status"] == Status.OK else None
+                row += [ms(shown["p50_ms"], catalog) if shown is not None else "–",
+                        ms(shown["p99_ms"], catalog) if shown is not None else "–",
                         ", ".join(sorted(flags)) or ""]
                 rows.append(row)
             caption = catalog.t("table_caption", device=environment_label(device, catalog),

@@ -78,7 +78,8 @@ def build_environment(requirements: Path, *, python_version: str | None = None, 
         say(f"[reproduce] {folder} was built from this file: using it")
         return python
     say(f"[reproduce] building the study's environment in {folder} ({len(pins)} pinned versions; torch is large)")
-    _run([base_python or sys._base_executable, "-m", "venv", "--clear", str(folder)], requirements, say)
+    base = base_python or sys._base_executable  # type: ignore[attr-defined]  # CPython's; typeshed lacks it
+    _run([base, "-m", "venv", "--clear", str(folder)], requirements, say)
     pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     _run([*pip, "-r", str(requirements)], requirements, say)
     # the project's code as this checkout has it, the pins held: a dependency they lack (old records named only

@@ -18,8 +18,9 @@ def write_progress(path: str | Path, compile_mode: str, batch_size: int) -> None
     partial.replace(path)
 
 
-def read_progress(path: str | Path) -> tuple[str, int] | None:
-    """``(compile_mode, batch_size)`` of the cell the kernel said it began; None if it said none."""
+def read_progress(path: str | Path) -> tuple[str | None, int | None] | None:
+    """``(compile_mode, batch_size)`` of the cell the kernel said it began (None for what it did not say); None
+    if it said none."""
     try:
         said = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):

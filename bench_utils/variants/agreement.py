@@ -71,6 +71,7 @@ def _classification(eager: Any, compiled: Any) -> dict[str, Any] | None:
 def _segmentation(eager: Any, compiled: Any) -> dict[str, Any] | None:
     classes = _pair(eager, compiled, "class_queries_logits", 3)
     masks = _pair(eager, compiled, "masks_queries_logits", 4)
+    scores: tuple[torch.Tensor, torch.Tensor] | None
     if classes is not None and masks is not None:
         if classes[0].shape[:2] != masks[0].shape[:2] or classes[0].shape[-1] < 2:
             return None

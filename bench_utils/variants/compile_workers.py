@@ -103,6 +103,6 @@ def ready(backend: str = "inductor", timeout_s: float = READY_TIMEOUT_S) -> dict
     block["quiesces"] = getattr(pool, "timer", None) is not None
     if not created:
         _measured_start = (pool, wait_ms)
-    started_here = _measured_start is not None and _measured_start[0] is pool
+    ours = _measured_start if _measured_start is not None and _measured_start[0] is pool else None  # started here
     return {**block, "already_up": already_up, "wait_ms": wait_ms,
-            "start_ms": _measured_start[1] if started_here else None}
+            "start_ms": ours[1] if ours is not None else None}

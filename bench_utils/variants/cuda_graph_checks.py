@@ -76,7 +76,7 @@ def _recordings(seen: CudaGraphWatch) -> Iterator[None]:
         return
 
     def count(args: Any = None) -> None:  # dynamo's compilations call it too, with their own trigger
-        if getattr(args, "callback_trigger", None) is trigger:
+        if getattr(args, "callback_trigger", None) is trigger and seen.recordings is not None:
             seen.recordings += 1
 
     callback_handler.register_start_callback(count)

@@ -28,7 +28,7 @@ _IMPORTS = textwrap.dedent("""
 """)
 
 
-def run_script(body: str, args: Sequence[str], *, what: str, timeout_s: float,
+def run_script(body: str, args: Sequence[str | os.PathLike[str]], *, what: str, timeout_s: float,
                env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run ``body`` after the imports in a new interpreter with ``args`` as ``sys.argv[1:]``; return
     the JSON object it prints last. A failure is a RuntimeError whose first line is the process's

@@ -72,7 +72,8 @@ def set_fp32_math(tf32_matmul: bool, tf32_cudnn: bool,
                                          "cudnn.conv": "tf32" if tf32_cudnn else "ieee",
                                          "cudnn.rnn": "tf32" if tf32_cudnn else "ieee"})
         for path, value in wanted.items():
-            functools.reduce(getattr, path.split("."), torch.backends).fp32_precision = value
+            backend: Any = functools.reduce(getattr, path.split("."), torch.backends)  # torch.backends.cuda.matmul...
+            backend.fp32_precision = value
     return fp32_math_in_force()
 
 

@@ -132,7 +132,12 @@ def _load_transformers(key: str, spec: ModelSpec | None, weights: str, task: str
     tokenizer = None
     model = processor = None
     if weights in ("pretrained", "auto"):
-        classes = (arch.model_class,) if arch else AUTO_CLASSES.get(task, sum(AUTO_CLASSES.values(), ()))
+        classes: tuple[str, ...]
+        if arch:
+            classes = (arch.model_class,)
+        else:  # the task's Auto classes; every task's where it is not known
+            every = sum(AUTO_CLASSES.values(), ())
+            classes = AUTO_CLASSES.get(task, every) if task is not None else every
         try:
             model, processor, tokenizer = from_hub(checkpoint, classes)
             used = "pretrained"

@@ -30,6 +30,7 @@ import hashlib
 
 from dataclasses import dataclass, field, replace
 import itertools
+import os
 from pathlib import Path
 import re
 from typing import Any
@@ -144,7 +145,7 @@ def load_grid(path: str | Path) -> Grid:
     return parse_grid(data, str(path))
 
 
-def keep_grid_copy(params: str | Path, study_folder: Path, name: str = GRID_COPY) -> Path:
+def keep_grid_copy(params: str | os.PathLike[str], study_folder: Path, name: str = GRID_COPY) -> Path:
     """The grid file copied, as written, into the study folder (``grid.yaml``): what ``reproduce`` re-runs.
     Called once a run has really started (its lease held, its devices checked): a refused or failed run
     changes no study folder. A different ``grid.yaml`` there, the grid earlier records were measured
@@ -252,7 +253,8 @@ def _expand(path: str, where: str, item: Any, study_settings: Settings, grid: Gr
         for kind in grid.device_kinds:
             for dtype in dtypes:
                 for values in itertools.product(*axes.values()):
-                    axis_settings = replace(settings, **dict(zip(axes, values)),
+                    axis_values: dict[str, Any] = dict(zip(axes, values))  # each its own setting's type
+                    axis_settings = replace(settings, **axis_values,
                                             gpu_memory_gib=settings.gpu_memory_gib if kind == "cuda" else None)
                     for mode in modes:
                         # eager compiles nothing: the same cell whatever the shapes or Inductor's configuration
