@@ -31,7 +31,7 @@ import queue
 import shutil
 import tempfile
 import threading
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ..environment.capture import ACCELERATOR_TYPE_ENV, CLUSTER_NODE_ENV
 from ..paths import PROJECT_ROOT, REPORTS_DIR
@@ -64,6 +64,7 @@ class _Events:
 
     def __init__(self, events: queue.Queue, results_path: Path, offset: int) -> None:
         self.events, self.results_path, self.offset = events, results_path, offset
+        self.limit_left: Callable[[], float] | None = None  # a node runs under no time limit of its own
 
     def progress(self, total: int, stream) -> "_Events":
         return self
@@ -178,9 +179,10 @@ def _measure(task: GroupTask, folder: Path, slot: str | None, executor: Executor
     events: queue.Queue = queue.Queue()
     sink = _Events(events, results_path, offset)
     runner = Runner(grid, folder, timeout=task.timeout, executor=executor, stream=sink, progress=sink.progress)
-    pending, resumed = runner.pending()
-    yield {"event": "plan", "node": os.environ.get(CLUSTER_NODE_ENV), "slot": slot, "pending": [cell.cell_id for cell in pending],
-           "resumed": resumed, "environment": runner.environment}
+    pending = runner.pending()
+    yield {"event": "plan", "node": os.environ.get(CLUSTER_NODE_ENV), "slot": slot,
+           "pending": [cell.cell_id for cell in pending.cells], "resumed": pending.resumed,
+           "environment": runner.environment}
     ended: list = []
 
     def run() -> None:

@@ -141,7 +141,7 @@ def _row(record: Record) -> dict[str, Any]:
         "p50_ms": latency.p50 * 1e3 if latency else np.nan,
         "median_ms": latency.median * 1e3 if latency else np.nan,
         "p99_ms": latency.p99 * 1e3 if latency else np.nan,
-        "cv": latency.stdev / latency.mean if latency else np.nan,
+        "cv": _cv(latency.values if latency else None),  # both sides' spread by one rule, from their calls
         "outlier_fraction": (latency.outliers or 0) / count if latency and count else np.nan,
         "outlier_shift": _shift(latency.values if latency else None),
         "speedup": speedup.mean if speedup else np.nan,
@@ -218,7 +218,8 @@ def _shift(values: list[float] | None) -> float:
 
 
 def _cv(values: list[float] | None) -> float:
-    return float(np.std(values) / np.mean(values)) if values else np.nan
+    """The calls' coefficient of variation (``measurement.stats.summarize``'s); NaN where none were timed."""
+    return float(stats.summarize(values)["cv"]) if values else np.nan
 
 
 def _switch_costs(latency: LatencyBlock | None, speedup: SpeedupBlock | None) -> dict[str, float]:
@@ -288,7 +289,7 @@ def _with_eager_from_pairs(data: pd.DataFrame) -> pd.DataFrame:
         if key_of(key) in have_eager:
             continue
         source = group.iloc[0]
-        row = {column: np.nan for column in data.columns}
+        row: dict[str, Any] = {column: np.nan for column in data.columns}
         row.update({column: source[column] for column in SAME_CELL})
         row.update({to: source[column] for column, to in EAGER_FROM_PAIRS.items()})
         row["p50_ms"] = row["median_ms"]  # the same statistic

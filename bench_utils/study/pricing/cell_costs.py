@@ -8,6 +8,8 @@ rule: ``UNKNOWN_CELL_S`` per cell and ``UNKNOWN_START_S`` per kernel start. No t
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...records.key import as_environment
@@ -16,21 +18,20 @@ from .prior import CellShape, Prior, Span, device_key, records_on_device
 from .recorded import estimate_cell_seconds, estimate_kernel_start_seconds
 
 if TYPE_CHECKING:
-    from ..grid.grid_file import Cell
+    from ..grid.grid_file import Cell, Grid
     from ..grid.kernel_groups import KernelGroup
-    from ..runner.grid_runner import Runner
 
 UNKNOWN_CELL_S = 300.0    # a cell nothing prices: 5 minutes, more than a guide cell takes on a GPU
 UNKNOWN_START_S = 120.0   # a kernel start nothing prices: boot, imports and the largest model build
 
 
-def machine_prior(runner: Runner, device_model: str | None) -> Prior | None:
-    """The prior for ``device_model``, or for this machine's GPU where the grid has CUDA cells and the GPU
-    has datasheet peaks; None otherwise. ValueError for an unknown ``device_model``."""
+def machine_prior(environment: dict[str, Any], grid: Grid, device_model: str | None) -> Prior | None:
+    """The prior for ``device_model``, or for the GPU of ``environment`` (this machine's) where ``grid`` has CUDA
+    cells and the GPU has datasheet peaks; None otherwise. UserError for an unknown ``device_model``."""
     if device_model:
         return Prior(device_key(device_model))
-    name = as_environment(runner.environment).gpu_name("cuda:0")
-    if any(cell.device.startswith("cuda") for cell in runner.grid.cells) and name:
+    name = as_environment(environment).gpu_name("cuda:0")
+    if any(cell.device.startswith("cuda") for cell in grid.cells) and name:
         try:
             return Prior(device_key(name))
         except ValueError:
@@ -41,16 +42,20 @@ def machine_prior(runner: Runner, device_model: str | None) -> Prior | None:
 class CellCosts:
     """Seconds of a kernel's start and of its cells, read afresh from the records before each kernel."""
 
-    def __init__(self, runner: Runner, prior: Prior | None, reports_dir=None) -> None:
-        self.runner, self.prior, self.reports_dir = runner, prior, reports_dir
+    def __init__(self, results_path: Path, environment: dict[str, Any], prior: Prior | None,
+                 reports_dir: str | os.PathLike | None = None) -> None:
+        """Priced from the records of ``environment`` in ``results_path`` and every study under ``reports_dir``
+        (``reports/``), else by ``prior``."""
+        self.results_path, self.environment, self.prior = results_path, environment, prior
+        self.reports_dir = reports_dir
 
     def _records(self) -> tuple[list[Record], Prior | None]:
         from ...paths import REPORTS_DIR
         from ...records.results_file import read_records
         from .recorded import records_of_environment, results_files
 
-        files = results_files(self.runner.results_path, self.reports_dir or REPORTS_DIR)
-        records = records_of_environment(files, self.runner.environment)
+        files = results_files(self.results_path, Path(self.reports_dir or REPORTS_DIR))
+        records = records_of_environment(files, self.environment)
         if self.prior is None:
             return records, None
         device = records_on_device(read_records([f for f in files if f.is_file()]), self.prior.device)
@@ -65,14 +70,15 @@ class CellCosts:
         sharing = Group(group.group_id, tuple(cells)).eager_sharing_pairs()
         start = estimate_kernel_start_seconds(cells[0], records)
         if start is None:
-            start = _pick(prior and prior.start(cells[0].model), figure, UNKNOWN_START_S)
+            start = _pick(prior.start(cells[0].model) if prior else None, figure, UNKNOWN_START_S)
         seconds, modes = [], set()
         for cell in cells:
             known = estimate_cell_seconds(cell, records, cell in sharing)
             warm = cell.compile_mode not in modes
             modes.add(cell.compile_mode)
             seconds.append(known if known is not None else _pick(
-                prior and prior.cell(CellShape.of_cell(cell), cell in sharing, warm), figure, UNKNOWN_CELL_S))
+                prior.cell(CellShape.of_cell(cell), cell in sharing, warm) if prior else None, figure,
+                UNKNOWN_CELL_S))
         return start, seconds
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .device_prices import device_prior, prior_figures, span_of
 from .prior import Prior, Span
@@ -21,8 +21,9 @@ from .recorded import (estimate_cell_seconds, estimate_kernel_start_seconds, rec
 
 if TYPE_CHECKING:  # the grid and its groups import the compile variants, and so torch
     from ..grid.grid_file import Cell
+    from ..grid.grid_file import Grid
     from ..grid.kernel_groups import KernelGroup
-    from ..runner.grid_runner import Runner
+    from ..grid.pending import Pending
 
 
 @dataclass
@@ -98,23 +99,21 @@ class Plan:
         return total, unknown
 
 
-def plan_run(runner: Runner, reports_dir: str | os.PathLike | None = None, device_model: str | None = None) -> Plan:
-    """The plan of ``runner``'s grid: its pending cells by kernel, estimated from earlier records
-    of this environment in the study's results file and every ``reports/*/results.jsonl``; with
-    ``device_model``, from the records of that GPU, and the rest a priori (``device_prices``)."""
+def plan_run(pending: Pending, grid: Grid, *, results_path: Path, environment: dict[str, Any], devices: list[str],
+             reports_dir: str | os.PathLike | None = None, device_model: str | None = None) -> Plan:
+    """The plan of ``pending`` (``Runner.pending()``: the cells of ``grid`` the study folder of ``results_path``
+    lacks) by kernel, estimated from earlier records of ``environment`` in the study's results file and every
+    ``reports/*/results.jsonl``; with ``device_model``, from the records of that GPU, and the rest a priori
+    (``device_prices``)."""
     from ...paths import REPORTS_DIR
     from ..grid.kernel_groups import kernel_groups
 
-    pending, resumed = runner.pending()
-    skipped = []
-    for cell in pending:  # as the runner does: larger batches than an earlier OOM are not run
-        if (oom_at := runner.earlier_oom(cell)) is not None:
-            skipped.append((cell, oom_at))
-    files = results_files(runner.results_path, Path(reports_dir or REPORTS_DIR))
-    prior, records = device_prior(device_model, files) if device_model else (None, None)
-    records = records if prior else records_of_environment(files, runner.environment)
+    skipped = list(pending.ruled_out)  # as the runner does: larger batches than an earlier OOM are not run
+    files = results_files(results_path, Path(reports_dir or REPORTS_DIR))
+    prior, on_device = device_prior(device_model, files) if device_model else (None, [])
+    records = on_device if prior else records_of_environment(files, environment)
     kernels = []
-    for group in kernel_groups(pending):  # grouped before the skipped leave: the runner's group ids
+    for group in kernel_groups(list(pending.cells)):  # grouped before the skipped leave: the runner's group ids
         group = group.without(cell for cell, _ in skipped)
         if not group.cells:
             continue  # every cell ruled out: no kernel starts
@@ -126,8 +125,6 @@ def plan_run(runner: Runner, reports_dir: str | os.PathLike | None = None, devic
             kernel.prior_cells, kernel.prior_start = prior_figures(group, kernel.cell_seconds, kernel.start_seconds,
                                                                    kernel.start_includes_load, prior)
         kernels.append(kernel)
-    grid = runner.grid
-    return Plan(study=grid.study, grid_path=str(grid.path), results_path=runner.results_path,
-                cells_in_grid=len(grid.cells), already_measured=resumed, skipped_after_oom=skipped,
-                kernels=kernels, records_used=len(records),
-                devices=list(runner.devices or grid.devices), prior=prior)
+    return Plan(study=grid.study, grid_path=str(grid.path), results_path=results_path,
+                cells_in_grid=len(grid.cells), already_measured=pending.resumed, skipped_after_oom=skipped,
+                kernels=kernels, records_used=len(records), devices=devices, prior=prior)

@@ -102,7 +102,10 @@ def kernel_line(kernel: KernelPlan, device: str) -> str:
 
 
 def total_lines(plan: Plan) -> list[str]:
+    """The a-priori total of a plan priced for a GPU (``--device-model``); none for a plan of records only."""
     prior = plan.prior
+    if prior is None:
+        return []
     span, unknown = plan.span()
     if span is None:
         return [f"a-priori estimate for {prior.device}: no figures for these models"]

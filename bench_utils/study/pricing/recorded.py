@@ -78,7 +78,10 @@ def estimate_cell_seconds(cell: Cell, records: list[Record],
         calls = _calls(record)
         if repeated and calls is None and not shares_pairs:
             continue  # a timed part that cannot be scaled: not this cell's cost
-        scale = 0.0 if shares_pairs else (cell.settings.runs + cell.settings.warmup) / calls if repeated else 1.0
+        if shares_pairs:
+            scale = 0.0
+        else:  # a record without its calls has no repeated part here (it was passed over above)
+            scale = (cell.settings.runs + cell.settings.warmup) / calls if repeated and calls else 1.0
         return _phase(record, "cell_s") - repeated + repeated * scale
     return None
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import threading
-from typing import Callable
+from typing import Any, Callable
 
 from ...kernel import end_children, end_tree
 
@@ -48,7 +48,7 @@ class Interrupt:
 
     def __init__(self) -> None:
         self.requested = False
-        self._previous = None
+        self._previous: Any = None  # SIGINT's handler before ours
 
     def _handle(self, signum, frame) -> None:
         self.requested = True
@@ -78,7 +78,7 @@ class StopOnSignal:
         self.requested = threading.Event()
         self.signal: int | None = None
         self.time_limit = time_limit
-        self._previous: dict[int, object] = {}
+        self._previous: dict[int, Any] = {}
 
     def _handle(self, signum, frame) -> None:
         if self.signal is None:
@@ -90,6 +90,8 @@ class StopOnSignal:
         self.on_stop()
 
     def __enter__(self) -> "StopOnSignal":
+        self.requested.clear()  # each run starts unstopped: a runner may run again after a stop
+        self.signal, self._previous = None, {}
         if threading.current_thread() is threading.main_thread():
             for signum in STOP_SIGNALS:
                 self._previous[signum] = signal.signal(signum, self._handle)

@@ -29,7 +29,7 @@ import queue
 import sys
 import threading
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ...errors import UserError
 from ...environment.capture import capture_environment
@@ -43,14 +43,18 @@ from .device_lock import device_lock, split_cpus
 from .papermill_execution import execute_with_papermill, log_tail, notebook_parameters
 from ..grid.grid_file import Cell, Grid, keep_grid_copy
 from ..grid.kernel_groups import KernelGroup, kernel_groups
+from ..grid.pending import Pending
 from .device_workers import check_workers, workers_of
 from .kernel_watch import DONE, OOM_KILLED, STOPPED, TIMED_OUT, KernelWatch
 from ..lease import RunnerLease
-from .progress_display import Outcome, Progress, RunOutcome
+from .progress_display import Outcome, Progress, ProgressView, RunOutcome
 from .resume import oom_batches, read_done
 from .clean_stop import RunningProcesses, StopOnSignal
 from ...vocabulary import Status
 from ...zoo.hub import expected_weights
+
+if TYPE_CHECKING:
+    from .time_limit import TimeLimit
 
 # executor(group, device, parameters, out_dir, poll, attempt) -> (exit status, log path);
 # it calls poll() every second or so while the kernel runs, and ends the kernel when it is True.
@@ -85,8 +89,12 @@ class Runner:
     def __init__(self, grid: Grid, out_dir: str | os.PathLike | None = None, *,
                  force: bool = False, devices: list[str] | None = None,
                  executor: Executor | None = None, timeout: int | None = None,
-                 stream=None, progress: Callable[[int, Any], Progress] = Progress,
-                 grid_file: str | os.PathLike | None = None, grid_copy: str | None = None) -> None:
+                 stream=None, progress: Callable[[int, Any], ProgressView] = Progress,
+                 grid_file: str | os.PathLike | None = None, grid_copy: str | None = None,
+                 environment: dict[str, Any] | None = None, time_limit: TimeLimit | None = None) -> None:
+        """``environment``: the machine's as the records will say it (``environment.capture``; a dry run priced for
+        another GPU gives that GPU's); ``time_limit``: the deadline, and which cells may still start
+        (``time_limit.time_limit_for``)."""
         if grid.accelerators:
             raise UserError(f"{grid.path}: accelerators: the grid covers a cluster's accelerator types "
                             f"({', '.join(grid.accelerators)}): run it with --executor ray")
@@ -107,9 +115,10 @@ class Runner:
             cpus=self.affinity.get(device)))
         self.stream = stream or sys.stderr
         self.progress = progress  # (pending cells, stream) -> what the person watching sees
-        self.environment = capture_environment()
-        self.earlier_ooms: dict[RecordKey, int] = {}
-        self.time_limit = None  # a time_limit.TimeLimit: cells that fit, and the stop at its deadline
+        self.environment = environment if environment is not None else capture_environment()
+        self.time_limit = time_limit  # cells that fit, and the stop at its deadline; None: no limit
+        self.stop = StopOnSignal(self.running.end_all, time_limit)  # SIGINT, SIGTERM, the limit: entered by run()
+        self.run_id: str | None = None  # the lease's, while run() holds the study folder
         self._lock = threading.Lock()
 
     def workers(self, kind: str) -> list[str]:
@@ -133,17 +142,30 @@ class Runner:
             keys.add(RecordKey.of(cell.identity(), unmeasured_config(settings), self.environment).without_study())
         return keys
 
-    def pending(self) -> tuple[list[Cell], int]:
+    def pending(self) -> Pending:
+        """What of the grid the study folder lacks, as its records say now (``--force``: all of it)."""
         done = set() if self.force else read_done(self.results_path)
-        # OOMs of earlier runs still rule out larger batches (not with --force: all is measured again)
-        self.earlier_ooms = {} if self.force else oom_batches(self.results_path)
-        pending = [cell for cell in self.grid.cells if not self.done_keys(cell) & done]
-        return pending, len(self.grid.cells) - len(pending)
+        cells = tuple(cell for cell in self.grid.cells if not self.done_keys(cell) & done)
+        ooms = self._ooms()
+        ruled_out = tuple((cell, oom_at) for cell in cells if (oom_at := self._oom_at(cell, ooms)) is not None)
+        return Pending(cells, len(self.grid.cells) - len(cells), ruled_out)
 
-    def earlier_oom(self, cell: Cell) -> int | None:
-        """The batch size that ran out of memory in an earlier run, if it rules this cell out."""
-        oom_at = self.earlier_ooms.get(self.key(cell).without_study().without_batch_size())
+    def _ooms(self) -> dict[RecordKey, int]:
+        # OOMs recorded so far rule out larger batches (not with --force: all is measured again)
+        return {} if self.force else oom_batches(self.results_path)
+
+    def _oom_at(self, cell: Cell, ooms: dict[RecordKey, int]) -> int | None:
+        """The batch size that ran out of memory, if it rules this cell out."""
+        oom_at = ooms.get(self.key(cell).without_study().without_batch_size())
         return oom_at if oom_at is not None and cell.batch_size > oom_at else None
+
+    def plan(self, reports_dir: str | os.PathLike | None = None, device_model: str | None = None):
+        """The dry run's plan of what is pending (``pricing.plan.plan_run``)."""
+        from ..pricing.plan import plan_run
+
+        return plan_run(self.pending(), self.grid, results_path=self.results_path, environment=self.environment,
+                        devices=list(self.devices or self.grid.devices), reports_dir=reports_dir,
+                        device_model=device_model)
 
     def run(self, announce: Callable[[], None] | None = None) -> RunOutcome:
         """Run the pending cells; ``announce`` is called once this runner holds the study folder (a runner
@@ -153,8 +175,7 @@ class Runner:
             self.affinity = dict(zip(workers, split_cpus(os.sched_getaffinity(0), len(workers))))
         if self.uses_papermill:
             ensure_kernel()
-        with RunnerLease(self.out_dir, self.results_path) as lease, \
-                StopOnSignal(self.running.end_all, self.time_limit) as self.stop:
+        with RunnerLease(self.out_dir, self.results_path) as lease, self.stop:
             self.run_id = lease.run_id
             if announce is not None:
                 announce()
@@ -163,15 +184,15 @@ class Runner:
             # a runner killed outright (SIGKILL) left its kernels' progress files: this run holds the lease now
             for stale in (*self.out_dir.glob("logs/*.progress"), *self.out_dir.glob("logs/*.progress.partial")):
                 stale.unlink(missing_ok=True)
-            pending, resumed = self.pending()
-            tally = RunOutcome(resumed=resumed, total=len(self.grid.cells))
-            if not pending:
+            pending = self.pending()
+            tally = RunOutcome(resumed=pending.resumed, total=len(self.grid.cells))
+            if not pending.cells:
                 return tally
-            progress = self.progress(len(pending), self.stream)
+            progress = self.progress(len(pending.cells), self.stream)
             if self.time_limit is not None:
                 progress.limit_left = self.time_limit.left
             queues: dict[str, queue.Queue] = defaultdict(queue.Queue)
-            for group in kernel_groups(pending):
+            for group in kernel_groups(list(pending.cells)):
                 queues[group.device].put(group)
             threads = [threading.Thread(target=self._work, args=(queues[kind], device, tally, progress),
                                         name=f"worker-{device}")
@@ -181,11 +202,11 @@ class Runner:
             for thread in threads:
                 thread.join()  # the lease is held until every worker has stopped
             progress.close()
-            tally.not_run = len(pending) - len(tally.outcomes)
+            tally.not_run = len(pending.cells) - len(tally.outcomes)
             tally.signal = self.stop.signal
         return tally
 
-    def _work(self, groups: queue.Queue, device: str, tally: RunOutcome, progress: Progress) -> None:
+    def _work(self, groups: queue.Queue, device: str, tally: RunOutcome, progress: ProgressView) -> None:
         try:
             while not self.stop.requested.is_set():
                 try:
@@ -199,29 +220,29 @@ class Runner:
             self.stop.requested.set()
             self.running.end_all()
 
-    def _finish(self, outcome: Outcome, tally: RunOutcome, progress: Progress) -> None:
+    def _finish(self, outcome: Outcome, tally: RunOutcome, progress: ProgressView) -> None:
         with self._lock:
             tally.outcomes.append(outcome)
         progress.finish(outcome)
 
-    def _record_skipped(self, cells: list[Cell], oom_at: int, device: str, tally: RunOutcome, progress: Progress):
+    def _record_skipped(self, cells: list[Cell], oom_at: int, device: str, tally: RunOutcome, progress: ProgressView):
         for cell in cells:
             self._append(skipped_after_oom(cell.identity().cell_block(), oom_at, unmeasured_config(cell.settings),
                                            environment=self.environment))
             self._finish(Outcome(cell, "skipped", 0.0, device, f"after OOM at batch {oom_at}"), tally, progress)
 
-    def _rule_out(self, cells: list[Cell], device: str, tally: RunOutcome, progress: Progress) -> list[Cell]:
+    def _rule_out(self, cells: list[Cell], device: str, tally: RunOutcome, progress: ProgressView) -> list[Cell]:
         """``cells`` less those an out-of-memory error recorded so far rules out, recorded as skipped (a kernel
         cut short by a time limit leaves its larger batch sizes to the next kernel: they must not run there)."""
-        if not self.force:
-            self.earlier_ooms = oom_batches(self.results_path)
-        for cell in (ruled_out := [cell for cell in cells if self.earlier_oom(cell) is not None]):
-            self._record_skipped([cell], self.earlier_oom(cell), device, tally, progress)
+        ooms = self._ooms()  # read afresh by each worker: what every kernel so far recorded
+        ruled_out = {cell: oom_at for cell in cells if (oom_at := self._oom_at(cell, ooms)) is not None}
+        for cell, oom_at in ruled_out.items():
+            self._record_skipped([cell], oom_at, device, tally, progress)
         return [cell for cell in cells if cell not in ruled_out]
 
-    def _run_group(self, group: KernelGroup, device: str, tally: RunOutcome, progress: Progress) -> None:
+    def _run_group(self, group: KernelGroup, device: str, tally: RunOutcome, progress: ProgressView) -> None:
         """Measure a group's cells in as few kernels as its failures allow."""
-        remaining, kills, attempt = list(group.cells), Counter(), 0
+        remaining, kills, attempt = list(group.cells), Counter[Cell | None](), 0
         while (remaining := self._rule_out(remaining, device, tally, progress)) and not self.stop.requested.is_set():
             attempt += 1
             if not (fit := self.time_limit.fitting(group, remaining) if self.time_limit else remaining):
@@ -234,7 +255,7 @@ class Runner:
                              + [cell for cell in remaining if cell not in fit])
 
     def _run_kernel(self, group: KernelGroup, cells: list[Cell], device: str, attempt: int,
-                    kills: Counter, tally: RunOutcome, progress: Progress) -> list[Cell]:
+                    kills: Counter, tally: RunOutcome, progress: ProgressView) -> list[Cell]:
         """One kernel over ``cells``; returns the cells left for the next kernel."""
         this_kernel = KernelGroup(group.group_id, tuple(cells))
 
@@ -250,15 +271,15 @@ class Runner:
         progress_path.unlink(missing_ok=True)
         watch = KernelWatch(self.results_path, progress_path, cells, self._size(), self.timeout,
                             self.stop.requested.is_set, on_record)
-        parameters = notebook_parameters(this_kernel, self.results_path, self.run_id, progress_path)
+        parameters = notebook_parameters(this_kernel, self.results_path, str(self.run_id), progress_path)
         progress.start(cells[0], device)
+        log_path: Path | None
+        failure: str | None = None
         try:
             returncode, log_path = self.executor(this_kernel, device, parameters, self.out_dir,
                                                  watch.poll, attempt)
         except Exception as exc:  # the executor itself failed: the cells still get their records
             returncode, log_path, failure = -1, None, f"{type(exc).__name__}: {exc}"
-        else:
-            failure = None
         watch.read_new_records()
         ending, cell = watch.ending(returncode)
         progress_path.unlink(missing_ok=True)
@@ -273,13 +294,13 @@ class Runner:
         if ending == TIMED_OUT:
             self._record_failure(cell, Status.ERROR, f"the cell recorded nothing for {self.timeout} s "
                                  f"(--timeout) and its kernel was stopped.\n{died.tail}", died.log)
-            self._finish(died.outcome(Status.ERROR, f"timed out after {self.timeout} s"), tally, progress)
+            self._finish(died.outcome(cell, Status.ERROR, f"timed out after {self.timeout} s"), tally, progress)
             return died.rest
         if ending == OOM_KILLED:
-            return self._host_oom(died, tally, progress)
-        return self._kernel_died(died, kills, tally, progress)
+            return self._host_oom(died, cell, tally, progress)
+        return self._kernel_died(died, cell, kills, tally, progress)
 
-    def _start_failed(self, died: _KernelEnd, kills: Counter, tally: RunOutcome, progress: Progress) -> list[Cell]:
+    def _start_failed(self, died: _KernelEnd, kills: Counter[Cell | None], tally: RunOutcome, progress: ProgressView) -> list[Cell]:
         """A kernel that began no cell: a new one tries again, until the start has failed too often."""
         kills[None] += 1
         if kills[None] < KILLS_BEFORE_ERROR:
@@ -292,20 +313,21 @@ class Runner:
                          tally, progress)
         return []
 
-    def _host_oom(self, died: _KernelEnd, tally: RunOutcome, progress: Progress) -> list[Cell]:
-        """The OOM killer ended the kernel: the cell is ``oom``, and the larger batches of its mode skipped."""
-        cell = died.cell
+    def _host_oom(self, died: _KernelEnd, cell: Cell, tally: RunOutcome, progress: ProgressView) -> list[Cell]:
+        """The OOM killer ended the kernel measuring ``cell``: it is ``oom``, and the larger batches of its mode
+        skipped."""
         self._record_failure(cell, Status.OOM, "the kernel was ended by the operating system's "
                              "out-of-memory killer: it ran out of host memory. Last lines of its "
                              f"log:\n{died.tail}", died.log)
-        self._finish(died.outcome(Status.OOM, "killed by the OOM killer"), tally, progress)
+        self._finish(died.outcome(cell, Status.OOM, "killed by the OOM killer"), tally, progress)
         larger = [c for c in died.rest if c.compile_mode == cell.compile_mode and c.batch_size > cell.batch_size]
         self._record_skipped(larger, cell.batch_size, died.device, tally, progress)
         return [c for c in died.rest if c not in larger]
 
-    def _kernel_died(self, died: _KernelEnd, kills: Counter, tally: RunOutcome, progress: Progress) -> list[Cell]:
-        """The kernel ended mid-cell: a new kernel takes up its cells, until that cell has ended one too often."""
-        cell = died.cell
+    def _kernel_died(self, died: _KernelEnd, cell: Cell, kills: Counter[Cell | None], tally: RunOutcome,
+                     progress: ProgressView) -> list[Cell]:
+        """The kernel ended measuring ``cell``: a new kernel takes up its cells, until that cell has ended one too
+        often."""
         kills[cell] += 1
         if kills[cell] < KILLS_BEFORE_ERROR:
             print(f"[run] the kernel of {died.group_id} ended (exit status {died.returncode}) while "
@@ -315,7 +337,7 @@ class Runner:
         self._record_failure(cell, Status.ERROR, f"the notebook's kernel ended (exit status {died.returncode}) "
                              f"while measuring this cell, {kills[cell]} times; the kernel may have "
                              f"died. Last lines of its log:\n{died.tail}", died.log)
-        self._finish(died.outcome(Status.ERROR, f"no record (exit status {died.returncode})"), tally, progress)
+        self._finish(died.outcome(cell, Status.ERROR, f"no record (exit status {died.returncode})"), tally, progress)
         return died.rest
 
     def _record_failure(self, cell: Cell, status: str, message: str, log: str | None) -> None:
@@ -350,6 +372,7 @@ class _KernelEnd:
     def rest(self) -> list[Cell]:
         return [c for c in self.remaining if c != self.cell]
 
-    def outcome(self, status: str, message: str) -> Outcome:
-        return Outcome(self.cell, status, self.seconds, self.device, message)
+    def outcome(self, cell: Cell, status: str, message: str) -> Outcome:
+        """``cell``'s outcome (the one it was measuring), as this end makes it."""
+        return Outcome(cell, status, self.seconds, self.device, message)
 

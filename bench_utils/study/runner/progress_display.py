@@ -8,7 +8,7 @@ from pathlib import Path
 import signal
 import threading
 import time
-from typing import Callable
+from typing import Callable, Protocol
 
 from ..grid.grid_file import Cell
 from ...vocabulary import Status
@@ -44,6 +44,19 @@ class RunOutcome:
 
     def counts(self) -> Counter:
         return Counter(outcome.status for outcome in self.outcomes)
+
+
+class ProgressView(Protocol):
+    """What the runner tells the person watching (``Progress``; a cluster node's events): a cell begun, one
+    ended, the run over; ``limit_left``, where a time limit is set, the seconds it leaves."""
+
+    limit_left: Callable[[], float] | None
+
+    def start(self, cell: Cell, device: str) -> None: ...
+
+    def finish(self, outcome: Outcome) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class Progress:

@@ -44,6 +44,6 @@ def oom_batches(results_path: Path) -> dict[RecordKey, int]:
     for record in _records(results_path):
         if record.status == Status.OOM:
             key = record_key(record).without_study()
-            group, batch = key.without_batch_size(), key.identity.batch_size
+            group, batch = key.without_batch_size(), record.cell.batch_size
             smallest[group] = min(batch, smallest.get(group, batch))
     return smallest

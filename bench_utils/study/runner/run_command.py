@@ -6,11 +6,12 @@ import os
 import sys
 import time
 
+from ...environment.capture import capture_environment
 from ..grid.grid_file import Grid
 from ..pricing.prior import device_key
 from .progress_display import format_run_outcome
-from .grid_runner import Runner
-from .time_limit import parse_duration, set_time_limit, what_is_left
+from .grid_runner import Runner, study_folder
+from .time_limit import parse_duration, time_limit_for, what_is_left
 
 
 def run_locally(grid: Grid, params: os.PathLike | str, *, out=None, force: bool = False,
@@ -23,22 +24,25 @@ def run_locally(grid: Grid, params: os.PathLike | str, *, out=None, force: bool 
     seconds = parse_duration(time_limit) if time_limit else None  # bad input fails before anything starts
     if device_model:
         device_key(device_model)
-    runner = Runner(grid, out, force=force, devices=devices, timeout=timeout, grid_file=params, grid_copy=grid_copy)
+    folder, environment = study_folder(grid, out), capture_environment()
+    results_path = folder / "results.jsonl"
     if dry_run:  # nothing measured, no kernel, no lease, no file written
         from .device_workers import check_workers
-        from ..pricing.plan import plan_run
         from ..pricing.plan_text import format_plan
 
         # what the run would refuse, the plan refuses (a plan priced for another GPU looks for none here)
-        check_workers(grid, devices, runner.environment, this_machine=not device_model)
+        check_workers(grid, devices, environment, this_machine=not device_model)
         if device_model:  # resumed as on that GPU: the cells its records hold are not planned again
             from ..pricing.device_prices import device_environment
 
-            runner.environment = device_environment(runner.results_path, device_model) or runner.environment
-        print(format_plan(plan_run(runner, device_model=device_model)))
+            environment = device_environment(results_path, device_model) or environment
+        runner = Runner(grid, folder, force=force, devices=devices, environment=environment)
+        print(format_plan(runner.plan(device_model=device_model)))
         return 0
-    if seconds is not None:
-        set_time_limit(runner, seconds, device_model, sys.stderr, started or time.monotonic())
+    limit = (time_limit_for(grid, results_path, environment, seconds, device_model, sys.stderr,
+                            started or time.monotonic()) if seconds is not None else None)
+    runner = Runner(grid, folder, force=force, devices=devices, timeout=timeout, grid_file=params, grid_copy=grid_copy,
+                    environment=environment, time_limit=limit)
     banner = (f"[run] study {grid.study}: {len(grid.cells)} cells from {params}; results in {runner.results_path}; "
               f"a cell that records nothing for {runner.timeout / 60:.0f} min is stopped "
               f"({'--timeout' if timeout else 'default from the runs per cell; --timeout to change'})")

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from ...errors import UserError
 from ..pricing.cell_costs import UNKNOWN_CELL_S, CellCosts, machine_prior
@@ -28,9 +28,17 @@ from ..pricing.prior import Span
 from ..pricing.plan_text import minutes as span_text
 
 if TYPE_CHECKING:
-    from ..grid.grid_file import Cell
+    from pathlib import Path
+
+    from ..grid.grid_file import Cell, Grid
     from ..grid.kernel_groups import KernelGroup
     from .grid_runner import Runner
+
+
+class KernelCosts(Protocol):
+    """A kernel's start and each of its cells' seconds, at an estimate's ``figure`` (``CellCosts.of_kernel``)."""
+
+    def __call__(self, group: KernelGroup, cells: list[Cell], figure: str = "high") -> tuple[float, list[float]]: ...
 
 LIMIT_REACHED_EXIT = 3    # the run stopped at its time limit with cells left: run it again to go on
 LIMIT_TOO_SHORT_EXIT = 4  # nothing started: the next kernel's start and first cell need a longer limit
@@ -53,15 +61,16 @@ def duration_text(seconds: float) -> str:
 class TimeLimit:
     """The run's deadline: which cells may still start, and the stop when it passes."""
 
-    def __init__(self, seconds: float, costs: Callable[[KernelGroup, list[Cell]], tuple[float, list[float]]],
-                 clock: Callable[[], float] = time.monotonic, started: float | None = None) -> None:
-        self.seconds, self.costs, self.clock = seconds, costs, clock
+    def __init__(self, seconds: float, costs: KernelCosts, clock: Callable[[], float] = time.monotonic,
+                 started: float | None = None, say: Callable[[str], None] = lambda line: None) -> None:
+        """``costs(group, cells, figure)``: the kernel's start and each cell's seconds (``CellCosts.of_kernel``);
+        ``say``: tells the person watching what is held back."""
+        self.seconds, self.costs, self.clock, self.say = seconds, costs, clock, say
         self.deadline = (clock() if started is None else started) + seconds
         self.reached = False          # the deadline passed while the run was on
         self.held_back = False        # a cell was not started: it would not have finished in time
         self.started_any = False      # a kernel was given cells in this run
         self.needs: float | None = None  # seconds a kernel's start and first cell need, where the limit is shorter
-        self.say: Callable[[str], None] = lambda line: None   # tells the person watching what is held back
         self._timer: threading.Timer | None = None
 
     def left(self) -> float:
@@ -117,28 +126,28 @@ class TimeLimit:
             self._timer.cancel()
 
 
-def set_time_limit(runner: Runner, seconds: float, device_model: str | None, stream, started: float) -> TimeLimit:
-    """A limit of ``seconds`` from ``started`` (``time.monotonic()``) on ``runner``, said on ``stream``."""
-    prior = machine_prior(runner, device_model)
-    runner.time_limit = TimeLimit(seconds, CellCosts(runner, prior).of_kernel, started=started)
-    runner.time_limit.say = lambda line: print(line, file=stream, flush=True)
+def time_limit_for(grid: Grid, results_path: Path, environment: dict[str, Any], seconds: float,
+                   device_model: str | None, stream, started: float) -> TimeLimit:
+    """A limit of ``seconds`` from ``started`` (``time.monotonic()``) on a run of ``grid`` into ``results_path`` on
+    ``environment`` (what the ``Runner`` is built with), said on ``stream``."""
+    prior = machine_prior(environment, grid, device_model)
+    limit = TimeLimit(seconds, CellCosts(results_path, environment, prior).of_kernel, started=started,
+                      say=lambda line: print(line, file=stream, flush=True))
     source = f"else the a-priori estimate for {prior.device}" if prior else "no a-priori estimate (no known GPU)"
     print(f"[run] time limit {duration_text(seconds)}: a kernel starts only the cells that fit (estimates from "
           f"records, {source}, else {UNKNOWN_CELL_S / 60:.0f} min a cell); the run stops at the limit",
           file=stream, flush=True)
-    return runner.time_limit
+    return limit
 
 
 def what_is_left(runner: Runner, device_model: str | None, outcome, reports_dir=None) -> tuple[str, int]:
     """After a run under a time limit: the cells left by kernel with their estimate, and the exit status
     (``LIMIT_REACHED_EXIT`` where the limit left cells and no cell or worker failed)."""
-    from ..pricing.plan import plan_run
-
     limit, status = runner.time_limit, outcome.exit_status()
-    if outcome.signal is not None or not (limit.reached or limit.held_back) or not outcome.not_run:
+    if limit is None or outcome.signal is not None or not (limit.reached or limit.held_back) or not outcome.not_run:
         return "", status
-    prior = machine_prior(runner, device_model)
-    plan = plan_run(runner, reports_dir, device_model=prior.device if prior else None)
+    prior = machine_prior(runner.environment, runner.grid, device_model)
+    plan = runner.plan(reports_dir, device_model=prior.device if prior else None)
     lines, total, unknown = [], Span.exact(0.0), 0
     for kernel in plan.kernels:
         if prior:

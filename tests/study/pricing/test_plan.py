@@ -8,7 +8,6 @@ from bench_utils.measurement.timing import Measurement
 from bench_utils.paths import PROJECT_ROOT
 from bench_utils.records.build import failure_record, make_record, measurement_settings
 from bench_utils.records.results_file import append_record
-from bench_utils.study.pricing.plan import plan_run
 from bench_utils.study.pricing.plan_text import format_plan
 from bench_utils.study.pricing.recorded import (estimate_cell_seconds, estimate_kernel_start_seconds,
                                                 records_of_environment)
@@ -111,7 +110,7 @@ def runner(tmp_path):
 
 
 def plan_of(runner, tmp_path):
-    return plan_run(runner, reports_dir=tmp_path / "reports")
+    return runner.plan(reports_dir=tmp_path / "reports")
 
 
 def test_unknown_cells_and_starts_are_counted_and_left_out_of_the_total(runner, tmp_path):
@@ -263,7 +262,7 @@ def test_a_device_model_prices_unrecorded_cells_a_priori_and_recorded_ones_by_th
     write(tmp_path / "reports" / "other" / "results.jsonl", on_h100,
           record(grid[("resnet", "default", 4)], {**H100, "gpus": [{"index": 0, "name": "NVIDIA L4"}]},
                  {"cell_s": 999.0}))  # another GPU's: neither a record of this one nor its calibration
-    plan = plan_run(runner, reports_dir=tmp_path / "reports", device_model="H100")
+    plan = runner.plan(reports_dir=tmp_path / "reports", device_model="H100")
     resnet, segformer = plan.kernels
     assert plan.prior.device == "H100 SXM" and plan.prior.calibrated_on == 1 and plan.records_used == 1
     assert resnet.prior_cells[0] == Span.exact(123.0) and resnet.prior_start == Span.exact(10.0)

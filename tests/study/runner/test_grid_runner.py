@@ -14,6 +14,7 @@ from bench_utils.study.grid.grid_file import parse_grid
 from bench_utils.study.runner.progress_display import format_run_outcome
 from bench_utils.study.runner.grid_runner import Runner
 from fake_notebook import FakeNotebook
+from bench_utils.environment.capture import capture_environment
 
 GRID = {"study": "t", "runs": 3, "warmup": 1, "blocks": 1, "grids": [
     {"models": ["resnet"], "batch_sizes": [1, 4, 16], "compile_modes": ["eager", "default"]},
@@ -205,7 +206,8 @@ def test_a_grid_cells_key_is_the_key_of_the_record_the_real_kernel_writes_for_it
     records = read_records(tmp_path / "results.jsonl")
     assert sorted(record.status for record in records) == ["error"] * 4 + ["ok"] * 4
     assert {runner.key(cell) for cell in grid.cells} == {record_key(record) for record in records}
-    assert runner.pending() == ([cell for cell in grid.cells if cell.batch_size == 2], 4)  # errors run again
+    pending = runner.pending()  # errors run again
+    assert pending.cells == tuple(cell for cell in grid.cells if cell.batch_size == 2) and pending.resumed == 4
 
 
 @pytest.mark.parametrize("host", [{"cpu_count_logical": 128}, {"torch_version": "9.9.9"}])
@@ -235,9 +237,9 @@ def test_records_of_another_environment_do_not_count(tmp_path, monkeypatch):
 def test_two_devices_never_overlap_and_both_work(tmp_path):
     grid = dict(GRID, devices=["cuda:0", "cuda:1"])
     notebook = FakeNotebook(delay=0.05)
-    runner = Runner(parse_grid(grid), tmp_path, executor=notebook)
-    runner.environment = {**runner.environment, "gpu_count": 2,
-                          "gpus": [{"index": 0, "name": "Fake GPU"}, {"index": 1, "name": "Fake GPU"}]}
+    two_gpus = {**capture_environment(), "gpu_count": 2,
+                "gpus": [{"index": 0, "name": "Fake GPU"}, {"index": 1, "name": "Fake GPU"}]}
+    runner = Runner(parse_grid(grid), tmp_path, executor=notebook, environment=two_gpus)
     runner.run()
     assert notebook.overlaps == []
     assert {device for *_, device in notebook.calls} == {"cuda:0", "cuda:1"}
@@ -300,8 +302,8 @@ def test_a_relative_out_is_resolved_where_the_runner_was_started(tmp_path, monke
 ])
 def test_devices_are_checked_against_the_machine_before_any_cell(tmp_path, devices, workers, gpus, message):
     notebook = FakeNotebook()
-    runner = Runner(parse_grid(dict(GRID, devices=devices)), tmp_path, executor=notebook, devices=workers)
-    runner.environment = {**runner.environment, "gpu_count": gpus}
+    runner = Runner(parse_grid(dict(GRID, devices=devices)), tmp_path, executor=notebook, devices=workers,
+                    environment={**capture_environment(), "gpu_count": gpus})
     with pytest.raises(ValueError) as raised:
         runner.run()
     assert str(raised.value).startswith(message)

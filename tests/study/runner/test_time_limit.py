@@ -16,6 +16,7 @@ from bench_utils.study.pricing.cell_costs import UNKNOWN_CELL_S, CellCosts
 from bench_utils.study.runner.time_limit import (LIMIT_REACHED_EXIT, LIMIT_TOO_SHORT_EXIT, TimeLimit, parse_duration,
                                                  what_is_left)
 from fake_notebook import FakeNotebook
+from bench_utils.environment.capture import capture_environment
 
 GRID = {"study": "t", "runs": 3, "warmup": 1, "blocks": 1, "grids": [
     {"models": ["resnet"], "batch_sizes": [1, 4, 16], "compile_modes": ["eager", "default"]},
@@ -83,13 +84,21 @@ def estimated(cell, environment, seconds, startup_s=0.0, energy_s=0.0):
                        extra={"phases": {"cell_s": seconds, "startup_s": startup_s, "energy_s": energy_s}})
 
 
+def runner_under(tmp_path, notebook, seconds, prior=None, grid=GRID, environment=None):
+    """A runner built with a limit of ``seconds``, its cells priced by the records of its own and of the studies
+    under ``tmp_path / "reports"``, else by ``prior``."""
+    environment = environment or capture_environment()
+    costs = CellCosts(tmp_path / "study" / "results.jsonl", environment, prior, reports_dir=tmp_path / "reports")
+    return Runner(parse_grid(grid), tmp_path / "study", executor=notebook, environment=environment,
+                  time_limit=TimeLimit(seconds, costs.of_kernel))
+
+
 def limited_runner(tmp_path, notebook, seconds, cell_seconds, startup_s=1.0):
     """A runner under a limit of ``seconds``, its cells priced by records in another study's results file."""
-    runner = Runner(parse_grid(GRID), tmp_path / "study", executor=notebook)
+    runner = runner_under(tmp_path, notebook, seconds)
     other = tmp_path / "reports" / "other" / "results.jsonl"
     for cell in runner.grid.cells:
         append_record(other, estimated(cell, runner.environment, cell_seconds(cell), startup_s))
-    runner.time_limit = TimeLimit(seconds, CellCosts(runner, None, reports_dir=tmp_path / "reports").of_kernel)
     return runner
 
 
@@ -110,12 +119,10 @@ def test_a_cell_predicted_to_overrun_the_limit_is_not_started_and_what_is_left_i
 
 def test_a_kernel_is_cut_to_the_cells_that_fit_and_unpriced_cells_follow_the_conservative_rule(tmp_path):
     notebook = FakeNotebook()
-    runner = Runner(parse_grid(GRID), tmp_path / "study", executor=notebook)
+    runner = runner_under(tmp_path, notebook, UNKNOWN_CELL_S - 1)
     for cell in runner.grid.cells:  # only resnet's default cells are priced: 30 s each
         if cell.model == "resnet" and cell.compile_mode == "default":
             append_record(tmp_path / "reports" / "o" / "results.jsonl", estimated(cell, runner.environment, 30.0, 5.0))
-    costs = CellCosts(runner, None, reports_dir=tmp_path / "reports")
-    runner.time_limit = TimeLimit(UNKNOWN_CELL_S - 1, costs.of_kernel)
     outcome = runner.run()
     # 5 + 3 x 30 s fit; an eager cell nothing prices counts UNKNOWN_CELL_S: it, and segformer, wait
     assert sorted((call[2], call[1]) for call in notebook.calls) == [("default", 1), ("default", 4), ("default", 16)]
@@ -165,12 +172,12 @@ def test_on_a_known_gpu_unrecorded_cells_cost_the_priors_high_figure_until_a_rec
     from bench_utils.study.pricing.prior import CellShape
     from bench_utils.study.pricing.cell_costs import machine_prior
 
-    runner = Runner(parse_grid({**GRID, "devices": ["cuda"]}), tmp_path / "study", executor=FakeNotebook())
-    h100 = {**runner.environment, "gpus": [{"index": 0, "name": "NVIDIA H100 80GB HBM3"}], "driver_version": "1"}
-    monkeypatch.setattr(runner, "environment", h100)
-    prior = machine_prior(runner, None)
-    assert prior.device == "H100 SXM" and machine_prior(runner, "L4").device == "L4"
-    costs = CellCosts(runner, prior, reports_dir=tmp_path / "reports")
+    h100 = {**capture_environment(), "gpus": [{"index": 0, "name": "NVIDIA H100 80GB HBM3"}], "driver_version": "1"}
+    runner = Runner(parse_grid({**GRID, "devices": ["cuda"]}), tmp_path / "study", executor=FakeNotebook(),
+                    environment=h100)
+    prior = machine_prior(h100, runner.grid, None)
+    assert prior.device == "H100 SXM" and machine_prior(h100, runner.grid, "L4").device == "L4"
+    costs = CellCosts(runner.results_path, h100, prior, reports_dir=tmp_path / "reports")
     group = kernel_groups(runner.grid.cells)[0]
     cells = list(group.cells)
     start, seconds = costs.of_kernel(group, cells)
@@ -195,8 +202,7 @@ def test_a_limit_that_starts_no_cell_says_so_rather_than_nothing_to_do(tmp_path)
     from bench_utils.study.runner.progress_display import format_run_outcome
 
     notebook = FakeNotebook()
-    runner = Runner(parse_grid(GRID), tmp_path / "study", executor=notebook)
-    runner.time_limit = TimeLimit(60, CellCosts(runner, None, reports_dir=tmp_path / "reports").of_kernel)
+    runner = runner_under(tmp_path, notebook, 60)
     outcome = runner.run()  # nothing prices a cell: the conservative rule's 5 minutes fit in no minute
     assert notebook.calls == [] and outcome.not_run == 7
     summary = format_run_outcome(outcome, runner.results_path)
