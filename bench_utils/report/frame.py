@@ -18,6 +18,8 @@ from ..errors import UserError
 from ..measurement import stats
 from ..paths import PROJECT_ROOT
 from ..records.schema import CompileBlock, EnergySide, LatencyBlock, MemoryBlock, Record, SpeedupBlock
+from .region_memory import (CPU_ALLOCATOR, CUDA_RESERVED, NOT_MEASURABLE, RESIDENT, RESIDENT_FLOOR_BYTES,  # noqa: F401
+                            region_columns, region_memory)
 from ..records.key import eager_side_stands_for_its_cell, latest_per_key
 from ..records.results_file import read_records
 from ..parameters import text_list
@@ -299,53 +301,6 @@ def _with_eager_from_pairs(data: pd.DataFrame) -> pd.DataFrame:
                    outlier_fraction=np.nan)
         added.append(row)
     return pd.concat([data, pd.DataFrame(added, columns=data.columns)], ignore_index=True) if added else data
-
-
-# Which figure a region's memory is (frame's ``peak_method`` columns); None: no memory was measured.
-CUDA_RESERVED = "cuda_reserved"    # the CUDA allocator's peak reserved increase (+ a CUDA-graph pool)
-CPU_ALLOCATOR = "cpu_allocator"    # torch's profiler: bytes the CPU allocator held at once in one call
-RESIDENT = "resident"              # resident memory's peak increase (records without the profiler's figure)
-NOT_MEASURABLE = "not_measurable"  # a CPU region measured, but neither figure could see its memory
-# Below this, a resident increase is the probe's own pages (20-28 KiB in cpu-quick's records), not the call's:
-# after warm-up the allocator reuses freed blocks and the high-water mark does not move.
-RESIDENT_FLOOR_BYTES = 2**20
-
-
-def region_columns(prefix: str, memory: MemoryBlock, cuda: bool, *, graphs: bool = False) -> dict[str, Any]:
-    """``{prefix}peak_bytes`` and ``{prefix}peak_method`` of one side's memory block (``region_memory``)."""
-    value, method = region_memory(memory, cuda, graphs=graphs)
-    return {f"{prefix}peak_bytes": value, f"{prefix}peak_method": method}
-
-
-def region_memory(memory: MemoryBlock, cuda: bool, *, graphs: bool = False) -> tuple[float | None, str | None]:
-    """What a measured region needed on top of what was alive before it, and which figure that is.
-
-    On CUDA, the memory the allocator took from the driver for it (the peak reserved increase)
-    and, for a model that runs in CUDA graphs (``graphs``), their pool. A graph replay allocates
-    nothing: its activations and outputs live in the pool its recording made before the region, so
-    without it a CUDA-graph mode would show near 0 beside eager's activations. The pool is whole
-    allocator segments, so it is set beside reserved memory, segments too, never beside allocated
-    bytes (small models would look several times larger). A pool not measured leaves the figure
-    unmeasured (None).
-
-    On a CPU, the most bytes torch's CPU allocator held at once during one call, from torch's profiler
-    (``cpu_activation_peak_bytes``); in records without it, the resident memory's peak increase where
-    it reached ``RESIDENT_FLOOR_BYTES``. Else the region is ``NOT_MEASURABLE`` here: resident memory
-    cannot see activations in blocks the allocator reuses, and its 0 is no figure."""
-    if cuda:
-        increase = memory.cuda_peak_reserved_increase_bytes
-        if increase is not None and graphs:
-            pool = memory.cuda_graph_pool_bytes
-            increase = None if pool is None else increase + pool
-        return increase, None if increase is None else CUDA_RESERVED
-    if memory.cpu_activation_peak_bytes is not None:
-        return memory.cpu_activation_peak_bytes, CPU_ALLOCATOR
-    if not memory.probed:  # the probe did not run (it failed, or the cell did)
-        return None, None
-    resident = memory.rss_peak_increase_bytes
-    if resident is not None and resident >= RESIDENT_FLOOR_BYTES:
-        return resident, RESIDENT
-    return None, NOT_MEASURABLE
 
 
 def _seconds(parts: list | None, scale: float = 1e-3) -> float:

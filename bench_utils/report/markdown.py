@@ -16,7 +16,8 @@ from typing import Any, cast
 
 import pandas as pd
 
-from .frame import NOT_MEASURABLE, TORCH_SEPARATOR
+from .frame import TORCH_SEPARATOR
+from .region_memory import NOT_MEASURABLE
 from .i18n import Catalog
 from ..vocabulary import Status
 
@@ -153,7 +154,7 @@ def mib(value: Any, catalog: Catalog) -> str:
 
 
 def region_mib(value: Any, method: Any, catalog: Catalog) -> str:
-    """A region's memory (``frame.region_memory``) in MiB; where it was measured but no figure could
+    """A region's memory (``region_memory.region_memory``) in MiB; where it was measured but no figure could
     see it (a CPU's resident memory that did not move), says so rather than 0 or a dash."""
     if method == NOT_MEASURABLE:
         return catalog.t("memory_not_measurable")

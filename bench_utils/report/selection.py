@@ -13,11 +13,12 @@ import pandas as pd
 
 from ..errors import UserError
 from ..measurement import stats
-from .frame import CPU_ALLOCATOR, CUDA_RESERVED, NOT_MEASURABLE, RESIDENT, compiled_modes
+from .frame import compiled_modes
+from .region_memory import CPU_ALLOCATOR, CUDA_RESERVED, NOT_MEASURABLE, RESIDENT
 from ..vocabulary import CompileMode
 
 MIB = 2 ** 20
-# frame.region_memory's methods, as the memory table names them
+# region_memory.region_memory's methods, as the memory table names them
 MEASURED_BY = {CUDA_RESERVED: "CUDA allocator (reserved)", CPU_ALLOCATOR: "CPU allocator (torch.profiler)",
                RESIDENT: "resident memory", NOT_MEASURABLE: "not measurable here", None: "not measured"}
 
@@ -115,7 +116,7 @@ def compile_table(data: pd.DataFrame, selection: Selection) -> pd.DataFrame:
 
 def memory_table(data: pd.DataFrame, selection: Selection) -> pd.DataFrame:
     """Peak memory of the compiled model against eager's (the dynamo harness's memory ratio), and which
-    figure both are (``frame.region_memory``). A ratio is only taken between two figures of one kind."""
+    figure both are (``region_memory.region_memory``). A ratio is only taken between two figures of one kind."""
     compiled, _ = cells(data, selection)
     table = pd.DataFrame({"model": compiled["label"],
                           "eager_peak_mib": compiled["eager_peak_bytes"].astype(float) / MIB,

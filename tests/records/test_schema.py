@@ -17,3 +17,12 @@ def test_the_builders_write_the_keys_their_block_types_name():
     assert set(ok_record()["latency"]) == set(LatencyBlock.__annotations__)
     assert set(measurement_settings(Settings())) | {"weights"} <= set(ConfigBlock.__annotations__)
     assert set(Phases().to_dict()) | {"startup_s", "load_s"} == set(PhasesBlock.__annotations__)
+
+
+def test_a_records_status_is_one_of_the_vocabularys():
+    from typing import get_args
+
+    from bench_utils.records.schema import Status as RecordStatus
+    from bench_utils.vocabulary import Status
+
+    assert set(get_args(RecordStatus)) == set(Status)

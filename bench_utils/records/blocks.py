@@ -1,0 +1,421 @@
+"""The blocks of a record, typed: immutable, strict, each field's type and range (``records.value_types``).
+
+Each block is a frozen pydantic model: a reader reads ``block.mean``, never a key. A field a block lacks is None
+(not measured, or not asked for); the keys a block holds beyond its fields are its own (environment's settings in
+force, compile's CUDA-graph skips) and travel untyped (``Block.extra``). ``records.schema`` makes a record of them.
+Nothing here imports torch or pandas.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from annotated_types import Ge
+from pydantic import BaseModel, ConfigDict
+
+from .value_types import (CompileModeName, Count, Device, DTypeName, Interval, NamePart, NonNegative, PackageName,
+                          Positive, Share, Text, Version, Bounds)
+
+
+class Block(BaseModel):
+    """A block of a record: immutable, strict, and keeping the keys it does not type (they are the block's own)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow", strict=True, protected_namespaces=())
+
+    def to_json(self) -> dict[str, Any]:
+        """The block as JSON holds it: what was read or built, no field added."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+    def extra(self, name: str) -> Any:
+        """A key the block holds beyond its fields (None where absent): what a block carries for itself."""
+        return (self.model_extra or {}).get(name)
+
+
+class CellBlock(Block):
+    """What the cell is, then its variant: ``memory_format``, ``shapes`` and ``inductor`` (``records.key.VARIANT_FIELDS``,
+    the settings whose ``record`` is ``IDENTITY``), each its default in records made before it existed
+    (``records.upgrade``)."""
+
+    study: Text
+    task: Text
+    model: Text
+    batch_size: Annotated[int, Ge(1)]
+    compile_mode: CompileModeName
+    dtype: DTypeName
+    device: Device  # as the kernel named it: cpu, cuda or cuda:N
+    memory_format: str
+    shapes: str
+    inductor: str
+
+    @property
+    def device_kind(self) -> str:
+        """cpu or cuda, whichever GPU."""
+        return self.device.split(":")[0]
+
+
+
+
+class LatencyBlock(Block):
+    """optimum-benchmark's latency block, in seconds (``records.build.latency_block``)."""
+
+    unit: str | None = None
+    values: list[Positive]
+    count: Count
+    total: NonNegative | None = None
+    mean: Positive
+    p50: Positive
+    p90: Positive | None = None
+    p95: Positive | None = None
+    p99: Positive
+    stdev: NonNegative
+    stdev_: NonNegative | None = None  # relative, in percent
+    p999: Positive | None = None
+    median: Positive
+    ci95: Bounds | None = None
+    min: Positive | None = None
+    max: Positive | None = None
+    outliers: Count | None = None
+    timer: str | None = None                      # perf_counter_ns or cuda_event
+    sync: Literal["per-call", "pipelined"] | None = None
+    warmup: Count | None = None
+
+
+class ThroughputBlock(Block):
+    unit: str | None = None      # samples/s
+    value: Positive | None = None
+
+
+class BlockClock(Block):
+    """The GPU read after a block of timed calls (``measurement.block_clocks``); None where NVML could not."""
+
+    sm_clock_mhz: NonNegative | None = None
+    temperature_c: float | None = None
+
+
+class SwitchCalls(Block):
+    """Per side, per block, the calls at the block's start kept out of the statistics (ms)."""
+
+    eager: list[list[NonNegative]] | None = None
+    compiled: list[list[NonNegative]] | None = None
+
+
+class BlockClocks(Block):
+    """Per side, the GPU read after each block."""
+
+    eager: list[BlockClock] | None = None
+    compiled: list[BlockClock] | None = None
+
+
+class SpeedupBlock(Block):
+    """A compiled cell's paired speed-up over interleaved eager (``study.cell.cell_record.speedup_block``)."""
+
+    baseline: str | None = None
+    method: str | None = None
+    mean: Positive
+    mean_ci95: Interval | None = None           # None: one pair, no interval
+    median: Positive | None = None
+    median_ci95: Interval | None = None
+    excludes_one: bool | None = None
+    paired_pvalue: Share | None = None
+    pairs: Annotated[int, Ge(1)] | None = None
+    order_seed: int | None = None
+    order: str | None = None             # the blocks in the order run: "c" compiled, "b" eager (baseline)
+    eager_mean_ms: Positive | None = None
+    eager_median_ms: Positive | None = None
+    eager_p99_ms: Positive | None = None
+    eager_ci95_mean_ms: Bounds | None = None
+    eager_outliers: Count | None = None
+    # since the first GPU run (None before it):
+    eager_values: list[Positive] | None = None        # eager's timed calls (s), in the order run: its blocks in turn
+    block_runs: list[Annotated[int, Ge(1)]] | None = None  # timed calls per block, the same on both sides
+    switch_calls: Count | None = None                 # calls at each block's start kept out of the statistics
+    switch_ms: SwitchCalls | None = None        # each side's switch calls (ms), per block
+    block_clocks: BlockClocks | None = None     # each side's GPU clock after every block
+
+
+class AotFreshProcess(Block):
+    """An AOTInductor package's start in a new interpreter (s): what a serving process pays."""
+
+    import_s: NonNegative | None = None
+    load_s: NonNegative | None = None
+    first_call_s: NonNegative | None = None
+
+
+class AotBlock(Block):
+    """aot-inductor's export, compile and package (s), its load, and a fresh process's start from it."""
+
+    export_s: NonNegative | None = None
+    compile_s: NonNegative | None = None
+    load_s: NonNegative | None = None
+    fresh_process: AotFreshProcess | None = None
+
+
+class PortableCacheBlock(Block):
+    """A fresh process started from the saved compile cache (``variants.portable_cache``), in seconds."""
+
+    import_s: NonNegative | None = None
+    model_load_s: NonNegative | None = None
+    load_artifacts_s: NonNegative | None = None
+    first_calls_s: list[NonNegative] | None = None
+    first_answer_s: NonNegative | None = None
+    fx_graph_cache_hits: Count | None = None
+    fx_graph_cache_misses: Count | None = None
+    artifact_bytes: Count | None = None
+
+
+class BatchShapesBlock(Block):
+    """A dynamic cell's compilation: the batch size it was compiled at, and what this one recompiled."""
+
+    compiled_at_batch_size: Annotated[int, Ge(1)] | None = None
+    recompiles_at_this_batch_size: Count | None = None
+    method: str | None = None
+
+
+class CompileBlock(Block):
+    """The compile options, then what compiling cost and found (``variants.compile_cost``)."""
+
+    mode: str | None = None
+    backend: str | None = None
+    fullgraph: bool | None = None
+    dynamic: bool | None = None
+    cuda_graphs: bool | Literal["partial"] | None = None   # what happened: True, "partial", False
+    cuda_graphs_requested: bool | None = None
+    first_call_ms: NonNegative | None = None
+    # the compiling calls less as many eager calls: a difference of timings, which noise takes below 0 where
+    # nothing was compiled (a dynamic cell's later batch sizes, a warm cache)
+    cold_ms: float | None = None
+    warm_ms: float | None = None            # None: measured at another batch size of the model and mode
+    cold_calls_ms: list[NonNegative] | None = None
+    warm_calls_ms: list[NonNegative] | None = None
+    compiling_calls: Count | None = None
+    graphs: Count | None = None
+    graph_breaks: Count | None = None
+    recompiles: Count | None = None
+    break_even_calls: NonNegative | None = None
+    break_reasons: dict[str, Any] | None = None
+    inductor_options: dict[str, Any] | None = None  # an Inductor configuration's options (``variants.inductor_config``)
+    compile_workers: dict[str, Any] | None = None
+    aot: AotBlock | None = None
+    portable_cache: PortableCacheBlock | None = None
+    batch_shapes: BatchShapesBlock | None = None
+
+
+class MemoryBlock(Block):
+    """The ``MemoryProbe`` report and the CPU activation peak; a compiled cell's eager side under ``eager``."""
+
+    device: str | None = None
+    param_count: Count | None = None
+    param_bytes: Count | None = None
+    buffer_bytes: Count | None = None
+    input_bytes: Count | None = None
+    cuda_peak_allocated_bytes: Count | None = None
+    cuda_peak_reserved_bytes: Count | None = None
+    cuda_peak_allocated_increase_bytes: Count | None = None
+    cuda_peak_reserved_increase_bytes: Count | None = None
+    cuda_graph_pool_bytes: Count | None = None
+    rss_peak_increase_bytes: int | None = None  # resident memory can fall during a call
+    cpu_activation_peak_bytes: Count | None = None
+    cpu_activation_allocations: Count | None = None
+    cpu_activation_method: str | None = None
+    cpu_activation_note: str | None = None
+    eager: MemoryBlock | None = None
+
+    @property
+    def probed(self) -> bool:
+        """Whether the probe ran (it failed, or the cell did, where not): its resident figure is written."""
+        return "rss_peak_increase_bytes" in self.model_fields_set
+
+
+class ToleranceBlock(Block):
+    key: str | None = None
+    tol: NonNegative | None = None
+    multiplier: NonNegative | None = None
+    source: str | None = None
+
+
+class ParityBlock(Block):
+    """The accuracy gate's verdict (``variants.parity``) and what judged it."""
+
+    parity: Literal["pass", "fail"] | None = None  # None: not judged
+    method: str | None = None
+    reference: Literal["float64", "same-dtype", "none"] | None = None
+    reference_note: str | None = None
+    rule: str | None = None
+    dtype: str | None = None
+    tf32: bool | None = None
+    tolerance: ToleranceBlock | None = None
+    max_abs_err: NonNegative | None = None
+    worst_tensor: str | None = None
+    rmse_ratio: NonNegative | None = None
+    rmse_eager: NonNegative | None = None
+    rmse_compiled: NonNegative | None = None
+    tensors: Count | None = None
+    per_tensor: dict[str, Any] | None = None       # each output tensor's figures (``variants.parity``)
+    problem_count: Count | None = None
+    problems: list[str] | None = None
+
+
+class AgreementBlock(Block):
+    value: Share | None = None              # the task-level agreement of compiled with eager
+
+
+class ComputeBlock(Block):
+    flops: Count | None = None
+    tflops: NonNegative | None = None
+    percent_of_peak: NonNegative | None = None
+    eager_tflops: NonNegative | None = None
+    eager_percent_of_peak: NonNegative | None = None
+
+
+class EnergySide(Block):
+    """One side's energy (``study.cell.memory_and_energy``): the probe's report (``measurement.power.REPORT_KEYS``)
+    and the window's rule and outcome; records before the window was sized by its steps have ``window_min_s``
+    (5 s) and none of ``steps`` to ``idle_power_w``."""
+
+    joules_per_inference: NonNegative | None = None
+    duration_s: NonNegative | None = None   # the window integrated, step to step of the counter
+    steps: Count | None = None              # the counter's steps in it
+    power_rel_se: NonNegative | None = None  # the mean power's relative standard error over them (8 samples or more)
+    power_rel_ci95: NonNegative | None = None  # its 95 % half-width
+    window_stopped_by: str | None = None    # power_rel_se, steps_max, time_limit, fixed_window
+    idle_gaps_s: NonNegative | None = None  # idle gaps among the calls, their energy taken out at idle_power_w
+    idle_power_w: NonNegative | None = None
+
+
+class EnergyBlock(Block):
+    """NVIDIA GPUs: each side's energy (``measurement.power``); absent elsewhere."""
+
+    eager: EnergySide | None = None
+    compiled: EnergySide | None = None
+    timed_runs: dict[str, Any] | None = None       # the energy of the timed runs themselves, clocks and throttle reasons
+
+
+class PhasesBlock(Block):
+    """Seconds inside the kernel (``study.cell.time_by_phase``); ``startup_s`` and ``load_s`` where that cell paid them."""
+
+    startup_s: NonNegative | None = None
+    load_s: NonNegative | None = None
+    cell_s: NonNegative | None = None
+    compile_s: NonNegative | None = None
+    warmup_s: NonNegative | None = None
+    timed_s: NonNegative | None = None
+    parity_s: NonNegative | None = None
+    memory_s: NonNegative | None = None
+    flops_s: NonNegative | None = None
+    energy_s: NonNegative | None = None
+    profile_s: NonNegative | None = None          # why it got faster: both sides profiled
+
+
+class GpuEntry(Block):
+    """A GPU as ``environment.capture`` lists it."""
+
+    index: Count | None = None
+    name: str | None = None
+    uuid: str | None = None
+    total_memory_bytes: Count | None = None
+
+
+class EnvironmentBlock(Block):
+    """What the cell was measured on (``environment.capture.capture_environment``); the keys a record's identity,
+    the report and a study's environment files read are typed here, the rest (settings in force) are the block's
+    own. ``python_version``, ``machine`` and ``torch_version`` name a study's environment file; ``packages`` (or, in
+    records before it, the ``*_version`` keys) pin what ``make reproduce`` installs: each is checked to be what it
+    says, never a path or a pip option."""
+
+    torch_version: Version | None = None
+    torch_git_version: str | None = None
+    torch_cuda_version: str | None = None
+    cudnn_version: int | str | None = None
+    transformers_version: Version | None = None
+    timm_version: Version | None = None
+    triton_version: Version | None = None
+    torchvision_version: Version | None = None
+    numpy_version: Version | None = None
+    python_version: NamePart | None = None
+    machine: NamePart | None = None
+    os_release: str | None = None
+    cpu_model: str | None = None
+    cpu_count_logical: Count | None = None
+    ram_total_bytes: Count | None = None
+    torch_num_threads: Count | None = None
+    driver_version: str | None = None
+    gpus: list[GpuEntry] | None = None
+    packages: dict[PackageName, Version] | None = None
+    git_commit: str | None = None
+    accelerator_type: str | None = None     # a cluster's declared kind of node; None locally
+    cluster_node_id: str | None = None
+    timestamp_utc: str | None = None
+
+    def gpu_name(self, device: str) -> str | None:
+        """Name of the GPU that ``device`` (such as 'cuda:0') designates; None for a CPU or a GPU not listed."""
+        if not device.startswith("cuda"):
+            return None
+        index = int(device.split(":", 1)[1]) if ":" in device else 0
+        return next((gpu.name for gpu in self.gpus or [] if gpu.index == index), None)
+
+
+class ConfigBlock(Block):
+    """How the cell was measured: its settings under their record names (``records.build.measurement_settings``),
+    the weights measured (None: nothing was) and the TF32 settings in force."""
+
+    weights: Literal["random", "pretrained", "auto"] | None = None  # "auto": records before it was resolved
+    weights_requested: Literal["random", "pretrained", "auto"] | None = None
+    runs: Annotated[int, Ge(1)] | None = None
+    warmup: Count | None = None
+    blocks: Annotated[int, Ge(1)] | None = None
+    seed: int | None = None
+    tf32: str | None = None
+    backend: str | None = None
+    fullgraph: bool | None = None
+    dynamic: bool | None = None
+    sync: Literal["per-call", "pipelined"] | None = None
+    gpu_memory_gib: Positive | None = None
+    gpu_memory_fraction: Positive | None = None
+
+    def setting(self, name: str) -> Any:
+        """A setting by its record name (``records.key``'s hash reads them by name); None where not recorded."""
+        return getattr(self, name) if name in type(self).model_fields else self.extra(name)
+
+
+class ProfileSide(Block):
+    """One side of a profile, per call (``measurement.work_profile``)."""
+
+    calls: Count | None = None
+    wall_ms: NonNegative | None = None
+    busy_ms: NonNegative | None = None
+    busy_fraction: NonNegative | None = None
+    work_calls: NonNegative  # kernels (GPU) or operator calls (CPU) per call
+    work_unit: str | None = None                  # "kernels" or "operator calls"
+    compiled_regions: NonNegative | None = None   # compiled graphs run per call: more than one is a graph break
+    kinds_ms: dict[str, NonNegative] | None = None  # vocabulary.WorkKind -> ms per call
+
+
+class ProfileBlock(Block):
+    """Why a compiled cell got faster or slower: both sides profiled after the timed runs. Absent where not
+    taken: ``profile: false`` (``cell --no-profile``), or a failure, which the record's ``notes`` name.
+    ``traces``: the kept traces' file names (``--keep-traces``)."""
+
+    method: str | None = None
+    activities: str | None = None                 # "cpu" or "cpu+cuda"
+    eager: ProfileSide | None = None
+    compiled: ProfileSide | None = None
+    seconds: NonNegative | None = None            # what profiling cost the cell
+    traces: dict[str, str] | None = None
+
+
+class ModelBlock(Block):
+    """The model measured (``zoo.loading``): its key, checkpoint and weights, and the image it was fed."""
+
+    key: str | None = None
+    label: str | None = None
+    task: str | None = None
+    checkpoint: str | None = None
+    weights: str | None = None
+    param_count: Count | None = None
+
+
+class SharedMeasurementBlock(Block):
+    """An eager cell timed as the eager side of a compiled cell's pairs: one measurement, two records."""
+
+    with_compile_mode: str
+    design: str | None = None
