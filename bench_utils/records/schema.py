@@ -18,8 +18,9 @@ from pydantic import Field, PrivateAttr, ValidationError
 from .blocks import (Block, CellBlock, LatencyBlock, ThroughputBlock, BlockClock, SwitchCalls, BlockClocks,
                      SpeedupBlock, AotFreshProcess, AotBlock, PortableCacheBlock, BatchShapesBlock,
                      CompileBlock, MemoryBlock, ToleranceBlock, ParityBlock, AgreementBlock, ComputeBlock,
-                     EnergySide, EnergyBlock, PhasesBlock, GpuEntry, EnvironmentBlock, ConfigBlock, ProfileSide,
-                     ProfileBlock, ModelBlock, SharedMeasurementBlock)
+                     EnergySide, EnergyBlock, PhasesBlock, ProfileSide,
+                     ProfileBlock, SharedMeasurementBlock)
+from .measured_on import ConfigBlock, EnvironmentBlock, GpuEntry, ModelBlock
 from .check import InvalidRecord, consistency_problem, error_reason, rules_problem
 from .upgrade import upgrade
 from .value_types import CELL_FIELDS, VARIANT_FIELDS
