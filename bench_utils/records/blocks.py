@@ -254,7 +254,12 @@ class ParityBlock(Block):
 
 
 class AgreementBlock(Block):
-    value: Share | None = None              # the task-level agreement of compiled with eager
+    """The task-level agreement of compiled with eager (``variants.agreement``): top-1, pixels, boxes."""
+
+    task: str | None = None
+    metric: str | None = None               # what was compared, such as "top1" or "pixel"
+    value: Share | None = None              # the fraction that agreed
+    count: Count | None = None              # of how many
 
 
 class ComputeBlock(Block):

@@ -53,5 +53,5 @@ def format_cell(record: Record | Mapping[str, Any]) -> str:
                          f"tolerance {tolerance}; worst {parity.worst_tensor}, RMSE ratio {parity.rmse_ratio})")
         agreement = record.agreement
         if agreement and agreement.value is not None:
-            lines.append(f"agreement {agreement.extra('metric')} {agreement.value:.4f} with eager")
+            lines.append(f"agreement {agreement.metric} {agreement.value:.4f} with eager")
     return "\n".join(lines)

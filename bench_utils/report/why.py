@@ -1,4 +1,4 @@
-"""Why it got faster: each compiled cell's profile (``record["profile"]``) as a table and one sentence per cell.
+"""Why it got faster: each compiled cell's profile (``Record.profile``) as a table and one sentence per cell.
 
 Everything said is read off the profile's numbers, eager beside compiled, per inference: kernels (GPU) or
 operator calls (CPU), how busy the device was, the compiled graphs run (more than one: graph breaks), and the
