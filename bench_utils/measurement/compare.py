@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from .devices import resolve_device
-from .paired import METHOD, PairedSpeedup, paired_speedup
+from .paired import PairedSpeedup, paired_speedup
 from .timing import (SYNC_PER_CALL, Measurement, check_arguments, check_sync, gc_paused, make_timer,
                      time_first_call)
 
@@ -63,25 +63,10 @@ class Comparison:
     excludes_one = property(lambda self: self.paired.excludes_one)
     median_excludes_one = property(lambda self: self.paired.median_excludes_one)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "pairs": self.blocks,
-            "method": METHOD,
-            "order_seed": self.order_seed,
-            "order": "".join("c" if first else "b" for first in self.candidate_first),
-            "speedup_mean": self.speedup_mean,
-            "speedup_mean_ci95": list(self.speedup_mean_ci95) if self.speedup_mean_ci95 else None,
-            "speedup_median": self.speedup_median,
-            "speedup_median_ci95": list(self.speedup_median_ci95) if self.speedup_median_ci95 else None,
-            "excludes_one": self.excludes_one,
-            "median_excludes_one": self.median_excludes_one,
-            "paired_pvalue": self.pvalue,
-            "switch_calls": self.switch_calls,
-            "switch_ms": {side: [list(block) for block in blocks] for side, blocks in self.switch_ms.items()},
-            "block_probes": {side: list(probes) for side, probes in self.block_probes.items()},
-            "baseline": self.baseline.to_dict(),
-            "candidate": self.candidate.to_dict(),
-        }
+    @property
+    def order(self) -> str:
+        """The pairs in the order run, as a record keeps it: "c" where the candidate's block came first, else "b"."""
+        return "".join("c" if first else "b" for first in self.candidate_first)
 
 
 def block_sizes(runs: int, blocks: int) -> list[int]:

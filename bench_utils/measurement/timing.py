@@ -87,27 +87,6 @@ class Measurement:
             raise ValueError(f"batch_size must be >= 1, got {batch_size!r}")
         return batch_size * 1000.0 / self.mean_ms
 
-    def to_dict(self) -> dict[str, Any]:
-        summary = {f"{k}_ms" if k not in ("count", "cv", "outliers") else k: v
-                   for k, v in self._summary.items()}
-        return {
-            "device": self.device,
-            "timer": self.timer,
-            "warmup": self.warmup,
-            "sync": self.sync,
-            "runs": self.runs,
-            "first_call_ms": self.first_call_ms,
-            **summary,
-            "ci95_mean_ms": list(self.ci95_mean_ms),
-            "times_ms": list(self.times_ms),
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Measurement":
-        return cls(times_ms=data["times_ms"], first_call_ms=data["first_call_ms"],
-                   device=data.get("device", "cpu"), timer=data.get("timer", TIMER_PERF_COUNTER),
-                   warmup=data.get("warmup", 0), sync=data.get("sync", SYNC_PER_CALL))
-
 
 # --- timers -----------------------------------------------------------------
 

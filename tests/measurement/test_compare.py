@@ -48,7 +48,7 @@ def test_runs_are_timed_in_pairs_of_blocks_in_the_recorded_random_order():
         expected += ["B"] * 3 + ["A"] * 3 if candidate_first else ["A"] * 3 + ["B"] * 3
     assert order == expected
     assert result.candidate_first == pair_orders(6, 5) and sum(result.candidate_first) == 3
-    assert result.to_dict()["order_seed"] == 5
+    assert result.order_seed == 5 and result.order == "".join("c" if first else "b" for first in result.candidate_first)
 
 
 def test_pair_orders_are_balanced_seeded_and_vary_with_the_seed():
@@ -103,8 +103,7 @@ def test_the_first_call_after_a_switch_stays_out_of_the_statistics_and_its_cost_
         switches = [block[0] for block in result.switch_ms[side]]
         assert len(switches) == 30 and set(switches) <= {steady, steady + penalty}
         assert switches.count(steady + penalty) >= 15
-    data = result.to_dict()
-    assert data["switch_calls"] == 1 and len(data["switch_ms"]["baseline"]) == 30
+    assert result.switch_calls == 1 and len(result.switch_ms["baseline"]) == 30
     assert result.block_runs() == [10] * 30
 
 
@@ -147,17 +146,19 @@ def test_bad_arguments():
         compare(lambda: None, lambda: None, runs=5, blocks=6, device="cpu")
 
 
-def test_to_dict_carries_both_sides_and_the_paired_figures():
+def test_the_speedup_block_carries_both_sides_and_the_paired_figures():
+    from bench_utils.study.cell.cell_record import speedup_block
+
     result = compare(lambda: busy_wait(0.0004), lambda: busy_wait(0.0002), warmup=1, runs=8,
                      blocks=4, device="cpu", order_seed=2)
-    data = result.to_dict()
-    assert data["pairs"] == 4 and len(data["order"]) == 4 and "paired" in data["method"]
-    assert data["baseline"]["runs"] == 8 and data["candidate"]["runs"] == 8
-    assert len(data["speedup_mean_ci95"]) == 2 and data["paired_pvalue"] == result.pvalue
-    assert data["baseline"]["sync"] == "per-call"
+    block = speedup_block(result)
+    assert block["pairs"] == 4 and len(block["order"]) == 4 and "paired" in block["method"]
+    assert result.baseline.runs == 8 and result.candidate.runs == 8 and len(block["eager_values"]) == 8
+    assert len(block["mean_ci95"]) == 2 and block["paired_pvalue"] == result.pvalue
+    assert result.baseline.sync == "per-call"
 
 
 def test_one_pair_gives_no_interval():
     result = compare(lambda: None, lambda: None, warmup=0, runs=3, blocks=1, device="cpu")
     assert result.speedup_mean_ci95 is None and not result.excludes_one
-    assert result.to_dict()["speedup_mean_ci95"] is None
+    assert result.speedup_mean_ci95 is None

@@ -71,7 +71,7 @@ def test_compare_times_the_pairs_the_simulation_assumes():
     assert result.paired == simulate(3, speedup=1.25)
     assert result.blocks == 30 and result.order_seed == 3
     assert sum(result.candidate_first) == 15  # balanced: half the pairs each way
-    assert result.to_dict()["order"].count("c") == 15
+    assert result.order.count("c") == 15
 
 
 def old_design_rejects(seed, runs=300, blocks=10):

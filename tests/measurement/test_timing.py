@@ -84,15 +84,17 @@ def test_statistics_and_throughput():
         m.throughput(0)
 
 
-def test_to_dict_round_trip():
+def test_a_measurement_is_serialized_once_as_its_records_latency_block_in_seconds():
+    from bench_utils.records.build import latency_block
+
     m = measure(lambda: None, warmup=1, runs=10, device="cpu")
-    data = m.to_dict()
-    for key in ("times_ms", "mean_ms", "median_ms", "stdev_ms", "cv", "min_ms", "max_ms", "p50_ms",
-                "p90_ms", "p95_ms", "p99_ms", "p999_ms", "ci95_mean_ms", "first_call_ms"):
-        assert key in data
-    again = Measurement.from_dict(data)
-    assert again.times_ms == m.times_ms and again.first_call_ms == m.first_call_ms
-    assert again.mean_ms == m.mean_ms
+    block = latency_block(m)
+    assert block["values"] == pytest.approx([t / 1e3 for t in m.times_ms]) and block["count"] == 10
+    for key, ms in (("mean", m.mean_ms), ("median", m.median_ms), ("stdev", m.stdev_ms), ("p99", m.p99_ms),
+                    ("min", m.min_ms), ("max", m.max_ms)):
+        assert block[key] == pytest.approx(ms / 1e3)
+    assert block["ci95"] == pytest.approx([bound / 1e3 for bound in m.ci95_mean_ms])
+    assert (block["warmup"], block["sync"], block["timer"]) == (1, m.sync, m.timer)
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -220,8 +222,7 @@ def test_per_call_latency_includes_launch_overhead_that_pipelining_hides(launch_
 
 def test_measure_records_its_sync_mode_and_refuses_unknown_ones():
     m = measure(lambda: None, warmup=1, runs=3, device="cpu", sync="pipelined")
-    assert m.sync == "pipelined" and m.to_dict()["sync"] == "pipelined"
-    assert Measurement.from_dict(m.to_dict()).sync == "pipelined"
+    assert m.sync == "pipelined"
     assert measure(lambda: None, warmup=1, runs=3, device="cpu").sync == "per-call"
     with pytest.raises(ValueError, match="sync"):
         measure(lambda: None, runs=3, device="cpu", sync="each")
