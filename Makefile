@@ -79,7 +79,7 @@ else
 endif
 	$(PY) -m mypy
 
-# mypy over the package (pyproject.toml's [tool.mypy]); make test runs it last, alone: about 45 s from nothing
+# mypy over the package (pyproject.toml's [tool.mypy]); make test runs it last, alone: about 10 s from nothing
 # on this 2-core machine, seconds where its cache (.mypy_cache/) holds the files that did not change.
 typecheck: setup
 	$(PY) -m mypy

@@ -129,10 +129,10 @@ def per_inference(report: dict[str, Any], calls: int) -> float | None:
 def _as_device(device: str | torch.device | None) -> torch.device:
     if device is None:
         return resolve_device(None)
-    device = torch.device(device)
-    if device.type == "cuda" and device.index is None and torch.cuda.is_available():
-        device = torch.device("cuda", torch.cuda.current_device())  # "cuda" means the current GPU
-    return device
+    resolved = torch.device(device)
+    if resolved.type == "cuda" and resolved.index is None and torch.cuda.is_available():
+        resolved = torch.device("cuda", torch.cuda.current_device())  # "cuda" means the current GPU
+    return resolved
 
 
 class _Step(NamedTuple):
