@@ -11,6 +11,8 @@ version lacked; a figure the old version did not measure stays absent (None), ne
   version 2 measures it, and stays under its own name.
 - 2 -> 3: the cell's variant fields (``memory_format``, ``shapes``, ``inductor``), which records written before
   each existed lack, take their defaults (the guide's cells), and a record without ``config`` gets an empty one.
+  A compile block written before CUDA graphs' request and outcome were told apart said one boolean,
+  ``cuda_graphs``: the request (``cuda_graphs_requested``) is that boolean.
 
 Nothing here imports torch or pandas.
 """
@@ -71,6 +73,10 @@ def _from_2(record: dict[str, Any]) -> None:
             if cell.get(name) is None:
                 cell[name] = default
     _dict(record, "config")
+    compiled = record.get("compile")
+    if isinstance(compiled, dict) and "cuda_graphs_requested" not in compiled \
+            and isinstance(compiled.get("cuda_graphs"), bool):
+        compiled["cuda_graphs_requested"] = compiled["cuda_graphs"]
     record["schema_version"] = 3
 
 

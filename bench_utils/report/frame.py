@@ -180,9 +180,8 @@ def _row(record: Record) -> dict[str, Any]:
         "recompiles": compiled.recompiles,
         "break_even": compiled.break_even_calls,
         # a CUDA-graph mode's pool counts whether inductor kept its graphs or not: what the mode asked
-        **region_columns("", memory, cuda, graphs=cell.compile_mode != CompileMode.EAGER and bool(
-            compiled.cuda_graphs_requested if "cuda_graphs_requested" in compiled.model_fields_set
-            else compiled.cuda_graphs)),
+        **region_columns("", memory, cuda,
+                         graphs=cell.compile_mode != CompileMode.EAGER and bool(compiled.cuda_graphs_requested)),
         **region_columns("eager_", memory.eager or MemoryBlock(), cuda),  # eager takes no pool: one alive is a compilation's
         "reserved_bytes": memory.cuda_peak_reserved_increase_bytes,
         "graph_pool_bytes": memory.cuda_graph_pool_bytes,

@@ -41,7 +41,7 @@ def test_schema_1_records_read_as_what_they_measured_and_say_how():
             assert record.compile.extra("compile_time_ms") == line["compile"]["compile_time_ms"]
 
 
-def test_schema_2_records_gain_the_cells_variant_and_nothing_else():
+def test_schema_2_records_gain_the_cells_variant_and_cuda_graphs_request_and_nothing_else():
     for path in COMMITTED:
         for line in read_jsonl(path):
             older = copy.deepcopy(line)
@@ -50,6 +50,10 @@ def test_schema_2_records_gain_the_cells_variant_and_nothing_else():
             assert lifted["schema_version"] == 3
             assert {name: lifted["cell"][name] for name in VARIANT_FIELDS} == {
                 name: line["cell"].get(name) or allowed[0] for name, allowed in VARIANT_FIELDS.items()}
+            compiled = line.get("compile")
+            if isinstance(compiled, dict) and "cuda_graphs_requested" not in compiled:  # one boolean: the request
+                assert lifted["compile"]["cuda_graphs_requested"] == compiled["cuda_graphs"]
+                lifted["compile"] = {k: v for k, v in lifted["compile"].items() if k != "cuda_graphs_requested"}
             assert {**lifted, "schema_version": 2, "cell": line["cell"]} == line
 
 
@@ -90,3 +94,12 @@ def test_a_record_is_immutable():
         record.status = "error"  # type: ignore[misc]
     with pytest.raises(Exception, match="frozen"):
         record.cell.model = "vit"  # type: ignore[misc]
+
+
+def test_a_compile_block_of_one_boolean_reads_it_as_the_request():
+    line = read_jsonl(COMMITTED[0])[0]
+    for said in (True, False):
+        older = {**line, "compile": {"mode": "reduce-overhead", "cuda_graphs": said}}
+        assert Record.from_json(older).compile.cuda_graphs_requested is said
+    both = {**line, "compile": {"mode": "reduce-overhead", "cuda_graphs": "partial", "cuda_graphs_requested": True}}
+    assert Record.from_json(both).compile.cuda_graphs_requested is True

@@ -74,7 +74,9 @@ def _cuda_graph_record(memory: dict, mode: str = "reduce-overhead", cuda_graphs=
     return make_record(dict(study="s", task="image-classification", model="resnet", batch_size=1,
                             compile_mode=mode, dtype="float32", device="cuda:0"), environment={},
                        measurement=Measurement(times_ms=[5.0, 5.0], first_call_ms=900.0),
-                       memory={**memory, "eager": eager}, compile={"cold_ms": 880.0, "cuda_graphs": cuda_graphs},
+                       memory={**memory, "eager": eager},
+                       compile={"cold_ms": 880.0, "cuda_graphs": cuda_graphs,
+                                "cuda_graphs_requested": mode in ("reduce-overhead", "max-autotune")},
                        extra={"speedup": {"mean": 2.0, "mean_ci95": [1.9, 2.1]}})
 
 
