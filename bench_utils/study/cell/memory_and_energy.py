@@ -187,16 +187,18 @@ def _joules_per_inference(report: dict[str, Any], calls: int, gaps_s: float) -> 
     return joules - report["idle_power_w"] * gaps_s / calls
 
 
-def outside_timing(what: str, notes: list[str], device: torch.device, fn: Callable[[], Any]) -> Any:
-    """A figure taken after the timed runs: if it fails (an OOM, say), that figure is missing,
-    with a note; the latency measured before it stands."""
+def attempt(what: str, notes: list[str], device: torch.device, fn: Callable[[], Any]) -> tuple[Any, str | None]:
+    """A figure taken after the timed runs, and None. If it fails (an OOM, say), that figure is missing: None, and
+    the note appended to ``notes`` saying why (returned too, for a block that records the reason); the latency
+    measured before it stands."""
     try:
-        return fn()
+        return fn(), None
     except Exception as exc:
         first_line = (str(exc).strip().splitlines() or [""])[0]
-        notes.append(f"{what} not measured: {type(exc).__name__}: {first_line}"[:300])
+        note = f"{what} not measured: {type(exc).__name__}: {first_line}"[:300]
+        notes.append(note)
         release(device)
-        return None
+        return None, note
 
 
 def release(device: torch.device) -> None:
