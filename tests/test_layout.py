@@ -42,13 +42,15 @@ BASE_ORDER = ["errors", "paths", "parameters", "vocabulary", "settings", "kernel
               "environment.capture", "records", "records.value_types", "records.blocks", "records.measured_on", "records.upgrade", "records.check", "records.schema", "records.key", "records.build", "records.results_file",
               "records.environment_files"]
 # Modules that must load neither torch nor (where listed) pandas: the runner's lease,
-# the records, the model registry and the whole report read results without them.
+# the records, the model registry, the cell's plan (the dry run prices it) and the whole report read results
+# without them.
 NO_TORCH = ["bench_utils.errors", "bench_utils.paths", "bench_utils.parameters", "bench_utils.vocabulary", "bench_utils.settings",
             "bench_utils.kernel", "bench_utils.environment.capture", "bench_utils.records.value_types", "bench_utils.records.blocks", "bench_utils.records.measured_on",
             "bench_utils.records.schema",
             "bench_utils.records.upgrade", "bench_utils.records.check", "bench_utils.records.key",
             "bench_utils.records.build",
             "bench_utils.records.results_file", "bench_utils.study.lease", "bench_utils.study.grid.grid_file", "bench_utils.zoo.registry",
+            "bench_utils.variants.cell_plan",
             "bench_utils.zoo.architectures", "bench_utils.report.frame", "bench_utils.report.tables",
             "bench_utils.report.context", "bench_utils.report.plots", "bench_utils.report.sections",
             "bench_utils.report.render", "bench_utils.environment.packages", "bench_utils.records.environment_files",

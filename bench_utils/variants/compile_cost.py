@@ -33,6 +33,7 @@ import torch
 
 from ..measurement.timing import time_first_call
 from . import compile_workers, cuda_graph_checks, modes
+from .cell_plan import compiling_calls  # the cell's plan counts them
 
 RECOMPILE_MESSAGE = "Detected recompile when torch.compile stance is 'fail_on_recompile'"
 
@@ -43,11 +44,6 @@ class RecompiledDuringTiming(RuntimeError):
 
 class RerecordedDuringTiming(RecompiledDuringTiming):
     """A CUDA graph was recorded, or skipped, during the timed runs: their latencies are not replays."""
-
-
-def compiling_calls(mode: str) -> int:
-    """Calls that compile (or record a CUDA graph) before a mode runs steadily."""
-    return 2 if mode in modes.CUDA_GRAPH_MODES else 1
 
 
 @contextmanager

@@ -1,6 +1,7 @@
 import pytest
 import torch
 
+from bench_utils.settings import Settings
 from bench_utils.study.cell.measured_cell import run_cell
 from bench_utils.variants.batch_shapes import (DYNAMIC, SharedCompilation, compile_method,
                                                mark_batch_dynamic, one_graph_for_all_batch_sizes)
@@ -19,8 +20,9 @@ def _dynamic_cells(loaded, batch_sizes):
     """The dynamic cells of one mode, in order, the first compiling and the rest reusing its compilation."""
     results, compilation = [], None
     for batch_size in batch_sizes:
-        result = run_cell(loaded, batch_size=batch_size, mode="default", runs=4, warmup=1, blocks=2,
-                          backend="aot_eager", shapes="dynamic", compilation=compilation, warm_compile=False)
+        result = run_cell(loaded, batch_size, "default",
+                          Settings(runs=4, warmup=1, blocks=2, backend="aot_eager", shapes="dynamic"),
+                          compilation=compilation, warm_compile=False)
         results.append(result)
         compilation = result.compilation
     return results

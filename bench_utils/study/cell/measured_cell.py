@@ -1,7 +1,9 @@
 """One cell of the study: a model, a batch size and a compile mode, measured.
 
-An eager cell is timed with ``measure``. A compiled cell compiles cold, then warm
-(``variants.compile_cost``), and is timed against eager with ``compare`` (random-order
+The cell runs its plan (``variants.cell_plan``): the steps, their order and their calls that the dry
+run prices too. An eager cell is timed with ``measure``. A compiled cell compiles as its plan says
+(``variants.compilation``: cold then warm, a dynamic batch's shared compilation, or an AOTInductor
+package), and is timed against eager with ``compare`` (random-order
 pairs of blocks, so drift cannot fake a speed-up) with recompiles forbidden. Each
 timed call starts from an idle device (``sync="per-call"``): a request's latency.
 Outside every timed region: the FLOPs of one forward pass, the accuracy gate
@@ -12,17 +14,14 @@ are freed. ``cell_record`` (``cell_record.py``) turns the result into a record.
 A compiled cell's eager side is a measurement of eager in its own right: its
 ``shared_eager`` result is what an eager cell of the same batch size records, so
 that eager is not timed twice (``task``). Where the time went is in ``phases``.
-The deployment variants (``channels_last`` is the loaded model's layout) branch here: an
-``aot-inductor`` cell builds its package instead of compiling, a ``dynamic`` one calls the
-compilation of a smaller batch size, and a portable cache is timed in a fresh process.
+A portable cache is timed in a fresh process, after the other figures (``channels_last`` is the
+loaded model's layout, nothing of the cell's).
 """
 
 from __future__ import annotations
 
-from contextlib import nullcontext
 import dataclasses
 from dataclasses import dataclass, field
-import tempfile
 import time
 from typing import Any, Callable, NamedTuple
 
@@ -36,19 +35,19 @@ from ...measurement.flops import FlopCount, compute_block, count_forward_flops
 from ...measurement.power import EnergyProbe
 from ...measurement.timing import Measurement, measure
 from ...measurement.work_profile import profile_block
-from ...variants import aot_inductor, modes as compile_module, portable_cache as portable
+from ...variants import modes as compile_module
 from ...variants.agreement import task_agreement
-from ...variants.batch_shapes import (DYNAMIC, STATIC, SharedCompilation, mark_batch_dynamic,
-                                     one_graph_for_all_batch_sizes)
+from ...variants.batch_shapes import DYNAMIC, STATIC, SharedCompilation
+from ...variants import cell_plan
+from ...variants.cell_plan import EAGER_MEMORY, ENERGY, FRESH_PROCESS, MEMORY, PROFILE, WARM_COMPILE, CellPlan
+from ...variants.compilation import Compilation, compilation_for, forward_call
+from ...variants.compile_cost import CompiledCell, no_recompile
 from ...variants.inductor_config import inductor_configuration
-from ...variants.compile_cost import (CompiledCell, compile_cold_then_warm, fresh_caches, no_recompile,
-                                      reuse_compiled)
 from ...variants.parity import compare_outputs, fp64_reference, unjudged
 from ...variants.precision import tf32_in_force
 from ...zoo.loading import LoadedModel
-from .memory_and_energy import energy_per_inference, memory_of, outside_timing, release
+from .memory_and_energy import attempt, energy_per_inference, memory_of, release
 from .time_by_phase import Phases
-from ...records.key import warmed_up_as_its_eager_cell
 from ...settings import Settings
 from ...vocabulary import CompileMode
 
@@ -76,16 +75,6 @@ class CellResult:
     compilation: SharedCompilation | None = None     # that compilation, for the next batch sizes
 
 
-def _forward(model: Callable, inputs: dict[str, torch.Tensor], mode: str) -> Callable[[], Any]:
-    """One forward pass; decided here, so the timed loop holds nothing but the call."""
-    if mode in compile_module.CUDA_GRAPH_MODES:
-        def call_step():
-            torch.compiler.cudagraph_mark_step_begin()  # a new inference: buffers may be reused
-            return model(**inputs)
-        return call_step
-    return lambda: model(**inputs)
-
-
 def _gpu_name(device: torch.device) -> str | None:
     return torch.cuda.get_device_name(device) if device.type == "cuda" else None
 
@@ -93,8 +82,8 @@ def _gpu_name(device: torch.device) -> str | None:
 @dataclass(frozen=True)
 class _CellContext:
     """What every step of one cell works on: the model, its inputs and eager's call on them, the device, the
-    float32 work that may use TF32, the forward pass's FLOPs, the settings, and what the cell collects as it
-    goes (where its time went; the figures it could not take, and why)."""
+    float32 work that may use TF32, the forward pass's FLOPs, the settings and the plan they make, and what the
+    cell collects as it goes (where its time went; the figures it could not take, and why)."""
 
     loaded: LoadedModel
     inputs: dict[str, torch.Tensor]
@@ -103,136 +92,103 @@ class _CellContext:
     tf32_by_work: dict[str, bool]   # matmul, convolution
     flops: FlopCount
     settings: Settings
+    plan: CellPlan
     phases: Phases
     batch_size: int
-    mode: str
     notes: list[str] = field(default_factory=list)
     trace_prefix: str | None = None   # keep_traces: where the profile's two traces go (``.eager.json``...)
 
     @property
-    def tf32(self) -> bool:
-        return any(self.tf32_by_work.values())
+    def mode(self) -> str:
+        return self.plan.mode
 
     @property
-    def dynamic_batch(self) -> bool:
-        return self.settings.shapes == DYNAMIC
+    def tf32(self) -> bool:
+        return any(self.tf32_by_work.values())
 
     def compute(self, latency_ms: float, eager_latency_ms: float | None = None) -> dict[str, Any]:
         return compute_block(self.flops, gpu_name=_gpu_name(self.device), dtype=self.loaded.dtype,
                              tf32_matmul=self.tf32_by_work["matmul"], tf32_conv=self.tf32_by_work["convolution"],
                              latency_ms=latency_ms, eager_latency_ms=eager_latency_ms)
 
+    def attempt(self, what: str, figure: Callable[[], Any]) -> tuple[Any, str | None]:
+        """A figure after the timed runs and None; where it fails, None and the note saying why."""
+        return attempt(what, self.notes, self.device, figure)
+
     def outside_timing(self, what: str, figure: Callable[[], Any]) -> Any:
         """A figure after the timed runs; None, with a note, where it fails."""
-        return outside_timing(what, self.notes, self.device, figure)
+        return self.attempt(what, figure)[0]
 
-    def memory(self, what: str, fn: Callable[[], Any]) -> dict[str, Any] | None:
-        """The memory of calling ``fn``, outside timing: None, with a note naming ``what``, where it fails."""
-        return self.outside_timing(what, lambda: memory_of(fn, self.device, self.loaded, self.inputs, self.phases))
+    def memory(self, what: str, fn: Callable[[], Any], calls: int) -> dict[str, Any] | None:
+        """The memory of ``calls`` calls of ``fn``, outside timing: None, with a note naming ``what``, where it
+        fails."""
+        return self.outside_timing(what, lambda: memory_of(fn, self.device, self.loaded, self.inputs, self.phases,
+                                                           calls))
 
 
-def run_cell(loaded: LoadedModel, *, batch_size: int, mode: str, settings: Settings | None = None,
+def run_cell(loaded: LoadedModel, batch_size: int, mode: str, settings: Settings, *,
              math_settings: dict[str, Any] | None = None, warm_compile: bool = True,
-             phases: Phases | None = None, compilation: SharedCompilation | None = None,
-             trace_prefix: str | None = None, **setting_values: Any) -> CellResult:
-    """Measure ``loaded`` at ``batch_size`` in ``mode`` (eager, or a compile mode).
+             compilation: SharedCompilation | None = None, phases: Phases | None = None,
+             trace_prefix: str | None = None) -> CellResult:
+    """Measure ``loaded`` at ``batch_size`` in ``mode`` (eager, or a compile mode), as ``settings`` say (runs,
+    warm-up, blocks, the compile options, shapes...), by the plan they make (``variants.cell_plan``).
 
-    ``settings`` say how (runs, warm-up, blocks, the compile options, shapes...; ``Settings``' defaults
-    where None); a setting given by name (``runs=12``) wins. ``math_settings`` are the float32
-    settings in force (``configure_fp32_math``'s result): the accuracy gate's tolerances and the
-    peak figure follow TF32. With ``warm_compile`` False a compiled cell compiles cold only (its warm cost was
-    measured at another batch size of the same model and mode). ``phases``, if given, collects
-    where the time goes (the caller keeps it, even when the cell fails). With ``shapes``
-    ``dynamic`` the batch dimension is marked dynamic and ``compilation`` (the result's, from a
-    smaller batch size of the same mode) is called instead of compiling again; the caller
-    discards it (and resets dynamo) when the mode is done. With ``portable_cache`` a torch.compile
-    cell of static shapes also saves its compile cache and times a fresh process started from it
-    (``variants.portable_cache``), after the timed runs. With ``profile`` both sides are profiled after the
-    timed runs; with ``keep_traces`` too, their traces are written to ``trace_prefix``.eager.json and .compiled.json.
+    ``math_settings`` are the float32 settings in force (``configure_fp32_math``'s result): the accuracy gate's
+    tolerances and the peak figure follow TF32. ``warm_compile``: the first batch size of its mode in the kernel,
+    which compiles warm too and times a portable cache (elsewhere the warm cost was measured at another batch size
+    of the same model and mode). ``compilation``, with ``shapes`` ``dynamic``: the one compilation made at a
+    smaller batch size of the mode (the result's), called instead of compiling again; the caller discards it (and
+    resets dynamo) when the mode is done. ``phases``, if given, collects where the time goes (the caller keeps
+    it, even when the cell fails). With ``keep_traces`` the profile's traces are written to ``trace_prefix``
+    .eager.json and .compiled.json.
     """
     phases = phases if phases is not None else Phases()
-    settings = Settings.from_parameters({**(settings or Settings()).to_parameters(), **setting_values})
+    settings = settings.checked()
     compile_module.check_mode(mode)
-    if settings.shapes == DYNAMIC and (mode == CompileMode.EAGER or mode in compile_module.AOT_MODES):
+    dynamic_batch = settings.shapes == DYNAMIC
+    if dynamic_batch and (mode == CompileMode.EAGER or mode in compile_module.AOT_MODES):
         raise UserError(f"shapes 'dynamic' needs a torch.compile mode, not {mode!r}")
     device = torch.device(loaded.device)
+    shared = compilation if dynamic_batch else None
+    plan = cell_plan.plan_cell(mode, warmup=settings.warmup, runs=settings.runs, cuda=device.type == "cuda",
+                                profile=settings.profile, shapes=settings.shapes,
+                                portable_cache=settings.portable_cache, warm_compile=warm_compile,
+                                reuses_compilation=shared is not None)
     tf32_by_work = tf32_in_force(math_settings or {}, device, loaded.dtype)
     inputs = loaded.inputs(batch_size)  # built once, outside every timed region
-    eager_fn = _forward(loaded.model, inputs, "eager")
+    eager_fn = forward_call(loaded.model, inputs, CompileMode.EAGER)
     with torch.no_grad():  # inference, as the guide measures it
         with phases.timing("flops"):
             flops = count_forward_flops(eager_fn)
-        cell = _CellContext(loaded, inputs, eager_fn, device, tf32_by_work, flops, settings, phases, batch_size, mode,
-                            trace_prefix=trace_prefix if settings.keep_traces else None)
-        if mode == CompileMode.EAGER:
+        cell = _CellContext(loaded, inputs, eager_fn, device, tf32_by_work, flops, settings, plan, phases,
+                            batch_size, trace_prefix=trace_prefix if settings.keep_traces else None)
+        if plan.compilation is None:
             return _eager_cell(cell)
-        with one_graph_for_all_batch_sizes(cell.dynamic_batch):  # a batch of 1 not specialized
-            return _compiled_cell(cell, warm_compile=warm_compile,
-                                  compilation=compilation if cell.dynamic_batch else None)
+        return _compiled_cell(cell, compilation_for(plan, batch_size, settings, device, shared))
 
 
 def _eager_cell(cell: _CellContext) -> CellResult:
     """An eager cell: timed alone, then its memory and energy."""
-    settings = cell.settings
+    settings, plan = cell.settings, cell.plan
     with EnergyProbe(cell.device) as clocks:  # clocks and throttling at the start and end
         start = time.perf_counter()
-        measurement = measure(cell.eager_fn, warmup=settings.warmup, runs=settings.runs, device=cell.device,
+        measurement = measure(cell.eager_fn, warmup=plan.warmup, runs=plan.runs, device=cell.device,
                               sync=settings.sync)
         cell.phases.add_loop(time.perf_counter() - start, sum(measurement.times_ms))
-    memory = cell.memory("memory", cell.eager_fn)
-    with cell.phases.timing("energy"):
-        energy = cell.outside_timing("energy", lambda: energy_per_inference(
-            cell.device, {"eager": (cell.eager_fn, measurement.mean_ms)}, settings.sync, clocks.report))
+    memory = cell.memory("memory", cell.eager_fn, plan.calls(MEMORY))
+    energy = None
+    if plan.has(ENERGY):
+        with cell.phases.timing("energy"):
+            energy = cell.outside_timing("energy", lambda: energy_per_inference(
+                cell.device, {"eager": (cell.eager_fn, measurement.mean_ms)}, settings.sync, clocks.report))
     return CellResult(cell.mode, cell.batch_size, measurement, memory=memory, compute=cell.compute(measurement.mean_ms),
                       energy=energy, notes=cell.notes, phases=cell.phases)
 
 
-def _fresh_start(cell: _CellContext, artifacts: bytes | None) -> dict[str, Any]:
-    """A fresh process started from this cell's saved compile cache (``variants.portable_cache``)."""
-    if cell.dynamic_batch:
-        raise ValueError("a dynamic-batch compilation is timed in this process only")
-    settings = cell.settings
-    if artifacts is None:
-        raise ValueError(f"the {settings.backend} compilation left no cache artifacts to carry")
-    return portable.startup_from_artifacts(cell.loaded.model, cell.inputs, artifacts, mode=cell.mode,
-                                           backend=settings.backend, fullgraph=settings.fullgraph,
-                                           dynamic=settings.dynamic, device=cell.device.type)
-
-
-def _compile(cell: _CellContext, warm_compile: bool, compilation: SharedCompilation | None,
-             package_folder: str | None) -> tuple[CompiledCell, Any, bytes | None]:
-    """The cell's compilation (cold, then warm where asked), an AOTInductor package where
-    ``package_folder``, or the dynamic-batch ``compilation`` called at a new batch size; with the
-    model the forward calls and, for a portable cache, the cache artifacts."""
-    made: list[Any] = []  # the compiled model the last forward calls
-    settings, model = cell.settings, cell.loaded.model
-
-    def make_forward(compiled_model: Callable) -> Callable[[], Any]:
-        made[:] = [compiled_model]
-        return _forward(compiled_model, cell.inputs, cell.mode)
-
-    artifacts = None
-    if package_folder is not None:
-        compiled = aot_inductor.compiled_cell(model, cell.inputs, make_forward, cell.device, package_folder,
-                                              warm=warm_compile)
-    elif compilation is not None:
-        compiled = reuse_compiled(compilation.model, cell.mode, make_forward, cell.device,
-                                  compilation.compiled_at_batch_size, backend=settings.backend)
-    else:
-        with portable.recording():  # this compilation's cache artifacts, none older
-            compiled = compile_cold_then_warm(model, cell.mode, make_forward, cell.device, backend=settings.backend,
-                                              fullgraph=settings.fullgraph, dynamic=settings.dynamic,
-                                              warm=warm_compile)
-        if settings.portable_cache and not cell.dynamic_batch:
-            artifacts = portable.saved_artifacts()
-    return compiled, made[0] if made else None, artifacts
-
-
-def _compile_report(compiled: CompiledCell, compilation: SharedCompilation | None, batch_size: int,
-                    at_end: dict[str, Any], eager_ms: float, compiled_ms: float) -> dict[str, Any]:
+def _compile_report(compiled: CompiledCell, graph_stats: dict[str, Any], at_end: dict[str, Any], eager_ms: float,
+                    compiled_ms: float) -> dict[str, Any]:
     """The record's ``compile`` block: graphs, breaks, recompiles, CUDA graphs, cold and warm cost."""
-    report = dict(compiled.cold_stats) if compilation is None else compilation.compile_stats(batch_size,
-                                                                                              compiled.cold_stats)
+    report = graph_stats
     # CUDA graphs as the timed (warm, where made) compilation had them, as its cuda_graphs says
     report.update({key: value for key, value in (compiled.warm_stats or {}).items() if key.startswith("cudagraph_")})
     report["recompiles"] = at_end["graphs"] - compiled.after_warm["graphs"]
@@ -271,39 +227,25 @@ class _AfterTiming(NamedTuple):
     fresh: dict[str, Any] | None       # a portable cache's fresh process
 
 
-def _compiled_cell(cell: _CellContext, *, warm_compile: bool, compilation: SharedCompilation | None) -> CellResult:
+def _compiled_cell(cell: _CellContext, compilation: Compilation) -> CellResult:
     """Eager's references and memory, then the compilation, its timed runs against eager and the figures
-    after them; the cell's graphs and CUDA-graph pools go with it (unless a dynamic batch shares them on)."""
-    if compilation is None:
-        compile_module.reset()  # no graph of an earlier model or cell may be reused
-    if cell.dynamic_batch:
-        mark_batch_dynamic(cell.inputs)
+    after them, inside what the compilation keeps around the cell (``Compilation.around_cell``)."""
     quiet_toolchain_logs()
-    references = _references(cell)
-    # eager's memory before this cell compiles: no CUDA-graph pool of its own is alive yet (a dynamic-batch
-    # cell's earlier compilation may be)
-    eager_memory = cell.memory("eager memory", cell.eager_fn)
-    warmup = cell.settings.warmup
-    if cell.mode in compile_module.CUDA_GRAPH_MODES:
-        warmup = max(warmup, 2)  # replays settle after the recording call
-    aot = cell.mode in compile_module.AOT_MODES  # its package lives in a folder of the cell's own
+    plan = cell.plan
     try:
-        # cold compile; open for the whole cell: nothing falls back to the shared cache
-        with fresh_caches(), (tempfile.TemporaryDirectory(prefix="aoti-") if aot else nullcontext()) as package_folder:
+        with compilation.around_cell(cell.inputs):
+            references = _references(cell)
+            # eager's memory before this cell compiles: no CUDA-graph pool of its own is alive yet (a dynamic-batch
+            # cell's earlier compilation may be)
+            eager_memory = cell.memory("eager memory", cell.eager_fn, plan.calls(EAGER_MEMORY))
             with cell.phases.timing("compile"), inductor_configuration(cell.settings.inductor) as options:
-                compiled, made, artifacts = _compile(cell, warm_compile, compilation, package_folder)
+                compiled = compilation.compile(cell.loaded.model, cell.inputs, warm=plan.has(WARM_COMPILE))
             compiled.cold_stats["inductor_options"] = options  # what the configuration set, in the record
-            if cell.dynamic_batch:
-                compilation = compilation or SharedCompilation(cell.mode, made, cell.batch_size, {
-                    key: compiled.cold_stats[key] for key in ("graphs", "graph_breaks", "break_reasons")})
-            timed = _timed_pairs(cell, compiled, warmup)
-            figures = _after_timing(cell, timed, references, artifacts)
-    finally:  # this cell's graphs and CUDA-graph pools must not outlive it (unless shared on)
-        if not cell.dynamic_batch:
-            compile_module.reset()
+            timed = _timed_pairs(cell, compiled)
+            figures = _after_timing(cell, timed, references, compilation)
+    finally:
         release(cell.device)
-    return _compiled_result(cell, timed, figures, compilation, eager_memory,
-                            shares_eager=warmed_up_as_its_eager_cell(warmup, cell.settings.warmup))
+    return _compiled_result(cell, timed, figures, compilation, eager_memory)
 
 
 def _references(cell: _CellContext) -> _References:
@@ -317,14 +259,14 @@ def _references(cell: _CellContext) -> _References:
     return _References(eager_out, fp64_out, fp64_missing)
 
 
-def _timed_pairs(cell: _CellContext, compiled: CompiledCell, warmup: int) -> _Timed:
+def _timed_pairs(cell: _CellContext, compiled: CompiledCell) -> _Timed:
     """Compiled against eager in random-order pairs of blocks, no recompile allowed."""
-    settings = cell.settings
+    settings, plan = cell.settings, cell.plan
     # the GPU's clock after every block: what moves between the sides shows in the record
     with BlockClocks(cell.device) as block_clocks, no_recompile(), EnergyProbe(cell.device) as clocks:
         start = time.perf_counter()
-        comparison = compare(cell.eager_fn, compiled.forward, warmup=warmup, runs=settings.runs, blocks=settings.blocks,
-                             device=cell.device, sync=settings.sync, order_seed=settings.seed,
+        comparison = compare(cell.eager_fn, compiled.forward, warmup=plan.warmup, runs=plan.runs,
+                             blocks=settings.blocks, device=cell.device, sync=settings.sync, order_seed=settings.seed,
                              between_blocks=block_clocks)
         cell.phases.add_loop(time.perf_counter() - start, sum(comparison.baseline.times_ms)
                              + sum(comparison.candidate.times_ms))
@@ -332,10 +274,10 @@ def _timed_pairs(cell: _CellContext, compiled: CompiledCell, warmup: int) -> _Ti
 
 
 def _after_timing(cell: _CellContext, timed: _Timed, references: _References,
-                  artifacts: bytes | None) -> _AfterTiming:
+                  compilation: Compilation) -> _AfterTiming:
     """Energy, the accuracy gate, the compiled side's memory, dynamo's counters, the profile, then a portable
-    cache's fresh process: each outside the timed runs, in that order."""
-    compiled_fn, comparison = timed.compiled.forward, timed.comparison
+    cache's fresh process: each outside the timed runs, in that order, as the plan has them."""
+    compiled_fn, comparison, plan = timed.compiled.forward, timed.comparison, cell.plan
 
     def energy() -> dict[str, Any] | None:
         with no_recompile():
@@ -349,37 +291,40 @@ def _after_timing(cell: _CellContext, timed: _Timed, references: _References,
                                 fp64=references.fp64, fp64_missing=references.fp64_missing),
                 task_agreement(cell.loaded.task, references.eager, compiled_out))
 
-    with cell.phases.timing("energy"):
-        energy_block = cell.outside_timing("energy", energy)
+    energy_block = None
+    if plan.has(ENERGY):
+        with cell.phases.timing("energy"):
+            energy_block = cell.outside_timing("energy", energy)
     with cell.phases.timing("parity"):
-        parity, agreement = cell.outside_timing("accuracy gate", gate) or (
-            unjudged(cell.loaded.dtype, cell.tf32, cell.notes[-1]), None)  # judged by nothing, and why
-    memory = cell.memory("memory", compiled_fn)
+        judged, failed = cell.attempt("accuracy gate", gate)
+    # a gate that could not run judged nothing, and its note says why
+    parity, agreement = judged if failed is None else (unjudged(cell.loaded.dtype, cell.tf32, failed), None)
+    memory = cell.memory("memory", compiled_fn, plan.calls(MEMORY))
     at_end = compile_module.dynamo_snapshot()
     profile = None
-    if cell.settings.profile and cell.mode in compile_module.AOT_MODES and cell.device.type == "cpu":
-        # its C++ kernels and the extern calls of its shim emit no profiler event: the figures would be false
-        cell.notes.append("profile: not taken (an AOTInductor package on a CPU emits no profiler events of its own)")
-    elif cell.settings.profile:
+    if plan.has(PROFILE):
         with cell.phases.timing("profile"), no_recompile():
             profile = cell.outside_timing("profile", lambda: profile_block(
                 cell.eager_fn, compiled_fn, cuda=cell.device.type == "cuda", trace_prefix=cell.trace_prefix))
+    elif PROFILE in plan.not_taken:
+        cell.notes.append(plan.not_taken[PROFILE])
     fresh = None
-    if cell.settings.portable_cache and cell.mode not in compile_module.AOT_MODES:
+    if plan.has(FRESH_PROCESS):
         with cell.phases.timing("compile"):
-            fresh = cell.outside_timing("portable cache", lambda: _fresh_start(cell, artifacts))
+            fresh = cell.outside_timing("portable cache", lambda: compilation.fresh_process(cell.loaded.model,
+                                                                                            cell.inputs))
     return _AfterTiming(energy_block, parity, agreement, memory, at_end, profile, fresh)
 
 
-def _compiled_result(cell: _CellContext, timed: _Timed, figures: _AfterTiming,
-                     compilation: SharedCompilation | None, eager_memory: dict[str, Any] | None, *,
-                     shares_eager: bool) -> CellResult:
-    """The compiled cell's result, and its eager side as an eager cell's where ``shares_eager``."""
+def _compiled_result(cell: _CellContext, timed: _Timed, figures: _AfterTiming, compilation: Compilation,
+                     eager_memory: dict[str, Any] | None) -> CellResult:
+    """The compiled cell's result, and its eager side as an eager cell's where the plan warms eager up as the
+    eager cell does."""
     comparison = timed.comparison
     eager_ms = comparison.baseline.mean_ms
     # the cell's first call is the cold compiling one, not compare's own first (warm) call
     measurement = dataclasses.replace(comparison.candidate, first_call_ms=timed.compiled.cold_calls_ms[0])
-    report = _compile_report(timed.compiled, compilation, cell.batch_size, figures.at_end, eager_ms,
+    report = _compile_report(timed.compiled, compilation.graph_stats(timed.compiled), figures.at_end, eager_ms,
                              measurement.mean_ms)
     if figures.fresh is not None:
         report["portable_cache"] = figures.fresh
@@ -388,7 +333,7 @@ def _compiled_result(cell: _CellContext, timed: _Timed, figures: _AfterTiming,
         eager_energy = {"timed_runs": figures.energy.get("timed_runs"), "eager": figures.energy["eager"]}
     # eager, as the pairs measured it: an eager cell of this batch size need not time it again
     # (unless this mode's warm-up differs from the one the eager cell asks for)
-    shared_eager = None if not shares_eager else CellResult(
+    shared_eager = None if not cell.plan.eager_side_is_its_eager_cell else CellResult(
         "eager", cell.batch_size, comparison.baseline, memory=eager_memory, compute=cell.compute(eager_ms),
         energy=eager_energy, shared_from=cell.mode,
         notes=[note for note in cell.notes if note.startswith("eager memory")])
@@ -396,5 +341,6 @@ def _compiled_result(cell: _CellContext, timed: _Timed, figures: _AfterTiming,
                       parity=figures.parity, agreement=figures.agreement, memory=figures.memory,
                       eager_memory=eager_memory, compute=cell.compute(measurement.mean_ms, eager_ms),
                       energy=figures.energy, profile=figures.profile, notes=cell.notes, phases=cell.phases,
-                      shared_eager=shared_eager, shapes=DYNAMIC if cell.dynamic_batch else STATIC,
-                      inductor=cell.settings.inductor, compilation=compilation)
+                      shared_eager=shared_eager, shapes=DYNAMIC if cell.settings.shapes == DYNAMIC else STATIC,
+                      inductor=cell.settings.inductor,
+                      compilation=compilation.shared_on())

@@ -46,7 +46,8 @@ from ...records.build import JsonBlock, failure_record, measurement_settings, sk
 from ...records.results_file import append_record
 from ...variants import compile_workers, modes as compile_module
 from ...variants.precision import configure_fp32_math, parse_dtype
-from ...zoo.loading import load
+from ...variants.batch_shapes import SharedCompilation
+from ...zoo.loading import LoadedModel, load
 from .measured_cell import CellResult, run_cell
 from .cell_record import cell_record
 from ..grid.kernel_groups import execution_order
@@ -152,7 +153,7 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
                                     trace_dir=results_path.parent / TRACES)
                 for mode, batch_size in pairs:
                     if progress_file:  # the runner learns which cell a dying kernel was on
-                        write_progress(progress_file, mode, batch_size)
+                        write_progress(Path(progress_file), mode, batch_size)
                     bar.set_postfix_str(f"{model_key} {dtype} {mode} batch {batch_size}")
                     record = cells.record(mode, batch_size)
                     append_record(results_path, record, guard=guard)
@@ -201,11 +202,12 @@ class _ModelCells:
                  config: dict[str, Any], kernel: _Kernel, trace_dir: Path | None = None):
         self.study, self.task, self.model, self.dtype, self.device = study, task, model, dtype, device
         self.settings, self.config, self.kernel, self.trace_dir = settings, config, kernel, trace_dir
-        self.loaded, self.load_error = None, None
+        self.loaded: LoadedModel | None = None
+        self.load_error: Exception | None = None
         self.oom_at: dict[str, int] = {}             # per mode: the batch size that ran out of memory
         self.warm_measured: set[str] = set()         # modes whose warm compile this kernel has measured
         self.shared_eager: dict[int, CellResult] = {}
-        self.compilation = None                      # shapes "dynamic": the mode's one compilation so far
+        self.compilation: SharedCompilation | None = None   # shapes "dynamic": the mode's one compilation so far
 
     def record(self, mode: str, batch_size: int) -> dict[str, Any]:
         """The cell's record: measured, shared from a compiled cell's eager side, skipped, or failed."""
@@ -226,14 +228,15 @@ class _ModelCells:
         else:
             try:
                 _inject_fault(self.model, batch_size)
-                if self.loaded is None:
+                loaded = self.loaded
+                if loaded is None:
                     try:
-                        self._load()
+                        loaded = self._load()
                     finally:  # the load's seconds apart from the cell's phases, failed or not
                         load_s, phases = time.perf_counter() - phases.started, Phases()
                 result = (replace(shared, phases=phases) if shared is not None
-                          else self._measure(mode, batch_size, settings, phases))
-                record = cell_record(result, self.loaded, study=self.study, config=self.config,
+                          else self._measure(loaded, mode, batch_size, settings, phases))
+                record = cell_record(result, loaded, study=self.study, config=self.config,
                                      compile_options=compile_module.options(mode, settings.backend, settings.fullgraph,
                                                                             settings.dynamic),
                                      environment=self.kernel.environment)
@@ -246,7 +249,7 @@ class _ModelCells:
                 _free_memory()
         return with_phases(record, self.kernel.phases(phases.to_dict(), load_s))
 
-    def _load(self) -> None:
+    def _load(self) -> LoadedModel:
         """Build the model, once: a failure fails every cell of it."""
         if self.load_error is not None:
             raise self.load_error
@@ -256,14 +259,13 @@ class _ModelCells:
         except Exception as exc:
             self.load_error = exc
             raise
+        return self.loaded
 
-    def _measure(self, mode: str, batch_size: int, settings: Settings, phases: Phases) -> CellResult:
-        first_of_mode = mode not in self.warm_measured
-        # the portable cache once per mode; a dynamic compilation's marks would not travel
-        portable = settings.portable_cache and first_of_mode and settings.shapes == Shapes.STATIC
-        result = run_cell(self.loaded, batch_size=batch_size, mode=mode,
-                          settings=replace(settings, portable_cache=portable), math_settings=self.config,
-                          warm_compile=first_of_mode, phases=phases, compilation=self.compilation,
+    def _measure(self, loaded: LoadedModel, mode: str, batch_size: int, settings: Settings,
+                 phases: Phases) -> CellResult:
+        # the first batch size of a mode also compiles warm, and times a portable cache (the cell's plan)
+        result = run_cell(loaded, batch_size=batch_size, mode=mode, settings=settings, math_settings=self.config,
+                          warm_compile=mode not in self.warm_measured, phases=phases, compilation=self.compilation,
                           trace_prefix=self._trace_prefix(mode, batch_size, settings))
         self.compilation = result.compilation
         if mode != CompileMode.EAGER:  # only a measured cell's compile and pairs count

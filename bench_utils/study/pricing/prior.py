@@ -11,13 +11,12 @@ device's peaks are the datasheets' (``measurement.peaks``). One call takes
     host time   = the host's cost per launched kernel x the kernels (eager: one per operator; Inductor
                   fuses them; a CUDA-graph replay launches one graph),
 
-and a cell adds what ``study.cell`` does around its timed runs: the FLOP count (one eager call under a
-dispatch mode), the accuracy gate (an eager call, a float64 call on the float64 units, a compiled call),
-the memory probe of each side (``cell.memory_and_energy.MEMORY_CALLS`` calls), the energy windows (CUDA only:
-8 to 11 steps of NVML's 100 ms counter a side, with the polling for the steps at their ends),
-a compiled cell's profile (``PROFILED_CALLS`` calls of each side and the profiler's own cost),
-the cold compile (and the warm one at the first batch size of a mode) and the timed calls (warm-up and
-runs, both sides for a compiled cell). A kernel adds its start and the model build. Every rate is an
+and a cell is priced step by step from its plan (``variants.cell_plan``, the one ``study.cell`` runs): each step's
+calls of each side at that side's seconds a call, and what a step costs beside its calls: the FLOP count's
+dispatch (one eager call under a dispatch mode), the memory probe's own cost, the energy windows (CUDA only: 8 to
+11 steps of NVML's 100 ms counter a side, with the polling for the steps at their ends), the profiler's own cost,
+the cold compile (and the warm one at the first batch size of a mode), a portable cache's fresh process. A kernel
+adds its start and the model build. Every rate is an
 assumption; ``OPTIMISTIC``, ``TYPICAL`` and ``PESSIMISTIC`` give the low, point and high figures.
 
 Calibration: cells recorded on the device (any study, any results file) replace the prior for
@@ -40,22 +39,22 @@ from ...errors import UserError
 from ...measurement.peaks import FP64_TFLOPS, MEMORY_BANDWIDTH_GBS, PEAK_TFLOPS, gpu_key, peak_tflops
 from ...records.key import measured_as_eager_side
 from ...records.schema import PhasesBlock, Record
-from ...vocabulary import CUDA_GRAPH_MODES, TF32_SWITCHES as TF32_POLICIES, CompileMode, Status
+from ...variants import cell_plan as plan
+from ...variants.cell_plan import (COMPILED, EAGER, ENERGY_CHUNK_MS, ENERGY_STEPS_MAX, ENERGY_STEPS_MIN, FLOAT64,
+                                   CellPlan, Step)
+from ...vocabulary import CUDA_GRAPH_MODES, TF32_SWITCHES as TF32_POLICIES, CompileMode, Shapes, Tf32Policy
 
+TF32_BY_NAME: dict[str, tuple[bool, bool]] = {str(policy): switches for policy, switches in TF32_POLICIES.items()}
 MODEL_COSTS = Path(__file__).with_name("data") / "model_costs.json"
 # Cold compile of a mode over the default mode's: max-autotune benchmarks candidate kernels for each
 # matmul and convolution; AOTInductor exports first. Reduce-overhead's recording adds nothing measurable
 # (ResNet-50 on the H200: 7.4 and 10.8 s against the default mode's 9.5 and 11.0).
 MODE_COMPILE_FACTOR = {"default": 1.0, "reduce-overhead": 1.0, "max-autotune": 4.0,
                        "max-autotune-no-cudagraphs": 4.0, "aot-inductor": 1.5}
-MEMORY_CALLS = 3              # cell.memory_and_energy.MEMORY_CALLS (tests check they agree)
-ENERGY_STEPS_MIN = 8          # a side's energy window in steps of the counter, fewest and most:
-ENERGY_STEPS_MAX = 11         # cell.memory_and_energy's ENERGY_STEPS_MIN and _MAX (tests check they agree)
-ENERGY_CHUNK_S = 0.02         # calls between reads of the counter: cell.memory_and_energy.ENERGY_CHUNK_MS (checked)
+MEMORY_PROBE_S = 0.5          # a memory probe beside its calls: garbage collection, the allocator's reset and figures
 COUNTER_STEP_S = 0.1          # NVML's energy counter steps every 100 ms on A100, H100 and H200 (the H200's records)
 ENERGY_POLL_STEPS = 2.5       # a side's polling beside its window: the wait for a step at entry (half a step on
                               # average) and the step after it (measured), then the step after the exit (dates the last)
-PROFILED_CALLS = 4            # per side of a compiled cell: measurement.work_profile's WARMUP + CALLS (tests check)
 PROFILE_SIDE_S = 0.3          # the profiler's start, stop and event reduction per side (an assumption: ResNet-50's
                               # two sides cost 0.65 s on this project's CPU machine, 0.2 s of it its 8 calls)
 SYNC_S = 20e-6                # a per-call synchronisation, each timed call from an idle device
@@ -133,18 +132,33 @@ class CellShape:
     tf32: str
     runs: int
     warmup: int
+    profile: bool = True
+    shapes: str = Shapes.STATIC
+    portable_cache: bool = False
 
     @classmethod
     def of_cell(cls, cell: Any) -> "CellShape":
         settings = cell.settings
         return cls(cell.model, cell.batch_size, cell.compile_mode, cell.dtype, settings.tf32, settings.runs,
-                   settings.warmup)
+                   settings.warmup, settings.profile, settings.shapes, settings.portable_cache)
 
     @classmethod
     def of_record(cls, record: Record) -> "CellShape":
+        """The shape a record was measured with, its portable cache where it has its block. Profiled, as the
+        default is: a record's config does not say (a record without a profile block may have lost it to a
+        failure after paying for most of it), and a cell not profiled is ~1 s shorter, within calibration's spread."""
         cell, config = record.cell, record.config
         return cls(cell.model, cell.batch_size, cell.compile_mode, cell.dtype, str(config.tf32 or "default"),
-                   int(config.runs or 0), int(config.warmup or 0))
+                   int(config.runs or 0), int(config.warmup or 0), shapes=cell.shapes,
+                   portable_cache=record.compile is not None and record.compile.portable_cache is not None)
+
+    def plan(self, shares_pairs: bool, warm: bool) -> CellPlan:
+        """The steps the cell runs on a GPU (``variants.cell_plan``): ``warm``, the first batch size of its mode in
+        its kernel (which compiles warm too; a dynamic batch's later ones call its compilation)."""
+        return plan.plan_cell(self.compile_mode, warmup=self.warmup, runs=self.runs, cuda=True, profile=self.profile,
+                              shapes=self.shapes, portable_cache=self.portable_cache, warm_compile=warm,
+                              reuses_compilation=self.shapes == Shapes.DYNAMIC and not warm,
+                              shares_pairs=shares_pairs)
 
 
 def known_devices() -> list[str]:
@@ -180,7 +194,7 @@ class Prior:
         """One forward pass of ``side`` (eager, or the cell's compile mode); None where the table has
         no such model or the device no peak for the dtype."""
         row = self.costs.get(shape.model)
-        matmul_tf32, conv_tf32 = TF32_POLICIES.get(shape.tf32, (False, True))
+        matmul_tf32, conv_tf32 = TF32_BY_NAME.get(shape.tf32, TF32_POLICIES[Tf32Policy.DEFAULT])
         conv_peak = peak_tflops(self.device, shape.dtype, conv_tf32)
         other_peak = peak_tflops(self.device, shape.dtype, matmul_tf32)
         if row is None or not conv_peak or not other_peak:
@@ -217,7 +231,7 @@ class Prior:
     def energy_side_seconds(call_s: float, steps: float) -> float:
         """One side's energy window (``cell.memory_and_energy``): ``steps`` of the counter in whole chunks of calls
         (a call longer than a chunk is one), and the polling for the steps at its ends."""
-        chunk_s = max(call_s, ENERGY_CHUNK_S)
+        chunk_s = max(call_s, ENERGY_CHUNK_MS / 1e3)
         return math.ceil(steps * COUNTER_STEP_S / chunk_s - 1e-9) * chunk_s + ENERGY_POLL_STEPS * COUNTER_STEP_S
 
     @staticmethod
@@ -229,36 +243,55 @@ class Prior:
     def _cell_at(self, shape: CellShape, shares_pairs: bool, warm: bool,
                  ends: Assumptions) -> tuple[float, float] | None:
         """The cell's seconds apart from its energy windows, and those windows' (a fixed design cost that
-        calibration must not scale: records measured with other windows would scale every cell)."""
-        eager = self.call_seconds(shape, "eager", ends)
+        calibration must not scale: records measured with other windows would scale every cell): each step of its
+        plan priced."""
+        eager = self.call_seconds(shape, EAGER, ends)
         if eager is None:
             return None
-        if shape.compile_mode == CompileMode.EAGER and shares_pairs:
+        cell_plan = shape.plan(shares_pairs, warm)
+        if not cell_plan.steps:  # an eager cell taking a compiled cell's pairs
             return SHARED_EAGER_S, 0.0
+        compiled = self.call_seconds(shape, shape.compile_mode, ends) if cell_plan.compilation else None
+        per_call = {EAGER: eager, COMPILED: compiled or 0.0, FLOAT64: self.fp64_call_seconds(shape, ends)}
+        work, energy = CELL_OVERHEAD_S, 0.0
+        for step in cell_plan.steps:
+            if step.name == plan.ENERGY:
+                energy += sum(self.energy_side_seconds(per_call[side], ends.energy_steps) for side in step.sides)
+            else:
+                work += self._step_seconds(step, shape, per_call, ends)
+        return work, energy
+
+    def _step_seconds(self, step: Step, shape: CellShape, per_call: dict[str, float], ends: Assumptions) -> float:
+        """One step of a cell's plan: its calls of each side, and what it costs beside them. A step this has no
+        price for is an error: the cell gained a step, and the prior must learn its cost."""
+        calls = (step.calls or 0) * sum(per_call[side] for side in step.sides)
         row = self.costs[shape.model]
-        flop_count = eager + row["eager_ops"] * FLOP_COUNT_S_PER_OP
-        calls = shape.warmup + shape.runs
-        memory = MEMORY_CALLS * eager + 0.5
-        energy = self.energy_side_seconds(eager, ends.energy_steps)
-        if shape.compile_mode == CompileMode.EAGER:
-            return flop_count + calls * eager + memory + CELL_OVERHEAD_S, energy
-        compiled = self.call_seconds(shape, shape.compile_mode, ends)
-        energy += self.energy_side_seconds(compiled, ends.energy_steps)
-        if shape.compile_mode in CUDA_GRAPH_MODES:
-            calls = max(shape.warmup, 2) + shape.runs  # study.cell: replays settle after recording
         cold = self.compile_seconds(row, shape.compile_mode, ends)
-        compile_s = cold * (1 + ends.warm_compile_share if warm else 1)
-        gate = eager + self.fp64_call_seconds(shape, ends) + compiled
-        profile = PROFILED_CALLS * (eager + compiled) + 2 * PROFILE_SIDE_S
-        return (flop_count + gate + 2 * memory + compile_s + calls * (eager + compiled) + profile + CELL_OVERHEAD_S,
-                energy)
+        if step.name == plan.FLOP_COUNT:
+            return calls + row["eager_ops"] * FLOP_COUNT_S_PER_OP
+        if step.name in (plan.REFERENCES, plan.WARMUP, plan.TIMED, plan.GATE):
+            return calls
+        if step.name in (plan.EAGER_MEMORY, plan.MEMORY):
+            return calls + MEMORY_PROBE_S
+        if step.name == plan.PROFILE:
+            return calls + len(step.sides) * PROFILE_SIDE_S
+        # a compile's fit is of its recorded cost, which leaves out its calls' own time: a few milliseconds
+        if step.name == plan.COLD_COMPILE:
+            return cold
+        if step.name == plan.WARM_COMPILE:
+            return cold * ends.warm_compile_share
+        if step.name == plan.SHARED_FIRST_CALLS:  # may compile again at a new batch size (it does, where torch
+            return cold                           # guards on the batch): priced as the compile it may be
+        if step.name == plan.FRESH_PROCESS:  # a new interpreter (torch, a CUDA context) compiling from a warm cache
+            return ends.start_s + cold * ends.warm_compile_share
+        raise ValueError(f"the prior has no price for a cell's step {step.name!r}")
 
     def parts(self, shape: CellShape, shares_pairs: bool, warm: bool) -> tuple[Span, Span] | None:
         """The cell's work apart from energy, and its energy windows, each low, point and high."""
-        parts = [self._cell_at(shape, shares_pairs, warm, ends) for ends in ENDS]
-        if parts[1] is None:
+        low, point, high = (self._cell_at(shape, shares_pairs, warm, ends) for ends in ENDS)
+        if low is None or point is None or high is None:  # the model or the dtype has no figures, at every end
             return None
-        return Span(*(work for work, _ in parts)), Span(*(energy for _, energy in parts))
+        return Span(low[0], point[0], high[0]), Span(low[1], point[1], high[1])
 
     def raw_cell(self, shape: CellShape, shares_pairs: bool = False, warm: bool = True) -> Span | None:
         """The uncalibrated prior of one cell; None where the model or dtype has no figures."""
@@ -281,7 +314,8 @@ class Prior:
         return None if parts is None else _calibrated(parts[0], ratios) + parts[1]
 
     def start(self, model: str) -> Span | None:
-        return _calibrated(self.raw_start(model), self.start_ratios)
+        raw = self.raw_start(model)
+        return None if raw is None else _calibrated(raw, self.start_ratios)
 
     @property
     def calibrated_on(self) -> int:
@@ -296,7 +330,8 @@ class Prior:
         """A copy scaled by ``records`` (ok records of this device with ``phases``): recorded / prior, for the
         work apart from the energy windows on both sides (the first H200 records spent 10.8 s a cell in
         5-second windows that later cells no longer take)."""
-        starts, by_model = [], {}
+        starts: list[float] = []
+        by_model: dict[str, list[float]] = {}
         for record in records:
             phases, shape = record.phases or PhasesBlock(), CellShape.of_record(record)
             shared = measured_as_eager_side(record)  # an eager cell on a compiled cell's pairs: its record only
@@ -311,8 +346,8 @@ class Prior:
         return replace(self, start_ratios=starts, model_ratios=by_model)
 
 
-def _calibrated(prior: Span | None, ratios: list[float]) -> Span | None:
-    if prior is None or not ratios:
+def _calibrated(prior: Span, ratios: list[float]) -> Span:
+    if not ratios:
         return prior
     median = statistics.median(ratios)
     low, high = min(min(ratios), median / RATIO_SPREAD), max(max(ratios), median * RATIO_SPREAD)

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from bench_utils.records.build import validate_record
+from bench_utils.settings import Settings
 from bench_utils.study.cell.measured_cell import run_cell
 from bench_utils.study.cell.cell_record import cell_record
 from bench_utils.zoo.loading import LoadedModel
@@ -21,7 +22,7 @@ def loaded(tiny_vit):
 
 
 def test_eager_cell(loaded):
-    result = run_cell(loaded, batch_size=3, mode="eager", runs=12, warmup=2)
+    result = run_cell(loaded, 3, "eager", Settings(runs=12, warmup=2))
     assert result.comparison is None and result.parity is None and result.measurement.runs == 12
     record = cell_record(result, loaded, study="t", environment=ENV)
     validate_record(record)
@@ -32,8 +33,7 @@ def test_eager_cell(loaded):
 
 
 def test_compiled_cell_reports_speedup_compile_cost_and_parity(loaded):
-    result = run_cell(loaded, batch_size=2, mode="default", runs=12, warmup=2, blocks=3,
-                      backend="aot_eager")
+    result = run_cell(loaded, 2, "default", Settings(runs=12, warmup=2, blocks=3, backend="aot_eager"))
     assert result.comparison.baseline.runs == 12 and result.comparison.blocks == 3
     # the cold compiling call, timed alone, is the cell's first call; cost = it - one eager call
     eager_ms = result.comparison.baseline.mean_ms
@@ -76,8 +76,7 @@ def test_a_wrong_compiled_model_is_flagged_but_keeps_its_timing(loaded, monkeypa
         return lambda **inputs: {"logits": compiled(**inputs).logits + 1.0}
 
     monkeypatch.setattr(compile_module, "compile_model", compile_wrongly)
-    result = run_cell(loaded, batch_size=1, mode="default", runs=6, warmup=1, blocks=2,
-                      backend="aot_eager")
+    result = run_cell(loaded, 1, "default", Settings(runs=6, warmup=1, blocks=2, backend="aot_eager"))
     assert result.parity["parity"] == "fail" and result.measurement.runs == 6
     record = cell_record(result, loaded, study="t", environment=ENV)
     assert record["status"] == "ok" and record["parity"]["parity"] == "fail"
@@ -101,11 +100,11 @@ def test_a_recompile_during_the_timed_runs_stops_the_cell(loaded, monkeypatch):
 
     monkeypatch.setattr(compile_module, "compile_model", compile_then_change_shape)
     with pytest.raises(RecompiledDuringTiming, match="recompiled during the timed runs"):
-        run_cell(loaded, batch_size=2, mode="default", runs=6, warmup=1, blocks=2, backend="aot_eager")
+        run_cell(loaded, 2, "default", Settings(runs=6, warmup=1, blocks=2, backend="aot_eager"))
 
 
 def test_eager_cell_counts_flops_and_reports_the_sync_mode(loaded):
-    result = run_cell(loaded, batch_size=2, mode="eager", runs=5, warmup=1, sync="pipelined")
+    result = run_cell(loaded, 2, "eager", Settings(runs=5, warmup=1, sync="pipelined"))
     assert result.measurement.sync == "pipelined" and result.compute["flops"] > 0
     assert "eager_tflops" not in result.compute and result.energy is None
 
@@ -122,7 +121,7 @@ def test_a_figure_that_fails_after_the_timed_runs_costs_that_figure_not_the_cell
         return real_memory(*args)
 
     monkeypatch.setattr(cell_module, "memory_of", memory_fails_the_second_time)
-    result = run_cell(loaded, batch_size=1, mode="default", runs=4, warmup=1, blocks=2, backend="aot_eager")
+    result = run_cell(loaded, 1, "default", Settings(runs=4, warmup=1, blocks=2, backend="aot_eager"))
     assert result.measurement.runs == 4 and result.parity["parity"] == "pass"
     assert result.memory is None and result.eager_memory["param_count"]
     assert result.notes == ["memory not measured: OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"]
@@ -131,7 +130,7 @@ def test_a_figure_that_fails_after_the_timed_runs_costs_that_figure_not_the_cell
 
 
 def test_an_aot_inductor_cell_is_priced_as_a_deployment_and_gated_like_any_compiled_cell(loaded):
-    result = run_cell(loaded, batch_size=2, mode="aot-inductor", runs=6, warmup=1, blocks=3)
+    result = run_cell(loaded, 2, "aot-inductor", Settings(runs=6, warmup=1, blocks=3))
     aot = result.compile["aot"]
     assert aot["export_s"] > 0 and aot["compile_s"] > 0 and aot["package_bytes"] > 0 and aot["load_s"] > 0
     assert set(aot["fresh_process"]) == {"import_s", "load_s", "first_call_s"}
@@ -154,11 +153,11 @@ def test_a_model_that_cannot_be_exported_fails_its_aot_cell_with_the_reason(load
     monkeypatch.setattr(aot_inductor.torch.export, "export",
                         lambda *a, **k: (_ for _ in ()).throw(RuntimeError("data-dependent branch\nmore")))
     with pytest.raises(aot_inductor.NotExportable, match="export failed: RuntimeError: data-dependent branch"):
-        run_cell(loaded, batch_size=1, mode="aot-inductor", runs=2, warmup=1, blocks=1)
+        run_cell(loaded, 1, "aot-inductor", Settings(runs=2, warmup=1, blocks=1))
 
 
 def test_a_portable_cache_starts_a_fresh_process_that_hits_it(loaded):
-    result = run_cell(loaded, batch_size=2, mode="default", runs=4, warmup=1, blocks=2, portable_cache=True)
+    result = run_cell(loaded, 2, "default", Settings(runs=4, warmup=1, blocks=2, portable_cache=True))
     fresh = result.compile["portable_cache"]
     assert result.notes == []
     # the fresh process's cache folders were empty: its hit came from the carried artifacts
@@ -170,8 +169,8 @@ def test_a_portable_cache_starts_a_fresh_process_that_hits_it(loaded):
 
 
 def test_a_portable_cache_that_cannot_be_measured_is_a_note_not_a_failure(loaded):
-    result = run_cell(loaded, batch_size=1, mode="default", runs=4, warmup=1, blocks=2, backend="aot_eager",
-                      portable_cache=True)
+    result = run_cell(loaded, 1, "default", Settings(runs=4, warmup=1, blocks=2, backend="aot_eager",
+                                                     portable_cache=True))
     assert "portable_cache" not in result.compile and result.measurement.runs == 4
     assert result.notes == ["portable cache not measured: ValueError: the aot_eager compilation left no "
                             "cache artifacts to carry"]
@@ -191,7 +190,7 @@ def test_a_cell_whose_float64_reference_cannot_run_records_the_reference_and_rul
     tiny = LoadedModel(model=model, key="tiny", label="Tiny", task="image-classification", checkpoint="local/tiny",
                        weights="random", dtype="float32", device="cpu", param_count=21,
                        make_inputs=lambda b: {"features": torch.randn(b, 6)})
-    result = run_cell(tiny, batch_size=2, mode="default", runs=4, warmup=1, blocks=2, backend="aot_eager")
+    result = run_cell(tiny, 2, "default", Settings(runs=4, warmup=1, blocks=2, backend="aot_eager"))
     assert result.parity["reference"] == "same-dtype" and "injected" in result.parity["reference_note"]
     assert result.parity["rule"].endswith("alone") and result.parity["tolerance"]["key"] == "float32"
 
@@ -199,7 +198,7 @@ def test_a_cell_whose_float64_reference_cannot_run_records_the_reference_and_rul
         raise RuntimeError("the gate broke")
 
     monkeypatch.setattr(cell_module, "compare_outputs", broken_gate)
-    result = run_cell(tiny, batch_size=2, mode="default", runs=4, warmup=1, blocks=2, backend="aot_eager")
+    result = run_cell(tiny, 2, "default", Settings(runs=4, warmup=1, blocks=2, backend="aot_eager"))
     assert result.parity["reference"] == "none" and result.parity["parity"] is None
     assert "the gate broke" in result.parity["reference_note"]
 
@@ -214,8 +213,8 @@ class _BreakingChain(torch.nn.Module):
 
 
 def test_a_compiled_cell_is_profiled_after_its_timed_runs_and_says_where_that_time_went(loaded, tmp_path):
-    result = run_cell(loaded, batch_size=2, mode="default", runs=6, warmup=1, blocks=3, backend="aot_eager",
-                      keep_traces=True, trace_prefix=str(tmp_path / "cell"))
+    result = run_cell(loaded, 2, "default", Settings(runs=6, warmup=1, blocks=3, backend="aot_eager", keep_traces=True),
+                      trace_prefix=str(tmp_path / "cell"))
     profile = result.profile
     assert set(profile) >= {"eager", "compiled", "method", "seconds"} and profile["activities"] == "cpu"
     assert profile["eager"]["work_unit"] == "operator calls" and profile["eager"]["work_calls"] > 10
@@ -229,8 +228,8 @@ def test_a_compiled_cell_is_profiled_after_its_timed_runs_and_says_where_that_ti
     record = cell_record(result, loaded, study="t", environment=ENV)
     validate_record(record)
     assert record["profile"] == profile
-    unprofiled = run_cell(loaded, batch_size=2, mode="default", runs=4, warmup=1, blocks=2, backend="aot_eager",
-                          profile=False)
+    unprofiled = run_cell(loaded, 2, "default", Settings(runs=4, warmup=1, blocks=2, backend="aot_eager",
+                                                         profile=False))
     assert unprofiled.profile is None and unprofiled.phases.to_dict()["profile_s"] == 0
     assert "profile" not in cell_record(unprofiled, loaded, study="t", environment=ENV)
 
@@ -241,7 +240,7 @@ def test_a_forced_graph_break_is_recorded_with_its_reason_and_profiled_as_two_gr
     breaking = LoadedModel(model=model, key="breaking", label="Breaking", task="image-classification",
                            checkpoint="local/breaking", weights="random", dtype="float32", device="cpu",
                            param_count=0, make_inputs=lambda b: {"pixel_values": inputs["pixel_values"].repeat(b, 1, 1, 1)})
-    result = run_cell(breaking, batch_size=1, mode="default", runs=4, warmup=1, blocks=2)
+    result = run_cell(breaking, 1, "default", Settings(runs=4, warmup=1, blocks=2))
     assert result.compile["graph_breaks"] == 1 and result.compile["graphs"] == 2
     assert any("graph_break" in reason for reason in result.compile["break_reasons"]), result.compile["break_reasons"]
     assert result.profile["compiled"]["compiled_regions"] == 2
@@ -252,17 +251,17 @@ def test_a_cell_compiled_with_an_inductor_configuration_is_recorded_as_that_conf
     # a first CPU diagnosis recorded its no-layout-optimization cells as the default configuration's: resume
     # measured them again and the report took them for the guide's cell
     from torch._inductor import config
-    import bench_utils.study.cell.measured_cell as measured_cell
+    import bench_utils.variants.compilation as compilation
     seen = []
-    real = measured_cell.compile_cold_then_warm
+    real = compilation.compile_cold_then_warm
 
     def compiling(*args, **kwargs):
         seen.append(config.layout_optimization)  # the option in force while the cell compiles
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(measured_cell, "compile_cold_then_warm", compiling)
-    result = run_cell(loaded, batch_size=1, mode="default", runs=4, warmup=1, blocks=2, backend="aot_eager",
-                      inductor="no-layout-optimization", profile=False)
+    monkeypatch.setattr(compilation, "compile_cold_then_warm", compiling)
+    result = run_cell(loaded, 1, "default", Settings(runs=4, warmup=1, blocks=2, backend="aot_eager",
+                                                     inductor="no-layout-optimization", profile=False))
     assert seen == [False] and config.layout_optimization is True  # patched for the compilation only
     record = cell_record(result, loaded, study="t", environment=ENV)
     assert record["cell"]["inductor"] == "no-layout-optimization"

@@ -7,6 +7,7 @@ from bench_utils.settings import Settings
 from bench_utils.measurement.timing import Measurement
 from bench_utils.paths import PROJECT_ROOT
 from bench_utils.records.build import make_record, measurement_settings
+from bench_utils.study.pricing import prior as prior_module
 from bench_utils.study.pricing.prior import (ENDS, OPTIMISTIC, PESSIMISTIC, SYNC_S, TYPICAL, Assumptions, CellShape,
                                               Prior, Span, device_key, load_model_costs, records_on_device)
 from sample_records import R, Rs
@@ -171,18 +172,49 @@ def test_device_names_resolve_and_unknown_ones_list_the_known():
         device_key("RTX 4090")
 
 
-def test_the_priors_copies_of_other_modules_constants_agree_with_them():
-    from bench_utils.study.cell import memory_and_energy as after_timing
-    from bench_utils.study.pricing import prior as prior_estimate
-    from bench_utils.vocabulary import COMPILED_MODE_ORDER
+def test_the_price_is_the_cells_plan_its_calls_at_each_sides_seconds(monkeypatch):
+    # the cell's steps and calls are its plan's (variants.cell_plan), the one study.cell runs: change a count there
+    # and the price moves with it (tests/study/cell/test_cell_plan.py sees the cell move too)
+    from bench_utils.variants import cell_plan
 
-    assert prior_estimate.MEMORY_CALLS == after_timing.MEMORY_CALLS
-    assert prior_estimate.ENERGY_STEPS_MIN == after_timing.ENERGY_STEPS_MIN == OPTIMISTIC.energy_steps
-    assert prior_estimate.ENERGY_STEPS_MAX == after_timing.ENERGY_STEPS_MAX == PESSIMISTIC.energy_steps
-    assert prior_estimate.ENERGY_CHUNK_S == after_timing.ENERGY_CHUNK_MS / 1e3
-    from bench_utils.measurement import work_profile
-    assert prior_estimate.PROFILED_CALLS == work_profile.WARMUP + work_profile.CALLS
-    assert set(prior_estimate.MODE_COMPILE_FACTOR) == set(COMPILED_MODE_ORDER)
+    prior = Prior("H100 SXM", costs={"m": ROW})
+    graphs = shape(mode="reduce-overhead", warmup=1)
+    eager, replay = (prior.call_seconds(graphs, side, TYPICAL) for side in ("eager", "reduce-overhead"))
+    once = prior.raw_cell(graphs).point
+    assert cell_plan.plan_cell("reduce-overhead", warmup=1, runs=300, cuda=True).warmup == 2
+    assert prior.raw_cell(shape(mode="reduce-overhead", warmup=2)).point == pytest.approx(once)  # twice either way
+    monkeypatch.setattr(cell_plan, "CUDA_GRAPH_WARMUP", 4)  # two more warm-up calls a side
+    assert prior.raw_cell(graphs).point - once == pytest.approx(2 * (eager + replay))
+    monkeypatch.setattr(cell_plan, "MEMORY_CALLS", cell_plan.MEMORY_CALLS + 2)  # and two more in each side's probe
+    assert prior.raw_cell(graphs).point - once == pytest.approx(4 * (eager + replay))
+
+
+def test_every_step_of_every_plan_has_a_price_and_a_new_one_is_an_error(monkeypatch):
+    from itertools import product
+
+    from bench_utils.variants import cell_plan
+    from bench_utils.vocabulary import COMPILED_MODE_ORDER, CompileMode
+
+    prior = Prior("H100 SXM", costs={"m": ROW})
+    assert set(prior_module.MODE_COMPILE_FACTOR) == set(COMPILED_MODE_ORDER)
+    for mode, shares, warm, profile, portable, shapes in product(CompileMode, (False, True), (False, True),
+                                                                (False, True), (False, True), ("static", "dynamic")):
+        cell = replace(shape(mode=mode), profile=profile, portable_cache=portable, shapes=shapes)
+        assert prior.raw_cell(cell, shares_pairs=shares, warm=warm).point > 0
+    # a portable cache's fresh process: a new interpreter compiling from a warm cache, once per mode
+    portable = replace(shape(), portable_cache=True)
+    assert prior.raw_cell(portable).point - prior.raw_cell(shape()).point == pytest.approx(
+        TYPICAL.start_s + Prior.compile_seconds(ROW, "default", TYPICAL) * TYPICAL.warm_compile_share)
+    assert prior.raw_cell(portable, warm=False).point == pytest.approx(prior.raw_cell(shape(), warm=False).point)
+    real = cell_plan.plan_cell
+
+    def with_a_new_step(mode, **settings):
+        plan = real(mode, **settings)
+        return replace(plan, steps=plan.steps + (cell_plan.Step("calibrate the flux", "timed", ("eager",), 1),))
+
+    monkeypatch.setattr(cell_plan, "plan_cell", with_a_new_step)
+    with pytest.raises(ValueError, match="no price for a cell's step 'calibrate the flux'"):
+        prior.raw_cell(shape())
 
 
 def test_the_table_says_where_it_came_from():

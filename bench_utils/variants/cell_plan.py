@@ -1,0 +1,160 @@
+"""What one cell runs, in order, and how many calls each step makes: the plan the cell follows and the dry run prices.
+
+``study.cell.measured_cell`` runs a cell's steps from its ``CellPlan`` (its warm-up, its memory probe's calls, whether
+it profiles...), and ``study.pricing.prior`` prices the same plan's steps, seconds per call of each side times the
+plan's calls: a change to what a cell does is made here, once, and the dry run and ``run --time-limit`` follow it.
+A step's ``phase`` is the part of the record's ``phases`` its seconds are counted in (``study.cell.time_by_phase``).
+
+An eager cell: the FLOP count, its timed calls (warm-up, then runs), its memory probe, its energy window (CUDA).
+An eager cell that takes a compiled cell's pairs as its own (``shares_pairs``) runs nothing: its record only.
+A compiled cell: the FLOP count, the accuracy gate's references (eager and float64), eager's memory, the
+compilation (``compilation``: cold then warm, or cold only where the warm one was measured at an earlier batch
+size of its mode; the first calls of a dynamic batch's shared compilation; an AOTInductor package), the timed
+pairs (warm-up, then runs, each side), an energy window a side (CUDA), the gate's compiled call, the compiled
+side's memory, the profile of both sides, and a portable cache's fresh process. No torch is imported here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..measurement import work_profile
+from ..records.key import warmed_up_as_its_eager_cell
+from ..vocabulary import AOT_MODES, CUDA_GRAPH_MODES, CompileMode, Shapes
+
+EAGER, COMPILED, FLOAT64 = "eager", "compiled", "float64"  # the callables a step calls
+
+MEMORY_CALLS = 3            # calls inside a memory probe, after warm-up (a CPU adds one under the profiler: the
+                            # activation memory, ``measurement.cpu_activation``)
+CUDA_GRAPH_WARMUP = 2       # a CUDA-graph mode warms up at least this often: replays settle after the recording call
+PROFILED_CALLS = work_profile.WARMUP + work_profile.CALLS   # a side's profiled calls, the unrecorded first included
+# The energy window of each side (``study.cell.memory_and_energy``, which says why these figures), sized from the
+# counter's measured step: between ENERGY_STEPS_MIN and ENERGY_STEPS_MAX steps, reading the counter between chunks
+# of ENERGY_CHUNK_MS of calls.
+ENERGY_STEPS_MIN = 8        # fewest samples (steps, where seen one by one) to stop on the spread: from fewer it is
+                            # itself too uncertain (7 degrees of freedom: the 95 % interval is 2.36 standard errors);
+                            # a steady load, its steps within ~5 % of each other, stops at 8: ~1.05 s a side
+ENERGY_STEPS_MAX = 11       # most steps: a side is at most 2 steps of alignment + 11 + 1 (the read that sees the
+                            # last, then the wait for the next, which dates it): 1.4 s on a 0.1 s step where calls
+                            # are shorter than a step, both sides 2.8 s (<= 3 s); 11 steps of a 6.6 % spread still
+                            # meet the target
+ENERGY_CHUNK_MS = 20.0      # calls between reads of the counter: a fifth of its step, so reads under 3/4 of a step
+                            # apart see each step alone, and a side stops within ~20 ms of the step that ends it
+
+# How a compiled cell gets its compiled forward pass (``variants.compilation`` implements each)
+COLD_THEN_WARM = "cold then warm"     # torch.compile: cold, then warm from the cold run's cache
+SHARED = "shared"                     # a dynamic batch's one compilation, made at an earlier batch size, called here
+AOT_PACKAGE = "aot package"           # an AOTInductor package: exported, compiled and loaded
+
+# The steps, by name
+FLOP_COUNT = "flop count"             # one eager call under a FLOP-counting dispatch mode
+REFERENCES = "references"             # the accuracy gate's references: an eager call, a float64 copy's call
+EAGER_MEMORY = "eager memory"         # eager's memory, probed before anything compiles
+COLD_COMPILE = "cold compile"         # the compiling calls, with every compile cache empty
+WARM_COMPILE = "warm compile"         # the compiling calls again, from the cold run's on-disk cache
+SHARED_FIRST_CALLS = "shared first calls"   # a shared compilation's first calls at this batch size (may compile)
+WARMUP = "warm-up"                    # untimed calls (the first of them timed apart)
+TIMED = "timed runs"                  # the timed calls: an eager cell's, or a compiled cell's pairs of blocks
+ENERGY = "energy"                     # one energy window a side (its calls: as many as the window takes)
+GATE = "gate"                         # the compiled call the gate judges
+MEMORY = "memory"                     # the cell's own memory: an eager cell's, or the compiled side's
+PROFILE = "profile"                   # both sides under the profiler
+FRESH_PROCESS = "fresh process"       # a new interpreter started from the saved compile cache (portable cache)
+
+
+def compiling_calls(mode: str) -> int:
+    """Calls that compile (or record a CUDA graph) before a mode runs steadily."""
+    return 2 if mode in CUDA_GRAPH_MODES else 1
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a cell: what it does, the ``phases`` part its seconds count in, and its calls of each side."""
+
+    name: str
+    phase: str
+    sides: tuple[str, ...]     # the callables it calls: EAGER, COMPILED, FLOAT64
+    calls: int | None          # calls of each side; None: as many as an energy window takes
+
+
+@dataclass(frozen=True)
+class CellPlan:
+    """A cell's steps, in the order it runs them."""
+
+    mode: str
+    steps: tuple[Step, ...]
+    compilation: str | None = None    # COLD_THEN_WARM, SHARED or AOT_PACKAGE; None: eager
+    setting_warmup: int = 0           # the warm-up the settings asked for
+    not_taken: dict[str, str] = field(default_factory=dict)   # a step left out, and why (the record's note)
+
+    def step(self, name: str) -> Step | None:
+        return next((step for step in self.steps if step.name == name), None)
+
+    def has(self, name: str) -> bool:
+        return self.step(name) is not None
+
+    def calls(self, name: str) -> int:
+        """A step's calls of each side (0: not in the plan)."""
+        step = self.step(name)
+        return 0 if step is None or step.calls is None else step.calls
+
+    @property
+    def warmup(self) -> int:
+        """Untimed calls of each side before the timed ones."""
+        return self.calls(WARMUP)
+
+    @property
+    def runs(self) -> int:
+        """Timed calls of each side."""
+        return self.calls(TIMED)
+
+    @property
+    def eager_side_is_its_eager_cell(self) -> bool:
+        """Whether a compiled cell's eager side, warmed up as this plan warms it, stands for the eager cell of its
+        batch size (``records.key.warmed_up_as_its_eager_cell``): a CUDA-graph mode's longer warm-up does not."""
+        return self.compilation is not None and warmed_up_as_its_eager_cell(self.warmup, self.setting_warmup)
+
+
+def plan_cell(mode: str, *, warmup: int, runs: int, cuda: bool, profile: bool = True, shapes: str = Shapes.STATIC,
+              portable_cache: bool = False, warm_compile: bool = True, reuses_compilation: bool = False,
+              shares_pairs: bool = False) -> CellPlan:
+    """The steps of a cell in ``mode`` with these settings, on a CUDA device or not.
+
+    ``warm_compile``: the first batch size of its mode in the kernel, which compiles warm too (and times a portable
+    cache); ``reuses_compilation``: a dynamic batch's compilation made at an earlier batch size is called instead of
+    compiling; ``shares_pairs``: an eager cell whose latency a compiled cell's pairs measured."""
+    if mode == CompileMode.EAGER:
+        if shares_pairs:
+            return CellPlan(mode, ())
+        eager_steps = [Step(FLOP_COUNT, "flops", (EAGER,), 1), Step(WARMUP, "warmup", (EAGER,), warmup),
+                       Step(TIMED, "timed", (EAGER,), runs), Step(MEMORY, "memory", (EAGER,), MEMORY_CALLS)]
+        if cuda:
+            eager_steps.append(Step(ENERGY, "energy", (EAGER,), None))
+        return CellPlan(mode, tuple(eager_steps), setting_warmup=warmup)
+    aot = mode in AOT_MODES
+    compilation = AOT_PACKAGE if aot else SHARED if reuses_compilation else COLD_THEN_WARM
+    pairs = (EAGER, COMPILED)
+    timed_warmup = max(warmup, CUDA_GRAPH_WARMUP) if mode in CUDA_GRAPH_MODES else warmup
+    compiling = compiling_calls(mode)
+    steps = [Step(FLOP_COUNT, "flops", (EAGER,), 1), Step(REFERENCES, "parity", (EAGER, FLOAT64), 1),
+             Step(EAGER_MEMORY, "memory", (EAGER,), MEMORY_CALLS)]
+    if compilation == SHARED:
+        steps.append(Step(SHARED_FIRST_CALLS, "compile", (COMPILED,), compiling))
+    else:
+        steps.append(Step(COLD_COMPILE, "compile", (COMPILED,), compiling))
+        if warm_compile:
+            steps.append(Step(WARM_COMPILE, "compile", (COMPILED,), compiling))
+    steps += [Step(WARMUP, "warmup", pairs, timed_warmup), Step(TIMED, "timed", pairs, runs)]
+    if cuda:
+        steps.append(Step(ENERGY, "energy", pairs, None))
+    steps += [Step(GATE, "parity", (COMPILED,), 1), Step(MEMORY, "memory", (COMPILED,), MEMORY_CALLS)]
+    not_taken = {}
+    if profile and aot and not cuda:
+        # its C++ kernels and the extern calls of its shim emit no profiler event: the figures would be false
+        not_taken[PROFILE] = "profile: not taken (an AOTInductor package on a CPU emits no profiler events of its own)"
+    elif profile:
+        steps.append(Step(PROFILE, "profile", pairs, PROFILED_CALLS))
+    # once per mode (a later batch size's would load the same cache); a dynamic batch's marks would not travel
+    if portable_cache and warm_compile and not aot and shapes == Shapes.STATIC:
+        steps.append(Step(FRESH_PROCESS, "compile", (COMPILED,), compiling))
+    return CellPlan(mode, tuple(steps), compilation, warmup, not_taken)
