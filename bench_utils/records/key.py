@@ -144,7 +144,7 @@ def _number(value: Any) -> Any:
 def warmed_up_as_its_eager_cell(timed_warmup: Any, cell_warmup: Any) -> bool:
     """Whether the eager side of a compiled cell's pairs, warmed up ``timed_warmup`` calls, stands for the eager
     cell set to ``cell_warmup``: only where they are the same (a CUDA-graph mode warms up at least twice,
-    ``study.cell.measured_cell``, which an eager cell set to once is not). The cell decides by it whether to
+    ``variants.cell_plan``, which an eager cell set to once is not). The cell decides by it whether to
     write the eager cell's record too, and a reader whether a compiled record's eager side is the eager cell."""
     return timed_warmup == cell_warmup
 

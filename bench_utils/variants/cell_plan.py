@@ -115,6 +115,18 @@ class CellPlan:
         return self.compilation is not None and warmed_up_as_its_eager_cell(self.warmup, self.setting_warmup)
 
 
+def timed_warmup(mode: str, warmup: int) -> int:
+    """The warm-up calls of each side of a ``mode`` cell set to ``warmup``: a CUDA-graph mode's at least
+    ``CUDA_GRAPH_WARMUP``."""
+    return max(warmup, CUDA_GRAPH_WARMUP) if mode in CUDA_GRAPH_MODES else warmup
+
+
+def eager_side_stands(mode: str, warmup: int) -> bool:
+    """Whether a ``mode`` cell set to ``warmup`` times an eager side that stands for the eager cell of its batch
+    size (``records.key.warmed_up_as_its_eager_cell``): the kernel takes that eager cell's figures from it."""
+    return mode != CompileMode.EAGER and warmed_up_as_its_eager_cell(timed_warmup(mode, warmup), warmup)
+
+
 def plan_cell(mode: str, *, warmup: int, runs: int, cuda: bool, profile: bool = True, shapes: str = Shapes.STATIC,
               portable_cache: bool = False, warm_compile: bool = True, reuses_compilation: bool = False,
               shares_pairs: bool = False) -> CellPlan:
@@ -134,7 +146,7 @@ def plan_cell(mode: str, *, warmup: int, runs: int, cuda: bool, profile: bool = 
     aot = mode in AOT_MODES
     compilation = AOT_PACKAGE if aot else SHARED if reuses_compilation else COLD_THEN_WARM
     pairs = (EAGER, COMPILED)
-    timed_warmup = max(warmup, CUDA_GRAPH_WARMUP) if mode in CUDA_GRAPH_MODES else warmup
+    timed = timed_warmup(mode, warmup)
     compiling = compiling_calls(mode)
     steps = [Step(FLOP_COUNT, "flops", (EAGER,), 1), Step(REFERENCES, "parity", (EAGER, FLOAT64), 1),
              Step(EAGER_MEMORY, "memory", (EAGER,), MEMORY_CALLS)]
@@ -144,7 +156,7 @@ def plan_cell(mode: str, *, warmup: int, runs: int, cuda: bool, profile: bool = 
         steps.append(Step(COLD_COMPILE, "compile", (COMPILED,), compiling))
         if warm_compile:
             steps.append(Step(WARM_COMPILE, "compile", (COMPILED,), compiling))
-    steps += [Step(WARMUP, "warmup", pairs, timed_warmup), Step(TIMED, "timed", pairs, runs)]
+    steps += [Step(WARMUP, "warmup", pairs, timed), Step(TIMED, "timed", pairs, runs)]
     if cuda:
         steps.append(Step(ENERGY, "energy", pairs, None))
     steps += [Step(GATE, "parity", (COMPILED,), 1), Step(MEMORY, "memory", (COMPILED,), MEMORY_CALLS)]

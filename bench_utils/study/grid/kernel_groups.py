@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import re
 from typing import Iterable
 
+from ...variants.cell_plan import eager_side_stands
 from .grid_file import Cell
 
 EAGER = "eager"
@@ -59,8 +60,10 @@ class KernelGroup:
 
     def eager_sharing_pairs(self) -> set[Cell]:
         """Eager cells that take their latency from a compiled cell of this group at the same
-        batch size (the eager side of its interleaved pairs, ``task``): they time nothing of their own."""
-        compiled = {cell.batch_size for cell in self.cells if cell.compile_mode != EAGER}
+        batch size (the eager side of its interleaved pairs, ``task``), where that side stands for the eager cell
+        (``variants.cell_plan.eager_side_stands``: warmed up as it is): they time nothing of their own."""
+        compiled = {cell.batch_size for cell in self.cells
+                    if eager_side_stands(cell.compile_mode, cell.settings.warmup)}
         return {cell for cell in self.cells if cell.compile_mode == EAGER and cell.batch_size in compiled}
 
     def pairs(self) -> list[list]:

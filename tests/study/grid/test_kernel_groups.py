@@ -40,3 +40,19 @@ def test_each_memory_format_and_shapes_gets_a_kernel_of_its_own():
     assert dynamic.pairs() == [["default", 1], ["default", 4]]  # no eager: it is the static kernel's
     assert all(c.settings.shapes == "dynamic" and c.settings.memory_format == "contiguous" for c in dynamic.cells)
     assert "channels_last" in groups[2].label
+
+
+def test_an_eager_cell_shares_only_the_pairs_of_a_compiled_cell_that_warmed_up_as_it():
+    # a CUDA-graph mode set to warm up once warms up twice (variants.cell_plan): its eager side is no eager cell,
+    # so the eager cell is timed by itself, and priced so
+    def sharing(grid):
+        (group,) = kernel_groups(parse_grid(grid).cells)
+        return {(c.compile_mode, c.batch_size) for c in group.eager_sharing_pairs()}
+
+    graphs_only = {"study": "g", "runs": 3, "warmup": 1, "blocks": 1, "grids": [
+        {"models": ["resnet"], "batch_sizes": [1], "compile_modes": ["eager", "reduce-overhead"]}]}
+    assert sharing(graphs_only) == set()
+    assert sharing({**graphs_only, "warmup": 2}) == {("eager", 1)}
+    with_default = {**graphs_only, "grids": [{**graphs_only["grids"][0],
+                                              "compile_modes": ["eager", "reduce-overhead", "default"]}]}
+    assert sharing(with_default) == {("eager", 1)}
