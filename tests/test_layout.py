@@ -273,3 +273,11 @@ def test_serial_tests_live_where_make_test_runs_them_alone():
     places = [tests.parent / place for place in serial.group(1).split()]
     marked = [path for path in tests.rglob("test_*.py") if mark in path.read_text(encoding="utf-8")]
     assert marked and all(any(path == place or place in path.parents for place in places) for path in marked), marked
+
+
+def test_test_modules_have_names_of_their_own():
+    # tests/ holds no packages: pytest imports each test file by its name, and a second file of that name
+    # (tests/variants/test_x.py beside tests/study/test_x.py) is an error at collection, on a clean clone only
+    tests = Path(__file__).parent
+    names = [path.name for path in tests.rglob("test_*.py")]
+    assert len(names) == len(set(names)), sorted({name for name in names if names.count(name) > 1})

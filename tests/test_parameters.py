@@ -37,7 +37,7 @@ def test_papermills_command_line_strings_are_one_item_or_comma_separated(tmp_pat
     done = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     records = read_records(results)
-    assert [(r["cell"]["model"], r["cell"]["batch_size"], r["status"]) for r in records] == [
+    assert [(r.cell.model, r.cell.batch_size, r.status) for r in records] == [
         ("timm:test_resnet", 1, "ok"), ("timm:test_resnet", 2, "ok")]
     # run by a person (no grid runner): tqdm's notebook bar over the two cells, a widget
     executed = nbformat.read(tmp_path / "out.ipynb", as_version=4)

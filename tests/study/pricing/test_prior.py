@@ -174,7 +174,7 @@ def test_device_names_resolve_and_unknown_ones_list_the_known():
 
 def test_the_price_is_the_cells_plan_its_calls_at_each_sides_seconds(monkeypatch):
     # the cell's steps and calls are its plan's (variants.cell_plan), the one study.cell runs: change a count there
-    # and the price moves with it (tests/study/cell/test_cell_plan.py sees the cell move too)
+    # and the price moves with it (tests/study/cell/test_measured_cell_plan.py sees the cell move too)
     from bench_utils.variants import cell_plan
 
     prior = Prior("H100 SXM", costs={"m": ROW})
