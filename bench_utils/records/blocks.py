@@ -20,7 +20,8 @@ from .value_types import (Bounds, CompileModeName, Count, Device, DTypeName, Int
 class Block(BaseModel):
     """A block of a record: immutable, strict, and keeping the keys it does not type (they are the block's own)."""
 
-    model_config = ConfigDict(frozen=True, extra="allow", strict=True, protected_namespaces=())
+    # built at first use, not at import: most processes import the records and never read one
+    model_config = ConfigDict(frozen=True, extra="allow", strict=True, protected_namespaces=(), defer_build=True)
 
     def to_json(self) -> dict[str, Any]:
         """The block as JSON holds it: what was read or built, no field added."""
