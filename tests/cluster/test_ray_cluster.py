@@ -105,12 +105,12 @@ def test_the_driver_killed_and_run_again_records_each_cell_once_on_a_node_of_its
         # it resumed: what the killed driver had recorded was not measured again
         assert f"6 in the grid, {before} already measured, {6 - before} run now: {6 - before} ok" in out
         kept = records(tmp_path)
-        cells = Counter((r["environment"]["accelerator_type"], r["cell"]["batch_size"]) for r in kept)
+        cells = Counter((r.environment.accelerator_type, r.cell.batch_size) for r in kept)
         assert cells == {(kind, batch): 1 for kind in ("KA", "KB") for batch in (1, 2, 3)}
-        assert {r["status"] for r in kept} == {"ok"}
+        assert {r.status for r in kept} == {"ok"}
         kinds = node_of_kind(nodes)
         for record in kept:  # measured on a node of its kind, which its environment names
-            assert kinds[record["environment"]["cluster_node_id"]] == record["environment"]["accelerator_type"]
+            assert kinds[record.environment.cluster_node_id] == record.environment.accelerator_type
         notebooks = sorted(path.name for path in (tmp_path / "study" / "notebooks").glob("*.ipynb"))
         assert any(name.endswith("__KA.ipynb") for name in notebooks)
         assert any(name.endswith("__KB.ipynb") for name in notebooks)
@@ -128,18 +128,18 @@ def test_a_node_removed_mid_group_loses_no_finished_cell_and_duplicates_none(tmp
         run = driver(tmp_path, cluster.address, ["KB"])
         # the stuck cell, and the record of the one before it, on its way to the driver
         wait_for(lambda: (marker.exists() and records(tmp_path)) or run.poll() is not None, 240, "the stuck cell")
-        assert [r["cell"]["batch_size"] for r in records(tmp_path)] == [1]  # finished before the loss
+        assert [r.cell.batch_size for r in records(tmp_path)] == [1]  # finished before the loss
         lost = nodes["KB"][0]
         spare = add_node(cluster, "KB")
         cluster.remove_node(lost)
         out, err = run.communicate(timeout=300)
         assert run.returncode == 0, err
         kept = records(tmp_path)
-        assert Counter(r["cell"]["batch_size"] for r in kept) == {1: 1, 2: 1, 3: 1}
-        by_batch = {r["cell"]["batch_size"]: r["environment"]["cluster_node_id"] for r in kept}
+        assert Counter(r.cell.batch_size for r in kept) == {1: 1, 2: 1, 3: 1}
+        by_batch = {r.cell.batch_size: r.environment.cluster_node_id for r in kept}
         assert by_batch == {1: lost.node_id, 2: spare.node_id, 3: spare.node_id}
         assert "was lost while measuring" in err and "2 unrecorded cell(s) go to another node" in err
-        assert json.loads(json.dumps(kept))[0]["environment"]["accelerator_type"] == "KB"
+        assert json.loads(json.dumps(kept[0].to_json()))["environment"]["accelerator_type"] == "KB"
     finally:
         cluster.shutdown()
 
@@ -171,10 +171,10 @@ def test_a_driver_outside_the_cluster_through_ray_client_gets_each_record_as_it_
         out, err = run.communicate(timeout=300)
         assert run.returncode == 0, err
         kept = records(tmp_path)
-        assert Counter((r["cell"]["model"], r["cell"]["batch_size"]) for r in kept) == {
+        assert Counter((r.cell.model, r.cell.batch_size) for r in kept) == {
             (model, batch): 1 for model in ("timm:test_resnet", "timm:test_vit") for batch in (1, 2)}
-        assert {r["status"] for r in kept} == {"ok"}
-        assert {r["environment"]["cluster_node_id"] for r in kept} == {nodes["KA"][0].node_id}
+        assert {r.status for r in kept} == {"ok"}
+        assert {r.environment.cluster_node_id for r in kept} == {nodes.KA[0].node_id}
         assert "4 ok" in out
         # the two groups each ask for the whole node: one ran after the other, never beside it
         assert "waiting for cpu" not in err and "error" not in err, err
@@ -223,4 +223,4 @@ def test_without_an_address_a_cluster_of_this_machine_alone_runs_the_grid_and_ra
     assert done.stderr.startswith("[run] study ray-client-test: 1 cells"), done.stderr
     assert "(1 node)" in done.stderr and "WARNING" not in done.stderr
     kept = records(tmp_path)
-    assert [r["status"] for r in kept] == ["ok"] and kept[0]["environment"]["cluster_node_id"]
+    assert [r.status for r in kept] == ["ok"] and kept[0].environment.cluster_node_id

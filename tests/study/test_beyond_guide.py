@@ -28,7 +28,7 @@ def test_every_variant_runs_is_recorded_and_reported(tmp_path):
     run = subprocess.run([sys.executable, "-m", "bench_utils", "run", str(GRID), "--out", str(out)],
                          capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=1500)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    records = read_records(out / "results.jsonl")
+    records = [record.to_json() for record in read_records(out / "results.jsonl")]  # as the lines hold them
     assert len(records) == len(load_grid(GRID).cells) == 8
     assert all(r["status"] == "ok" for r in records), [r.get("error") for r in records]
     by_variant = {(r["cell"]["compile_mode"], r["cell"]["batch_size"], r["cell"]["memory_format"],
