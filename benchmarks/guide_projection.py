@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 import statistics
 import sys
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Iterable
 
 if TYPE_CHECKING:
     from bench_utils.records.schema import Record

@@ -27,6 +27,10 @@ class Block(BaseModel):
         """The block as JSON holds it: what was read or built, no field added."""
         return self.model_dump(mode="json", exclude_unset=True)
 
+    def read(self, name: str) -> Any:
+        """A field by its name, or a key the block holds beyond its fields; None where it has neither."""
+        return getattr(self, name) if name in type(self).model_fields else self.extra(name)
+
     def extra(self, name: str) -> Any:
         """A key the block holds beyond its fields (None where absent): what a block carries for itself."""
         return (self.model_extra or {}).get(name)

@@ -17,12 +17,13 @@ import re
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..parameters import quoted
+from ..vocabulary import Status
 from .value_types import CELL_FIELDS, VARIANT_FIELDS
 
 if TYPE_CHECKING:
     from .schema import Record
 
-STATUSES = ("ok", "oom", "error", "skipped")
+STATUSES = tuple(str(status) for status in Status)
 
 
 class InvalidRecord(ValueError):
@@ -33,11 +34,12 @@ class InvalidRecord(ValueError):
 
 def rules_problem(record: Mapping[str, Any]) -> str | None:
     """What makes ``record`` (its JSON, at the current version) no record, of what types cannot say; or None."""
-    return _cell_problem(record.get("cell")) or _status_problem(record) or _non_finite(record)
+    return cell_problem(record.get("cell")) or _status_problem(record) or _non_finite(record)
 
 
-def _cell_problem(cell: Any) -> str | None:
-    """The first cell field that is missing or malformed."""
+def cell_problem(cell: Any) -> str | None:
+    """Why ``cell`` is no record's ``cell`` block (its first field missing or malformed; the variant fields may be
+    absent: their defaults), or None."""
     if not isinstance(cell, dict):
         return "record has no 'cell' block"
     for name in CELL_FIELDS:
@@ -52,10 +54,6 @@ def _cell_problem(cell: Any) -> str | None:
             return f"cell.{name} must be one of {', '.join(allowed)}, got {quoted(cell[name])}"
     return None
 
-
-def cell_problem(cell: Any) -> str | None:
-    """Why ``cell`` is no record's ``cell`` block (its variant fields may be absent: their defaults), or None."""
-    return _cell_problem(cell)
 
 
 def _status_problem(record: Mapping[str, Any]) -> str | None:

@@ -129,7 +129,7 @@ OPTIONAL_SETTINGS = _record_keys(WHEN_SET)
 def settings_hash(config: ConfigBlock | Mapping[str, Any], compile_mode: str) -> str:
     """A short hash of the settings that change a cell's measurement (a record's config, or the settings a cell
     would record): change one, and the cell is another cell (measured again on resume, shown apart in reports)."""
-    value = config.setting if isinstance(config, ConfigBlock) else config.get
+    value = config.read if isinstance(config, ConfigBlock) else config.get
     settings = {key: _number(value(key)) for key in SETTINGS_KEYS
                 if not (compile_mode == CompileMode.EAGER and key in COMPILE_SETTINGS)}
     settings.update({key: _number(value(key)) for key in OPTIONAL_SETTINGS if value(key) is not None})

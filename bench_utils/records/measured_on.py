@@ -4,7 +4,7 @@ holds the figures measured). Nothing here imports torch or pandas.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from annotated_types import Ge
 
@@ -78,9 +78,6 @@ class ConfigBlock(Block):
     gpu_memory_gib: Positive | None = None
     gpu_memory_fraction: Positive | None = None
 
-    def setting(self, name: str) -> Any:
-        """A setting by its record name (``records.key``'s hash reads them by name); None where not recorded."""
-        return getattr(self, name) if name in type(self).model_fields else self.extra(name)
 
 
 class ModelBlock(Block):

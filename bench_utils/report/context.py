@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Iterable
 
 import pandas as pd
 
@@ -52,7 +52,7 @@ def environment_tables(records: Iterable[Record], catalog: Catalog) -> list[tupl
     for device, environment in sorted(by_device.items()):
         rows = []
         for key in ENVIRONMENT_KEYS:
-            value = getattr(environment, key) if key in EnvironmentBlock.model_fields else environment.extra(key)
+            value = environment.read(key)
             if key == "ram_total_bytes" and value:
                 value = f"{value / 2**30:.1f} GiB"
             rows.append([key, ltr(catalog.t("not_available") if value is None else str(value), catalog)])

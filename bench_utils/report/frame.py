@@ -18,8 +18,7 @@ from ..errors import UserError
 from ..measurement import stats
 from ..paths import PROJECT_ROOT
 from ..records.schema import CompileBlock, EnergySide, LatencyBlock, MemoryBlock, Record, SpeedupBlock
-from .region_memory import (CPU_ALLOCATOR, CUDA_RESERVED, NOT_MEASURABLE, RESIDENT, RESIDENT_FLOOR_BYTES,  # noqa: F401
-                            region_columns, region_memory)
+from .region_memory import region_columns
 from ..records.key import eager_side_stands_for_its_cell, latest_per_key
 from ..records.results_file import read_records
 from ..parameters import text_list

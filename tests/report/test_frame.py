@@ -5,7 +5,7 @@ from bench_utils import make_record
 from bench_utils.measurement.timing import Measurement
 from bench_utils.report.frame import TIDY_COLUMNS, tidy
 from bench_utils.report.plots import latency_bars
-from sample_records import R, Rs
+from sample_records import R
 
 
 def records():
@@ -122,7 +122,8 @@ def _cpu_record(memory: dict, eager: dict) -> dict:
 
 
 def test_a_cpu_cells_memory_is_the_profilers_figure_where_recorded():
-    from bench_utils.report.frame import CPU_ALLOCATOR, frame
+    from bench_utils.report.frame import frame
+    from bench_utils.report.region_memory import CPU_ALLOCATOR
     from bench_utils.report.selection import Selection, memory_table
 
     MiB = 2**20
@@ -140,7 +141,8 @@ def test_a_cpu_cells_memory_is_the_profilers_figure_where_recorded():
 
 
 def test_a_cpu_cell_whose_resident_memory_did_not_move_is_not_measurable_not_zero():
-    from bench_utils.report.frame import NOT_MEASURABLE, RESIDENT, frame
+    from bench_utils.report.frame import frame
+    from bench_utils.report.region_memory import NOT_MEASURABLE, RESIDENT
     from bench_utils.report.selection import Selection, memory_table
 
     MiB = 2**20

@@ -29,7 +29,7 @@ def test_mode_labels_keep_the_torch_option_name():
 
 
 def test_a_region_no_figure_could_see_says_so_and_one_not_measured_is_a_dash():
-    from bench_utils.report.frame import CPU_ALLOCATOR, NOT_MEASURABLE
+    from bench_utils.report.region_memory import CPU_ALLOCATOR, NOT_MEASURABLE
     from bench_utils.report.markdown import region_mib
 
     assert region_mib(1.5 * 2**20, CPU_ALLOCATOR, Catalog("en")) == "1.5"

@@ -7,7 +7,6 @@ import pytest
 from bench_utils.report import provenance
 from bench_utils.report.frame import frame, latest_records
 from bench_utils.report.i18n import Catalog
-from sample_records import R, Rs
 
 
 @pytest.mark.parametrize("locale", ["en", "ar", "es"])

@@ -8,7 +8,7 @@ from bench_utils.report import tables as report_tables
 from bench_utils.report.frame import frame, latest_records, results_files
 from bench_utils.report.markdown import LRI, PDI, ltr
 from bench_utils.report.i18n import Catalog
-from sample_records import R, Rs
+from sample_records import Rs
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "smoke-results.jsonl"
 

@@ -24,7 +24,7 @@ from ...measurement.slowdown import REMEDY_STUDY_SUFFIX, Variant, diagnosable, m
 from ...records.key import latest_per_key
 from ...records.results_file import check_readable, read_records
 from ...records.schema import Record
-from ...vocabulary import InductorConfig, MemoryFormat, Status
+from ...vocabulary import InductorConfig, MemoryFormat
 
 DIAGNOSIS_GRID = "diagnosis.yaml"
 

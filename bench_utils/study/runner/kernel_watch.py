@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 import time
-from typing import Any, Callable
+from typing import Callable
 
 from ...records.key import cell_identity
 from ...records.results_file import iter_records, locked

@@ -13,7 +13,7 @@ from bench_utils.study.pricing.recorded import (estimate_cell_seconds, estimate_
                                                 records_of_environment)
 from bench_utils.study.grid.grid_file import load_grid, parse_grid
 from bench_utils.study.runner.grid_runner import Runner
-from sample_records import R, Rs
+from sample_records import Rs
 
 GRID = {"study": "t", "runs": 30, "warmup": 10, "blocks": 1, "grids": [
     {"models": ["resnet"], "batch_sizes": [1, 4, 16], "compile_modes": ["eager", "default"]},

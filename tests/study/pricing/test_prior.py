@@ -10,7 +10,7 @@ from bench_utils.records.build import make_record, measurement_settings
 from bench_utils.study.pricing import prior as prior_module
 from bench_utils.study.pricing.prior import (ENDS, OPTIMISTIC, PESSIMISTIC, SYNC_S, TYPICAL, Assumptions, CellShape,
                                               Prior, Span, device_key, load_model_costs, records_on_device)
-from sample_records import R, Rs
+from sample_records import Rs
 
 # A model of round figures: 134 GFLOPs of matmuls per image, 1,675 MB of eager traffic per image, 100 kernels.
 ROW = {"conv_gflops_per_image": 0.0, "conv_gflops_fixed": 0.0, "other_gflops_per_image": 134.0,

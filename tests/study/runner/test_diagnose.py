@@ -8,7 +8,7 @@ import pytest
 from bench_utils.paths import PROJECT_ROOT
 from bench_utils.study.grid.grid_file import parse_grid
 from bench_utils.study.runner import diagnose as diagnosis
-from sample_records import R, Rs
+from sample_records import Rs
 
 H200 = PROJECT_ROOT / "reports" / "hf-guide-h200"
 
