@@ -4,7 +4,8 @@
 # tests, the timer against torch's Timer and do_bench), then for what is left of BUDGET seconds (default 540:
 # 9 minutes) STEP: "guide" (default: params/hf-guide.yaml, resumed from reports/hf-guide-h200), "diagnose"
 # (the remedies of that study's slower cells, docs/diagnosis.md), "gpu-check" or "oom" (params/gpu-check.yaml,
-# params/guide-oom-16gb.yaml, from their -h200 folders).
+# params/guide-oom-16gb.yaml, from their -h200 folders), or "experiments" (issue 47: params/anchors.yaml into
+# anchors-h200, then tools/lease_experiments.py: why the host changes regime, what compiling beside timing costs).
 #
 # What the device tool taught the second lease: it brings back only a few files per command (so everything
 # leaves as ONE archive, $OUT/<step>-<start>-<pid>.tgz, packed every minute and at the end), and it copies the
@@ -20,7 +21,8 @@ case "$STEP" in
   guide|diagnose) NAME=hf-guide-h200; GRID=params/hf-guide.yaml ;;
   gpu-check) NAME=gpu-check-h200; GRID=params/gpu-check.yaml ;;
   oom) NAME=guide-oom-16gb-h200; GRID=params/guide-oom-16gb.yaml ;;
-  *) echo "unknown step $STEP: guide, diagnose, gpu-check or oom" >&2; exit 2 ;;
+  experiments) NAME=anchors-h200; GRID=params/anchors.yaml ;;
+  *) echo "unknown step $STEP: guide, diagnose, gpu-check, oom or experiments" >&2; exit 2 ;;
 esac
 START=$(date +%s)
 TAG=$START-$$  # names this command's archive and logs
@@ -36,8 +38,12 @@ pack() {
   tar czf "$OUT/.packing-$BASHPID" -C "$T" --exclude="$NAME/en" --exclude="$NAME/ar" --exclude="$NAME/es" \
     --exclude="$NAME/.runner.lock" lease "study/$NAME" 2>/dev/null && mv -f "$OUT/.packing-$BASHPID" "$OUT/$STEP-$TAG.tgz"
 }
-# wait: a kill ends it at once; /dev/null: its sleep, orphaned then, must not hold the command's output open
-( while sleep "${GPU_LEASE_PACK_EVERY:-60}" & wait $!; do pack; done ) > /dev/null 2>&1 &
+# wait: a kill ends it at once; /dev/null: its sleep, orphaned then, must not hold the command's output open.
+# An experiment that times without it touches $LEASE/packer-paused; when it packed is in $LEASE/packer.log.
+( while sleep "${GPU_LEASE_PACK_EVERY:-60}" & wait $!; do
+    [ -e "$LEASE/packer-paused" ] && continue
+    echo "$(date +%s.%N) pack" >> "$LEASE/packer.log"; pack; echo "$(date +%s.%N) packed" >> "$LEASE/packer.log"
+  done ) > /dev/null 2>&1 &
 PACKER=$!
 trap 'kill $PACKER 2>/dev/null; wait $PACKER 2>/dev/null; pack; rm -f "$OUT"/.packing-*; ls -l "$OUT"' EXIT
 trap 'exit 143' TERM INT
@@ -63,6 +69,14 @@ LOG="$LEASE/$STEP-$TAG.log"
 if [ "$LEFT" -gt 60 ] && [ "$STEP" = diagnose ]; then
   python3 -m bench_utils diagnose "$STUDY" --time-limit "${LEFT}s" > "$LOG" 2>&1
   echo "diagnose exit $?" >> "$LOG"
+elif [ "$LEFT" -gt 60 ] && [ "$STEP" = experiments ]; then
+  # the anchors first (a resumed command finds them measured), then the experiments for the rest of the time
+  python3 -m bench_utils run "$GRID" --out "$STUDY" --time-limit "$(( LEFT < 150 ? LEFT : 150 ))s" > "$LOG" 2>&1
+  echo "anchors exit $?" >> "$LOG"
+  LEFT=$(( BUDGET - ($(date +%s) - START) - 30 ))
+  PYTHONUNBUFFERED=1 python3 tools/lease_experiments.py run --out "$LEASE/experiments" --scratch "$T/scratch" \
+    --deadline-s "$LEFT" --packer-pause "$LEASE/packer-paused" >> "$LOG" 2>&1
+  echo "experiments exit $?" >> "$LOG"
 elif [ "$LEFT" -gt 60 ]; then
   python3 -m bench_utils run "$GRID" --out "$STUDY" --time-limit "${LEFT}s" > "$LOG" 2>&1
   echo "run exit $?" >> "$LOG"
