@@ -133,6 +133,36 @@ def host_reading(minimal: bool = False) -> dict[str, Any]:
     return reading
 
 
+def host_canary_ms() -> float:
+    """The best of three runs of a fixed pure-Python loop (about half a millisecond): the host's single-thread
+    speed now. Where a block's latency moves and this does not, the host's core did not slow down."""
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        sum(range(20_000))
+        best = min(best, time.perf_counter() - start)
+    return best * 1e3
+
+
+def device_canary(torch: Any, device: Any) -> Callable[[], float] | None:
+    """The best of three device-timed 2048x2048 float32 matmuls: the GPU's own speed now, free of the host."""
+    if device.type != "cuda":
+        return None
+    a = torch.randn(2048, 2048, device=device)
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(3)]
+
+    def read() -> float:
+        for start, end in events:
+            start.record()
+            a @ a
+            end.record()
+        torch.cuda.synchronize(device)
+        return min(start.elapsed_time(end) for start, end in events)
+
+    read()
+    return read
+
+
 def os_threads() -> int | None:
     try:
         return len(os.listdir("/proc/self/task"))
@@ -199,10 +229,16 @@ def probe(args: argparse.Namespace) -> int:
             line["threads_before"] = {"python": threading.active_count(), "os": os_threads()}
             segments = _segments(args, compilers)
             with BlockClocks(device) if not args.no_nvml else nullcontext() as clocks, no_recompile():
+                gpu_canary = None if args.no_nvml else device_canary(torch, device)
+
                 def between_blocks() -> dict[str, Any]:
                     reading = host_reading(minimal=args.no_nvml)
                     if clocks is not None:
                         reading.update(clocks())
+                    if not args.no_nvml:
+                        reading["host_canary_ms"] = host_canary_ms()
+                    if gpu_canary is not None:
+                        reading["device_canary_ms"] = gpu_canary()
                     return reading
 
                 line["start"] = host_reading()
@@ -385,7 +421,7 @@ def regime(args: argparse.Namespace, lease: Lease, groups: dict[str, Any]) -> bo
         step = f"regime-{index}-{condition}"
         if lease.done(step):
             continue
-        need = args.probe_s * (2 if condition == "study" else 1)
+        need = args.probe_s * (1.5 if condition == "study" else 1)
         if lease.left() < need:
             lease.note(f"{step}: left for the next command ({lease.left():.0f} s left, ~{need:.0f} s needed)")
             complete = False
@@ -543,9 +579,11 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--segment-runs", type=int, default=100)
     r.add_argument("--segment-blocks", type=int, default=10)
     r.add_argument("--seed", type=int, default=47)
-    r.add_argument("--probe-s", type=float, default=35, help="what one probe is given (a study one twice)")
-    r.add_argument("--interference-s", type=float, default=120)
-    r.add_argument("--compile-s", type=float, default=100)
+    # what each took on the H200 (2026-11-27): a probe 35-75 s (a study one 74-87 s: two cold compiles), with
+    # its exit; the compile steps are not measured yet
+    r.add_argument("--probe-s", type=float, default=60, help="what one probe is given (a study one 1.5 times)")
+    r.add_argument("--interference-s", type=float, default=150)
+    r.add_argument("--compile-s", type=float, default=120)
     r.add_argument("--packer-pause", default=None, help="a file whose presence pauses the lease's packer")
     r.add_argument("--scratch", default=None, help="where compile caches go (default: beside --out)")
     r.add_argument("--skip", default="", help="steps not to run, comma-separated")

@@ -53,13 +53,13 @@ def host(tmp_path):
     return tmp_path, committed, env
 
 
-def command(host, number: int, **extra_env) -> subprocess.Popen:
+def command(host, number: int, step: str = "guide", **extra_env) -> subprocess.Popen:
     """One device command: a fresh copy of the committed tree and an empty $OUT, as the device tool gives."""
     tmp_path, committed, env = host
     tree, out = tmp_path / f"tree{number}", tmp_path / f"out{number}"
     shutil.copytree(committed, tree)
     out.mkdir()
-    return subprocess.Popen(["bash", "tools/gpu_lease.sh", "120", "guide"], cwd=tree, start_new_session=True,
+    return subprocess.Popen(["bash", "tools/gpu_lease.sh", "120", step], cwd=tree, start_new_session=True,
                             env={**env, "OUT": str(out), **extra_env}, stdout=subprocess.PIPE, text=True)
 
 
@@ -126,3 +126,31 @@ def test_a_command_stopped_with_sigterm_packs_at_once(host):
         kept = tar.extractfile("study/hf-guide-h200/results.jsonl").read().decode().splitlines()
     assert kept == ['{"record": 0}', '{"record": 1}']
     assert not list((tmp_path / "out1").glob(".packing-*"))
+
+
+def test_the_experiments_step_measures_the_anchors_in_a_study_of_their_own_then_runs_the_experiments(host):
+    tmp_path = host[0]
+    process = command(host, 1, step="experiments")
+    output, _ = process.communicate(timeout=30)
+    assert process.returncode == 0
+    (archive,) = (tmp_path / "out1").glob("experiments-*.tgz")
+    with tarfile.open(archive) as tar:
+        records = tar.extractfile("study/anchors-h200/results.jsonl").read().decode().splitlines()
+        log = next(name for name in tar.getnames() if name.startswith("lease/experiments-"))
+        log_text = tar.extractfile(log).read().decode()
+    assert records == ['{"record": 1}', '{"record": 2}']  # measured afresh: no committed anchors copied in
+    assert "anchors exit 0" in log_text
+    assert "fake tools/lease_experiments.py run" in log_text and "experiments exit 0" in log_text
+
+
+@pytest.mark.parametrize("paused", [False, True])
+def test_the_packer_packs_every_interval_unless_an_experiment_pauses_it(host, paused):
+    tmp_path = host[0]
+    lease = tmp_path / "keep" / "lease"
+    lease.mkdir(parents=True)
+    if paused:
+        (lease / "packer-paused").touch()
+    process = command(host, 1, FAKE_RUN_SLEEP="3", GPU_LEASE_PACK_EVERY="1")
+    process.communicate(timeout=30)
+    packs = (lease / "packer.log").read_text().split("\n") if (lease / "packer.log").exists() else []
+    assert (len([line for line in packs if line.endswith(" pack")]) == 0) == paused

@@ -1,0 +1,51 @@
+"""tools/lease_experiments.py: the cores it gives each process, and what it reads from the timed blocks."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("lease_experiments", ROOT / "tools" / "lease_experiments.py")
+lease_experiments = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(lease_experiments)
+
+
+def test_cores_are_parsed_and_split_between_the_timing_process_and_three_compilers():
+    assert lease_experiments.parse_cores("0-3,8") == [0, 1, 2, 3, 8]
+    groups = lease_experiments.core_groups(list(range(16)))
+    assert groups["probe"] == [0, 1, 2, 3]
+    assert [groups[f"compiler{i}"] for i in range(3)] == [[4, 5, 6, 7], [8, 9, 10, 11], [12, 13, 14, 15]]
+    # two cores (this machine): the timing process keeps one to itself
+    small = lease_experiments.core_groups([0, 1])
+    assert small["probe"] == [0] and all(small[f"compiler{i}"] == [1] for i in range(3))
+
+
+def test_the_largest_step_finds_where_block_means_change_regime():
+    means = [8.7] * 5 + [15.0] * 20 + [8.7] * 5
+    first_after, ratio = lease_experiments.largest_step(means)
+    assert first_after == 5 and ratio == pytest.approx(
+        (15.0 * 20 + 8.7 * 5) / 25 / 8.7)
+    assert lease_experiments.largest_step([4.0] * 30) == (0, 1.0)  # steady: no step
+
+
+def test_block_means_and_the_summary_of_a_probe_line(tmp_path, capsys):
+    times = [1.0] * 10 + [2.0] * 10
+    assert lease_experiments.block_means(times, 2) == [1.0, 2.0]
+    segment = {"state": "alone", "order": "bc", "eager_ms": [2.0] * 20, "compiled_ms": times,
+               "eager_mean_ms": 2.0, "compiled_mean_ms": 1.5, "speedup": 1.4, "speedup_ci95": [1.0, 2.0],
+               "median_speedup": 1.5, "probes": {"baseline": [
+                   {"stat": {"total": 100, "idle": 90, "steal": 0}, "sm_clock_mhz": 1980},
+                   {"stat": {"total": 200, "idle": 140, "steal": 10}, "sm_clock_mhz": 1980}]}}
+    line = {"condition": "warm", "model": "resnet", "segments": [segment], "compile": {"wall_s": 2.0}}
+    path = tmp_path / "regime.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    lease_experiments.main(["summarize", str(path)])
+    out = capsys.readouterr().out
+    assert "warm" in out and "x1.400 (1.000-2.000)" in out
+    assert "host busy 0.5 steal 0.1 sm [1980]" in out  # 50 of 100 jiffies busy, 10 stolen
+
+
+def test_the_host_canary_times_a_fixed_loop():
+    assert 0 < lease_experiments.host_canary_ms() < 1000
