@@ -1,0 +1,72 @@
+"""Regime shifts in block means, on simulated series whose truth is known."""
+
+import numpy as np
+import pytest
+
+from bench_utils.measurement.regime import regime_shift, shift_text, two_levels, von_neumann_ratio
+
+BLOCKS = 30
+NOISE = 0.05   # the log spread of a steady cell's block means (BEiT at batch 1 on the H200: 0.03-0.05)
+
+
+def steady(rng, blocks=BLOCKS, level=8.0):
+    return level * np.exp(rng.normal(0.0, NOISE, blocks))
+
+
+def test_a_steady_series_is_flagged_no_more_often_than_alpha():
+    rng = np.random.default_rng(0)
+    flagged = sum(regime_shift(steady(rng), seed=i) is not None for i in range(400))
+    assert flagged / 400 <= 0.02  # alpha is 0.01; the size rule removes most of those too
+
+
+def test_a_step_of_one_and_a_half_is_found_where_it_is():
+    rng = np.random.default_rng(1)
+    found = []
+    for i in range(100):
+        at = int(rng.integers(5, 25))
+        series = steady(rng) * np.r_[np.ones(at), np.full(BLOCKS - at, 1.5)]
+        shift = regime_shift(series, seed=i)
+        found.append(shift is not None and shift.first_change == at and 1.35 < shift.ratio < 1.65)
+    assert sum(found) >= 97
+
+
+def test_several_regimes_as_the_h200_showed_them_are_one_shift_with_its_slow_blocks():
+    # BEiT at batch 1, eager, packer-stopped: blocks 6-11 and 14-28 at 15 ms, the rest at 8.7
+    levels = [8.7] * 5 + [15.0] * 6 + [8.7] * 2 + [15.0] * 15 + [10.9, 11.9]
+    shift = regime_shift(levels)
+    assert shift is not None and shift.first_change == 5
+    # 11.9 is above the two levels' midpoint (11.4, in logs): it is counted slow
+    slow = tuple(range(5, 11)) + tuple(range(13, 28)) + (29,)
+    assert shift.slow_blocks == slow
+    logs = np.log(levels)
+    fast = [i for i in range(30) if i not in slow]
+    assert shift.ratio == pytest.approx(np.exp(logs[list(slow)].mean() - logs[fast].mean()), rel=1e-9)
+    assert shift_text(shift, 30) == (f"two levels x{shift.ratio:.2f} apart, 22 of 30 blocks slow, "
+                                     "the first change at block 6")
+
+
+def test_a_drift_is_unsteady_too():
+    rng = np.random.default_rng(2)
+    drifting = steady(rng) * np.linspace(1.0, 1.3, BLOCKS)
+    assert regime_shift(drifting) is not None
+
+
+def test_one_slow_block_is_an_outlier_not_a_regime():
+    rng = np.random.default_rng(3)
+    for where in (0, 14, BLOCKS - 1):
+        series = steady(rng)
+        series[where] *= 2.0
+        assert regime_shift(series) is None
+
+
+def test_a_persistent_step_too_small_to_matter_is_not_flagged():
+    series = 8.0 * np.r_[np.ones(15), np.full(15, 1.04)]
+    assert regime_shift(series) is None  # persistent (noiseless), but 4 %
+
+
+def test_the_statistics_it_rests_on():
+    assert von_neumann_ratio(np.array([1.0, 2.0, 1.0, 2.0])) == pytest.approx(3 / 1.0)  # alternating: above 2
+    assert list(two_levels(np.log([1.0, 1.1, 2.0, 2.1, 1.05]))) == [False, False, True, True, False]
+    with pytest.raises(ValueError, match="finite positive"):
+        regime_shift([1.0, 0.0] * 5)
+    assert regime_shift([1.0, 2.0, 1.0]) is None  # too few blocks for an order to mean anything
