@@ -21,12 +21,15 @@ from typing import Any, Callable, Mapping
 
 from .errors import UserError
 from .parameters import one_of, quoted
-from .vocabulary import (InductorConfig, MemoryFormat, Shapes, Sync, Tf32Policy, Weights, check_inductor_config,
-                         check_memory_format, check_shapes, names, tf32_policy)
+from .vocabulary import (MAX_REPLICATES, InductorConfig, MemoryFormat, Replicate, Shapes, Sync, Tf32Policy, Weights,
+                         check_inductor_config, check_memory_format, check_replicate, check_shapes, names, tf32_policy)
 
 TOP, ANYWHERE, AXIS = "top", "anywhere", "axis"
 HASHED, COMPILE, WHEN_SET, IDENTITY = "hashed", "compile", "when-set", "identity"
 DEFAULT_BLOCKS = 30  # pairs of blocks where none are given, or runs if fewer
+# fresh processes a GPU cell's runs are split over where a grid says nothing: the spread between processes is
+# larger than one run's interval there (docs/measurement.md, "Between runs"); a CPU study measures once
+GPU_REPLICATES = 3
 
 
 def _at_least(value: int, least: int) -> int:
@@ -77,6 +80,13 @@ def _gpu_memory_gib(value: float | None) -> float | None:
     return value
 
 
+def _replicates(value: int | None) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_REPLICATES):
+        raise UserError(f"must be an integer from 1 to {MAX_REPLICATES} (None: {GPU_REPLICATES} on a GPU, 1 on a CPU), "
+                        f"got {quoted(value)}")
+    return value
+
+
 def setting(default: Any, help: str, *, check: Callable[[Any], Any], accepts: type | tuple[type, ...],
             grid: str | None = ANYWHERE, record: str | None = HASHED, record_name: str | None = None,
             choices: tuple[str, ...] | None = None, plural: str | None = None) -> Any:
@@ -124,6 +134,13 @@ class Settings:
                             "(convolutions keep the model's layout)", check=lambda value: str(check_inductor_config(value)),
                             accepts=str, grid=AXIS, plural="inductor_configs", record=IDENTITY,
                             choices=names(InductorConfig))
+    replicates: int | None = setting(None, f"fresh processes (kernels) a cell's runs and pairs are split over, so that "
+                                     f"its interval includes the spread between runs (None: {GPU_REPLICATES} on a GPU, "
+                                     "1 on a CPU)", check=_replicates, accepts=(int, type(None)),
+                                     record=WHEN_SET)
+    replicate: str = setting(Replicate.R1.value, "which of the cell's replicates this is (r1: the first, or the only "
+                             "one); the grid sets it", check=lambda value: str(check_replicate(value)), accepts=str,
+                             grid=None, record=IDENTITY, choices=names(Replicate))
     portable_cache: bool = setting(False, "also time a fresh process started from the saved compile cache (once "
                                    "per model and mode)", check=_flag, accepts=bool, record=None)
     sync: str = setting(Sync.PER_CALL.value, "how a timed call is bracketed on a GPU: per-call (each from an idle "

@@ -68,6 +68,24 @@ class Shapes(StrEnum):
     DYNAMIC = "dynamic"   # one compilation for every batch size
 
 
+class Replicate(StrEnum):
+    """Which of a cell's replicates (fresh processes over which its runs are split) a record is: r1 is the first,
+    or the only one (so that a cell measured once keeps its name)."""
+
+    R1 = "r1"
+    R2 = "r2"
+    R3 = "r3"
+    R4 = "r4"
+    R5 = "r5"
+    R6 = "r6"
+    R7 = "r7"
+    R8 = "r8"
+    R9 = "r9"
+
+
+MAX_REPLICATES = len(Replicate)
+
+
 class MemoryFormat(StrEnum):
     """The layout of the model's weights and inputs."""
 
@@ -135,6 +153,10 @@ def check_mode(mode: str) -> CompileMode:
 
 def check_shapes(name: str) -> Shapes:
     return Shapes(one_of("shapes", name, names(Shapes)))
+
+
+def check_replicate(name: str) -> Replicate:
+    return Replicate(one_of("replicate", name, names(Replicate)))
 
 
 def check_inductor_config(name: str) -> InductorConfig:

@@ -27,9 +27,11 @@ def test_settings_from_parameters_are_checked_and_unknown_names_refused():
 
 def test_a_cells_variant_is_its_identity_settings_by_name_as_a_record_keys_them():
     settings = Settings(shapes="dynamic", runs=7)
-    assert settings.variant_fields() == {"memory_format": "contiguous", "shapes": "dynamic", "inductor": "default"}
+    assert settings.variant_fields() == {"memory_format": "contiguous", "shapes": "dynamic", "inductor": "default",
+                                       "replicate": "r1"}
     assert list(settings.variant_fields()) == list(VARIANT_FIELDS)
-    assert settings.variant_values() == ("contiguous", "dynamic", "default") and settings.variant() == ("dynamic",)
+    assert settings.variant_values() == ("contiguous", "dynamic", "default", "r1") and settings.variant() == ("dynamic",)
+    assert Settings(replicate="r2").variant() == ("r2",)  # a later replicate: a kernel and a name of its own
 
 
 def test_blocks_default_to_thirty_or_runs_where_fewer():
@@ -41,8 +43,9 @@ def test_the_records_config_and_hash_keys_are_the_settings_as_before():
     # the keys of every record written so far: a change here would make every earlier cell another cell
     assert sorted(SETTINGS_KEYS) == sorted(["runs", "warmup", "blocks", "weights_requested", "seed", "tf32",
                                             "backend", "fullgraph", "dynamic", "sync"])
-    assert COMPILE_SETTINGS == ("backend", "fullgraph", "dynamic") and OPTIONAL_SETTINGS == ("gpu_memory_gib",)
-    assert list(VARIANT_FIELDS) == ["memory_format", "shapes", "inductor"]
+    # replicates: hashed where given, so that a cell measured once keeps its hash
+    assert COMPILE_SETTINGS == ("backend", "fullgraph", "dynamic") and OPTIONAL_SETTINGS == ("replicates", "gpu_memory_gib")
+    assert list(VARIANT_FIELDS) == ["memory_format", "shapes", "inductor", "replicate"]
     config = measurement_settings(Settings(weights="auto", gpu_memory_gib=16, sync="pipelined"))
     assert config["weights_requested"] == "auto" and config["gpu_memory_gib"] == 16 and "portable_cache" not in config
     assert config["sync"] == "pipelined"
@@ -73,7 +76,7 @@ def test_sync_is_a_grid_key_and_a_setting_of_the_record_kernel_and_notebook():
     from bench_utils.records.key import settings_hash
     from bench_utils.study.grid.kernel_groups import kernel_groups
 
-    grid = parse_grid({"study": "s", "devices": ["cuda"], "sync": "pipelined", "grids": [
+    grid = parse_grid({"study": "s", "devices": ["cuda"], "sync": "pipelined", "replicates": 1, "grids": [
         {"models": ["resnet"], "batch_sizes": [1], "compile_modes": ["default"]},
         {"models": ["vit"], "batch_sizes": [1], "compile_modes": ["default"], "sync": "per-call"}]})
     assert [cell.settings.sync for cell in grid.cells] == ["pipelined", "per-call"]

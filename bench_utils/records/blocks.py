@@ -51,6 +51,7 @@ class CellBlock(Block):
     memory_format: str
     shapes: str
     inductor: str
+    replicate: str = "r1"  # a schema-3 record written before replicates existed was its cell's only run
 
     @property
     def device_kind(self) -> str:

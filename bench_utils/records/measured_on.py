@@ -76,6 +76,7 @@ class ConfigBlock(Block):
     dynamic: bool | None = None
     sync: Literal["per-call", "pipelined"] | None = None
     gpu_memory_gib: Positive | None = None
+    replicates: Annotated[int, Ge(2)] | None = None   # fresh processes the cell was split over (None: one)
     gpu_memory_fraction: Positive | None = None
 
 

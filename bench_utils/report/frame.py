@@ -19,6 +19,7 @@ from ..measurement import stats
 from ..paths import PROJECT_ROOT
 from ..records.schema import CompileBlock, EnergySide, LatencyBlock, MemoryBlock, Record, SpeedupBlock
 from .region_memory import region_columns
+from .replicate_rows import combined, replicate_columns
 from ..records.key import eager_side_stands_for_its_cell, latest_per_key
 from ..records.results_file import read_records
 from ..parameters import text_list
@@ -76,7 +77,7 @@ def latest_records(paths: Iterable[str | os.PathLike]) -> list[Record]:
     for record in latest_per_key(read_records(results_files(paths))):
         cell, device = record.cell, device_name(record)
         row = (cell.task, cell.model, cell.batch_size, cell.compile_mode, cell.dtype, cell.memory_format,
-               cell.shapes, cell.inductor, device, record.environment.torch_version)
+               cell.shapes, cell.inductor, cell.replicate, device, record.environment.torch_version)
         if row in shown:
             earlier = shown[row]
             warnings.warn(f"two records claim one cell ({cell.model}, batch {cell.batch_size}, "
@@ -109,7 +110,8 @@ def _or_nan(value: float | None) -> float:
 
 def frame(records: Iterable[Record | Mapping[str, Any]]) -> pd.DataFrame:
     """One row per record (a ``Record``, or one as its JSON line holds it) with everything the report shows."""
-    return _with_eager_and_environment(pd.DataFrame([_row(Record.of(record)) for record in records]))
+    rows = pd.DataFrame([{**_row(record), **replicate_columns(record)} for record in map(Record.of, records)])
+    return _with_eager_and_environment(combined(rows))
 
 
 def _row(record: Record) -> dict[str, Any]:

@@ -31,7 +31,7 @@ RUN_GRID = parse_grid({"study": "bench", "runs": 10, "warmup": 2, "devices": ["c
                                   "compile_modes": ["eager", "default"]}]})
 # A small guide-like grid on CUDA: resnet eager and compiled at 1 and 4 (the eager cells share
 # the compiled cells' pairs), and vit eager alone at 1 (nothing to share): 5 cells, 2 kernels.
-GUIDE = parse_grid({"study": "guide", "runs": 300, "warmup": 10, "devices": ["cuda"],
+GUIDE = parse_grid({"study": "guide", "runs": 300, "warmup": 10, "devices": ["cuda"], "replicates": 1,
                     "grids": [{"models": ["resnet"], "batch_sizes": [1, 4],
                                "compile_modes": ["eager", "default"]},
                               {"models": ["vit"], "batch_sizes": [1], "compile_modes": ["eager"]}]})

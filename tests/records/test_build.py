@@ -21,7 +21,8 @@ def test_ok_record_has_optimum_benchmark_latency_block():
     assert latency["stdev_"] == pytest.approx(latency["stdev"] / latency["mean"] * 100)
     assert record["throughput"] == {"unit": "samples/s", "value": pytest.approx(4 / 0.0115)}
     assert record["compile"]["first_call_ms"] == 900.0
-    assert record["cell"] == {**CELL, "memory_format": "contiguous", "shapes": "static", "inductor": "default"}
+    assert record["cell"] == {**CELL, "memory_format": "contiguous", "shapes": "static", "inductor": "default",
+                              "replicate": "r1"}
     assert record["config"]["weights"] == "random"
 
 
@@ -68,7 +69,7 @@ def test_an_unknown_variant_is_refused():
 
 def test_a_cell_block_is_the_identity_then_the_variant_each_setting_its_default_where_not_given():
     record = make_record({**CELL, "shapes": "dynamic"}, status="error", error="boom", environment=ENV)
-    assert list(record["cell"]) == [*CELL, "memory_format", "shapes", "inductor"]
+    assert list(record["cell"]) == [*CELL, "memory_format", "shapes", "inductor", "replicate"]
     assert record["cell"]["memory_format"] == "contiguous" and record["cell"]["shapes"] == "dynamic"
     with pytest.raises(ValueError, match="no cell field runs: the cell's fields are study, task"):
         make_record({**CELL, "runs": 3}, status="error", error="boom", environment=ENV)

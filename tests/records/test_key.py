@@ -19,7 +19,7 @@ def test_identity_and_environment_key():
         "torch_version": "2.15.0", "cpu_model": "EPYC", "driver_version": "580.1",
         "gpus": [{"index": 0, "name": "NVIDIA H100"}]})
     assert cell_identity(R(record)) == CellIdentity("test", "image-classification", "resnet", 4, "default", "float32",
-                                                 ("contiguous", "static", "default"), "cuda")
+                                                 ("contiguous", "static", "default", "r1"), "cuda")
     assert record_key(R(record)).environment == ("2.15.0", "NVIDIA H100", "580.1")
     cpu = ok_record(environment={"torch_version": "2.15.0", "cpu_model": "EPYC", "cpu_count_logical": 2,
                                  "gpus": []})
@@ -30,7 +30,7 @@ def test_keys_of_records_written_before_the_named_key_are_what_they_were():
     # computed from these records by the positional tuple the key replaced: resume must find them done
     first, *_, error = fixture_records()
     assert record_key(R(first)) == RecordKey(
-        CellIdentity("smoke", "image-segmentation", "mobilenet", 1, "eager", "float32", ("contiguous", "static", "default"), "cpu"),
+        CellIdentity("smoke", "image-segmentation", "mobilenet", 1, "eager", "float32", ("contiguous", "static", "default", "r1"), "cpu"),
         "e18aa1811533", ("2.14.1+cu130", "AMD EPYC", 2, None))
     assert record_key(R(fixture_records()[1])).settings_hash == "5ea931a79075"  # compiled: its compile options
     assert record_key(R(error)).identity.study == "faults" and record_key(R(error)).settings_hash == "e18aa1811533"
@@ -92,8 +92,9 @@ def test_a_variant_is_another_cell_and_old_records_are_the_guides_cells():
     assert cell_identity(R(older)) == cell_identity(R(guide))
     assert record_key(R(older)) == record_key(R(guide))
     assert len({record_key(R(record)) for record in (guide, nhwc, dynamic)}) == 3
-    assert cell_identity(R(nhwc)).variant_fields() == {"memory_format": "channels_last", "shapes": "static", "inductor": "default"}
-    assert cell_identity(R(dynamic)).variant == ("contiguous", "dynamic", "default")
+    assert cell_identity(R(nhwc)).variant_fields() == {"memory_format": "channels_last", "shapes": "static", "inductor": "default",
+                                                        "replicate": "r1"}
+    assert cell_identity(R(dynamic)).variant == ("contiguous", "dynamic", "default", "r1")
 
 
 def test_an_identity_gives_back_the_cell_block_it_was_read_from():

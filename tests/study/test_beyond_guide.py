@@ -15,7 +15,7 @@ GRID = PROJECT_ROOT / "params" / "beyond-guide-cpu.yaml"
 
 def test_the_gpu_grid_asks_for_every_variant_on_the_guides_models():
     cells = load_grid(PROJECT_ROOT / "params" / "beyond-guide.yaml").cells
-    assert {c.device for c in cells} == {"cuda"} and len(cells) == 108
+    assert {c.device for c in cells} == {"cuda"} and len(cells) == 108 * 3  # 3 replicates each on a GPU
     assert "aot-inductor" in {c.compile_mode for c in cells}
     assert {c.settings.memory_format for c in cells} == {"contiguous", "channels_last"}
     assert {c.settings.shapes for c in cells} == {"static", "dynamic"} and all(c.settings.portable_cache for c in cells)

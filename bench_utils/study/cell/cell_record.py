@@ -10,7 +10,7 @@ from ...records.build import JsonBlock, make_record
 from ...variants import modes as compile_module
 from ...zoo.loading import LoadedModel
 from .measured_cell import CellResult
-from ...vocabulary import Status
+from ...vocabulary import Replicate, Status
 
 
 SIDES = {"baseline": "eager", "candidate": "compiled"}  # compare's sides, as a record names them
@@ -55,8 +55,8 @@ def _bounds(interval: tuple[float, float] | None) -> list[float] | None:
 def cell_record(result: CellResult, loaded: LoadedModel, *, study: str,
                 config: JsonBlock | None = None,
                 compile_options: dict[str, Any] | None = None,
-                environment: JsonBlock | None = None) -> dict[str, Any]:
-    """The result record of a measured cell."""
+                environment: JsonBlock | None = None, replicate: str = Replicate.R1.value) -> dict[str, Any]:
+    """The result record of a measured cell (``replicate``: which of the cell's replicates its kernel measured)."""
     compile_block = {**(compile_options or compile_module.options(result.mode)), **result.compile}
     extra: dict[str, Any] = {"model": loaded.info()}
     if result.comparison is not None:
@@ -76,7 +76,8 @@ def cell_record(result: CellResult, loaded: LoadedModel, *, study: str,
         memory = {**(memory or {}), "eager": result.eager_memory}
     cell: JsonBlock = {"study": study, "task": loaded.task, "model": loaded.key, "batch_size": result.batch_size,
                        "compile_mode": result.mode, "dtype": loaded.dtype, "device": loaded.device,
-                       "memory_format": loaded.memory_format, "shapes": result.shapes, "inductor": result.inductor}
+                       "memory_format": loaded.memory_format, "shapes": result.shapes, "inductor": result.inductor,
+                       "replicate": replicate}
     return make_record(
         cell, status=Status.OK, measurement=result.measurement, memory=memory, compile=compile_block,
         # the weights measured, never the request ("auto" resolves to random or pretrained)

@@ -239,7 +239,7 @@ class _ModelCells:
                 record = cell_record(result, loaded, study=self.study, config=self.config,
                                      compile_options=compile_module.options(mode, settings.backend, settings.fullgraph,
                                                                             settings.dynamic),
-                                     environment=self.kernel.environment)
+                                     environment=self.kernel.environment, replicate=settings.replicate)
             except Exception as exc:
                 status = Status.OOM if is_out_of_memory(exc) else Status.ERROR
                 if status == Status.OOM:  # batches ascend within a mode: the rest of it is larger

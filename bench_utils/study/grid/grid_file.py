@@ -39,8 +39,8 @@ from ...errors import UserError
 from ...records.schema import CELL_FIELDS
 from ...records.key import CellIdentity, cell_file_name
 from ...parameters import quoted
-from ...settings import ANYWHERE, AXIS, TOP, Settings, setting_fields
-from ...vocabulary import AOT_MODES, CompileMode, InductorConfig, Shapes, check_mode, dtype_name
+from ...settings import ANYWHERE, AXIS, DEFAULT_BLOCKS, GPU_REPLICATES, TOP, Settings, setting_fields
+from ...vocabulary import AOT_MODES, CompileMode, InductorConfig, Replicate, Shapes, check_mode, dtype_name
 from ...zoo.registry import TASKS, resolve_key
 from .checks import (GridError, check_accelerators, check_devices, check_timm, check_type, checked_names, fail,
                           non_empty, unknown_keys)
@@ -189,7 +189,37 @@ def parse_grid(data: Any, path: str = "<grid>") -> Grid:
             if cell.identity() not in seen:  # sub-grids may overlap: each cell once
                 seen.add(cell.identity())
                 grid.cells.append(cell)
+    grid.cells = replicated(grid.cells)
     return grid
+
+
+def replicates_of(settings: Settings, device_kind: str) -> int:
+    """How many replicates a cell of ``device_kind`` is measured in: the grid's, else the device's default."""
+    return settings.replicates or (GPU_REPLICATES if device_kind == "cuda" else 1)
+
+
+def split_over_replicates(path: str, where: str, settings: Settings, device_kind: str) -> Settings:
+    """One replicate's settings: its share of the runs and of the pairs (``runs // r``, ``blocks // r``), and the
+    count (None where it is 1: a cell measured once keeps the hash it had before replicates existed)."""
+    count = replicates_of(settings, device_kind)
+    if count == 1:
+        return replace(settings, replicates=None)
+    blocks = settings.blocks if settings.blocks is not None else min(DEFAULT_BLOCKS, settings.runs)
+    if blocks < count:
+        told = "" if settings.replicates else f" (the default on a GPU; replicates: 1 measures each cell once)"
+        raise fail(path, where + "blocks", f"{count} replicates{told} need at least {count} pairs of blocks and "
+                   f"{count} runs (each replicate times its share), got runs {settings.runs}, blocks {blocks}")
+    return replace(settings, replicates=count, runs=settings.runs // count, blocks=blocks // count)
+
+
+def replicated(cells: list[Cell]) -> list[Cell]:
+    """Every cell's replicates after it: all first replicates (r1, as the grid gives them), then all second ones,
+    and so on, so that a study stopped early has every cell once before any twice, and a cell's replicates run
+    minutes apart, in fresh kernels (a replicate is part of the kernel's settings)."""
+    most = max((cell.settings.replicates or 1 for cell in cells), default=1)
+    later = [replace(cell, settings=replace(cell.settings, replicate=Replicate(f"r{index}").value))
+             for index in range(2, most + 1) for cell in cells if (cell.settings.replicates or 1) >= index]
+    return [*cells, *later]
 
 
 def _check_keys(path: str, where: str, mapping: dict, known: dict) -> None:
@@ -254,8 +284,9 @@ def _expand(path: str, where: str, item: Any, study_settings: Settings, grid: Gr
             for dtype in dtypes:
                 for values in itertools.product(*axes.values()):
                     axis_values: dict[str, Any] = dict(zip(axes, values))  # each its own setting's type
-                    axis_settings = replace(settings, **axis_values,
-                                            gpu_memory_gib=settings.gpu_memory_gib if kind == "cuda" else None)
+                    axis_settings = split_over_replicates(path, where, replace(
+                        settings, **axis_values, gpu_memory_gib=settings.gpu_memory_gib if kind == "cuda" else None),
+                        kind)
                     for mode in modes:
                         # eager compiles nothing: the same cell whatever the shapes or Inductor's configuration
                         cell_settings = (replace(axis_settings, shapes=Shapes.STATIC.value,

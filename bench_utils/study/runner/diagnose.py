@@ -76,9 +76,12 @@ def remedy_grid(slow: list[Record]) -> tuple[dict[str, Any], list[str]]:
                + ", ".join(_name(remedy.variant) for remedy in left_out) if left_out else "")))
         grids += [_sub_grid(record, remedy.variant) for remedy in chosen]
     study = slow[0].cell.study
+    count = first.replicates or 1
     grid = {"study": f"{study}{REMEDY_STUDY_SUFFIX}",
             "description": f"remedies of the compiled cells compile made slower in {study} (bench_utils diagnose)",
-            "runs": first.runs, "warmup": first.warmup, "blocks": first.blocks,
+            # as the slow cell was measured: in as many replicates (none: once), each with its share of the runs
+            "replicates": count, "runs": first.runs * count if first.runs else None, "warmup": first.warmup,
+            "blocks": first.blocks * count if first.blocks else None,
             "weights": first.weights_requested or "random", "seed": first.seed if first.seed is not None else 0,
             "tf32": first.tf32 or "default", "devices": sorted(set(kinds)), "grids": grids}
     if first.backend not in (None, "inductor"):

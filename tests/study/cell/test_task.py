@@ -233,3 +233,10 @@ def test_a_kernel_starts_the_compile_worker_pool_before_its_first_compiled_cell(
     events.clear()
     run(tmp_path, compile_modes=["default"], batch_sizes=[1], backend="aot_eager")
     assert events[:2] == [("pool", "aot_eager"), ("cell", "default")]  # the kernel's, then the cell's own check
+
+
+def test_a_later_replicates_kernel_writes_records_of_that_replicate(tmp_path):
+    returned = run(tmp_path, batch_sizes=[1], compile_modes=["eager"], replicate="r2", replicates=2)
+    assert [r["status"] for r in returned] == ["ok"]
+    (record,) = read_records(tmp_path / "results.jsonl")
+    assert record.cell.replicate == "r2" and record.config.replicates == 2

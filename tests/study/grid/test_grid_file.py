@@ -4,6 +4,7 @@ import pytest
 
 from bench_utils.records.schema import CELL_FIELDS
 from bench_utils.study.grid.grid_file import GRID_COPY, Cell, GridError, keep_grid_copy, load_grid, parse_grid
+from bench_utils.study.grid.kernel_groups import kernel_groups
 
 BASE = """study: t
 runs: 5
@@ -34,11 +35,14 @@ def test_expansion_orders_cells_and_fills_defaults(tmp_path):
 
 def test_repo_grids_are_valid():
     guide = load_grid("params/hf-guide.yaml")
-    assert len(guide.cells) == 12 * 3 * 2 + 4 * 2
+    # on a GPU each cell is 3 replicates (fresh kernels), all first ones before any second
+    assert len(guide.cells) == (12 * 3 * 2 + 4 * 2) * 3
+    assert [c.settings.replicate for c in guide.cells[::80]] == ["r1", "r2", "r3"]
     assert {c.compile_mode for c in guide.cells} == {"eager", "default", "reduce-overhead"}
-    # the guide ran PyTorch's defaults (cuDNN TF32 on, matmul TF32 off), 30 pairs of 10 runs
-    assert all(c.settings.runs == 300 and c.dtype == "float32" and c.settings.tf32 == "default" and c.settings.blocks == 30
-               for c in guide.cells)
+    # the guide ran PyTorch's defaults (cuDNN TF32 on, matmul TF32 off), 300 runs: 30 pairs of 10 runs, here
+    # 10 pairs of 10 in each of the 3 replicates
+    assert all(c.settings.runs == 100 and c.dtype == "float32" and c.settings.tf32 == "default" and c.settings.blocks == 10
+               and c.settings.replicates == 3 for c in guide.cells)
     quick = load_grid("params/cpu-quick.yaml")
     assert {c.task for c in quick.cells} == {"image-classification", "image-segmentation", "object-detection"}
     assert {c.compile_mode for c in quick.cells} == {"eager", "default"}
@@ -157,7 +161,8 @@ def test_a_grid_cell_is_a_records_cell_identity_then_its_settings():
                                                 "compile_modes": ["default"], "shapes": ["dynamic"]}]}).cells[0]
     assert Cell.from_parameters(cell.to_parameters()) == cell
     assert cell.identity().cell_block() == {**{name: getattr(cell, name) for name in CELL_FIELDS},
-                                            "memory_format": "contiguous", "shapes": "dynamic", "inductor": "default"}
+                                            "memory_format": "contiguous", "shapes": "dynamic", "inductor": "default",
+                                            "replicate": "r1"}
 
 
 def test_a_grid_file_that_is_not_utf8_is_named(tmp_path):
@@ -268,3 +273,21 @@ def test_a_setting_given_on_the_command_line_reaches_every_cell_and_keeps_their_
     assert [cell.cell_id for cell in traced.cells] == [cell.cell_id for cell in grid.cells]
     with pytest.raises(ValueError, match="keep_traces: must be true or false"):
         grid.with_settings(keep_traces="yes")
+
+
+def test_replicates_split_a_cells_runs_and_pairs_and_a_cpu_measures_once_unless_told():
+    grid = {"study": "s", "runs": 300, "grids": [{"models": ["resnet"], "batch_sizes": [1],
+                                                   "compile_modes": ["default"]}]}
+    (cpu,) = parse_grid(grid).cells
+    assert cpu.settings.replicates is None and cpu.settings.runs == 300 and cpu.settings.blocks == 30
+    twice = parse_grid({**grid, "replicates": 2}).cells
+    assert [(c.settings.replicate, c.settings.runs, c.settings.blocks) for c in twice] == [("r1", 150, 15),
+                                                                                           ("r2", 150, 15)]
+    assert twice[1].cell_id == "image-classification__resnet__bs1__default__r2__float32__cpu"
+    assert len({c.identity() for c in twice}) == 2 and len(kernel_groups(twice)) == 2  # a fresh kernel each
+    gpu = parse_grid({**grid, "devices": ["cuda"], "replicates": 1}).cells
+    assert len(gpu) == 1 and gpu[0].settings.replicates is None  # told once: as a cell measured once
+    with pytest.raises(GridError, match=r"blocks: 3 replicates \(the default on a GPU; replicates: 1 measures"):
+        parse_grid({**grid, "devices": ["cuda"], "runs": 2})
+    with pytest.raises(GridError, match="replicates: must be an integer from 1 to 9"):
+        parse_grid({**grid, "replicates": 10})

@@ -256,7 +256,7 @@ H100 = {"torch_version": "2.11.0", "driver_version": "580.1", "gpus": [{"index":
 def test_a_device_model_prices_unrecorded_cells_a_priori_and_recorded_ones_by_their_records(tmp_path):
     from bench_utils.study.pricing.prior import CellShape, Span
 
-    runner = Runner(parse_grid({**GRID, "devices": ["cuda"]}), tmp_path / "study")
+    runner = Runner(parse_grid({**GRID, "devices": ["cuda"], "replicates": 1}), tmp_path / "study")
     grid = {(c.model, c.compile_mode, c.batch_size): c for c in runner.grid.cells}
     on_h100 = record(grid[("resnet", "default", 1)], H100, {"startup_s": 7.0, "load_s": 3.0, "cell_s": 123.0})
     write(tmp_path / "reports" / "other" / "results.jsonl", on_h100,
@@ -286,11 +286,12 @@ def test_dry_run_prices_the_guides_grid_on_an_h100_in_minutes_with_a_range(tmp_p
                             cwd=PROJECT_ROOT, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     total = next(line for line in result.stdout.splitlines() if line.startswith("a-priori estimate for"))
+    # the guide's 80 cells in 3 replicates each on a GPU: 240 cells in 36 kernels
     assert re.fullmatch(r"a-priori estimate for H100 SXM \(a model, not a measurement\): ~(\d+) min \((\d+)-(\d+) "
-                        r"min\) for 80 of 80 cells, 12 kernel starts included", total), total
+                        r"min\) for 240 of 240 cells, 36 kernel starts included", total), total
     point, low, high = map(int, re.search(r"~(\d+) min \((\d+)-(\d+) min\)", total).groups())
     assert 0 < low < point < high
-    assert result.stdout.count("  estimate: a-priori for H100 SXM: ~") == 12
+    assert result.stdout.count("  estimate: a-priori for H100 SXM: ~") == 36
     assert "uncalibrated: no cell recorded on it yet" in result.stdout
     assert list(tmp_path.iterdir()) == []
 

@@ -235,7 +235,7 @@ def test_records_of_another_environment_do_not_count(tmp_path, monkeypatch):
 
 
 def test_two_devices_never_overlap_and_both_work(tmp_path):
-    grid = dict(GRID, devices=["cuda:0", "cuda:1"])
+    grid = dict(GRID, devices=["cuda:0", "cuda:1"], replicates=1)
     notebook = FakeNotebook(delay=0.05)
     two_gpus = {**capture_environment(), "gpu_count": 2,
                 "gpus": [{"index": 0, "name": "Fake GPU"}, {"index": 1, "name": "Fake GPU"}]}
@@ -257,7 +257,7 @@ def test_a_gpu_memory_cap_reaches_the_kernel_and_is_a_setting_of_its_own(tmp_pat
         monkeypatch.setattr(module, "capture_environment", lambda: gpu_host)
 
     def run_cuda(grid, notebook):
-        return Runner(parse_grid({**grid, "devices": ["cuda"]}), tmp_path, executor=notebook).run()
+        return Runner(parse_grid({**grid, "devices": ["cuda"], "replicates": 1}), tmp_path, executor=notebook).run()
 
     seen = []
 
@@ -302,7 +302,7 @@ def test_a_relative_out_is_resolved_where_the_runner_was_started(tmp_path, monke
 ])
 def test_devices_are_checked_against_the_machine_before_any_cell(tmp_path, devices, workers, gpus, message):
     notebook = FakeNotebook()
-    runner = Runner(parse_grid(dict(GRID, devices=devices)), tmp_path, executor=notebook, devices=workers,
+    runner = Runner(parse_grid(dict(GRID, devices=devices, replicates=1)), tmp_path, executor=notebook, devices=workers,
                     environment={**capture_environment(), "gpu_count": gpus})
     with pytest.raises(ValueError) as raised:
         runner.run()

@@ -173,8 +173,8 @@ def test_on_a_known_gpu_unrecorded_cells_cost_the_priors_high_figure_until_a_rec
     from bench_utils.study.pricing.cell_costs import machine_prior
 
     h100 = {**capture_environment(), "gpus": [{"index": 0, "name": "NVIDIA H100 80GB HBM3"}], "driver_version": "1"}
-    runner = Runner(parse_grid({**GRID, "devices": ["cuda"]}), tmp_path / "study", executor=FakeNotebook(),
-                    environment=h100)
+    runner = Runner(parse_grid({**GRID, "devices": ["cuda"], "replicates": 1}), tmp_path / "study",
+                    executor=FakeNotebook(), environment=h100)
     prior = machine_prior(h100, runner.grid, None)
     assert prior.device == "H100 SXM" and machine_prior(h100, runner.grid, "L4").device == "L4"
     costs = CellCosts(runner.results_path, h100, prior, reports_dir=tmp_path / "reports")
