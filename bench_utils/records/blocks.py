@@ -135,6 +135,21 @@ class SpeedupBlock(Block):
     switch_ms: SwitchCalls | None = None        # each side's switch calls (ms), per block
     block_clocks: BlockClocks | None = None     # each side's GPU clock after every block
 
+    def after_a_switch(self) -> dict[str, list[bool]] | None:
+        """Per side (``eager``, ``compiled``), per block, whether the block timed just before it was the other
+        side's: a switch of sides. Within a pair the second block always follows one; a pair's first block only
+        where the pair before it ended with the other side ("cb" then "bc": no switch). The first block follows
+        the warm-up, no timed block, and counts as none. None where the record keeps no ``order``."""
+        if not self.order or set(self.order) - {"c", "b"}:
+            return None
+        found: dict[str, list[bool]] = {"eager": [], "compiled": []}
+        previous = None
+        for first in self.order:
+            for side in (("compiled", "eager") if first == "c" else ("eager", "compiled")):
+                found[side].append(previous is not None and previous != side)
+                previous = side
+        return found
+
 
 class AotFreshProcess(Block):
     """An AOTInductor package's start in a new interpreter (s): what a serving process pays."""

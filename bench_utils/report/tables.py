@@ -148,16 +148,16 @@ def _cell_latency(row: pd.Series | None, catalog: Catalog, flags: set[str]) -> s
 
 def switch_table(data: pd.DataFrame, catalog: Catalog) -> str | None:
     """What the first call after switching sides cost, per compiled cell measured with switch calls (kept out
-    of its statistics): the median over blocks of that call's excess over its block's mean, eager and
-    compiled, in ms and as a share of the block's mean; None where no cell has them."""
+    of its statistics): the median over the blocks that followed the other side's of that call's excess over its
+    block's mean, eager and compiled, in ms and as a share of the block's mean; None where no cell has them."""
     rows = []
     for row in _compiled_rows(data):
         if pd.isna(row.get("switch_calls")) or not row.get("switch_calls"):
             continue
         cells = []
-        for cost, mean in ((row["eager_switch_cost_ms"], row["eager_interleaved_ms"]),
-                           (row["switch_cost_ms"], row["mean_ms"])):
-            cells.append("–" if pd.isna(cost) else ltr(f"{catalog.number(cost, 3)} ({catalog.percent(cost / mean, 1)})",
+        for cost, share in ((row["eager_switch_cost_ms"], row["eager_switch_cost_share"]),
+                            (row["switch_cost_ms"], row["switch_cost_share"])):
+            cells.append("–" if pd.isna(cost) else ltr(f"{catalog.number(cost, 3)} ({catalog.percent(share, 1)})",
                                                       catalog))
         rows.append([*_cell_columns(row, catalog), *cells])
     if not rows:
