@@ -149,12 +149,13 @@ def losses_markdown(data: pd.DataFrame, catalog: Catalog) -> str:
     if slow.empty:
         return catalog.t("loses_none")
     parts = []
-    for _, row in slow.iterrows():
+    profiled = why.profiled(data)  # its busy shares, and its eager cell's verdict as "Why it got faster" reads it
+    for index, row in slow.iterrows():
         remedies = remedies_of(data, row)
         heading = catalog.t("loses_cell", model=ltr(str(row["label"]), catalog), batch=ltr(str(row["batch_size"]), catalog),
                             mode=mode_label(str(row["mode"]), catalog),
                             device=environment_label(row["environment"], catalog), speedup=_speedup(row, catalog))
-        body = [f"### {heading}", what_got_slower(row, catalog)]
+        body = [f"### {heading}", what_got_slower(profiled.loc[index] if index in profiled.index else row, catalog)]
         if not remedies.empty:
             body.append(remedies_table(remedies, catalog))
         cannot, any_measurable = left_out(row, catalog)
