@@ -78,6 +78,14 @@ def switch_cost(switch_blocks: Sequence[Sequence[float]], steady_blocks: Sequenc
     return float(np.median(gaps)) if gaps else math.nan
 
 
+def break_even_calls(compile_ms: float, eager_ms: float, compiled_ms: float) -> int | None:
+    """Calls after which compiling has paid for itself; None if it never does."""
+    saving = eager_ms - compiled_ms
+    if saving <= 0:
+        return None
+    return max(0, int(-(-max(compile_ms, 0.0) // saving)))  # ceiling division
+
+
 def split_blocks(values: Sequence[float], sizes: Sequence[int]) -> list[list[float]]:
     """``values`` cut into consecutive blocks of ``sizes``; ValueError where they do not add up."""
     if sum(sizes) != len(values):

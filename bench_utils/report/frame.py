@@ -181,6 +181,11 @@ def _row(record: Record) -> dict[str, Any]:
         "graphs": compiled.graphs, "graph_breaks": compiled.graph_breaks,
         "recompiles": compiled.recompiles,
         "break_even": compiled.break_even_calls,
+        # the warm compile is measured at the first compiled cell of its model and mode in a kernel, whose cold one
+        # was that kernel's first of them (Segformer at batch 1 on the H200: 16.7 s, against 10.2 and 9.8 s at 4 and
+        # 16): the calls the warm cost pays off after, beside the cold
+        "first_of_mode_in_kernel": compiled.warm_ms is not None,
+        "break_even_warm": _warm_break_even(compiled, speedup, latency),
         # a CUDA-graph mode's pool counts whether inductor kept its graphs or not: what the mode asked
         **region_columns("", memory, cuda,
                          graphs=cell.compile_mode != CompileMode.EAGER and bool(compiled.cuda_graphs_requested)),
@@ -202,6 +207,16 @@ def _row(record: Record) -> dict[str, Any]:
         "timer": latency.timer if latency else None, "warmup": latency.warmup if latency else None,
         "runs": count or None,
     }
+
+
+def _warm_break_even(compiled: CompileBlock, speedup: SpeedupBlock | None, latency: LatencyBlock | None) -> float:
+    """The calls after which the warm compile pays for itself, by the saving per call the cold break-even reads
+    (the pairs' eager mean less the compiled one); NaN where no warm compile was measured here, None-like NaN
+    too where compiling never pays (the cold column says never)."""
+    if compiled.warm_ms is None or speedup is None or speedup.eager_mean_ms is None or latency is None:
+        return np.nan
+    calls = stats.break_even_calls(compiled.warm_ms, speedup.eager_mean_ms, latency.mean * 1e3)
+    return np.nan if calls is None else float(calls)
 
 
 def _joules(side: EnergySide | None) -> float | None:

@@ -223,17 +223,27 @@ def _cell_headers(catalog: Catalog) -> list[str]:
     return [catalog.t("col_device"), catalog.t("col_model"), catalog.t("col_mode"), catalog.t("col_batch")]
 
 
+FIRST_IN_KERNEL_MARK = "†"  # a cold compile that was the first of its model and mode in its kernel
+
+
 def compile_table(data: pd.DataFrame, catalog: Catalog) -> str:
+    """Cold and warm compile cost, graphs, breaks, recompiles, and the calls after which the cold compile pays off
+    and, where the warm one was measured (the first compiled cell of its model and mode in a kernel, whose cold
+    compile is marked: it paid what the kernel's later compiles of them did not), the warm one."""
     rows = []
     for row in _compiled_rows(data):
-        even = row["break_even"]
-        rows.append([*_cell_columns(row, catalog), number(row["compile_s"], 1, catalog),
+        even, warm_even = row["break_even"], row["break_even_warm"]
+        cold = number(row["compile_s"], 1, catalog)
+        first = is_true(row.get("first_of_mode_in_kernel")) and cold != "–"
+        rows.append([*_cell_columns(row, catalog), f"{cold} {FIRST_IN_KERNEL_MARK}" if first else cold,
                      number(row["compile_warm_s"], 1, catalog), integer(row["graphs"], catalog),
                      integer(row["graph_breaks"], catalog), integer(row["recompiles"], catalog),
-                     catalog.t("never") if even is None or pd.isna(even) else ltr(catalog.number(even, 0), catalog)])
+                     catalog.t("never") if even is None or pd.isna(even) else ltr(catalog.number(even, 0), catalog),
+                     "–" if pd.isna(row["compile_warm_s"]) else
+                     catalog.t("never") if pd.isna(warm_even) else ltr(catalog.number(warm_even, 0), catalog)])
     headers = [*_cell_headers(catalog), catalog.t("col_compile_s"), catalog.t("col_compile_warm_s"),
                catalog.t("col_graphs"), catalog.t("col_breaks"), catalog.t("col_recompiles"),
-               catalog.t("col_break_even")]
+               catalog.t("col_break_even"), catalog.t("col_break_even_warm")]
     return markdown_table(headers, rows) if rows else catalog.t("no_results")
 
 

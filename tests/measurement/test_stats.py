@@ -125,3 +125,10 @@ def test_switch_cost_is_the_median_over_blocks_of_the_switch_calls_excess():
     assert np.isnan(stats.switch_cost([[], [], []], steady))
     with pytest.raises(ValueError, match="do not make blocks"):
         stats.split_blocks([1.0, 2.0, 3.0], [2, 2])
+
+
+def test_break_even():
+    # moved from variants.modes: the report computes the warm break-even with it too
+    assert stats.break_even_calls(1000.0, 10.0, 8.0) == 500
+    assert stats.break_even_calls(1001.0, 10.0, 8.0) == 501
+    assert stats.break_even_calls(1000.0, 8.0, 10.0) is None  # slower: never pays off

@@ -232,6 +232,30 @@ def test_the_startup_table_sets_cold_warm_and_aot_start_ups_beside_one_eager_cal
     assert "Eager" not in arabic and "CPU" not in arabic and Catalog("ar").t("col_fresh_process_s") in arabic
 
 
+def test_the_first_compile_of_a_model_and_mode_in_its_kernel_is_marked_and_its_warm_break_even_shown():
+    # Segformer on the H200: 16.7 s cold at batch 1, the kernel's first compile (warm: 1.6 s), 10.2 s at batch 4
+    from bench_utils import make_record
+    from bench_utils.measurement.timing import Measurement
+
+    def compiled(batch, cold_ms, warm_ms):
+        return make_record(dict(study="s", task="image-segmentation", model="segformer", batch_size=batch,
+                                compile_mode="default", dtype="float32", device="cuda"),
+                           environment={"torch_version": "2.11.0", "gpus": [{"index": 0, "name": "NVIDIA H200"}]},
+                           measurement=Measurement(times_ms=[4.13, 4.13], first_call_ms=cold_ms),
+                           compile={"cold_ms": cold_ms, "warm_ms": warm_ms, "break_even_calls": 10_429},
+                           extra={"speedup": {"mean": 1.39, "mean_ci95": [1.3, 1.5], "eager_mean_ms": 5.73}})
+
+    data = frame([compiled(1, 16_662.0, 1_559.0), compiled(4, 10_150.0, None)])
+    for locale in ("en", "ar", "es"):
+        catalog = Catalog(locale)
+        table = report_tables.compile_table(data, catalog)
+        assert catalog.t("col_break_even_warm") in table
+        first, later = [line for line in table.splitlines() if "segformer" in line.lower()]
+        assert report_tables.FIRST_IN_KERNEL_MARK in first and report_tables.FIRST_IN_KERNEL_MARK not in later
+        warm = ltr(catalog.number(975, 0), catalog)  # 1559 ms over the 1.60 ms a call saves, rounded up
+        assert first.rstrip(" |").endswith(warm) and later.rstrip(" |").endswith("–")
+
+
 def _variant_record(mode, batch=1, speedup=None, compile_block=None, **variant):
     from bench_utils import make_record
     from bench_utils.measurement.timing import Measurement
