@@ -309,6 +309,10 @@ class EnergySide(Block):
     window_stopped_by: str | None = None    # power_rel_se, steps_max, time_limit, fixed_window
     idle_gaps_s: NonNegative | None = None  # idle gaps among the calls, their energy taken out at idle_power_w
     idle_power_w: NonNegative | None = None
+    region_s: NonNegative | None = None     # the calls' time, entry to exit: over ``calls``, the window's pace
+    calls: Count | None = None
+    throttle_reasons_start: list[str] | None = None  # NVML's clocks-event reasons at the window's ends
+    throttle_reasons_end: list[str] | None = None
 
 
 class EnergyBlock(Block):

@@ -19,6 +19,7 @@ from ..measurement import stats
 from ..paths import PROJECT_ROOT
 from ..records.schema import CompileBlock, EnergySide, LatencyBlock, MemoryBlock, Record, SpeedupBlock
 from .cell_text import gate_cannot_fail
+from .energy_readings import energy_columns
 from .region_memory import region_columns
 from ..records.key import eager_side_stands_for_its_cell, latest_per_key
 from ..records.results_file import read_records
@@ -201,6 +202,8 @@ def _row(record: Record) -> dict[str, Any]:
         "eager_percent_of_peak": compute.eager_percent_of_peak if compute else None,
         "joules": _joules(own_energy),
         "eager_joules": _joules(eager_energy),
+        # each energy window's pace and the throttle reasons read around it and around the timed runs
+        **energy_columns(energy, cell.compile_mode == CompileMode.EAGER),
         "throughput": _or_nan(record.throughput.value if record.throughput else None),
         "profile": record.profile,  # why it got faster (report.why); None: not profiled
         "weights": config.weights, "backend": config.backend,
@@ -288,10 +291,11 @@ EAGER_FROM_PAIRS = {"eager_interleaved_ms": "mean_ms", "eager_interleaved_median
                     "eager_interleaved_p99_ms": "p99_ms", "eager_interleaved_cv": "cv",
                     "eager_interleaved_shift": "outlier_shift", "eager_peak_bytes": "peak_bytes",
                     "eager_peak_method": "peak_method", "eager_tflops": "tflops",
-                    "eager_percent_of_peak": "percent_of_peak", "eager_joules": "joules"}
+                    "eager_percent_of_peak": "percent_of_peak", "eager_joules": "joules",
+                    "eager_window_ms": "window_ms", "eager_energy_throttled": "energy_throttled"}
 # what an eager row of the same cell shares with the compiled row it comes from
 SAME_CELL = ["device_name", "torch_version", "task", "model", "label", "device", "memory_format", "batch_size",
-             "dtype", "flops", "weights", "timer", "runs"]
+             "dtype", "flops", "weights", "timer", "runs", "throttled"]
 
 
 def _with_eager_from_pairs(data: pd.DataFrame) -> pd.DataFrame:

@@ -256,6 +256,56 @@ def test_the_first_compile_of_a_model_and_mode_in_its_kernel_is_marked_and_its_w
         assert first.rstrip(" |").endswith(warm) and later.rstrip(" |").endswith("–")
 
 
+def _energy_record(model, *, eager_window_s, compiled_window_s, reasons=()):
+    """A compiled cell (eager 7.08 ms, compiled 5.22 ms timed) whose energy windows took ``*_window_s`` for 100
+    calls, the GPU reporting ``reasons`` at the end of the timed runs and of the compiled window."""
+    from bench_utils import make_record
+    from bench_utils.measurement.timing import Measurement
+
+    def side(window_s, end):
+        return {"joules_per_inference": 1.5, "region_s": window_s, "calls": 100, "throttle_reasons_start": [],
+                "throttle_reasons_end": list(end)}
+
+    energy = {"timed_runs": {"throttle_reasons_start": [], "throttle_reasons_end": list(reasons)},
+              "eager": side(eager_window_s, ["GpuIdle"]), "compiled": side(compiled_window_s, reasons)}
+    return make_record(dict(study="s", task="image-segmentation", model=model, batch_size=4, compile_mode="default",
+                            dtype="float32", device="cuda"),
+                       environment={"torch_version": "2.11.0", "gpus": [{"index": 0, "name": "NVIDIA H200"}]},
+                       measurement=Measurement(times_ms=[5.22, 5.22], first_call_ms=9000.0),
+                       extra={"speedup": {"mean": 1.36, "mean_ci95": [1.3, 1.4], "eager_mean_ms": 7.08},
+                              "energy": energy})
+
+
+def test_an_energy_window_of_another_pace_gives_both_and_a_throttled_figure_names_its_reason():
+    # Segformer at batch 4 on the H200: eager's window ran 14.75 ms a call against 7.08 ms timed;
+    # DETR at batch 16: SwPowerCap at 688 W
+    data = frame([_energy_record("segformer", eager_window_s=1.475, compiled_window_s=0.53),
+                  _energy_record("detr", eager_window_s=0.72, compiled_window_s=0.53, reasons=["SwPowerCap"])])
+    for locale in ("en", "ar", "es"):
+        catalog = Catalog(locale)
+        table = report_tables.hardware_table(data, catalog)
+        rows = {model: line for line in table.splitlines() for model in ("segformer", "detr")
+                if model in line.lower()}
+        paced = catalog.t("energy_pace_differs", window=ltr(catalog.number(14.75, 2), catalog),
+                          timed=ltr(catalog.number(7.08, 2), catalog))
+        assert paced in rows["segformer"] and rows["segformer"].count(paced.split("{")[0][:4]) == 1
+        throttled = catalog.t("flag_throttled", reasons=ltr("SwPowerCap", catalog))
+        assert f"({throttled})" in rows["detr"] and throttled not in rows["segformer"]
+        assert rows["detr"].count(throttled) == 1  # the compiled window's; eager's ended idle
+        guide = "\n".join(table for _, table in report_tables.guide_tables(data, catalog))
+        flagged = [line for line in guide.splitlines() if throttled in line]
+        assert len(flagged) == 1 and "detr" in flagged[0].lower()
+
+
+def test_joules_are_per_batch_in_every_language():
+    # one call is the whole batch: "per inference" read as per image
+    for locale, word in (("en", "inference"), ("es", "inferencia"), ("ar", "استدلال")):
+        catalog = Catalog(locale)
+        for key in ("col_joules_eager", "col_joules_compiled", "hardware_text", "col_work_calls", "axis_work_ms",
+                    "col_compiled_graphs", "why_sentence", "why_graph_breaks", "why_text", "compile_text"):
+            assert word not in catalog.messages[key], (locale, key)
+
+
 def _variant_record(mode, batch=1, speedup=None, compile_block=None, **variant):
     from bench_utils import make_record
     from bench_utils.measurement.timing import Measurement

@@ -49,7 +49,7 @@ def test_the_sentence_is_built_from_the_profiles_numbers_only():
     assert len(rows) == 3 and set(rows["mode"]) == {"default"}
     text = why.sentence(rows.iloc[0], Catalog("en"))
     assert text == (f"{rows.iloc[0]['label']}, batch 1, {Catalog('en').mode_name('default')}: 161 → 58 kernels per "
-                    "inference, device busy 31% → 88%; eager was bound by the host (the device waited between "
+                    "batch, device busy 31% → 88%; eager was bound by the host (the device waited between "
                     "launches); fusion turned 1.60 ms (element-wise and reductions and normalization) into 0.60 ms "
                     "of fused kernels.")
 
@@ -104,7 +104,7 @@ def test_a_graph_break_and_a_work_bound_model_are_said(tmp_path):
     text = why.sentence(why.profiled(frame(records)).iloc[0], Catalog("en"))
     assert "20 → 3 operator calls" in text and "eager kept the device busy with work" in text
     assert "matrix products and convolutions: 8.00 ms → 6.00 ms" in text
-    assert text.endswith("2 compiled graphs per inference (graph breaks).")
+    assert text.endswith("2 compiled graphs per batch (graph breaks).")
 
 
 @pytest.mark.parametrize("locale", ["en", "ar", "es"])
