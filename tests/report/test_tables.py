@@ -105,7 +105,7 @@ def test_geomean_compile_memory_reference_methodology(data, records):
     text = context.methodology_text(data, catalog)
     assert "time.perf_counter_ns" in text and "random" in text
     (device, table), = context.environment_tables(records, catalog)
-    assert "| torch_version |" in table and device.startswith("CPU")
+    assert f"| {catalog.t('env_torch_version')} |" in table and device.startswith("CPU")
 
 
 def test_missing_results_are_a_clear_error(tmp_path):
