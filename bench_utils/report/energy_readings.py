@@ -56,3 +56,4 @@ def energy_columns(energy: EnergyBlock | None, eager_cell: bool) -> dict[str, An
 
 def _side_throttles(side: EnergySide | None) -> tuple[str, ...]:
     return throttles(side.throttle_reasons_start, side.throttle_reasons_end) if side else ()
+

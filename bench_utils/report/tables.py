@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..measurement import stats
-from .energy_readings import pace_differs
+from .energy_text import joules_text, throttled_flag
 from .frame import compiled_modes
 from .i18n import Catalog
 from .markdown import (environment_label, integer, ltr, markdown_table, mib, mode_label, ms, number,
@@ -144,9 +144,9 @@ def _cell_latency(row: pd.Series | None, catalog: Catalog, flags: set[str]) -> s
         flags.add(catalog.t("flag_batch_recompiled"))
     if lacks_cuda_graphs(row):
         flags.add(catalog.t("flag_no_cuda_graphs"))
-    throttled = row.get("throttled")
-    if isinstance(throttled, tuple) and throttled:  # the timed runs' clock was held down (a power cap, heat)
-        flags.add(catalog.t("flag_throttled", reasons=ltr(", ".join(throttled), catalog)))
+    throttled = throttled_flag(row.get("throttled"), catalog)
+    if throttled:  # the timed runs' clock was held down (a power cap, heat)
+        flags.add(throttled)
     return ms(row["mean_ms"], catalog)
 
 
@@ -324,32 +324,13 @@ def hardware_table(data: pd.DataFrame, catalog: Catalog) -> str:
              number(row["flops"] / 1e9 if row["flops"] is not None and pd.notna(row["flops"]) else None, 2, catalog),
              with_peak(row["eager_tflops"], row["eager_percent_of_peak"]),
              with_peak(row["tflops"], row["percent_of_peak"]),
-             _joules(row["eager_joules"], row["eager_window_ms"], row["eager_interleaved_ms"],
-                     row["eager_energy_throttled"], catalog),
-             _joules(row["joules"], row["window_ms"], row["mean_ms"], row["energy_throttled"], catalog)]
+             joules_text(row["eager_joules"], row["eager_window_ms"], row["eager_interleaved_ms"],
+                         row["eager_energy_throttled"], catalog),
+             joules_text(row["joules"], row["window_ms"], row["mean_ms"], row["energy_throttled"], catalog)]
             for row in _compiled_rows(data)]
     headers = [*_cell_headers(catalog), catalog.t("col_gflop"), catalog.t("col_tflops_eager"), catalog.t("col_tflops_compiled"),
                catalog.t("col_joules_eager"), catalog.t("col_joules_compiled")]
     return markdown_table(headers, rows) if rows else catalog.t("no_results")
-
-
-def _joules(joules, window: float, timed_ms: float, throttled, catalog: Catalog) -> str:
-    """A joules figure, with its window's pace beside the timed latency where they differ and the throttle reasons
-    read around its window."""
-    text = number(joules, 3, catalog)
-    if text == "–":
-        return text
-    if pace_differs(window, timed_ms):
-        text += " " + catalog.t("energy_pace_differs", window=ltr(catalog.number(window, 2), catalog),
-                                timed=ltr(catalog.number(timed_ms, 2), catalog))
-    return text + throttled_text(throttled, catalog)
-
-
-def throttled_text(reasons, catalog: Catalog) -> str:
-    """" (throttled: SwPowerCap)" where ``reasons`` names any (a frame's ``throttled`` columns), else nothing."""
-    if not isinstance(reasons, tuple) or not reasons:
-        return ""
-    return f" ({catalog.t('flag_throttled', reasons=ltr(', '.join(reasons), catalog))})"
 
 
 def reference_table(data: pd.DataFrame, catalog: Catalog,
