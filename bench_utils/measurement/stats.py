@@ -67,12 +67,23 @@ def outlier_shift(values: Sequence[float] | np.ndarray, k: float = TUKEY_K) -> f
     return float(sample.mean() / inside.mean() - 1.0)
 
 
-def switch_cost(switch_blocks: Sequence[Sequence[float]], steady_blocks: Sequence[Sequence[float]]) -> float:
+def switch_cost(switch_blocks: Sequence[Sequence[float]], steady_blocks: Sequence[Sequence[float]], *,
+                share: bool = False) -> float:
     """What switching sides costs a call: the median over blocks of (the mean of a block's switch calls
-    minus the mean of its steady calls), in the blocks' unit; NaN where no block has both."""
-    gaps = [float(np.mean(switch)) - float(np.mean(steady))
+    minus the mean of its steady calls), in the blocks' unit, or with ``share`` as a fraction of that block's
+    steady mean (each block's own: the median of the ratios, not one median over another); NaN where no block
+    has both."""
+    gaps = [(float(np.mean(switch)) - float(np.mean(steady))) / (float(np.mean(steady)) if share else 1.0)
             for switch, steady in zip(switch_blocks, steady_blocks) if len(switch) and len(steady)]
     return float(np.median(gaps)) if gaps else math.nan
+
+
+def break_even_calls(compile_ms: float, eager_ms: float, compiled_ms: float) -> int | None:
+    """Calls after which compiling has paid for itself; None if it never does."""
+    saving = eager_ms - compiled_ms
+    if saving <= 0:
+        return None
+    return max(0, int(-(-max(compile_ms, 0.0) // saving)))  # ceiling division
 
 
 def split_blocks(values: Sequence[float], sizes: Sequence[int]) -> list[list[float]]:

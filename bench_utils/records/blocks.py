@@ -136,6 +136,21 @@ class SpeedupBlock(Block):
     switch_ms: SwitchCalls | None = None        # each side's switch calls (ms), per block
     block_clocks: BlockClocks | None = None     # each side's GPU clock after every block
 
+    def after_a_switch(self) -> dict[str, list[bool]] | None:
+        """Per side (``eager``, ``compiled``), per block, whether the block timed just before it was the other
+        side's: a switch of sides. Within a pair the second block always follows one; a pair's first block only
+        where the pair before it ended with the other side ("cb" then "bc": no switch). The first block follows
+        the warm-up, no timed block, and counts as none. None where the record keeps no ``order``."""
+        if not self.order or set(self.order) - {"c", "b"}:
+            return None
+        found: dict[str, list[bool]] = {"eager": [], "compiled": []}
+        previous = None
+        for first in self.order:
+            for side in (("compiled", "eager") if first == "c" else ("eager", "compiled")):
+                found[side].append(previous is not None and previous != side)
+                previous = side
+        return found
+
 
 class AotFreshProcess(Block):
     """An AOTInductor package's start in a new interpreter (s): what a serving process pays."""
@@ -257,6 +272,12 @@ class ParityBlock(Block):
     per_tensor: dict[str, Any] | None = None       # each output tensor's figures (``variants.parity``)
     problem_count: Count | None = None
     problems: list[str] | None = None
+    # Whether the gate could have failed (None: records before it was asked; ``report.cell_text.gate_cannot_fail``
+    # derives what it can for them). False where every floating output of eager lies below the tolerance
+    # (random weights make MobileNet's logits about 1e-25): allclose then passes any compiled output of
+    # their scale, zeros included. ``output_scale``: eager's largest absolute floating output, its evidence.
+    can_fail: bool | None = None
+    output_scale: NonNegative | None = None
 
 
 class AgreementBlock(Block):
@@ -289,6 +310,10 @@ class EnergySide(Block):
     window_stopped_by: str | None = None    # power_rel_se, steps_max, time_limit, fixed_window
     idle_gaps_s: NonNegative | None = None  # idle gaps among the calls, their energy taken out at idle_power_w
     idle_power_w: NonNegative | None = None
+    region_s: NonNegative | None = None     # the calls' time, entry to exit: over ``calls``, the window's pace
+    calls: Count | None = None
+    throttle_reasons_start: list[str] | None = None  # NVML's clocks-event reasons at the window's ends
+    throttle_reasons_end: list[str] | None = None
 
 
 class EnergyBlock(Block):

@@ -37,28 +37,52 @@ def methodology_text(data: pd.DataFrame, catalog: Catalog) -> str:
                           else ltr(str(w), catalog) for w in weights))
 
 
+# The environment's keys the page shows, in its order, each under its name in the catalogs (``env_<key>``). TF32 is
+# shown for cuDNN's convolutions as for cuBLAS's matmuls: the H200's float32 cells ran TF32 convolutions (on by
+# torch's default) with TF32 matmuls off, and a page naming only the second read as "no TF32".
 ENVIRONMENT_KEYS = ["torch_version", "torch_git_version", "torch_cuda_version", "cudnn_version",
                     "driver_version", "transformers_version", "timm_version", "triton_version",
                     "python_version", "cpu_model", "cpu_count_logical", "ram_total_bytes", "os_release",
-                    "torch_num_threads", "tf32_matmul", "cudnn_benchmark", "git_commit"]
+                    "torch_num_threads", "tf32_matmul", "tf32_cudnn", "cudnn_benchmark", "git_commit"]
 
 
 def environment_tables(records: Iterable[Record], catalog: Catalog) -> list[tuple[str, str]]:
-    """One table per device: the environment of its latest record."""
+    """One table per device: the environment of its latest record, each key under its name in the page's language
+    and its value as a reader reads it (cuDNN 9.19.0, not 91900; on or off, not True or False)."""
     by_device: dict[str, EnvironmentBlock] = {}
     for record in records:
         by_device[device_name(record)] = record.environment
     tables = []
     for device, environment in sorted(by_device.items()):
-        rows = []
-        for key in ENVIRONMENT_KEYS:
-            value = environment.read(key)
-            if key == "ram_total_bytes" and value:
-                value = f"{value / 2**30:.1f} GiB"
-            rows.append([key, ltr(catalog.t("not_available") if value is None else str(value), catalog)])
+        rows = [[catalog.t(f"env_{key}"), environment_value(key, environment.read(key), catalog)]
+                for key in ENVIRONMENT_KEYS]
         tables.append((environment_label(device, catalog),
                        markdown_table([catalog.t("col_key"), catalog.t("col_value")], rows)))
     return tables
+
+
+def environment_value(key: str, value: object, catalog: Catalog) -> str:
+    """One environment value as the page shows it."""
+    if value is None:
+        return ltr(catalog.t("not_available"), catalog)
+    if isinstance(value, bool):
+        return catalog.t("setting_on" if value else "setting_off")
+    if key == "ram_total_bytes" and isinstance(value, (int, float)):
+        return ltr(f"{catalog.number(value / 2**30, 1)} GiB", catalog)
+    if key == "cudnn_version":
+        return ltr(cudnn_version_text(value), catalog)
+    return ltr(str(value), catalog)
+
+
+def cudnn_version_text(value: object) -> str:
+    """cuDNN's version as torch reports it, one integer, in dotted form: major * 10000 + minor * 100 + patch since
+    cuDNN 9 (91900: 9.19.0), major * 1000 + minor * 100 + patch before (8902: 8.9.2); anything else as written."""
+    text = str(value)
+    if not text.isdigit():
+        return text
+    number = int(text)
+    major, rest = divmod(number, 10000) if number >= 90000 else divmod(number, 1000)
+    return f"{major}.{rest // 100}.{rest % 100}"
 
 
 def timer_check_text(paths: Iterable[str | os.PathLike], catalog: Catalog) -> str | None:

@@ -25,6 +25,7 @@ from . import why
 from .i18n import INDUCTOR_SEPARATOR, Catalog
 from ..zoo.registry import label_of
 from .markdown import environment_label, ltr, markdown_table, mode_label, number, speedup_cells
+from .tables import is_true
 from ..vocabulary import CompileMode, MemoryFormat, Status
 
 SAME_CELL = ["environment", "model", "batch_size", "dtype"]
@@ -127,9 +128,16 @@ def what_got_slower(slow: pd.Series, catalog: Catalog) -> str:
     return why.sentence(slow, catalog)[:-1] + "; " + catalog.t("loses_rules", rules=rules) + "."
 
 
+def parity_word(row: pd.Series, catalog: Catalog) -> str:
+    """The gate's verdict in the locale's words; a pass that could not have failed is no pass (``parity_blind``)."""
+    if is_true(row.get("parity_blind")):
+        return catalog.t("parity_blind")
+    key = f"parity_{row['parity']}"
+    return catalog.t(key) if key in catalog.messages else ltr(row["parity"], catalog)
+
+
 def remedies_table(remedies: pd.DataFrame, catalog: Catalog) -> str:
-    rows = [[configuration(row, catalog), *speedup_cells(row, catalog),
-             catalog.t(f"parity_{row['parity']}") if f"parity_{row['parity']}" in catalog.messages else ltr(row["parity"], catalog)]
+    rows = [[configuration(row, catalog), *speedup_cells(row, catalog), parity_word(row, catalog)]
             for _, row in remedies.iterrows()]
     return markdown_table([catalog.t("col_remedy"), catalog.t("col_speedup_plain"), catalog.t("col_ci95"),
                            catalog.t("col_parity")], rows)
@@ -141,12 +149,13 @@ def losses_markdown(data: pd.DataFrame, catalog: Catalog) -> str:
     if slow.empty:
         return catalog.t("loses_none")
     parts = []
-    for _, row in slow.iterrows():
+    profiled = why.profiled(data)  # its busy shares, and its eager cell's verdict as "Why it got faster" reads it
+    for index, row in slow.iterrows():
         remedies = remedies_of(data, row)
         heading = catalog.t("loses_cell", model=ltr(str(row["label"]), catalog), batch=ltr(str(row["batch_size"]), catalog),
                             mode=mode_label(str(row["mode"]), catalog),
                             device=environment_label(row["environment"], catalog), speedup=_speedup(row, catalog))
-        body = [f"### {heading}", what_got_slower(row, catalog)]
+        body = [f"### {heading}", what_got_slower(profiled.loc[index] if index in profiled.index else row, catalog)]
         if not remedies.empty:
             body.append(remedies_table(remedies, catalog))
         cannot, any_measurable = left_out(row, catalog)

@@ -18,6 +18,8 @@ from ..errors import UserError
 from ..measurement import stats
 from ..paths import PROJECT_ROOT
 from ..records.schema import CompileBlock, EnergySide, LatencyBlock, MemoryBlock, Record, SpeedupBlock
+from .cell_text import gate_cannot_fail
+from .energy_readings import energy_columns
 from .region_memory import region_columns
 from .replicate_rows import combined, replicate_columns
 from ..records.key import eager_side_stands_for_its_cell, latest_per_key
@@ -161,6 +163,8 @@ def _row(record: Record) -> dict[str, Any]:
         "eager_source": None,  # an eager row made from a compiled cell's pairs: that cell's mode
         "eager_side_stands": eager_side_stands_for_its_cell(record),  # its pairs' eager is the eager cell
         "parity": parity.parity if parity else None,
+        # a pass that says nothing: every output of eager below the tolerance (``cell_text.gate_cannot_fail``)
+        "parity_blind": gate_cannot_fail(record),
         # what judged it: float64, eager's own dtype ("same-dtype") or nothing ("none"); at which tolerance
         "parity_reference": parity.reference if parity else None,
         "parity_tolerance": parity.tolerance.key if parity and parity.tolerance else None,
@@ -180,6 +184,11 @@ def _row(record: Record) -> dict[str, Any]:
         "graphs": compiled.graphs, "graph_breaks": compiled.graph_breaks,
         "recompiles": compiled.recompiles,
         "break_even": compiled.break_even_calls,
+        # the warm compile is measured at the first compiled cell of its model and mode in a kernel, whose cold one
+        # was that kernel's first of them (Segformer at batch 1 on the H200: 16.7 s, against 10.2 and 9.8 s at 4 and
+        # 16): the calls the warm cost pays off after, beside the cold
+        "first_of_mode_in_kernel": compiled.warm_ms is not None,
+        "break_even_warm": _warm_break_even(compiled, speedup, latency),
         # a CUDA-graph mode's pool counts whether inductor kept its graphs or not: what the mode asked
         **region_columns("", memory, cuda,
                          graphs=cell.compile_mode != CompileMode.EAGER and bool(compiled.cuda_graphs_requested)),
@@ -195,12 +204,24 @@ def _row(record: Record) -> dict[str, Any]:
         "eager_percent_of_peak": compute.eager_percent_of_peak if compute else None,
         "joules": _joules(own_energy),
         "eager_joules": _joules(eager_energy),
+        # each energy window's pace and the throttle reasons read around it and around the timed runs
+        **energy_columns(energy, cell.compile_mode == CompileMode.EAGER),
         "throughput": _or_nan(record.throughput.value if record.throughput else None),
         "profile": record.profile,  # why it got faster (report.why); None: not profiled
         "weights": config.weights, "backend": config.backend,
         "timer": latency.timer if latency else None, "warmup": latency.warmup if latency else None,
         "runs": count or None,
     }
+
+
+def _warm_break_even(compiled: CompileBlock, speedup: SpeedupBlock | None, latency: LatencyBlock | None) -> float:
+    """The calls after which the warm compile pays for itself, by the saving per call the cold break-even reads
+    (the pairs' eager mean less the compiled one); NaN where no warm compile was measured here, None-like NaN
+    too where compiling never pays (the cold column says never)."""
+    if compiled.warm_ms is None or speedup is None or speedup.eager_mean_ms is None or latency is None:
+        return np.nan
+    calls = stats.break_even_calls(compiled.warm_ms, speedup.eager_mean_ms, latency.mean * 1e3)
+    return np.nan if calls is None else float(calls)
 
 
 def _joules(side: EnergySide | None) -> float | None:
@@ -225,18 +246,25 @@ def _cv(values: list[float] | None) -> float:
 
 
 def _switch_costs(latency: LatencyBlock | None, speedup: SpeedupBlock | None) -> dict[str, float]:
-    """What the first call after switching sides cost each side (ms, the median over blocks); NaN in a
-    record measured before switch calls were kept apart, or without its eager runs."""
-    costs = {"switch_cost_ms": np.nan, "eager_switch_cost_ms": np.nan}
-    if speedup is None or not speedup.block_runs or not speedup.switch_calls:
+    """What the first call after switching sides cost each side (ms, the median over the blocks that followed the
+    other side's: half the pairs start with the side that ended the pair before, and their first call switched
+    nothing; on the H200 counting them made ResNet's 43.2 % read 41.1 %); NaN in a record measured before switch
+    calls were kept apart, or without its eager runs or the order its blocks ran in."""
+    costs = {"switch_cost_ms": np.nan, "eager_switch_cost_ms": np.nan,
+             "switch_cost_share": np.nan, "eager_switch_cost_share": np.nan}  # of each block's mean (median)
+    switched = speedup.after_a_switch() if speedup is not None else None
+    if speedup is None or not speedup.block_runs or not speedup.switch_calls or switched is None:
         return costs
     switch, sizes = speedup.switch_ms, speedup.block_runs
-    for column, switch_ms, values in (
-            ("switch_cost_ms", switch.compiled if switch else None, latency.values if latency else None),
-            ("eager_switch_cost_ms", switch.eager if switch else None, speedup.eager_values)):
-        if values and switch_ms:
+    for prefix, side, switch_ms, values in (
+            ("", "compiled", switch.compiled if switch else None, latency.values if latency else None),
+            ("eager_", "eager", switch.eager if switch else None, speedup.eager_values)):
+        if values and switch_ms and len(switch_ms) == len(switched[side]):
             steady = stats.split_blocks([value * 1e3 for value in values], sizes)
-            costs[column] = stats.switch_cost(switch_ms, steady)
+            kept = [(calls, block) for calls, block, real in zip(switch_ms, steady, switched[side]) if real]
+            calls, blocks = [calls for calls, _ in kept], [block for _, block in kept]
+            costs[f"{prefix}switch_cost_ms"] = stats.switch_cost(calls, blocks)
+            costs[f"{prefix}switch_cost_share"] = stats.switch_cost(calls, blocks, share=True)
     return costs
 
 
@@ -265,10 +293,11 @@ EAGER_FROM_PAIRS = {"eager_interleaved_ms": "mean_ms", "eager_interleaved_median
                     "eager_interleaved_p99_ms": "p99_ms", "eager_interleaved_cv": "cv",
                     "eager_interleaved_shift": "outlier_shift", "eager_peak_bytes": "peak_bytes",
                     "eager_peak_method": "peak_method", "eager_tflops": "tflops",
-                    "eager_percent_of_peak": "percent_of_peak", "eager_joules": "joules"}
+                    "eager_percent_of_peak": "percent_of_peak", "eager_joules": "joules",
+                    "eager_window_ms": "window_ms", "eager_energy_throttled": "energy_throttled"}
 # what an eager row of the same cell shares with the compiled row it comes from
 SAME_CELL = ["device_name", "torch_version", "task", "model", "label", "device", "memory_format", "batch_size",
-             "dtype", "flops", "weights", "timer", "runs"]
+             "dtype", "flops", "weights", "timer", "runs", "throttled"]
 
 
 def _with_eager_from_pairs(data: pd.DataFrame) -> pd.DataFrame:

@@ -16,6 +16,7 @@ from IPython.display import Image, Markdown, display
 from . import context, diagnosis, plots, provenance, tables, why
 from ..measurement import stats
 from ..records.results_file import check_readable, skipped_lines_said
+from .energy_readings import PACE_RATIO
 from .frame import compiled_modes, frame, latest_records, project_paths, results_files
 from .i18n import Catalog
 from .markdown import code, environment_label, isolated, ltr
@@ -103,7 +104,7 @@ class ReportView:
                  + t("flags_text", cv=self.catalog.number(stats.NOISY_CV, 2),
                      shift=self.catalog.percent(stats.NOISY_OUTLIER_SHIFT),
                      drift=self.catalog.percent(stats.DRIFT)) + " " + t("flag_no_cuda_graphs_text")
-                 + " " + t("flag_gate_and_shapes_text")]
+                 + " " + t("flag_gate_and_shapes_text") + " " + t("flag_gate_blind_text") + " " + t("flag_throttled_text")]
         for caption, table in tables.guide_tables(self.data, self.catalog):
             parts.append(f"### {caption}\n\n{table}")
         switching = tables.switch_table(self.data, self.catalog)
@@ -147,7 +148,8 @@ class ReportView:
         t = self.catalog.t
         self._markdown(f"## {t('memory_heading')}\n\n{t('memory_text')}\n\n"
                        f"{tables.memory_table(self.data, self.catalog)}\n\n"
-                       f"### {t('hardware_heading')}\n\n{t('hardware_text')}\n\n"
+                       f"### {t('hardware_heading')}\n\n"
+                       f"{t('hardware_text', ratio=ltr(self.catalog.number(PACE_RATIO, 2), self.catalog))}\n\n"
                        f"{tables.hardware_table(self.data, self.catalog)}")
 
     def why(self) -> None:

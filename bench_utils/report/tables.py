@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..measurement import stats
+from .energy_text import joules_text, throttled_flag
 from .frame import compiled_modes
 from .i18n import Catalog
 from .markdown import (environment_label, integer, ltr, markdown_table, mib, mode_label, ms, number,
@@ -35,17 +36,20 @@ def paired_eager_is_noisy(row: pd.Series) -> bool:
         cv, row.get("eager_interleaved_shift"))
 
 
+def is_true(value) -> bool:
+    """True, not None or NaN (a row made from a compiled cell's pairs leaves a flag column NaN), whether pandas
+    holds it as Python's bool or numpy's."""
+    return pd.api.types.is_bool(value) and bool(value)
+
+
 def lacks_cuda_graphs(row: pd.Series) -> bool:
     """A CUDA cell of a CUDA-graph mode that did not run in CUDA graphs throughout: inductor skipped
     some or all (the record's compile block gives the skips and their reasons), or its graph pool is
     empty or was not measured."""
-    def true(value) -> bool:  # True, not "partial", None or NaN (a column pandas may have made numpy's)
-        return pd.api.types.is_bool(value) and bool(value)
-
-    if row["status"] != Status.OK or not true(row.get("cuda_graphs_requested")) or not row["device"].startswith("cuda"):
+    if row["status"] != Status.OK or not is_true(row.get("cuda_graphs_requested")) or not row["device"].startswith("cuda"):
         return False
-    pool = row.get("graph_pool_bytes")
-    return not true(row.get("cuda_graphs")) or pool is None or pd.isna(pool) or pool <= 0
+    pool = row.get("graph_pool_bytes")  # cuda_graphs may be "partial": not True
+    return not is_true(row.get("cuda_graphs")) or pool is None or pd.isna(pool) or pool <= 0
 
 
 def guide_tables(data: pd.DataFrame, catalog: Catalog) -> list[tuple[str, str]]:
@@ -129,6 +133,8 @@ def _cell_latency(row: pd.Series | None, catalog: Catalog, flags: set[str]) -> s
         return status_text(row["status"], catalog)
     if row["parity"] == "fail":
         flags.add(catalog.t("flag_parity_fail"))
+    if is_true(row.get("parity_blind")):  # passed, but could not have failed: no word on accuracy
+        flags.add(catalog.t("flag_gate_blind"))
     if is_noisy(row):
         flags.add(catalog.t("flag_noisy"))
     if row.get("parity_reference") in ("same-dtype", "none"):  # the gate fell back from float64
@@ -138,21 +144,24 @@ def _cell_latency(row: pd.Series | None, catalog: Catalog, flags: set[str]) -> s
         flags.add(catalog.t("flag_batch_recompiled"))
     if lacks_cuda_graphs(row):
         flags.add(catalog.t("flag_no_cuda_graphs"))
+    throttled = throttled_flag(row.get("throttled"), catalog)
+    if throttled:  # the timed runs' clock was held down (a power cap, heat)
+        flags.add(throttled)
     return ms(row["mean_ms"], catalog)
 
 
 def switch_table(data: pd.DataFrame, catalog: Catalog) -> str | None:
     """What the first call after switching sides cost, per compiled cell measured with switch calls (kept out
-    of its statistics): the median over blocks of that call's excess over its block's mean, eager and
-    compiled, in ms and as a share of the block's mean; None where no cell has them."""
+    of its statistics): the median over the blocks that followed the other side's of that call's excess over its
+    block's mean, eager and compiled, in ms and as a share of the block's mean; None where no cell has them."""
     rows = []
     for row in _compiled_rows(data):
         if pd.isna(row.get("switch_calls")) or not row.get("switch_calls"):
             continue
         cells = []
-        for cost, mean in ((row["eager_switch_cost_ms"], row["eager_interleaved_ms"]),
-                           (row["switch_cost_ms"], row["mean_ms"])):
-            cells.append("–" if pd.isna(cost) else ltr(f"{catalog.number(cost, 3)} ({catalog.percent(cost / mean, 1)})",
+        for cost, share in ((row["eager_switch_cost_ms"], row["eager_switch_cost_share"]),
+                            (row["switch_cost_ms"], row["switch_cost_share"])):
+            cells.append("–" if pd.isna(cost) else ltr(f"{catalog.number(cost, 3)} ({catalog.percent(share, 1)})",
                                                       catalog))
         rows.append([*_cell_columns(row, catalog), *cells])
     if not rows:
@@ -218,17 +227,27 @@ def _cell_headers(catalog: Catalog) -> list[str]:
     return [catalog.t("col_device"), catalog.t("col_model"), catalog.t("col_mode"), catalog.t("col_batch")]
 
 
+FIRST_IN_KERNEL_MARK = "†"  # a cold compile that was the first of its model and mode in its kernel
+
+
 def compile_table(data: pd.DataFrame, catalog: Catalog) -> str:
+    """Cold and warm compile cost, graphs, breaks, recompiles, and the calls after which the cold compile pays off
+    and, where the warm one was measured (the first compiled cell of its model and mode in a kernel, whose cold
+    compile is marked: it paid what the kernel's later compiles of them did not), the warm one."""
     rows = []
     for row in _compiled_rows(data):
-        even = row["break_even"]
-        rows.append([*_cell_columns(row, catalog), number(row["compile_s"], 1, catalog),
+        even, warm_even = row["break_even"], row["break_even_warm"]
+        cold = number(row["compile_s"], 1, catalog)
+        first = is_true(row.get("first_of_mode_in_kernel")) and cold != "–"
+        rows.append([*_cell_columns(row, catalog), f"{cold} {FIRST_IN_KERNEL_MARK}" if first else cold,
                      number(row["compile_warm_s"], 1, catalog), integer(row["graphs"], catalog),
                      integer(row["graph_breaks"], catalog), integer(row["recompiles"], catalog),
-                     catalog.t("never") if even is None or pd.isna(even) else ltr(catalog.number(even, 0), catalog)])
+                     catalog.t("never") if even is None or pd.isna(even) else ltr(catalog.number(even, 0), catalog),
+                     "–" if pd.isna(row["compile_warm_s"]) else
+                     catalog.t("never") if pd.isna(warm_even) else ltr(catalog.number(warm_even, 0), catalog)])
     headers = [*_cell_headers(catalog), catalog.t("col_compile_s"), catalog.t("col_compile_warm_s"),
                catalog.t("col_graphs"), catalog.t("col_breaks"), catalog.t("col_recompiles"),
-               catalog.t("col_break_even")]
+               catalog.t("col_break_even"), catalog.t("col_break_even_warm")]
     return markdown_table(headers, rows) if rows else catalog.t("no_results")
 
 
@@ -293,8 +312,10 @@ def memory_table(data: pd.DataFrame, catalog: Catalog) -> str:
 
 
 def hardware_table(data: pd.DataFrame, catalog: Catalog) -> str:
-    """FLOPs of a forward pass, achieved TFLOP/s and % of the device's dense peak, joules per
-    inference, eager beside compiled; a dash wherever a figure was not measured."""
+    """FLOPs of a forward pass, achieved TFLOP/s and % of the device's dense peak, joules per batch (one call),
+    eager beside compiled; a dash wherever a figure was not measured. A joules figure whose window ran at another
+    pace than the timed calls (``energy_readings.PACE_RATIO``) gives both, and one measured while the GPU reported
+    a throttle reason names it."""
     def with_peak(tflops, percent):
         text = number(tflops, 2, catalog)
         return text if percent is None or pd.isna(percent) else f"{text} ({catalog.percent(percent / 100)})"
@@ -303,7 +324,9 @@ def hardware_table(data: pd.DataFrame, catalog: Catalog) -> str:
              number(row["flops"] / 1e9 if row["flops"] is not None and pd.notna(row["flops"]) else None, 2, catalog),
              with_peak(row["eager_tflops"], row["eager_percent_of_peak"]),
              with_peak(row["tflops"], row["percent_of_peak"]),
-             number(row["eager_joules"], 3, catalog), number(row["joules"], 3, catalog)]
+             joules_text(row["eager_joules"], row["eager_window_ms"], row["eager_interleaved_ms"],
+                         row["eager_energy_throttled"], catalog),
+             joules_text(row["joules"], row["window_ms"], row["mean_ms"], row["energy_throttled"], catalog)]
             for row in _compiled_rows(data)]
     headers = [*_cell_headers(catalog), catalog.t("col_gflop"), catalog.t("col_tflops_eager"), catalog.t("col_tflops_compiled"),
                catalog.t("col_joules_eager"), catalog.t("col_joules_compiled")]

@@ -121,14 +121,6 @@ def compile_report(at_start: dict[str, Any], after_first_call: dict[str, Any],
             "fx_graph_cache_hits": after_first_call["fx_graph_cache_hits"] - at_start["fx_graph_cache_hits"]}
 
 
-def break_even_calls(compile_ms: float, eager_ms: float, compiled_ms: float) -> int | None:
-    """Calls after which compiling has paid for itself; None if it never does."""
-    saving = eager_ms - compiled_ms
-    if saving <= 0:
-        return None
-    return max(0, int(-(-max(compile_ms, 0.0) // saving)))  # ceiling division
-
-
 # --- outputs -------------------------------------------------------------------------
 
 def clone_outputs(outputs: Any, device: str | torch.device | None = None) -> Any:

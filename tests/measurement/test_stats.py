@@ -120,6 +120,15 @@ def test_switch_cost_is_the_median_over_blocks_of_the_switch_calls_excess():
     steady = stats.split_blocks([2.0, 2.0, 2.2, 2.2, 2.1, 2.1], [2, 2, 2])
     assert steady == [[2.0, 2.0], [2.2, 2.2], [2.1, 2.1]]
     assert stats.switch_cost([[2.4], [2.7], [2.2]], steady) == pytest.approx(0.4)
+    # as a share of each block's own mean: 0.2, 0.227, 0.048 -> 0.2 (0.4 over the blocks' 2.1 would read 0.19)
+    assert stats.switch_cost([[2.4], [2.7], [2.2]], steady, share=True) == pytest.approx(0.2)
     assert np.isnan(stats.switch_cost([[], [], []], steady))
     with pytest.raises(ValueError, match="do not make blocks"):
         stats.split_blocks([1.0, 2.0, 3.0], [2, 2])
+
+
+def test_break_even():
+    # moved from variants.modes: the report computes the warm break-even with it too
+    assert stats.break_even_calls(1000.0, 10.0, 8.0) == 500
+    assert stats.break_even_calls(1001.0, 10.0, 8.0) == 501
+    assert stats.break_even_calls(1000.0, 8.0, 10.0) is None  # slower: never pays off

@@ -26,3 +26,16 @@ def test_a_records_status_is_one_of_the_vocabularys():
     from bench_utils.vocabulary import Status
 
     assert set(get_args(RecordStatus)) == set(Status)
+
+
+def test_a_block_follows_a_switch_only_where_the_block_before_it_was_the_other_sides():
+    from bench_utils.records.schema import SpeedupBlock
+
+    # blocks run b c | b c | c b: eager's first follows the warm-up, its second and third follow compiled's;
+    # compiled's third opens its pair after compiled's own block, which closed the pair before
+    switched = SpeedupBlock(mean=1.5, order="bbc").after_a_switch()
+    assert switched == {"eager": [False, True, True], "compiled": [True, True, False]}
+    assert SpeedupBlock(mean=1.5, order="bcbc").after_a_switch() == {"eager": [False, True, False, True],
+                                                                      "compiled": [True, False, True, False]}
+    assert SpeedupBlock(mean=1.5).after_a_switch() is None
+    assert SpeedupBlock(mean=1.5, order="cxb").after_a_switch() is None

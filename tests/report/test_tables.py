@@ -105,7 +105,7 @@ def test_geomean_compile_memory_reference_methodology(data, records):
     text = context.methodology_text(data, catalog)
     assert "time.perf_counter_ns" in text and "random" in text
     (device, table), = context.environment_tables(records, catalog)
-    assert "| torch_version |" in table and device.startswith("CPU")
+    assert f"| {catalog.t('env_torch_version')} |" in table and device.startswith("CPU")
 
 
 def test_missing_results_are_a_clear_error(tmp_path):
@@ -232,6 +232,80 @@ def test_the_startup_table_sets_cold_warm_and_aot_start_ups_beside_one_eager_cal
     assert "Eager" not in arabic and "CPU" not in arabic and Catalog("ar").t("col_fresh_process_s") in arabic
 
 
+def test_the_first_compile_of_a_model_and_mode_in_its_kernel_is_marked_and_its_warm_break_even_shown():
+    # Segformer on the H200: 16.7 s cold at batch 1, the kernel's first compile (warm: 1.6 s), 10.2 s at batch 4
+    from bench_utils import make_record
+    from bench_utils.measurement.timing import Measurement
+
+    def compiled(batch, cold_ms, warm_ms):
+        return make_record(dict(study="s", task="image-segmentation", model="segformer", batch_size=batch,
+                                compile_mode="default", dtype="float32", device="cuda"),
+                           environment={"torch_version": "2.11.0", "gpus": [{"index": 0, "name": "NVIDIA H200"}]},
+                           measurement=Measurement(times_ms=[4.13, 4.13], first_call_ms=cold_ms),
+                           compile={"cold_ms": cold_ms, "warm_ms": warm_ms, "break_even_calls": 10_429},
+                           extra={"speedup": {"mean": 1.39, "mean_ci95": [1.3, 1.5], "eager_mean_ms": 5.73}})
+
+    data = frame([compiled(1, 16_662.0, 1_559.0), compiled(4, 10_150.0, None)])
+    for locale in ("en", "ar", "es"):
+        catalog = Catalog(locale)
+        table = report_tables.compile_table(data, catalog)
+        assert catalog.t("col_break_even_warm") in table
+        first, later = [line for line in table.splitlines() if "segformer" in line.lower()]
+        assert report_tables.FIRST_IN_KERNEL_MARK in first and report_tables.FIRST_IN_KERNEL_MARK not in later
+        warm = ltr(catalog.number(975, 0), catalog)  # 1559 ms over the 1.60 ms a call saves, rounded up
+        assert first.rstrip(" |").endswith(warm) and later.rstrip(" |").endswith("–")
+
+
+def _energy_record(model, *, eager_window_s, compiled_window_s, reasons=()):
+    """A compiled cell (eager 7.08 ms, compiled 5.22 ms timed) whose energy windows took ``*_window_s`` for 100
+    calls, the GPU reporting ``reasons`` at the end of the timed runs and of the compiled window."""
+    from bench_utils import make_record
+    from bench_utils.measurement.timing import Measurement
+
+    def side(window_s, end):
+        return {"joules_per_inference": 1.5, "region_s": window_s, "calls": 100, "throttle_reasons_start": [],
+                "throttle_reasons_end": list(end)}
+
+    energy = {"timed_runs": {"throttle_reasons_start": [], "throttle_reasons_end": list(reasons)},
+              "eager": side(eager_window_s, ["GpuIdle"]), "compiled": side(compiled_window_s, reasons)}
+    return make_record(dict(study="s", task="image-segmentation", model=model, batch_size=4, compile_mode="default",
+                            dtype="float32", device="cuda"),
+                       environment={"torch_version": "2.11.0", "gpus": [{"index": 0, "name": "NVIDIA H200"}]},
+                       measurement=Measurement(times_ms=[5.22, 5.22], first_call_ms=9000.0),
+                       extra={"speedup": {"mean": 1.36, "mean_ci95": [1.3, 1.4], "eager_mean_ms": 7.08},
+                              "energy": energy})
+
+
+def test_an_energy_window_of_another_pace_gives_both_and_a_throttled_figure_names_its_reason():
+    # Segformer at batch 4 on the H200: eager's window ran 14.75 ms a call against 7.08 ms timed;
+    # DETR at batch 16: SwPowerCap at 688 W
+    data = frame([_energy_record("segformer", eager_window_s=1.475, compiled_window_s=0.53),
+                  _energy_record("detr", eager_window_s=0.72, compiled_window_s=0.53, reasons=["SwPowerCap"])])
+    for locale in ("en", "ar", "es"):
+        catalog = Catalog(locale)
+        table = report_tables.hardware_table(data, catalog)
+        rows = {model: line for line in table.splitlines() for model in ("segformer", "detr")
+                if model in line.lower()}
+        paced = catalog.t("energy_pace_differs", window=ltr(catalog.number(14.75, 2), catalog),
+                          timed=ltr(catalog.number(7.08, 2), catalog))
+        assert paced in rows["segformer"] and rows["segformer"].count(paced.split("{")[0][:4]) == 1
+        throttled = catalog.t("flag_throttled", reasons=ltr("SwPowerCap", catalog))
+        assert f"({throttled})" in rows["detr"] and throttled not in rows["segformer"]
+        assert rows["detr"].count(throttled) == 1  # the compiled window's; eager's ended idle
+        guide = "\n".join(table for _, table in report_tables.guide_tables(data, catalog))
+        flagged = [line for line in guide.splitlines() if throttled in line]
+        assert len(flagged) == 1 and "detr" in flagged[0].lower()
+
+
+def test_joules_are_per_batch_in_every_language():
+    # one call is the whole batch: "per inference" read as per image
+    for locale, word in (("en", "inference"), ("es", "inferencia"), ("ar", "استدلال")):
+        catalog = Catalog(locale)
+        for key in ("col_joules_eager", "col_joules_compiled", "hardware_text", "col_work_calls", "axis_work_ms",
+                    "col_compiled_graphs", "why_sentence", "why_graph_breaks", "why_text", "compile_text"):
+            assert word not in catalog.messages[key], (locale, key)
+
+
 def _variant_record(mode, batch=1, speedup=None, compile_block=None, **variant):
     from bench_utils import make_record
     from bench_utils.measurement.timing import Measurement
@@ -355,6 +429,29 @@ def test_a_gate_judged_without_float64_and_a_batch_size_that_recompiled_are_flag
         assert [model for model, line in rows.items() if eager_only in line] == ["vit"]
         assert [model for model, line in rows.items() if catalog.t("flag_parity_none") in line] == ["detr"]
         assert [model for model, line in rows.items() if catalog.t("flag_batch_recompiled") in line] == ["convnext"]
+
+
+def test_a_gate_that_could_not_fail_is_flagged_not_informative_in_every_language():
+    # MobileNet's random-weight logits (about 1e-25) passed a gate of tolerance 1e-3 whatever compile made of them
+    import torch
+
+    from bench_utils.variants.parity import compare_outputs
+
+    def compiled(model, scale):
+        record = _variant_record("default", speedup=1.5)
+        record["cell"]["model"] = model
+        outputs = torch.full((2, 3), scale)
+        record["parity"] = compare_outputs(outputs, outputs.clone(), "float32", tf32=True, fp64=outputs.double())
+        return record
+
+    data = frame([compiled("mobilenet", 1e-25), compiled("resnet", 3.0)])
+    assert list(data.sort_values("model")["parity_blind"]) == [True, False]
+    for locale in ("en", "ar", "es"):
+        catalog = Catalog(locale)
+        table = "\n".join(table for _, table in report_tables.guide_tables(data, catalog))
+        rows = {model: line for line in table.splitlines() for model, label in zip(data["model"], data["label"])
+                if f" {label} " in line or f"{LRI}{label}{PDI}" in line}
+        assert [model for model, line in rows.items() if catalog.t("flag_gate_blind") in line] == ["mobilenet"]
 
 
 def test_a_memory_figure_no_method_could_see_reads_not_measurable_in_every_language():

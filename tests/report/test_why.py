@@ -9,10 +9,17 @@ from bench_utils.vocabulary import WorkKind
 from explore_data import example_records, write_study
 
 
-def side(work_calls, busy, unit="kernels", regions=1.0, **kinds):
-    return {"calls": 3, "wall_ms": 10.0, "busy_ms": 10.0 * busy, "busy_fraction": busy, "work_calls": work_calls,
-            "work_unit": unit, "compiled_regions": regions,
+def side(work_calls, busy, unit="kernels", regions=1.0, timed_ms=10.0, **kinds):
+    """One side of a profile busy ``busy`` of a ``timed_ms`` call; profiled, as the profiler slows the host, the
+    call took twice as long (its own busy fraction half ``busy``)."""
+    return {"calls": 3, "wall_ms": 2 * timed_ms, "busy_ms": timed_ms * busy, "busy_fraction": busy / 2,
+            "work_calls": work_calls, "work_unit": unit, "compiled_regions": regions,
             "kinds_ms": {kind.value: kinds.get(kind.value, 0.0) for kind in WorkKind}}
+
+
+def timed_ms(record):
+    """A compiled record's timed latencies (ms): its pairs' eager side, and its own."""
+    return record["speedup"]["eager_mean_ms"], record["latency"]["mean"] * 1e3
 
 
 def _side(values):
@@ -28,9 +35,12 @@ def profiled_records(**overrides):
     records = example_records()
     for record in records:
         if record["cell"]["compile_mode"] != "eager":
+            eager_ms, compiled_ms = timed_ms(record)
             record["profile"] = {"method": "torch.profiler", "activities": "cpu+cuda",
-                                 "eager": side(161, 0.31, matmul_conv=1.5, elementwise=1.2, normalization=0.4),
-                                 "compiled": side(58, 0.88, matmul_conv=1.5, fused=0.6), **overrides}
+                                 "eager": side(161, 0.31, timed_ms=eager_ms, matmul_conv=1.5, elementwise=1.2,
+                                               normalization=0.4),
+                                 "compiled": side(58, 0.88, timed_ms=compiled_ms, matmul_conv=1.5, fused=0.6),
+                                 **overrides}
     return records
 
 
@@ -39,21 +49,62 @@ def test_the_sentence_is_built_from_the_profiles_numbers_only():
     assert len(rows) == 3 and set(rows["mode"]) == {"default"}
     text = why.sentence(rows.iloc[0], Catalog("en"))
     assert text == (f"{rows.iloc[0]['label']}, batch 1, {Catalog('en').mode_name('default')}: 161 → 58 kernels per "
-                    "inference, device busy 31% → 88%; eager was bound by the host (the device waited between "
+                    "batch, device busy 31% → 88%; eager was bound by the host (the device waited between "
                     "launches); fusion turned 1.60 ms (element-wise and reductions and normalization) into 0.60 ms "
                     "of fused kernels.")
+
+
+def test_busy_is_set_against_the_timed_latency_and_the_table_gives_the_profiled_walls_ratio():
+    # the profiled calls took twice the timed latency (the fixture's): busy 31 % of the timed call, not 15.5 %
+    rows = why.profiled(frame(profiled_records()))
+    row = rows.iloc[0]
+    assert row["eager_busy"] == pytest.approx(0.31) and row["compiled_busy"] == pytest.approx(0.88)
+    table = why.why_table(rows, Catalog("en"))
+    assert Catalog("en").t("col_profiled_over_timed") in table and "| 31% → 88% | 2.0× → 2.0× |" in table
+    for locale in ("ar", "es"):
+        assert Catalog(locale).t("col_profiled_over_timed") in why.why_table(rows, Catalog(locale))
+
+
+def test_one_eager_cell_profiled_beside_two_modes_gets_one_verdict():
+    # ConvNeXT batch 1 eager on the H200: 10.05 ms profiled beside default, 19.03 ms beside reduce-overhead, for
+    # 7.48 and 7.42 ms timed and 5.73 ms busy: busy 57 % and 30 % of the profiled walls called it both
+    import copy
+
+    records = profiled_records()
+    default = next(r for r in records if "profile" in r and r["cell"]["batch_size"] == 1)
+    other = copy.deepcopy(default)
+    other["record_id"] += "-ro"
+    other["cell"]["compile_mode"] = "reduce-overhead"
+    eager_ms, _ = timed_ms(default)
+    for record, wall_ms, timed in ((default, 10.05, 7.48), (other, 19.03, 7.42)):
+        scale = eager_ms / 7.48  # the example's own timed latency, in the H200's proportions
+        record["speedup"]["eager_mean_ms"] = timed * scale
+        record["profile"]["eager"].update(wall_ms=wall_ms * scale, busy_ms=5.73 * scale,
+                                          busy_fraction=5.73 / wall_ms)
+    rows = why.profiled(frame([default, other]))
+    assert len(rows) == 2 and list(rows["eager_busy"].round(2)) == [0.77, 0.77]
+    sentences = [why.sentence(row, Catalog("en")) for _, row in rows.iterrows()]
+    assert all(Catalog("en").t("why_work_bound") in text for text in sentences)
+    # near the threshold, one share each side of it: the cell's mean decides, for both
+    for record, busy in ((default, 0.48), (other, 0.54)):
+        record["profile"]["eager"]["busy_ms"] = busy * record["speedup"]["eager_mean_ms"]
+    rows = why.profiled(frame([default, other]))
+    verdicts = {Catalog("en").t("why_launch_bound") in why.sentence(row, Catalog("en")) for _, row in rows.iterrows()}
+    assert verdicts == {False}
 
 
 def test_a_graph_break_and_a_work_bound_model_are_said(tmp_path):
     records = profiled_records()
     for record in records:
         if "profile" in record:
-            record["profile"]["eager"] = side(20, 0.95, "operator calls", matmul_conv=8.0)
-            record["profile"]["compiled"] = side(3, 0.97, "operator calls", regions=2.0, matmul_conv=6.0)
+            eager_ms, compiled_ms = timed_ms(record)
+            record["profile"]["eager"] = side(20, 0.95, "operator calls", timed_ms=eager_ms, matmul_conv=8.0)
+            record["profile"]["compiled"] = side(3, 0.97, "operator calls", regions=2.0, timed_ms=compiled_ms,
+                                                 matmul_conv=6.0)
     text = why.sentence(why.profiled(frame(records)).iloc[0], Catalog("en"))
     assert "20 → 3 operator calls" in text and "eager kept the device busy with work" in text
     assert "matrix products and convolutions: 8.00 ms → 6.00 ms" in text
-    assert text.endswith("2 compiled graphs per inference (graph breaks).")
+    assert text.endswith("2 compiled graphs per batch (graph breaks).")
 
 
 @pytest.mark.parametrize("locale", ["en", "ar", "es"])

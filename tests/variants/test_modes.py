@@ -113,12 +113,6 @@ def test_clone_outputs_copies_every_tensor():
     assert isinstance(copy["nested"][1], Pair) and copy["nested"][1].b == 3
 
 
-def test_break_even():
-    assert compile_module.break_even_calls(1000.0, 10.0, 8.0) == 500
-    assert compile_module.break_even_calls(1001.0, 10.0, 8.0) == 501
-    assert compile_module.break_even_calls(1000.0, 8.0, 10.0) is None  # slower: never pays off
-
-
 @pytest.mark.cuda
 def test_reduce_overhead_outputs_must_be_cloned():
     model = torch.nn.Linear(64, 64).cuda().eval()

@@ -33,6 +33,7 @@ from ...measurement.compare import Comparison, compare
 from ...measurement.devices import quiet_toolchain_logs
 from ...measurement.flops import FlopCount, compute_block, count_forward_flops
 from ...measurement.power import EnergyProbe
+from ...measurement.stats import break_even_calls
 from ...measurement.timing import Measurement, measure
 from ...measurement.work_profile import profile_block
 from ...variants import modes as compile_module
@@ -195,7 +196,7 @@ def _compile_report(compiled: CompiledCell, graph_stats: dict[str, Any], at_end:
     report["warm_fx_graph_cache_hits"] = (compiled.warm_stats or {}).get("fx_graph_cache_hits")
     report.update(compiled.costs(eager_ms))
     report["first_call_ms"] = compiled.cold_calls_ms[0]
-    report["break_even_calls"] = compile_module.break_even_calls(report["cold_ms"], eager_ms, compiled_ms)
+    report["break_even_calls"] = break_even_calls(report["cold_ms"], eager_ms, compiled_ms)
     return report
 
 

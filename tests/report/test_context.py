@@ -1,0 +1,29 @@
+from bench_utils.report import context
+from bench_utils.report.i18n import Catalog
+from bench_utils.report.markdown import ltr
+from sample_records import R, ok_record
+
+
+def test_cudnns_version_reads_as_its_release():
+    # the H200's records hold 91900: cuDNN 9.19.0 (cuDNN 8 counted minors by 100 of a thousand)
+    assert context.cudnn_version_text(91900) == "9.19.0"
+    assert context.cudnn_version_text(90100) == "9.1.0"
+    assert context.cudnn_version_text(8902) == "8.9.2"
+    assert context.cudnn_version_text("9.19.0") == "9.19.0"  # a record that wrote it so keeps it
+
+
+def test_the_environment_table_names_its_keys_and_shows_cudnns_tf32_in_every_language():
+    environment = {"torch_version": "2.11.0+cu130", "cudnn_version": 91900, "tf32_matmul": False,
+                   "tf32_cudnn": True, "ram_total_bytes": 135148564480, "gpus": [{"index": 0, "name": "NVIDIA H200"}],
+                   "timestamp_utc": "2026-11-26T08:33:39+00:00"}
+    record = R(ok_record(device="cuda", environment=environment))
+    for locale in ("en", "ar", "es"):
+        catalog = Catalog(locale)
+        ((_, table),) = context.environment_tables([record], catalog)
+        rows = dict(line.strip("|").split(" | ", 1) for line in table.splitlines()[2:])
+        rows = {key.strip(): value.strip() for key, value in rows.items()}
+        assert rows[catalog.t("env_cudnn_version")] == ltr("9.19.0", catalog)
+        assert rows[catalog.t("env_tf32_cudnn")] == catalog.t("setting_on")
+        assert rows[catalog.t("env_tf32_matmul")] == catalog.t("setting_off")
+        assert rows[catalog.t("env_ram_total_bytes")] == ltr(f"{catalog.number(125.9, 1)} GiB", catalog)
+        assert not any(key in table for key in context.ENVIRONMENT_KEYS)  # no raw keys
