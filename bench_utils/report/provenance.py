@@ -56,8 +56,8 @@ def measured_before_switch_calls(data: pd.DataFrame, catalog: Catalog) -> str | 
                   & data["speedup"].notna() & data["switch_calls"].isna()]
     if before.empty:
         return None
-    names = sorted({f"{label} {batch} ({mode})" for label, batch, mode in
-                    zip(before["label"], before["batch_size"], before["mode"])})
+    cells = sorted(set(zip(before["label"], before["batch_size"].astype(int), before["mode"])))  # 1, 4, 16: not 1, 16, 4
+    names = [f"{label} {batch} ({mode})" for label, batch, mode in cells]
     return catalog.plural("measured_before_switch_calls", len(before), count=ltr(catalog.number(len(before), 0), catalog),
                      cells=ltr(", ".join(names), catalog))
 
