@@ -299,7 +299,7 @@ def test_the_geometric_mean_keeps_a_channels_last_model_apart_from_its_contiguou
     table = report_tables.geomean_table(frame(records), Catalog("en"))
     rows = table.splitlines()[2:]
     assert len(rows) == 2
-    assert any("channels_last" in row and "1.80×" in row and row.endswith("| 1 |") for row in rows)
+    assert any("channels_last" in row and "| 1.80× | 1 | 1.80× | 1 | – |" in row for row in rows)
     assert any("channels_last" not in row and "1.50×" in row for row in rows)
 
 
@@ -412,3 +412,36 @@ def test_the_clocks_table_shows_each_cells_ranges_and_eagers_trend_where_records
     assert report_tables.clocks_table(clocked, catalog).endswith("| -39.6% |")
     arabic = report_tables.clocks_table(clocked, Catalog("ar"))
     assert LRI in arabic  # numbers isolated in a right-to-left page
+
+
+def _measured(model, batch, speedup, mode="default"):
+    """A compiled cell of ``model`` with a speed-up (its own eager cell left out: the geometric means need none)."""
+    from bench_utils import make_record
+    from bench_utils.measurement.timing import Measurement
+
+    return make_record(dict(study="s", task="image-classification", model=model, batch_size=batch, compile_mode=mode,
+                            dtype="float32", device="cpu"),
+                       environment={"torch_version": "2.15.0", "cpu_model": "Test Processor"},
+                       measurement=Measurement(times_ms=[10.0, 10.0], first_call_ms=900.0),
+                       extra={"speedup": {"mean": speedup, "mean_ci95": [speedup * 0.9, speedup * 1.1]}})
+
+
+@pytest.mark.parametrize("locale", ["en", "ar", "es"])
+def test_the_geometric_means_trend_over_batch_sizes_is_over_the_same_models(locale):
+    # ResNet at every batch size (2x), ViT at batch 1 only (8x), MobileNet at 4 and 16 (0.5x)
+    records = [_measured("resnet", batch, 2.0) for batch in (16, 1, 4)] + [_measured("vit", 1, 8.0)] + [
+        _measured("mobilenet", batch, 0.5) for batch in (4, 16)]
+    catalog = Catalog(locale)
+    table = report_tables.geomean_table(frame(records), catalog)
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in table.splitlines()[2:]]
+
+    def shown(value, digits=2):
+        return ltr(catalog.number(value, digits) + "×", catalog)
+
+    assert [row[2] for row in rows] == [ltr(str(batch), catalog) for batch in (1, 4, 16)]
+    # the same model at every batch size: ResNet's 2x, 1 model; then all the models measured there
+    assert [row[4:6] for row in rows] == [[shown(2.0), ltr("1", catalog)]] * 3
+    assert [row[6:8] for row in rows] == [[shown(4.0), ltr("2", catalog)], [shown(1.0), ltr("2", catalog)],
+                                          [shown(1.0), ltr("2", catalog)]]
+    assert [row[8] for row in rows] == [ltr("ViT", catalog), ltr("MobileNet", catalog), ltr("MobileNet", catalog)]
+    assert catalog.t("col_geomean_every_batch") in table.splitlines()[0]
