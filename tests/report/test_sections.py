@@ -74,3 +74,19 @@ def test_a_results_file_with_no_record_is_one_line_in_the_notebook_and_the_comma
     assert done.returncode == 2 and done.stderr.strip() == f"error: {tmp_path / 'results.jsonl'} is empty: no cell " \
         "has been measured into it yet (run a grid into its folder)"
     assert list(tmp_path.iterdir()) == [tmp_path / "results.jsonl"]  # nothing written
+
+
+@pytest.mark.parametrize("locale, pairs", [("en", "pairs of blocks"), ("ar", "أزواج الكتل"), ("es", "pares de bloques")])
+def test_the_summary_defines_the_speed_up_it_prints_and_the_methodology_what_its_interval_covers(locale, pairs,
+                                                                                                monkeypatch):
+    shown = []
+    monkeypatch.setattr(sections, "display", lambda obj, metadata=None: shown.append(obj.data))
+    view = ReportView([EXAMPLE], locale)
+    view.summary()
+    # the geometric mean of the pairs' ratios of block means (measurement.paired), not a ratio of mean latencies
+    summary = shown[-1]
+    assert pairs in summary
+    if locale == "en":
+        assert "(eager mean latency / compiled mean latency)" not in summary
+    view.methodology()
+    assert view.catalog.t("methodology_interval") in shown[-1]  # one run's pairs: not the spread between runs
