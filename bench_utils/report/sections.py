@@ -102,7 +102,8 @@ class ReportView:
         parts = [f"## {t('guide_heading')}\n\n{t('guide_text', runs=ltr(runs, self.catalog))}\n\n"
                  + t("flags_text", cv=self.catalog.number(stats.NOISY_CV, 2),
                      shift=self.catalog.percent(stats.NOISY_OUTLIER_SHIFT),
-                     drift=self.catalog.percent(stats.DRIFT)) + " " + t("flag_no_cuda_graphs_text")
+                     drift=self.catalog.percent(stats.DRIFT)) + " " + t("flag_noisy_series_text")
+                 + " " + t("flag_no_cuda_graphs_text")
                  + " " + t("flag_gate_and_shapes_text")]
         for caption, table in tables.guide_tables(self.data, self.catalog):
             parts.append(f"### {caption}\n\n{table}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from babel.lists import format_list
 import pandas as pd
 
 from ..measurement import stats
@@ -84,8 +85,11 @@ def guide_tables(data: pd.DataFrame, catalog: Catalog) -> list[tuple[str, str]]:
                 row = [catalog.t(f"task_{task}") if f"task_{task}" in catalog.messages else ltr(task, catalog),
                        ltr(label, catalog)]
                 flags: set[str] = set()
+                noisy: list[str] = []  # the series whose mean is not to take at face value, said in the flag
                 eager = cells.loc[(model, "eager")] if (model, "eager") in cells.index else None
                 eager_text = _cell_latency(eager, catalog, flags)
+                if eager is not None and is_noisy(eager):
+                    noisy.append(catalog.t("noisy_series_eager"))
                 eager_means = [eager["mean_ms"]] if eager is not None and eager["status"] == Status.OK else []
                 for index, mode in enumerate(columns):
                     compiled = cells.loc[(model, mode)] if mode is not None and (model, mode) in cells.index else None
@@ -95,13 +99,20 @@ def guide_tables(data: pd.DataFrame, catalog: Catalog) -> list[tuple[str, str]]:
                         row.append(ms(measured["eager_interleaved_ms"], catalog))
                         eager_means.append(measured["eager_interleaved_ms"])
                         if paired_eager_is_noisy(measured):
-                            flags.add(catalog.t("flag_noisy"))
+                            noisy.append(catalog.t("noisy_series_eager"))
                     else:
                         row.append(eager_text if index == 0 else "–")
                     if mode is None:
                         continue
                     row.append(_cell_latency(compiled, catalog, flags))
+                    if compiled is not None and is_noisy(compiled):
+                        noisy.append(catalog.t("noisy_series_compiled_mode", mode=mode_label(mode, catalog)) if many
+                                     else catalog.t("noisy_series_compiled"))
                     row += list(speedup_cells(measured, catalog)) if measured is not None else ["–", "–"]
+                if noisy:  # eager, compiled or both (with several modes, which): eager first, each once
+                    eager_word = catalog.t("noisy_series_eager")
+                    series = sorted(dict.fromkeys(noisy), key=lambda name: name != eager_word)
+                    flags.add(catalog.t("flag_noisy", series=format_list(series, locale=catalog.locale)))
                 if stats.drifted(*eager_means):
                     flags.add(catalog.t("flag_drift"))
                 if eager is not None and eager["status"] != Status.OK and len(eager_means):
@@ -129,8 +140,6 @@ def _cell_latency(row: pd.Series | None, catalog: Catalog, flags: set[str]) -> s
         return status_text(row["status"], catalog)
     if row["parity"] == "fail":
         flags.add(catalog.t("flag_parity_fail"))
-    if is_noisy(row):
-        flags.add(catalog.t("flag_noisy"))
     if row.get("parity_reference") in ("same-dtype", "none"):  # the gate fell back from float64
         flags.add(catalog.t(f"flag_parity_{row['parity_reference'].replace('-', '_')}",
                             tolerance=ltr(str(row.get("parity_tolerance")), catalog)))

@@ -1,5 +1,6 @@
 from pathlib import Path
 
+from babel.lists import format_list
 import pandas as pd
 import pytest
 
@@ -445,3 +446,40 @@ def test_the_geometric_means_trend_over_batch_sizes_is_over_the_same_models(loca
                                           [shown(1.0), ltr("2", catalog)]]
     assert [row[8] for row in rows] == [ltr("ViT", catalog), ltr("MobileNet", catalog), ltr("MobileNet", catalog)]
     assert catalog.t("col_geomean_every_batch") in table.splitlines()[0]
+
+
+def _flags_of(data, catalog, label):
+    """The Flags cell of ``label``'s row in the guide's tables."""
+    for _, table in report_tables.guide_tables(data, catalog):
+        for line in table.splitlines():
+            cells = [cell.strip() for cell in line.strip("|").split("|")]
+            if cells[1] == ltr(label, catalog):
+                return cells[-1]
+    raise AssertionError(f"no row of {label}")
+
+
+@pytest.mark.parametrize("locale", ["en", "ar", "es"])
+def test_the_noisy_flag_says_which_series_tripped_it(data, locale):
+    catalog = Catalog(locale)
+    eager, compiled = catalog.t("noisy_series_eager"), catalog.t("noisy_series_compiled")
+    noisy = data.copy()
+    compiled_row = (noisy["model"] == "mobilenet") & (noisy["mode"] == "default")
+    noisy.loc[compiled_row, ["cv", "eager_interleaved_cv", "outlier_shift", "eager_interleaved_shift"]] = 0.01, 0.01, 0, 0
+    assert catalog.t("flag_noisy", series=compiled) not in _flags_of(noisy, catalog, "MobileNet")
+    noisy.loc[compiled_row, "cv"] = 0.5  # the compiled runs only
+    assert catalog.t("flag_noisy", series=compiled) in _flags_of(noisy, catalog, "MobileNet")
+    noisy.loc[compiled_row, ["cv", "eager_interleaved_cv"]] = [0.01, 0.5]  # the eager runs of its pairs only
+    assert catalog.t("flag_noisy", series=eager) in _flags_of(noisy, catalog, "MobileNet")
+    noisy.loc[compiled_row, "cv"] = 0.5  # both
+    both = format_list([eager, compiled], locale=locale)
+    assert catalog.t("flag_noisy", series=both) in _flags_of(noisy, catalog, "MobileNet")
+
+
+def test_with_several_modes_the_noisy_flag_names_the_compiled_mode():
+    from test_frame import _paired_record
+
+    data = frame([_paired_record("default", 4.0, 2.0), _paired_record("reduce-overhead", 4.0, 1.0)])
+    data[["cv", "eager_interleaved_cv", "outlier_shift", "eager_interleaved_shift"]] = 0.01, 0.01, 0.0, 0.0
+    data.loc[data["mode"] == "reduce-overhead", "cv"] = 0.5
+    catalog = Catalog("en")
+    assert _flags_of(data, catalog, "ResNet") == "noisy (compiled reduce-overhead)"
