@@ -256,6 +256,12 @@ class ParityBlock(Block):
     per_tensor: dict[str, Any] | None = None       # each output tensor's figures (``variants.parity``)
     problem_count: Count | None = None
     problems: list[str] | None = None
+    # Whether the gate could have failed (None: records before it was asked; ``report.cell_text.gate_cannot_fail``
+    # derives what it can for them). False where every floating output of eager lies below the tolerance
+    # (random weights make MobileNet's logits about 1e-25): allclose then passes any compiled output of
+    # their scale, zeros included. ``output_scale``: eager's largest absolute floating output, its evidence.
+    can_fail: bool | None = None
+    output_scale: NonNegative | None = None
 
 
 class AgreementBlock(Block):

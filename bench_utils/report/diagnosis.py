@@ -26,6 +26,7 @@ from . import why
 from .i18n import INDUCTOR_SEPARATOR, Catalog
 from ..zoo.registry import label_of
 from .markdown import environment_label, ltr, markdown_table, mode_label, number, speedup_cells
+from .tables import is_true
 from ..vocabulary import COMPILED_MODE_ORDER, CompileMode, MemoryFormat, Status
 
 SAME_CELL = ["environment", "model", "batch_size", "dtype"]
@@ -128,9 +129,16 @@ def what_got_slower(slow: pd.Series, catalog: Catalog) -> str:
     return why.sentence(slow, catalog)[:-1] + "; " + catalog.t("loses_rules", rules=rules) + "."
 
 
+def parity_word(row: pd.Series, catalog: Catalog) -> str:
+    """The gate's verdict in the locale's words; a pass that could not have failed is no pass (``parity_blind``)."""
+    if is_true(row.get("parity_blind")):
+        return catalog.t("parity_blind")
+    key = f"parity_{row['parity']}"
+    return catalog.t(key) if key in catalog.messages else ltr(row["parity"], catalog)
+
+
 def remedies_table(remedies: pd.DataFrame, catalog: Catalog) -> str:
-    rows = [[configuration(row, catalog), *speedup_cells(row, catalog),
-             catalog.t(f"parity_{row['parity']}") if f"parity_{row['parity']}" in catalog.messages else ltr(row["parity"], catalog)]
+    rows = [[configuration(row, catalog), *speedup_cells(row, catalog), parity_word(row, catalog)]
             for _, row in remedies.iterrows()]
     return markdown_table([catalog.t("col_remedy"), catalog.t("col_speedup_plain"), catalog.t("col_ci95"),
                            catalog.t("col_parity")], rows)

@@ -18,6 +18,7 @@ from ..errors import UserError
 from ..measurement import stats
 from ..paths import PROJECT_ROOT
 from ..records.schema import CompileBlock, EnergySide, LatencyBlock, MemoryBlock, Record, SpeedupBlock
+from .cell_text import gate_cannot_fail
 from .region_memory import region_columns
 from ..records.key import eager_side_stands_for_its_cell, latest_per_key
 from ..records.results_file import read_records
@@ -159,6 +160,8 @@ def _row(record: Record) -> dict[str, Any]:
         "eager_source": None,  # an eager row made from a compiled cell's pairs: that cell's mode
         "eager_side_stands": eager_side_stands_for_its_cell(record),  # its pairs' eager is the eager cell
         "parity": parity.parity if parity else None,
+        # a pass that says nothing: every output of eager below the tolerance (``cell_text.gate_cannot_fail``)
+        "parity_blind": gate_cannot_fail(record),
         # what judged it: float64, eager's own dtype ("same-dtype") or nothing ("none"); at which tolerance
         "parity_reference": parity.reference if parity else None,
         "parity_tolerance": parity.tolerance.key if parity and parity.tolerance else None,

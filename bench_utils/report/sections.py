@@ -120,7 +120,7 @@ class ReportView:
                      shift=self.catalog.percent(stats.NOISY_OUTLIER_SHIFT),
                      drift=self.catalog.percent(stats.DRIFT)) + " " + t("flag_noisy_series_text")
                  + " " + t("flag_no_cuda_graphs_text")
-                 + " " + t("flag_gate_and_shapes_text")]
+                 + " " + t("flag_gate_and_shapes_text") + " " + t("flag_gate_blind_text")]
         for caption, table in tables.guide_tables(self.data, self.catalog):
             parts.append(f"### {caption}\n\n{table}")
         switching = tables.switch_table(self.data, self.catalog)

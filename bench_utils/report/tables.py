@@ -36,17 +36,20 @@ def paired_eager_is_noisy(row: pd.Series) -> bool:
         cv, row.get("eager_interleaved_shift"))
 
 
+def is_true(value) -> bool:
+    """True, not None or NaN (a row made from a compiled cell's pairs leaves a flag column NaN), whether pandas
+    holds it as Python's bool or numpy's."""
+    return pd.api.types.is_bool(value) and bool(value)
+
+
 def lacks_cuda_graphs(row: pd.Series) -> bool:
     """A CUDA cell of a CUDA-graph mode that did not run in CUDA graphs throughout: inductor skipped
     some or all (the record's compile block gives the skips and their reasons), or its graph pool is
     empty or was not measured."""
-    def true(value) -> bool:  # True, not "partial", None or NaN (a column pandas may have made numpy's)
-        return pd.api.types.is_bool(value) and bool(value)
-
-    if row["status"] != Status.OK or not true(row.get("cuda_graphs_requested")) or not row["device"].startswith("cuda"):
+    if row["status"] != Status.OK or not is_true(row.get("cuda_graphs_requested")) or not row["device"].startswith("cuda"):
         return False
-    pool = row.get("graph_pool_bytes")
-    return not true(row.get("cuda_graphs")) or pool is None or pd.isna(pool) or pool <= 0
+    pool = row.get("graph_pool_bytes")  # cuda_graphs may be "partial": not True
+    return not is_true(row.get("cuda_graphs")) or pool is None or pd.isna(pool) or pool <= 0
 
 
 def guide_tables(data: pd.DataFrame, catalog: Catalog) -> list[tuple[str, str]]:
@@ -140,6 +143,8 @@ def _cell_latency(row: pd.Series | None, catalog: Catalog, flags: set[str]) -> s
         return status_text(row["status"], catalog)
     if row["parity"] == "fail":
         flags.add(catalog.t("flag_parity_fail"))
+    if is_true(row.get("parity_blind")):  # passed, but could not have failed: no word on accuracy
+        flags.add(catalog.t("flag_gate_blind"))
     if row.get("parity_reference") in ("same-dtype", "none"):  # the gate fell back from float64
         flags.add(catalog.t(f"flag_parity_{row['parity_reference'].replace('-', '_')}",
                             tolerance=ltr(str(row.get("parity_tolerance")), catalog)))

@@ -69,6 +69,18 @@ def test_each_slower_cell_says_what_got_slower_its_remedies_and_a_verdict(diagno
         assert "default, channels_last" in mobilenet
 
 
+@pytest.mark.parametrize("locale", ["en", "ar", "es"])
+def test_a_remedy_whose_gate_could_not_fail_reads_not_informative_not_passed(diagnosed, locale):
+    # MobileNet's remedies are its records' copies: logits of about 1e-25 against a tolerance of 1e-3
+    catalog = Catalog(locale)
+    text = diagnosis.losses_markdown(diagnosed, catalog)
+    sections = text.split("### ")[1:]
+    mobilenet = next(section for section in sections if "MobileNet" in section.splitlines()[0])
+    vit = next(section for section in sections if "ViT" in section.splitlines()[0])
+    assert catalog.t("parity_blind") in mobilenet and f"| {catalog.t('parity_pass')} |" not in mobilenet
+    assert catalog.t("parity_blind") not in vit and f"| {catalog.t('parity_pass')} |" in vit
+
+
 def test_a_slow_cell_without_remedies_says_how_to_diagnose_it_and_one_they_all_lose_stays_eager():
     records = h200_records()
     catalog = Catalog("en")

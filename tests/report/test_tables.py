@@ -359,6 +359,29 @@ def test_a_gate_judged_without_float64_and_a_batch_size_that_recompiled_are_flag
         assert [model for model, line in rows.items() if catalog.t("flag_batch_recompiled") in line] == ["convnext"]
 
 
+def test_a_gate_that_could_not_fail_is_flagged_not_informative_in_every_language():
+    # MobileNet's random-weight logits (about 1e-25) passed a gate of tolerance 1e-3 whatever compile made of them
+    import torch
+
+    from bench_utils.variants.parity import compare_outputs
+
+    def compiled(model, scale):
+        record = _variant_record("default", speedup=1.5)
+        record["cell"]["model"] = model
+        outputs = torch.full((2, 3), scale)
+        record["parity"] = compare_outputs(outputs, outputs.clone(), "float32", tf32=True, fp64=outputs.double())
+        return record
+
+    data = frame([compiled("mobilenet", 1e-25), compiled("resnet", 3.0)])
+    assert list(data.sort_values("model")["parity_blind"]) == [True, False]
+    for locale in ("en", "ar", "es"):
+        catalog = Catalog(locale)
+        table = "\n".join(table for _, table in report_tables.guide_tables(data, catalog))
+        rows = {model: line for line in table.splitlines() for model, label in zip(data["model"], data["label"])
+                if f" {label} " in line or f"{LRI}{label}{PDI}" in line}
+        assert [model for model, line in rows.items() if catalog.t("flag_gate_blind") in line] == ["mobilenet"]
+
+
 def test_a_memory_figure_no_method_could_see_reads_not_measurable_in_every_language():
     from bench_utils import make_record
     from bench_utils.measurement.timing import Measurement

@@ -271,3 +271,28 @@ def test_a_gate_that_could_not_run_says_nothing_judged_it_and_why():
     result = unjudged("float16", False, "accuracy gate not measured: OutOfMemoryError: CUDA out of memory")
     assert result["parity"] is None and result["reference"] == "none" and result["rule"] is None
     assert "OutOfMemoryError" in result["reference_note"] and result["tolerance"]["key"] == "float16"
+
+
+def test_a_gate_whose_outputs_lie_below_the_tolerance_says_it_cannot_fail():
+    # random weights made MobileNet's logits about 1e-25 on the H200: allclose (atol 1e-3) passed anything of that
+    # scale, zeros included
+    tiny = torch.randn(4, 1000, generator=torch.Generator().manual_seed(0)) * 1e-25
+    gold = {"logits": tiny.double()}
+    result = compare_outputs({"logits": tiny}, {"logits": torch.zeros_like(tiny)}, fp64=gold, tf32=True)
+    assert result["parity"] == "pass" and result["can_fail"] is False
+    assert result["output_scale"] == pytest.approx(float(tiny.abs().max()))
+    assert result["per_tensor"]["output.logits"]["eager_max_abs"] == result["output_scale"]
+    # the same outputs at the scale of real logits: the gate can fail, and fails zeros
+    real = {"logits": tiny * 1e25}
+    judged = compare_outputs(real, {"logits": torch.zeros_like(tiny)}, fp64={"logits": real["logits"].double()})
+    assert judged["parity"] == "fail" and judged["can_fail"] is True
+    assert compare_outputs(real, real, fp64={"logits": real["logits"].double()})["can_fail"] is True
+
+
+def test_one_output_that_reaches_the_tolerance_or_an_integer_output_lets_the_gate_fail():
+    tiny = torch.full((2, 3), 1e-9)
+    assert compare_outputs({"a": tiny, "b": torch.ones(2, 3)}, {"a": tiny, "b": torch.ones(2, 3)})["can_fail"] is True
+    labels = torch.tensor([1, 2])
+    assert compare_outputs({"a": tiny, "labels": labels}, {"a": tiny, "labels": labels})["can_fail"] is True
+    assert compare_outputs({"a": tiny}, {"a": tiny})["can_fail"] is False
+    assert unjudged("float32", False, "no gate")["can_fail"] is None
