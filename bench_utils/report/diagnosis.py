@@ -205,6 +205,16 @@ def _use_text(chosen: pd.Series, tied: list[pd.Series], catalog: Catalog) -> str
     return text
 
 
+def _gate_word(row: pd.Series, catalog: Catalog) -> str:
+    """The chosen configuration's gate, said as it was: passed; not informative where it could not have failed
+    (``parity_word``: MobileNet's random-weight logits of about 1e-25 lay below its tolerance on the H200), never
+    "passed" there; not judged where it did not run."""
+    parity = row.get("parity")
+    if not isinstance(parity, str):  # None or NaN: the gate did not run
+        return catalog.t("flag_parity_none")
+    return parity_word(row, catalog)
+
+
 def what_to_use(data: pd.DataFrame, catalog: Catalog) -> str:
     """Per device, model and batch size (batch sizes in numeric order): the configuration whose gate did not fail
     and whose interval lies above 1, chosen by ``choose`` (the simplest of those tied with the fastest), its
@@ -224,13 +234,14 @@ def what_to_use(data: pd.DataFrame, catalog: Catalog) -> str:
         if data["dtype"].nunique() > 1:
             where[-1] += f" ({ltr(dtype, catalog)})"
         if candidates.empty:
-            rows.append([*where, mode_label(CompileMode.EAGER.value, catalog), "–", "–", "–", "–"])
+            rows.append([*where, mode_label(CompileMode.EAGER.value, catalog), "–", "–", "–", "–", "–"])
             continue
         best, tied = choose(candidates)
         even = best["break_even"]
-        rows.append([*where, _use_text(best, tied, catalog), *speedup_cells(best, catalog),
+        rows.append([*where, _use_text(best, tied, catalog), *speedup_cells(best, catalog), _gate_word(best, catalog),
                      number(best["compile_s"], 1, catalog),
                      catalog.t("never") if even is None or pd.isna(even) else ltr(catalog.number(even, 0), catalog)])
     headers = [catalog.t("col_device"), catalog.t("col_model"), catalog.t("col_batch"), catalog.t("col_use"),
-               catalog.t("col_speedup_plain"), catalog.t("col_ci95"), catalog.t("col_compile_s"), catalog.t("col_break_even")]
+               catalog.t("col_speedup_plain"), catalog.t("col_ci95"), catalog.t("col_parity"),
+               catalog.t("col_compile_s"), catalog.t("col_break_even")]
     return markdown_table(headers, rows)

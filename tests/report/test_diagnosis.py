@@ -155,3 +155,14 @@ def test_the_simplest_of_tied_configurations_is_chosen_whatever_their_order():
     # those tied with the fastest, simplest first; max-autotune's interval lies apart: no tie
     assert [(row["compile_mode"], row["memory_format"]) for row in tied] == [("default", "channels_last"),
                                                                               ("reduce-overhead", "contiguous")]
+
+
+@pytest.mark.parametrize("locale", ["en", "ar", "es"])
+def test_what_to_use_never_says_passed_of_a_gate_that_could_not_fail(locale):
+    # random weights made MobileNet's logits about 1e-25 on the H200: its gate passes whatever compile does
+    catalog = Catalog(locale)
+    rows = _use_rows(diagnosis.what_to_use(frame(h200_records()), catalog))
+    gate = {(row[1], row[2]): row[6] for row in rows}
+    assert gate[(diagnosis.ltr("MobileNet", catalog), diagnosis.ltr("1", catalog))] == catalog.t("parity_blind")
+    assert gate[(diagnosis.ltr("ResNet", catalog), diagnosis.ltr("1", catalog))] == catalog.t("parity_pass")
+    assert catalog.t("col_parity") in diagnosis.what_to_use(frame(h200_records()), catalog).splitlines()[0]
