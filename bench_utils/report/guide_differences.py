@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from typing import Iterable
 
+from babel.lists import format_list
 import pandas as pd
 
 from ..records.schema import Record
@@ -35,8 +36,9 @@ def guide_differences(records: Iterable[Record], catalog: Catalog,
     if not records:
         return None
 
-    def shown(values: Iterable[str]) -> str:
-        return ", ".join(ltr(value, catalog) for value in sorted(set(values))) or catalog.t("not_available")
+    def shown(values: Iterable[str]) -> str:  # a list in the locale's words ("A100, T4 and V100"; Arabic's و)
+        names = [ltr(value, catalog) for value in sorted(set(values))]
+        return format_list(names, locale=catalog.locale) if names else catalog.t("not_available")
 
     guide_gpus = pd.read_csv(reference_csv)["gpu"].dropna().unique()
     items = [catalog.t("difference_torch", ours=shown(r.environment.torch_version for r in records
@@ -47,6 +49,7 @@ def guide_differences(records: Iterable[Record], catalog: Catalog,
     images = [record.model.extra("image") for record in records if record.model and record.model.extra("image")]
     items.append(catalog.t("difference_image", ours=shown(images), theirs=ltr(GUIDE_IMAGE, catalog)))
     devices = sorted({device_name(record) for record in records})  # in the page's words: "CPU" is a word too
-    items.append(catalog.t("difference_device", ours=", ".join(environment_label(device, catalog) for device in devices),
-                           theirs=shown(guide_gpus)))
+    items.append(catalog.t("difference_device", theirs=shown(guide_gpus),
+                           ours=format_list([environment_label(device, catalog) for device in devices],
+                                            locale=catalog.locale)))
     return catalog.t("guide_differences", items=catalog.t("difference_separator").join(items))

@@ -215,7 +215,7 @@ def geomean_table(data: pd.DataFrame, catalog: Catalog) -> str:
                          mode_label(mode, catalog) + (f" ({ltr(layout, catalog)})" if layout != "contiguous" else ""),
                          _geomean(same["speedup"], catalog), ltr(str(len(same)), catalog),
                          _geomean(group["speedup"], catalog), ltr(str(len(group)), catalog),
-                         ", ".join(ltr(label, catalog) for label in left_out) or "–"])
+                         format_list([ltr(label, catalog) for label in left_out], locale=catalog.locale) or "–"])
     headers = [catalog.t("col_device"), catalog.t("col_dtype"), catalog.t("col_batch"), catalog.t("col_mode"),
                catalog.t("col_geomean_every_batch"), catalog.t("col_models"), catalog.t("col_geomean_all"),
                catalog.t("col_models"), catalog.t("col_geomean_left_out")]

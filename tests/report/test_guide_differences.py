@@ -2,6 +2,7 @@
 
 import copy
 
+from babel.lists import format_list
 import pytest
 
 from bench_utils.report.frame import device_name
@@ -25,7 +26,7 @@ def test_torch_weights_image_and_device_are_set_beside_the_guides(locale):
     assert catalog.t("difference_image", ours=ltr("scikit-image data.chelsea (a cat photo)", catalog),
                      theirs=ltr(GUIDE_IMAGE, catalog)) in text
     assert catalog.t("difference_device", ours=environment_label(device_name(records[0]), catalog),
-                     theirs=", ".join(ltr(gpu, catalog) for gpu in ("A100", "T4", "V100"))) in text
+                     theirs=format_list([ltr(gpu, catalog) for gpu in ("A100", "T4", "V100")], locale=locale)) in text
 
 
 def test_pretrained_weights_are_no_difference_and_no_records_say_nothing():
