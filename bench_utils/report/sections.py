@@ -13,7 +13,7 @@ from typing import Iterable
 
 from IPython.display import Image, Markdown, display
 
-from . import context, diagnosis, plots, provenance, tables, why
+from . import context, diagnosis, geometric_means, plots, provenance, tables, why
 from .guide_differences import guide_differences
 from ..measurement import stats
 from ..records.results_file import check_readable, skipped_lines_said
@@ -105,7 +105,7 @@ class ReportView:
         t = self.catalog.t
         parts = [f"## {t('summary_heading')}\n\n### {t('use_heading')}\n\n{t('use_text')}\n\n"
                  f"{diagnosis.what_to_use(self.data, self.catalog)}\n\n{t('summary_text')}\n\n"
-                 f"{tables.geomean_table(self.data, self.catalog)}"]
+                 f"{geometric_means.geomean_table(self.data, self.catalog)}"]
         comparison = tables.comparison_table(self.data, self.catalog)
         if comparison:  # several devices or torch versions: their speed-ups side by side
             parts.append(f"### {t('comparison_heading')}\n\n{t('comparison_text')}\n\n{comparison}")

@@ -4,7 +4,7 @@ from babel.lists import format_list
 import pandas as pd
 import pytest
 
-from bench_utils.report import context
+from bench_utils.report import context, geometric_means
 from bench_utils.report import tables as report_tables
 from bench_utils.report.frame import frame, latest_records, results_files
 from bench_utils.report.markdown import LRI, PDI, ltr
@@ -91,13 +91,13 @@ def test_tables_are_pipe_tables_and_rtl_numbers_are_isolated(data):
         lines = table.splitlines()
         assert lines[0].startswith("| ") and lines[1].startswith("|---")
         assert LRI in table and PDI in table
-    assert LRI not in report_tables.geomean_table(data, Catalog("en"))
+    assert LRI not in geometric_means.geomean_table(data, Catalog("en"))
 
 
 def test_geomean_compile_memory_reference_methodology(data, records):
     catalog = Catalog("en")
     compiled = data[(data["mode"] == "default") & (data["status"] == "ok")]
-    assert f"{compiled['speedup'].iloc[0]:.2f}×" in report_tables.geomean_table(data, catalog)
+    assert f"{compiled['speedup'].iloc[0]:.2f}×" in geometric_means.geomean_table(data, catalog)
     assert "| MobileNet | default | 1 |" in report_tables.compile_table(data, catalog)
     assert "| MobileNet | default | 1 |" in report_tables.memory_table(data, catalog)
     # the fixture's compiled model (MobileNet, batch 1, default) is in the guide's tables
@@ -141,7 +141,7 @@ def test_two_torch_versions_are_shown_apart_never_averaged(tmp_path):
     assert len(data) == 4
     assert sorted(set(data["environment"])) == ["CPU (EPYC) · torch 2.14.1", "CPU (EPYC) · torch 2.15.0"]
     catalog = Catalog("en")
-    geomean = report_tables.geomean_table(data, catalog)
+    geomean = geometric_means.geomean_table(data, catalog)
     assert "| 1.25×" in geomean and "| 2.50×" in geomean and "1.77×" not in geomean  # not the pooled mean
     captions = [caption for caption, _ in report_tables.guide_tables(data, catalog)]
     assert captions == ["CPU (EPYC) · torch 2.14.1, batch size 1", "CPU (EPYC) · torch 2.15.0, batch size 1"]
@@ -191,7 +191,7 @@ def test_device_words_and_mode_names_are_in_the_pages_language(tmp_path):
 
     def pages(catalog):
         parts = [caption + "\n" + table for caption, table in report_tables.guide_tables(data, catalog)]
-        parts += [report_tables.geomean_table(data, catalog), report_tables.comparison_table(data, catalog),
+        parts += [geometric_means.geomean_table(data, catalog), report_tables.comparison_table(data, catalog),
                   report_tables.compile_table(data, catalog), report_tables.memory_table(data, catalog)]
         parts += [device + "\n" + table for device, table in context.environment_tables(Rs(records), catalog)]
         return "\n".join(parts)
@@ -292,17 +292,6 @@ def test_variants_are_rows_and_columns_of_their_own_in_every_locale():
         # batch 4: a compilation per batch size 1.90x, the one compilation 1.70x, 1 graph compiled there
         assert lines[1].replace(",", ".").count("1.90") == 1 and "1.70" in lines[1].replace(",", ".")
         assert [cell.strip(" \u2066\u2069") for cell in lines[1].split("|")[-3:-1]] == ["1", "1"]
-
-
-def test_the_geometric_mean_keeps_a_channels_last_model_apart_from_its_contiguous_self():
-    records = [_variant_record("eager"), _variant_record("default", speedup=1.5),
-               _variant_record("eager", memory_format="channels_last"),
-               _variant_record("default", speedup=1.8, memory_format="channels_last")]
-    table = report_tables.geomean_table(frame(records), Catalog("en"))
-    rows = table.splitlines()[2:]
-    assert len(rows) == 2
-    assert any("channels_last" in row and "| 1.80× | 1 | 1.80× | 1 | – |" in row for row in rows)
-    assert any("channels_last" not in row and "1.50×" in row for row in rows)
 
 
 def test_a_cuda_graph_mode_cell_that_ran_without_cuda_graphs_is_flagged():
@@ -449,27 +438,6 @@ def _measured(model, batch, speedup, mode="default"):
                        environment={"torch_version": "2.15.0", "cpu_model": "Test Processor"},
                        measurement=Measurement(times_ms=[10.0, 10.0], first_call_ms=900.0),
                        extra={"speedup": {"mean": speedup, "mean_ci95": [speedup * 0.9, speedup * 1.1]}})
-
-
-@pytest.mark.parametrize("locale", ["en", "ar", "es"])
-def test_the_geometric_means_trend_over_batch_sizes_is_over_the_same_models(locale):
-    # ResNet at every batch size (2x), ViT at batch 1 only (8x), MobileNet at 4 and 16 (0.5x)
-    records = [_measured("resnet", batch, 2.0) for batch in (16, 1, 4)] + [_measured("vit", 1, 8.0)] + [
-        _measured("mobilenet", batch, 0.5) for batch in (4, 16)]
-    catalog = Catalog(locale)
-    table = report_tables.geomean_table(frame(records), catalog)
-    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in table.splitlines()[2:]]
-
-    def shown(value, digits=2):
-        return ltr(catalog.number(value, digits) + "×", catalog)
-
-    assert [row[2] for row in rows] == [ltr(str(batch), catalog) for batch in (1, 4, 16)]
-    # the same model at every batch size: ResNet's 2x, 1 model; then all the models measured there
-    assert [row[4:6] for row in rows] == [[shown(2.0), ltr("1", catalog)]] * 3
-    assert [row[6:8] for row in rows] == [[shown(4.0), ltr("2", catalog)], [shown(1.0), ltr("2", catalog)],
-                                          [shown(1.0), ltr("2", catalog)]]
-    assert [row[8] for row in rows] == [ltr("ViT", catalog), ltr("MobileNet", catalog), ltr("MobileNet", catalog)]
-    assert catalog.t("col_geomean_every_batch") in table.splitlines()[0]
 
 
 def _flags_of(data, catalog, label):
