@@ -100,6 +100,7 @@ report.cells = [
     new_code_cell("view.why()"),
     new_code_cell("view.losses()"),
     new_code_cell("view.reference()"),
+    new_code_cell("view.record_notes()"),
     new_code_cell("view.methodology()"),
 ]
 for index, cell in enumerate(report.cells):

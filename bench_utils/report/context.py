@@ -34,7 +34,9 @@ def methodology_text(data: pd.DataFrame, catalog: Catalog) -> str:
         runs=catalog.alternatives([ltr(str(int(v)), catalog) for v in sorted(set(ok["runs"].dropna()))]),
         # records written before the request was resolved may say "auto": shown as written
         weights="; ".join(catalog.t(f"weights_{w}") if f"weights_{w}" in catalog.messages
-                          else ltr(str(w), catalog) for w in weights))
+                          else ltr(str(w), catalog) for w in weights)) + (
+        # what the intervals cover, where any is shown: one run's pairs (``measurement.paired``), not between runs
+        " " + catalog.t("methodology_interval") if ok["ci_low"].notna().any() else "")
 
 
 # The environment's keys the page shows, in its order, each under its name in the catalogs (``env_<key>``). TF32 is

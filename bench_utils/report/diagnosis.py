@@ -7,8 +7,9 @@ measured for it (another mode, channels-last, an Inductor configuration: the sam
 on the same device) with its speed-up and interval, and a verdict in one line: the best remedy whose interval
 lies above 1 recovers it; else one whose interval includes 1 leaves it open; else eager stays.
 
-"What to use" is, per device, model and batch size, the fastest measured configuration whose accuracy gate
-passed and whose speed-up interval lies above 1 (each against the eager it was paired with), else eager.
+"What to use" is, per device, model and batch size, a measured configuration whose accuracy gate did not fail and
+whose speed-up interval lies above 1 (each against the eager it was paired with), else eager: the fastest, unless
+its interval overlaps a simpler one's, which then ties with it and is chosen (``choose``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from .i18n import INDUCTOR_SEPARATOR, Catalog
 from ..zoo.registry import label_of
 from .markdown import environment_label, ltr, markdown_table, mode_label, number, speedup_cells
 from .tables import is_true
-from ..vocabulary import CompileMode, MemoryFormat, Status
+from ..vocabulary import COMPILED_MODE_ORDER, CompileMode, MemoryFormat, Status
 
 SAME_CELL = ["environment", "model", "batch_size", "dtype"]
 
@@ -168,14 +169,63 @@ def losses_markdown(data: pd.DataFrame, catalog: Catalog) -> str:
     return "\n\n".join(parts)
 
 
+def simplicity(row: pd.Series) -> tuple[int, int, int]:
+    """How much a configuration asks of its user, least first: the mode (torch.compile's default before the modes
+    that add CUDA graphs or autotuning), then the layout (contiguous before channels-last), then Inductor's own
+    configuration before another."""
+    modes = [str(mode) for mode in COMPILED_MODE_ORDER]
+    mode = str(row["compile_mode"])
+    return (modes.index(mode) if mode in modes else len(modes),
+            int(row["memory_format"] != MemoryFormat.CONTIGUOUS), int(row["inductor"] != "default"))
+
+
+def overlap(one: pd.Series, other: pd.Series) -> bool:
+    """Whether two speed-ups' 95 % intervals share a value: then the data cannot tell which is faster."""
+    return bool(one["ci_low"] <= other["ci_high"] and other["ci_low"] <= one["ci_high"])
+
+
+def choose(candidates: pd.DataFrame) -> tuple[pd.Series, list[pd.Series]]:
+    """The configuration to use among ``candidates`` (each beats eager), and those it ties with.
+
+    The fastest point estimate does not decide alone: a gap of a percent between two point estimates whose 95 %
+    intervals overlap is no evidence that one is faster (and each interval covers one run's pairs only, not the
+    spread between runs). So every candidate whose interval overlaps the fastest's ties with it, the simplest of
+    those (``simplicity``: default before reduce-overhead) is chosen and the others are named beside it.
+    Intervals are each against the eager runs of the candidate's own pairs."""
+    fastest = candidates.sort_values("speedup", ascending=False, kind="stable").iloc[0]
+    tied = [row for _, row in candidates.iterrows() if overlap(row, fastest)]
+    tied.sort(key=simplicity)
+    return tied[0], tied[1:]
+
+
+def _use_text(chosen: pd.Series, tied: list[pd.Series], catalog: Catalog) -> str:
+    text = configuration(chosen, catalog)
+    if tied:
+        text = catalog.t("use_tie", configuration=text,
+                         others=format_list([configuration(row, catalog) for row in tied], locale=catalog.locale))
+    return text
+
+
+def _gate_word(row: pd.Series, catalog: Catalog) -> str:
+    """The chosen configuration's gate, said as it was: passed; not informative where it could not have failed
+    (``parity_word``: MobileNet's random-weight logits of about 1e-25 lay below its tolerance on the H200), never
+    "passed" there; not judged where it did not run."""
+    parity = row.get("parity")
+    if not isinstance(parity, str):  # None or NaN: the gate did not run
+        return catalog.t("flag_parity_none")
+    return parity_word(row, catalog)
+
+
 def what_to_use(data: pd.DataFrame, catalog: Catalog) -> str:
-    """Per device, model and batch size: the fastest configuration whose gate passed and whose interval lies
-    above 1, its speed-up, cold compile and break-even; eager where none."""
+    """Per device, model and batch size (batch sizes in numeric order): the configuration whose gate did not fail
+    and whose interval lies above 1, chosen by ``choose`` (the simplest of those tied with the fastest), its
+    speed-up, cold compile and break-even; eager where none."""
     if data.empty:
         return catalog.t("no_results")
     rows = []
     ok = data[data["status"] == Status.OK]
-    for (environment, _, model, batch, dtype), group in ok.sort_values(["environment", "task_rank", "label"]).groupby(
+    ordered = ok.sort_values(["environment", "task_rank", "label", "batch_size"], kind="stable")
+    for (environment, _, model, batch, dtype), group in ordered.groupby(
             ["environment", "task_rank", "model", "batch_size", "dtype"], sort=False):
         candidates = _measured_compiled(group)
         candidates = candidates[(candidates["parity"] != "fail") & (candidates["ci_low"] > 1.0)
@@ -185,13 +235,14 @@ def what_to_use(data: pd.DataFrame, catalog: Catalog) -> str:
         if data["dtype"].nunique() > 1:
             where[-1] += f" ({ltr(dtype, catalog)})"
         if candidates.empty:
-            rows.append([*where, mode_label(CompileMode.EAGER.value, catalog), "–", "–", "–", "–"])
+            rows.append([*where, mode_label(CompileMode.EAGER.value, catalog), "–", "–", "–", "–", "–"])
             continue
-        best = candidates.sort_values("speedup", ascending=False).iloc[0]
+        best, tied = choose(candidates)
         even = best["break_even"]
-        rows.append([*where, configuration(best, catalog), *speedup_cells(best, catalog),
+        rows.append([*where, _use_text(best, tied, catalog), *speedup_cells(best, catalog), _gate_word(best, catalog),
                      number(best["compile_s"], 1, catalog),
                      catalog.t("never") if even is None or pd.isna(even) else ltr(catalog.number(even, 0), catalog)])
     headers = [catalog.t("col_device"), catalog.t("col_model"), catalog.t("col_batch"), catalog.t("col_use"),
-               catalog.t("col_speedup_plain"), catalog.t("col_ci95"), catalog.t("col_compile_s"), catalog.t("col_break_even")]
+               catalog.t("col_speedup_plain"), catalog.t("col_ci95"), catalog.t("col_parity"),
+               catalog.t("col_compile_s"), catalog.t("col_break_even")]
     return markdown_table(headers, rows)

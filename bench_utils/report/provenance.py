@@ -19,6 +19,7 @@ from pathlib import Path
 import re
 from typing import Any, Iterable
 
+from babel.lists import format_list
 import pandas as pd
 import yaml
 
@@ -27,6 +28,7 @@ from ..parameters import quoted
 from ..records.schema import Record
 from .i18n import Catalog
 from .markdown import code, ltr
+from ..zoo.registry import label_of
 from ..vocabulary import CompileMode, Status
 
 CORRECTIONS = "corrections.yaml"
@@ -43,6 +45,9 @@ def coverage_lines(coverage: Iterable[dict[str, Any]], catalog: Catalog) -> list
                          grid=ltr(str(item["grid"]), catalog), folder=code(item["folder"], catalog))
         if item.get("from_pairs"):  # eager cells no record of their own holds
             line += " " + catalog.plural("coverage_from_pairs", item["from_pairs"], count=ltr(catalog.number(item["from_pairs"], 0), catalog))
+        if item.get("unmeasured_models"):  # named, not only counted: which of the grid's models are still to come
+            names = [ltr(label_of(model), catalog) for model in item["unmeasured_models"]]
+            line += " " + catalog.t("coverage_unmeasured_models", models=format_list(names, locale=catalog.locale))
         lines.append(line)
     return lines
 
@@ -56,8 +61,8 @@ def measured_before_switch_calls(data: pd.DataFrame, catalog: Catalog) -> str | 
                   & data["speedup"].notna() & data["switch_calls"].isna()]
     if before.empty:
         return None
-    names = sorted({f"{label} {batch} ({mode})" for label, batch, mode in
-                    zip(before["label"], before["batch_size"], before["mode"])})
+    cells = sorted(set(zip(before["label"], before["batch_size"].astype(int), before["mode"])))  # 1, 4, 16: not 1, 16, 4
+    names = [f"{label} {batch} ({mode})" for label, batch, mode in cells]
     return catalog.plural("measured_before_switch_calls", len(before), count=ltr(catalog.number(len(before), 0), catalog),
                      cells=ltr(", ".join(names), catalog))
 

@@ -13,7 +13,8 @@ from typing import Iterable
 
 from IPython.display import Image, Markdown, display
 
-from . import context, diagnosis, plots, provenance, tables, why
+from . import context, diagnosis, geometric_means, plots, provenance, tables, why
+from .guide_differences import guide_differences
 from ..measurement import stats
 from ..records.results_file import check_readable, skipped_lines_said
 from .energy_readings import PACE_RATIO
@@ -71,12 +72,27 @@ class ReportView:
         display(Markdown(opening), metadata=skipped_lines_metadata(self.skipped))
 
     def provenance_text(self) -> list[str]:
-        """What a reader must know before any figure (``provenance``): the grids' cells measured, the fields
-        known wrong, the cells measured with an earlier design."""
+        """What a reader must know before any figure: what sets these figures apart from the guide's
+        (``guide_differences``), and the grids' cells measured, the models not yet measured named (``provenance``).
+        The records' own bookkeeping comes after the results (``record_notes``)."""
+        differences = guide_differences(self.records, self.catalog, self.reference_csv)
+        return [*([differences] if differences else []), *provenance.coverage_lines(self.coverage, self.catalog)]
+
+    def record_notes_text(self) -> list[str]:
+        """The records' bookkeeping (``provenance``): the fields a study folder says are wrong, the cells measured
+        with an earlier design; none where there is nothing to say."""
         before = provenance.measured_before_switch_calls(self.data, self.catalog)
-        return [*provenance.coverage_lines(self.coverage, self.catalog),
-                *provenance.correction_lines(provenance.read_corrections(self.paths), self.records, self.catalog),
+        return [*provenance.correction_lines(provenance.read_corrections(self.paths), self.records, self.catalog),
                 *([before] if before else [])]
+
+    def record_notes(self) -> None:
+        """A section of its own after the results, where there are notes: a reader meets results first, not a
+        wrong commit or a dirty tree."""
+        notes = self.record_notes_text()
+        if notes:
+            t = self.catalog.t
+            self._markdown(f"## {t('record_notes_heading')}\n\n{t('record_notes_text')}\n\n"
+                           + "\n\n".join(f"- {note}" for note in notes))
 
     def skipped_text(self) -> list[str]:
         """A sentence per results file that had lines the reader skipped: how many (none: no sentence)."""
@@ -90,7 +106,7 @@ class ReportView:
         t = self.catalog.t
         parts = [f"## {t('summary_heading')}\n\n### {t('use_heading')}\n\n{t('use_text')}\n\n"
                  f"{diagnosis.what_to_use(self.data, self.catalog)}\n\n{t('summary_text')}\n\n"
-                 f"{tables.geomean_table(self.data, self.catalog)}"]
+                 f"{geometric_means.geomean_table(self.data, self.catalog)}"]
         comparison = tables.comparison_table(self.data, self.catalog)
         if comparison:  # several devices or torch versions: their speed-ups side by side
             parts.append(f"### {t('comparison_heading')}\n\n{t('comparison_text')}\n\n{comparison}")
@@ -103,7 +119,8 @@ class ReportView:
         parts = [f"## {t('guide_heading')}\n\n{t('guide_text', runs=ltr(runs, self.catalog))}\n\n"
                  + t("flags_text", cv=self.catalog.number(stats.NOISY_CV, 2),
                      shift=self.catalog.percent(stats.NOISY_OUTLIER_SHIFT),
-                     drift=self.catalog.percent(stats.DRIFT)) + " " + t("flag_no_cuda_graphs_text")
+                     drift=self.catalog.percent(stats.DRIFT)) + " " + t("flag_noisy_series_text")
+                 + " " + t("flag_no_cuda_graphs_text")
                  + " " + t("flag_gate_and_shapes_text") + " " + t("flag_gate_blind_text") + " " + t("flag_throttled_text")]
         for caption, table in tables.guide_tables(self.data, self.catalog):
             parts.append(f"### {caption}\n\n{table}")

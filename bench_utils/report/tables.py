@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from babel.lists import format_list
 import pandas as pd
 
 from ..measurement import stats
@@ -88,8 +89,11 @@ def guide_tables(data: pd.DataFrame, catalog: Catalog) -> list[tuple[str, str]]:
                 row = [catalog.t(f"task_{task}") if f"task_{task}" in catalog.messages else ltr(task, catalog),
                        ltr(label, catalog)]
                 flags: set[str] = set()
+                noisy: list[str] = []  # the series whose mean is not to take at face value, said in the flag
                 eager = cells.loc[(model, "eager")] if (model, "eager") in cells.index else None
                 eager_text = _cell_latency(eager, catalog, flags)
+                if eager is not None and is_noisy(eager):
+                    noisy.append(catalog.t("noisy_series_eager"))
                 eager_means = [eager["mean_ms"]] if eager is not None and eager["status"] == Status.OK else []
                 for index, mode in enumerate(columns):
                     compiled = cells.loc[(model, mode)] if mode is not None and (model, mode) in cells.index else None
@@ -99,13 +103,20 @@ def guide_tables(data: pd.DataFrame, catalog: Catalog) -> list[tuple[str, str]]:
                         row.append(ms(measured["eager_interleaved_ms"], catalog))
                         eager_means.append(measured["eager_interleaved_ms"])
                         if paired_eager_is_noisy(measured):
-                            flags.add(catalog.t("flag_noisy"))
+                            noisy.append(catalog.t("noisy_series_eager"))
                     else:
                         row.append(eager_text if index == 0 else "–")
                     if mode is None:
                         continue
                     row.append(_cell_latency(compiled, catalog, flags))
+                    if compiled is not None and is_noisy(compiled):
+                        noisy.append(catalog.t("noisy_series_compiled_mode", mode=mode_label(mode, catalog)) if many
+                                     else catalog.t("noisy_series_compiled"))
                     row += list(speedup_cells(measured, catalog)) if measured is not None else ["–", "–"]
+                if noisy:  # eager, compiled or both (with several modes, which): eager first, each once
+                    eager_word = catalog.t("noisy_series_eager")
+                    series = sorted(dict.fromkeys(noisy), key=lambda name: name != eager_word)
+                    flags.add(catalog.t("flag_noisy", series=format_list(series, locale=catalog.locale)))
                 if stats.drifted(*eager_means):
                     flags.add(catalog.t("flag_drift"))
                 if eager is not None and eager["status"] != Status.OK and len(eager_means):
@@ -135,8 +146,6 @@ def _cell_latency(row: pd.Series | None, catalog: Catalog, flags: set[str]) -> s
         flags.add(catalog.t("flag_parity_fail"))
     if is_true(row.get("parity_blind")):  # passed, but could not have failed: no word on accuracy
         flags.add(catalog.t("flag_gate_blind"))
-    if is_noisy(row):
-        flags.add(catalog.t("flag_noisy"))
     if row.get("parity_reference") in ("same-dtype", "none"):  # the gate fell back from float64
         flags.add(catalog.t(f"flag_parity_{row['parity_reference'].replace('-', '_')}",
                             tolerance=ltr(str(row.get("parity_tolerance")), catalog)))
@@ -193,22 +202,6 @@ def clocks_table(data: pd.DataFrame, catalog: Catalog) -> str | None:
     return markdown_table(headers, rows)
 
 
-def geomean_table(data: pd.DataFrame, catalog: Catalog) -> str:
-    """Geometric-mean speed-up per device, dtype, batch size, compiled mode and memory format (a
-    model in channels_last is not counted twice in one mean)."""
-    rows = []
-    ok = data[(data["status"] == Status.OK) & data["speedup"].notna()] if not data.empty else data
-    for (device, dtype, batch, mode, layout), group in ok.groupby(
-            ["environment", "dtype", "batch_size", "mode", "memory_format"]):
-        rows.append([environment_label(device, catalog), ltr(dtype, catalog), ltr(str(batch), catalog),
-                     mode_label(mode, catalog) + (f" ({ltr(layout, catalog)})" if layout != "contiguous" else ""),
-                     ltr(catalog.number(stats.geometric_mean(group["speedup"].to_numpy()), 2) + "×", catalog),
-                     ltr(str(len(group)), catalog)])
-    headers = [catalog.t("col_device"), catalog.t("col_dtype"), catalog.t("col_batch"), catalog.t("col_mode"),
-               catalog.t("col_geomean"), catalog.t("col_models")]
-    return markdown_table(headers, rows) if rows else catalog.t("no_results")
-
-
 def _compiled_rows(data: pd.DataFrame) -> list[pd.Series]:
     """The measured compiled cells, in the order every per-cell table lists them."""
     if data.empty:
@@ -263,17 +256,29 @@ def startup_table(data: pd.DataFrame, catalog: Catalog) -> str:
     for (environment, _, label, batch, dtype), group in ok.groupby(
             ["environment", "task_rank", "label", "batch_size", "dtype"], sort=True):
         by_mode = group.set_index("mode")
-        # eager compiles nothing: one call (its first-ever call's lazy set-up is not measured apart)
         eager = by_mode.loc["eager", "mean_ms"] if "eager" in by_mode.index else None  # ms: seconds read 0.00
         for mode in compiled_modes(group):
             row = by_mode.loc[mode]
             rows.append([environment_label(environment, catalog), ltr(label, catalog), mode_label(mode, catalog),
-                         ltr(str(batch), catalog), number(eager, 2, catalog),  # ms
+                         ltr(str(batch), catalog), _eager_call(row, eager, catalog),  # ms
                          number(row["first_answer_s"], 1, catalog), number(row["warm_first_answer_s"], 2, catalog),
                          _fresh_process(row, catalog)])
     headers = [*_cell_headers(catalog), catalog.t("col_eager_first_s"), catalog.t("col_cold_first_s"),
                catalog.t("col_warm_first_s"), catalog.t("col_fresh_process_s")]
     return markdown_table(headers, rows) if rows else catalog.t("no_results")
+
+
+def _eager_call(compiled: pd.Series, eager_cell_ms: float | None, catalog: Catalog) -> str:
+    """Eager compiles nothing: its start-up is one call (its first-ever call's lazy set-up is not measured apart),
+    the eager side of this row's own pairs (a mode's pairs measured eager apart from another mode's: ResNet-50's
+    3.69 ms beside default and 5.06 ms beside reduce-overhead on the H200); where they kept no eager figure, the
+    eager cell's own, said so."""
+    paired = compiled["eager_interleaved_ms"]
+    if pd.notna(paired):
+        return number(paired, 2, catalog)
+    if eager_cell_ms is None or pd.isna(eager_cell_ms):
+        return "–"
+    return catalog.t("eager_cell_figure", value=number(eager_cell_ms, 2, catalog))
 
 
 def _fresh_process(row: pd.Series, catalog: Catalog) -> str:

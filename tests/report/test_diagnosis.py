@@ -108,3 +108,61 @@ def test_a_remedy_that_loses_too_is_its_slow_cells_verdict_not_a_slower_cell_of_
     assert sorted(zip(slow["model"], slow["mode"])) == [("mobilenet", "default"), ("vit", "default")]
     vit = slow[slow["model"] == "vit"].iloc[0]
     assert diagnosis.verdict(vit, diagnosis.remedies_of(data, vit), Catalog("en")) == "Nothing tried beats eager: stay eager."
+
+
+def _use_rows(table):
+    """(model, batch) -> the row's cells, in the table's order."""
+    return [[cell.strip() for cell in line.strip("|").split("|")] for line in table.splitlines()[2:]]
+
+
+def test_what_to_use_lists_batch_sizes_in_numeric_order():
+    rows = _use_rows(diagnosis.what_to_use(frame(h200_records()), Catalog("en")))
+    for model in ("ResNet", "ConvNeXT", "BeiT"):
+        batches = [int(row[2]) for row in rows if row[1] == model]
+        assert batches == sorted(batches) and len(batches) == 3  # 1, 4, 16: not the text's 1, 16, 4
+
+
+@pytest.mark.parametrize("locale", ["en", "ar", "es"])
+def test_what_to_use_does_not_prefer_a_point_estimate_inside_overlapping_intervals(locale):
+    records = h200_records()
+    # ResNet at batch 16 reads 1.71x (1.67-1.75) under default: a reduce-overhead cell 1 % faster, interval overlapping
+    tied = remedy(records, "resnet", 16, 1.73, (1.69, 1.77), mode="reduce-overhead")
+    apart = remedy(records, "resnet", 16, 1.90, (1.80, 2.00), mode="reduce-overhead")
+    catalog = Catalog(locale)
+    label = catalog.mode_name("reduce-overhead", lambda name: diagnosis.ltr(name, catalog))
+    for extra, chosen_speedup, ties in ((tied, 1.71, True), (apart, 1.90, False)):
+        rows = _use_rows(diagnosis.what_to_use(frame(records + [extra]), catalog))
+        [row] = [row for row in rows if row[1] == diagnosis.ltr("ResNet", catalog)
+                 and row[2] == diagnosis.ltr("16", catalog)]
+        assert row[4] == diagnosis.ltr(catalog.number(chosen_speedup, 2) + "×", catalog)
+        said = catalog.t("use_tie", configuration=diagnosis.mode_label("default", catalog), others=label)
+        assert (row[3] == said) is ties
+        if not ties:
+            assert row[3] == label
+
+
+def test_the_simplest_of_tied_configurations_is_chosen_whatever_their_order():
+    import pandas as pd
+
+    def cell(mode, speedup, low, high, memory_format="contiguous"):
+        return {"compile_mode": mode, "memory_format": memory_format, "inductor": "default", "speedup": speedup,
+                "ci_low": low, "ci_high": high}
+
+    candidates = pd.DataFrame([cell("reduce-overhead", 1.30, 1.25, 1.35), cell("max-autotune", 1.10, 1.05, 1.15),
+                               cell("default", 1.29, 1.24, 1.34, "channels_last"), cell("default", 1.27, 1.22, 1.32)])
+    chosen, tied = diagnosis.choose(candidates)
+    assert (chosen["compile_mode"], chosen["memory_format"]) == ("default", "contiguous")
+    # those tied with the fastest, simplest first; max-autotune's interval lies apart: no tie
+    assert [(row["compile_mode"], row["memory_format"]) for row in tied] == [("default", "channels_last"),
+                                                                              ("reduce-overhead", "contiguous")]
+
+
+@pytest.mark.parametrize("locale", ["en", "ar", "es"])
+def test_what_to_use_never_says_passed_of_a_gate_that_could_not_fail(locale):
+    # random weights made MobileNet's logits about 1e-25 on the H200: its gate passes whatever compile does
+    catalog = Catalog(locale)
+    rows = _use_rows(diagnosis.what_to_use(frame(h200_records()), catalog))
+    gate = {(row[1], row[2]): row[6] for row in rows}
+    assert gate[(diagnosis.ltr("MobileNet", catalog), diagnosis.ltr("1", catalog))] == catalog.t("parity_blind")
+    assert gate[(diagnosis.ltr("ResNet", catalog), diagnosis.ltr("1", catalog))] == catalog.t("parity_pass")
+    assert catalog.t("col_parity") in diagnosis.what_to_use(frame(h200_records()), catalog).splitlines()[0]

@@ -2,6 +2,7 @@
 
 import json
 
+from babel.lists import format_list
 import pytest
 
 from bench_utils.report import provenance
@@ -92,3 +93,26 @@ def test_cells_measured_before_switch_calls_are_named_with_their_mode():
     line = provenance.measured_before_switch_calls(data, Catalog("en"))
     assert line.startswith("2 compiled cells") and "ResNet 1 (default), ResNet 1 (reduce-overhead)" in line
     assert provenance.measured_before_switch_calls(frame([_paired_record("default", 4.0, 2.0)]), Catalog("en")) is None
+
+
+def test_cells_measured_before_switch_calls_are_named_in_numeric_batch_order():
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_frame import _paired_record
+
+    data = frame([_paired_record("default", 4.0, 2.0, switch=False, batch_size=batch) for batch in (16, 4, 1)])
+    line = provenance.measured_before_switch_calls(data, Catalog("en"))
+    assert "ResNet 1 (default), ResNet 4 (default), ResNet 16 (default)" in line  # as text sorts them: 1, 16, 4
+
+
+@pytest.mark.parametrize("locale", ["en", "ar", "es"])
+def test_the_grids_models_not_measured_yet_are_named(locale):
+    catalog = Catalog(locale)
+    item = {"folder": "hf-guide-h200", "grid": "hf-guide", "device": "NVIDIA H200", "cells": 80, "measured": 46,
+            "unmeasured_models": ["maskformer", "owlvit"]}
+    [line] = provenance.coverage_lines([item], catalog)
+    names = [provenance.ltr(name, catalog) for name in ("Maskformer", "OwlViT")]  # their labels, not their keys
+    assert catalog.t("coverage_unmeasured_models", models=format_list(names, locale=locale)) in line
+    [line] = provenance.coverage_lines([{**item, "unmeasured_models": []}], catalog)
+    assert catalog.t("coverage_unmeasured_models", models="X").split("X")[0] not in line

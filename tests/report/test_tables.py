@@ -1,9 +1,10 @@
 from pathlib import Path
 
+from babel.lists import format_list
 import pandas as pd
 import pytest
 
-from bench_utils.report import context
+from bench_utils.report import context, geometric_means
 from bench_utils.report import tables as report_tables
 from bench_utils.report.frame import frame, latest_records, results_files
 from bench_utils.report.markdown import LRI, PDI, ltr
@@ -90,13 +91,13 @@ def test_tables_are_pipe_tables_and_rtl_numbers_are_isolated(data):
         lines = table.splitlines()
         assert lines[0].startswith("| ") and lines[1].startswith("|---")
         assert LRI in table and PDI in table
-    assert LRI not in report_tables.geomean_table(data, Catalog("en"))
+    assert LRI not in geometric_means.geomean_table(data, Catalog("en"))
 
 
 def test_geomean_compile_memory_reference_methodology(data, records):
     catalog = Catalog("en")
     compiled = data[(data["mode"] == "default") & (data["status"] == "ok")]
-    assert f"{compiled['speedup'].iloc[0]:.2f}×" in report_tables.geomean_table(data, catalog)
+    assert f"{compiled['speedup'].iloc[0]:.2f}×" in geometric_means.geomean_table(data, catalog)
     assert "| MobileNet | default | 1 |" in report_tables.compile_table(data, catalog)
     assert "| MobileNet | default | 1 |" in report_tables.memory_table(data, catalog)
     # the fixture's compiled model (MobileNet, batch 1, default) is in the guide's tables
@@ -140,7 +141,7 @@ def test_two_torch_versions_are_shown_apart_never_averaged(tmp_path):
     assert len(data) == 4
     assert sorted(set(data["environment"])) == ["CPU (EPYC) · torch 2.14.1", "CPU (EPYC) · torch 2.15.0"]
     catalog = Catalog("en")
-    geomean = report_tables.geomean_table(data, catalog)
+    geomean = geometric_means.geomean_table(data, catalog)
     assert "| 1.25×" in geomean and "| 2.50×" in geomean and "1.77×" not in geomean  # not the pooled mean
     captions = [caption for caption, _ in report_tables.guide_tables(data, catalog)]
     assert captions == ["CPU (EPYC) · torch 2.14.1, batch size 1", "CPU (EPYC) · torch 2.15.0, batch size 1"]
@@ -190,7 +191,7 @@ def test_device_words_and_mode_names_are_in_the_pages_language(tmp_path):
 
     def pages(catalog):
         parts = [caption + "\n" + table for caption, table in report_tables.guide_tables(data, catalog)]
-        parts += [report_tables.geomean_table(data, catalog), report_tables.comparison_table(data, catalog),
+        parts += [geometric_means.geomean_table(data, catalog), report_tables.comparison_table(data, catalog),
                   report_tables.compile_table(data, catalog), report_tables.memory_table(data, catalog)]
         parts += [device + "\n" + table for device, table in context.environment_tables(Rs(records), catalog)]
         return "\n".join(parts)
@@ -226,8 +227,9 @@ def test_the_startup_table_sets_cold_warm_and_aot_start_ups_beside_one_eager_cal
     table = report_tables.startup_table(frame(records), Catalog("en"))
     rows = {line.split(" | ")[2]: line for line in table.splitlines()[2:]}
     assert set(rows) == {"default", "aot-inductor"}
-    assert "| 20.00 | 30.0 | 4.00 | – |" in rows["default"]  # one eager call: 20 ms (in ms: seconds read 0.02)
-    assert "| 20.00 | 50.0 | 0.30 | 4.52 |" in rows["aot-inductor"]
+    # one eager call: 20 ms (in ms: seconds read 0.02), the eager cell's (these cells kept no pairs)
+    assert "| 20.00 (eager cell) | 30.0 | 4.00 | – |" in rows["default"]
+    assert "| 20.00 (eager cell) | 50.0 | 0.30 | 4.52 |" in rows["aot-inductor"]
     arabic = report_tables.startup_table(frame(records), Catalog("ar"))
     assert "Eager" not in arabic and "CPU" not in arabic and Catalog("ar").t("col_fresh_process_s") in arabic
 
@@ -366,17 +368,6 @@ def test_variants_are_rows_and_columns_of_their_own_in_every_locale():
         assert [cell.strip(" \u2066\u2069") for cell in lines[1].split("|")[-3:-1]] == ["1", "1"]
 
 
-def test_the_geometric_mean_keeps_a_channels_last_model_apart_from_its_contiguous_self():
-    records = [_variant_record("eager"), _variant_record("default", speedup=1.5),
-               _variant_record("eager", memory_format="channels_last"),
-               _variant_record("default", speedup=1.8, memory_format="channels_last")]
-    table = report_tables.geomean_table(frame(records), Catalog("en"))
-    rows = table.splitlines()[2:]
-    assert len(rows) == 2
-    assert any("channels_last" in row and "1.80×" in row and row.endswith("| 1 |") for row in rows)
-    assert any("channels_last" not in row and "1.50×" in row for row in rows)
-
-
 def test_a_cuda_graph_mode_cell_that_ran_without_cuda_graphs_is_flagged():
     from bench_utils import make_record
     from bench_utils.measurement.timing import Measurement
@@ -509,3 +500,76 @@ def test_the_clocks_table_shows_each_cells_ranges_and_eagers_trend_where_records
     assert report_tables.clocks_table(clocked, catalog).endswith("| -39.6% |")
     arabic = report_tables.clocks_table(clocked, Catalog("ar"))
     assert LRI in arabic  # numbers isolated in a right-to-left page
+
+
+def _measured(model, batch, speedup, mode="default"):
+    """A compiled cell of ``model`` with a speed-up (its own eager cell left out: the geometric means need none)."""
+    from bench_utils import make_record
+    from bench_utils.measurement.timing import Measurement
+
+    return make_record(dict(study="s", task="image-classification", model=model, batch_size=batch, compile_mode=mode,
+                            dtype="float32", device="cpu"),
+                       environment={"torch_version": "2.15.0", "cpu_model": "Test Processor"},
+                       measurement=Measurement(times_ms=[10.0, 10.0], first_call_ms=900.0),
+                       extra={"speedup": {"mean": speedup, "mean_ci95": [speedup * 0.9, speedup * 1.1]}})
+
+
+def _flags_of(data, catalog, label):
+    """The Flags cell of ``label``'s row in the guide's tables."""
+    for _, table in report_tables.guide_tables(data, catalog):
+        for line in table.splitlines():
+            cells = [cell.strip() for cell in line.strip("|").split("|")]
+            if cells[1] == ltr(label, catalog):
+                return cells[-1]
+    raise AssertionError(f"no row of {label}")
+
+
+@pytest.mark.parametrize("locale", ["en", "ar", "es"])
+def test_the_noisy_flag_says_which_series_tripped_it(data, locale):
+    catalog = Catalog(locale)
+    eager, compiled = catalog.t("noisy_series_eager"), catalog.t("noisy_series_compiled")
+    noisy = data.copy()
+    compiled_row = (noisy["model"] == "mobilenet") & (noisy["mode"] == "default")
+    noisy.loc[compiled_row, ["cv", "eager_interleaved_cv", "outlier_shift", "eager_interleaved_shift"]] = 0.01, 0.01, 0, 0
+    assert catalog.t("flag_noisy", series=compiled) not in _flags_of(noisy, catalog, "MobileNet")
+    noisy.loc[compiled_row, "cv"] = 0.5  # the compiled runs only
+    assert catalog.t("flag_noisy", series=compiled) in _flags_of(noisy, catalog, "MobileNet")
+    noisy.loc[compiled_row, ["cv", "eager_interleaved_cv"]] = [0.01, 0.5]  # the eager runs of its pairs only
+    assert catalog.t("flag_noisy", series=eager) in _flags_of(noisy, catalog, "MobileNet")
+    noisy.loc[compiled_row, "cv"] = 0.5  # both
+    both = format_list([eager, compiled], locale=locale)
+    assert catalog.t("flag_noisy", series=both) in _flags_of(noisy, catalog, "MobileNet")
+
+
+def test_with_several_modes_the_noisy_flag_names_the_compiled_mode():
+    from test_frame import _paired_record
+
+    data = frame([_paired_record("default", 4.0, 2.0), _paired_record("reduce-overhead", 4.0, 1.0)])
+    data[["cv", "eager_interleaved_cv", "outlier_shift", "eager_interleaved_shift"]] = 0.01, 0.01, 0.0, 0.0
+    data.loc[data["mode"] == "reduce-overhead", "cv"] = 0.5
+    catalog = Catalog("en")
+    assert _flags_of(data, catalog, "ResNet") == "noisy (compiled reduce-overhead)"
+
+
+def test_the_start_up_tables_eager_call_is_each_rows_own_pairs_eager():
+    from test_frame import _paired_record
+
+    data = frame([_paired_record("default", 4.0, 2.0), _paired_record("reduce-overhead", 5.0, 1.0)])
+    catalog = Catalog("en")
+    table = report_tables.startup_table(data, catalog)
+    for mode in ("default", "reduce-overhead"):
+        paired = data[data["mode"] == mode].iloc[0]["eager_interleaved_ms"]
+        [row] = [line for line in table.splitlines() if f"| {mode} |" in line]
+        assert f"| {paired:.2f} |" in row  # not the eager cell's, which default's pairs made
+    # no eager figure in the pairs: the eager cell's own, said to be so
+    from bench_utils import make_record
+    from bench_utils.measurement.timing import Measurement
+
+    eager = make_record(dict(study="s", task="image-classification", model="resnet", batch_size=1, compile_mode="eager",
+                             dtype="float32", device="cpu"),
+                        environment={"torch_version": "2.15.0", "cpu_model": "Test Processor"},
+                        measurement=Measurement(times_ms=[10.0, 10.0], first_call_ms=11.0))
+    for locale in ("en", "ar", "es"):
+        catalog = Catalog(locale)
+        table = report_tables.startup_table(frame([eager, _measured("resnet", 1, 2.0)]), catalog)
+        assert catalog.t("eager_cell_figure", value=ltr(catalog.number(10.0, 2), catalog)) in table

@@ -28,7 +28,8 @@ def _environment(record: Record) -> tuple[str | None, str | None, str]:
 
 def grid_coverage(folder: str | Path) -> list[dict[str, Any]]:
     """Per environment of the folder's records: the grid's name and file, its cells of that device kind, and
-    how many are measured. Empty where the folder keeps no grid or no record."""
+    how many are measured, and the grid's models none of whose cells is measured (their keys). Empty where the
+    folder keeps no grid or no record."""
     folder = Path(folder)
     grid_path, results = folder / GRID_COPY, folder / "results.jsonl"
     if not grid_path.is_file() or not results.is_file():
@@ -46,9 +47,15 @@ def grid_coverage(folder: str | Path) -> list[dict[str, Any]]:
     coverage = []
     for environment in sorted(set(recorded) | set(paired), key=str):
         name, torch_version, kind = environment
-        cells = [cell.identity().without_study() for cell in grid.cells if cell.device.split(":")[0] == kind]
+        of_kind = [cell for cell in grid.cells if cell.device.split(":")[0] == kind]
+        cells = [cell.identity().without_study() for cell in of_kind]
         own = {identity for identity in cells if identity in recorded[environment]}
         from_pairs = {identity for identity in cells if identity in paired[environment]} - own
+        measured = own | from_pairs
+        # the grid's models none of whose cells is measured yet: the page names them, not only counts them
+        measured_models = {cell.model for cell, identity in zip(of_kind, cells) if identity in measured}
+        unmeasured = sorted({cell.model for cell in of_kind} - measured_models)
         coverage.append({"folder": folder.name, "grid": grid.study, "device": name, "torch_version": torch_version,
-                         "cells": len(cells), "measured": len(own) + len(from_pairs), "from_pairs": len(from_pairs)})
+                         "cells": len(cells), "measured": len(measured), "from_pairs": len(from_pairs),
+                         "unmeasured_models": unmeasured})
     return coverage

@@ -45,3 +45,13 @@ def test_an_eager_cell_its_compiled_cells_pairs_measured_counts_and_is_said_so(t
     (tmp_path / "results.jsonl").write_text("\n".join(lines) + "\n")
     [found] = grid_coverage(tmp_path)
     assert (found["cells"], found["measured"], found["from_pairs"]) == (4, 4, 2)
+
+
+def test_the_grids_models_with_no_cell_measured_are_named(tmp_path):
+    (tmp_path / "grid.yaml").write_text(GRID.replace("models: [resnet]", "models: [resnet, vit, mobilenet]"))
+    grid = parse_grid({"study": "g", "runs": 3, "warmup": 1, "blocks": 1, "grids": [
+        {"models": ["resnet"], "batch_sizes": [1], "compile_modes": ["eager"]}]})
+    Runner(grid, tmp_path, executor=FakeNotebook()).run()
+    [found] = grid_coverage(tmp_path)
+    assert (found["cells"], found["measured"]) == (12, 1)
+    assert found["unmeasured_models"] == ["mobilenet", "vit"]  # resnet, measured at one cell of four, is not
