@@ -60,6 +60,11 @@ class CellIdentity(NamedTuple):
     def without_study(self) -> CellIdentity:
         return self._replace(study=None)
 
+    def without_replicate(self) -> CellIdentity:
+        """The cell whichever of its replicates (``r1`` for all): what a page counts and shows as one row."""
+        variant = dict(self.variant_fields(), replicate=VARIANT_FIELDS["replicate"][0])
+        return self._replace(variant=tuple(variant.values()))
+
 
 class RecordKey(NamedTuple):
     """A cell's identity, how it was measured (``settings_hash``) and on what (``environment_key``): the

@@ -36,7 +36,10 @@ def methodology_text(data: pd.DataFrame, catalog: Catalog) -> str:
         weights="; ".join(catalog.t(f"weights_{w}") if f"weights_{w}" in catalog.messages
                           else ltr(str(w), catalog) for w in weights)) + (
         # what the intervals cover, where any is shown: one run's pairs (``measurement.paired``), not between runs
-        " " + catalog.t("methodology_interval") if ok["ci_low"].notna().any() else "")
+        " " + catalog.t("methodology_interval") if ok["ci_low"].notna().any() else "") + (
+        # cells measured in replicates: their intervals are over fresh processes (``measurement.replicates``)
+        " " + catalog.t("methodology_replicates") if "replicates" in ok and (ok["replicates"].fillna(1) > 1).any()
+        else "")
 
 
 # The environment's keys the page shows, in its order, each under its name in the catalogs (``env_<key>``). TF32 is

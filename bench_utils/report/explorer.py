@@ -23,7 +23,7 @@ import pandas as pd
 
 from ..errors import UserError
 from ..records.results_file import skipped_lines_said
-from . import plots, regressions, selection as slices, tables, why
+from . import geometric_means, plots, regressions, selection as slices, tables, why
 from ..records.results_file import check_readable
 from .frame import frame, latest_records, project_paths, results_files
 from .i18n import Catalog
@@ -83,7 +83,7 @@ class Explorer:
         return (f"<h2>Summary</h2><p>{len(self.data)} cells from {sources}.</p>" + skipped
                 + table_html(slices.summary_table(self.data))
                 + "<h3>Geometric-mean speed-up</h3>"
-                + markdown_html(tables.geomean_table(self.data, Catalog("en"))))
+                + markdown_html(geometric_means.geomean_table(self.data, Catalog("en"))))
 
     def summary(self) -> None:
         display(HTML(self.summary_html()))

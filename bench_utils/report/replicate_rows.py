@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..measurement import stats
+from ..measurement.regime import regime_shift
 from ..measurement.replicates import METHOD, replicated_speedup
 from ..records.schema import Record
 
@@ -33,12 +34,23 @@ PRIVATE = ["_values_ms", "_eager_values_ms", "_log_ratios"]
 
 
 def replicate_columns(record: Record) -> dict[str, Any]:
-    """What a row keeps of a record for combining it with its cell's other replicates."""
+    """What a row keeps of a record for combining it with its cell's other replicates, and each side's regime
+    shift (``measurement.regime``: the levels' ratio; NaN where steady, or where the record kept no blocks)."""
     latency, speedup = record.latency, record.speedup
     values = [value * 1e3 for value in latency.values] if latency else None
     eager = [value * 1e3 for value in speedup.eager_values] if speedup and speedup.eager_values else None
+    sizes = speedup.block_runs if speedup else None
     return {"replicate": record.cell.replicate, "_values_ms": values, "_eager_values_ms": eager,
-            "_log_ratios": pair_log_ratios(values, eager, speedup.block_runs if speedup else None)}
+            "_log_ratios": pair_log_ratios(values, eager, sizes),
+            "regime_eager": regime_ratio(eager, sizes), "regime_compiled": regime_ratio(values, sizes)}
+
+
+def regime_ratio(values_ms: list[float] | None, block_runs: list[int] | None) -> float:
+    """How far apart the two levels of a side's block means are where they changed regime; NaN where not."""
+    if not values_ms or not block_runs or sum(block_runs) != len(values_ms):
+        return np.nan
+    shift = regime_shift([float(np.mean(block)) for block in stats.split_blocks(values_ms, block_runs)])
+    return shift.ratio if shift else np.nan
 
 
 def pair_log_ratios(compiled_ms: list[float] | None, eager_ms: list[float] | None,
@@ -63,6 +75,8 @@ def _combined_row(rows: pd.DataFrame) -> dict[str, Any]:
     ok = rows[rows["status"] == "ok"]
     base = (ok if not ok.empty else rows).sort_values("replicate").iloc[0].to_dict()
     base["replicates"] = len(ok) if not ok.empty else len(rows)
+    for column in ("regime_eager", "regime_compiled"):  # any replicate's shift: the largest
+        base[column] = (ok if not ok.empty else rows)[column].max()
     if len(ok) < 2 or any(values is None for values in ok["_values_ms"]):
         return base
     values = [value for replicate in ok["_values_ms"] for value in replicate]

@@ -121,7 +121,8 @@ class ReportView:
                      shift=self.catalog.percent(stats.NOISY_OUTLIER_SHIFT),
                      drift=self.catalog.percent(stats.DRIFT)) + " " + t("flag_noisy_series_text")
                  + " " + t("flag_no_cuda_graphs_text")
-                 + " " + t("flag_gate_and_shapes_text") + " " + t("flag_gate_blind_text") + " " + t("flag_throttled_text")]
+                 + " " + t("flag_gate_and_shapes_text") + " " + t("flag_gate_blind_text") + " " + t("flag_throttled_text")
+                 + " " + t("flag_regime_text") + " " + t("flag_replicates_text")]
         for caption, table in tables.guide_tables(self.data, self.catalog):
             parts.append(f"### {caption}\n\n{table}")
         switching = tables.switch_table(self.data, self.catalog)

@@ -4,7 +4,8 @@ A study folder keeps the grid it was last run from (``grid.yaml``). Per environm
 on (a GPU's name and torch version, as the report splits them), a cell of that grid is measured where an ``ok``
 or ``oom`` record of the same cell is there, whatever study name or settings it carries, or where a compiled
 cell's record measured it as the eager side of its pairs (``records.key.eager_side_key``): the counts resume
-and the report agree on. No torch is imported here.
+and the report agree on. A cell measured in replicates counts once, measured where any replicate is. No torch is
+imported here.
 """
 
 from __future__ import annotations
@@ -40,14 +41,15 @@ def grid_coverage(folder: str | Path) -> list[dict[str, Any]]:
     for record in read_records([results]):
         environment = _environment(record)
         if record.status in DONE_STATUSES:
-            recorded[environment].add(cell_identity(record).without_study())
+            recorded[environment].add(cell_identity(record).without_study().without_replicate())
         eager = eager_side_key(record)
         if eager is not None:
-            paired[environment].add(eager.identity.without_study())
+            paired[environment].add(eager.identity.without_study().without_replicate())
     coverage = []
     for environment in sorted(set(recorded) | set(paired), key=str):
         name, torch_version, kind = environment
-        of_kind = [cell for cell in grid.cells if cell.device.split(":")[0] == kind]
+        # a cell is one row of the page whatever its replicates: measured where any of them is
+        of_kind = [cell for cell in grid.cells if cell.device.split(":")[0] == kind and cell.settings.replicate == "r1"]
         cells = [cell.identity().without_study() for cell in of_kind]
         own = {identity for identity in cells if identity in recorded[environment]}
         from_pairs = {identity for identity in cells if identity in paired[environment]} - own

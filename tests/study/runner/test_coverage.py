@@ -55,3 +55,19 @@ def test_the_grids_models_with_no_cell_measured_are_named(tmp_path):
     [found] = grid_coverage(tmp_path)
     assert (found["cells"], found["measured"]) == (12, 1)
     assert found["unmeasured_models"] == ["mobilenet", "vit"]  # resnet, measured at one cell of four, is not
+
+
+def test_a_cell_in_replicates_counts_once_measured_where_any_replicate_is(tmp_path):
+    from bench_utils.records.key import cell_identity
+    from sample_records import R, ok_record
+
+    (tmp_path / "grid.yaml").write_text(
+        "study: s\nreplicates: 2\ngrids:\n  - models: [resnet]\n    batch_sizes: [1, 4]\n    compile_modes: [eager]\n")
+    from bench_utils.records.results_file import append_record
+
+    second = ok_record(study="s", batch_size=4, compile_mode="eager", replicate="r2",
+                       environment={"torch_version": "2.15.0", "cpu_model": "EPYC"})
+    assert cell_identity(R(second)).without_replicate().variant_fields()["replicate"] == "r1"
+    append_record(tmp_path / "results.jsonl", second)
+    (coverage,) = grid_coverage(tmp_path)
+    assert (coverage["cells"], coverage["measured"]) == (2, 1)
