@@ -45,6 +45,7 @@ from ...records.key import cell_file_name
 from ...records.build import JsonBlock, failure_record, measurement_settings, skipped_after_oom, with_phases
 from ...records.results_file import append_record
 from ...variants import compile_workers, modes as compile_module
+from ...variants.compiler_warmup import warm_up_compiler
 from ...variants.precision import configure_fp32_math, parse_dtype
 from ...variants.batch_shapes import SharedCompilation
 from ...zoo.loading import LoadedModel, load
@@ -139,6 +140,8 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
               **gpu_memory_cap(settings.gpu_memory_gib, device)}  # before anything is on the GPU
     if any(mode != CompileMode.EAGER for mode, _ in pairs):  # once per kernel: no cold compile pays its start
         compile_workers.ready(settings.backend)
+        # nor the process's first compile (variants.compiler_warmup): its seconds go to the kernel's start-up
+        warm_up_compiler(torch.device(device), settings.backend)
     kernel = _Kernel(environment=capture_environment(),
                      startup_s=_kernel_startup_s(started) if runner_pid else 0.0)
     written = []

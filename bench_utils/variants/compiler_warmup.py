@@ -1,0 +1,50 @@
+"""A process's one-off compile costs, paid before any cell's cold compile is timed.
+
+On the H200 the first compiled cell of a kernel compiled slower than the same model's next batch sizes
+(Segformer 16.7 s at batch 1 against 10.2 and 9.8 s, BEiT 22.4 s against 19.6 and 16.8 s: reports/hf-guide-h200),
+which inflated batch 1's cold compile and its break-even. What a process pays once is in that first figure:
+importing Inductor's code generation and Triton's compiler, their first kernel builds and loads, the first use of
+the FX-graph and autotuning caches. ``warm_up_compiler`` compiles a tiny model of the layers the study's models
+are made of (a convolution, a normalization, a matmul, a softmax) once, in caches of its own that it throws
+away, so that every cell's cold compile starts from a process that has compiled before. The kernel counts its
+seconds in its start-up (the first record's ``phases.startup_s``), never in a cell's compile.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import torch
+
+from .compile_cost import clear_in_memory_caches, fresh_caches
+from . import modes
+
+
+class _Tiny(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.norm = torch.nn.LayerNorm(8)
+        self.proj = torch.nn.Linear(8, 8)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        tokens = self.conv(images).flatten(2).transpose(1, 2)  # (batch, 64 positions, 8 channels)
+        return torch.softmax(self.proj(self.norm(torch.relu(tokens))), dim=-1).sum(dim=1)
+
+
+def warm_up_compiler(device: torch.device, backend: str | Callable[..., Any] = "inductor") -> float:
+    """Compile and call a tiny model on ``device`` with ``backend`` (fresh caches, dynamo reset after);
+    the seconds it took."""
+    start = time.perf_counter()
+    model = _Tiny().to(device).eval()
+    images = torch.randn(2, 3, 8, 8, device=device)
+    with torch.no_grad(), fresh_caches():
+        compiled = torch.compile(model, backend=backend)
+        for _ in range(2):
+            compiled(images)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+    modes.reset()
+    clear_in_memory_caches()
+    return time.perf_counter() - start
