@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..measurement import stats
 from .energy_text import joules_text, throttled_flag
+from .steadiness import steadiness_flags
 from .frame import compiled_modes
 from .i18n import Catalog
 from .markdown import (environment_label, integer, ltr, markdown_table, mib, mode_label, ms, number,
@@ -156,19 +157,9 @@ def _cell_latency(row: pd.Series | None, catalog: Catalog, flags: set[str]) -> s
     throttled = throttled_flag(row.get("throttled"), catalog)
     if throttled:  # the timed runs' clock was held down (a power cap, heat)
         flags.add(throttled)
-    shifted = regime_flag(row, catalog)
-    if shifted:
-        flags.add(shifted)
-    if (row.get("replicates") or 1) > 1:  # its interval is over fresh processes, not one run's pairs
-        flags.add(catalog.t("flag_replicates", count=ltr(str(int(row["replicates"])), catalog)))
+    flags.update(steadiness_flags(row, catalog))
     return ms(row["mean_ms"], catalog)
 
-
-def regime_flag(row: pd.Series, catalog: Catalog) -> str | None:
-    """``regime shift (eager x1.72, compiled x1.66)`` where a side's block means changed level; None where not."""
-    sides = [(catalog.t(f"noisy_series_{side}"), row.get(f"regime_{side}")) for side in ("eager", "compiled")]
-    shifted = [f"{name} ×{ratio:.2f}" for name, ratio in sides if ratio is not None and not pd.isna(ratio)]
-    return catalog.t("flag_regime", sides=format_list(shifted, locale=catalog.locale)) if shifted else None
 
 
 def switch_table(data: pd.DataFrame, catalog: Catalog) -> str | None:

@@ -1,0 +1,31 @@
+"""What the page says of a cell's steadiness: a regime shift inside its timed runs, and replicates across runs.
+
+``regime_eager`` and ``regime_compiled`` (``report.replicate_rows``, from ``measurement.regime``) are the ratio
+of a side's two levels where its block means changed level; ``replicates`` is how many fresh processes the
+cell's figures come from (its interval is then over them, ``measurement.replicates``).
+"""
+
+from __future__ import annotations
+
+from babel.lists import format_list
+import pandas as pd
+
+from .i18n import Catalog
+from .markdown import ltr
+
+
+def regime_flag(row: pd.Series, catalog: Catalog) -> str | None:
+    """``regime shift (eager x1.72 and compiled x1.66)`` where a side's block means changed level; None where
+    neither did."""
+    sides = [(catalog.t(f"noisy_series_{side}"), row.get(f"regime_{side}")) for side in ("eager", "compiled")]
+    shifted = [f"{name} ×{ratio:.2f}" for name, ratio in sides if ratio is not None and not pd.isna(ratio)]
+    return catalog.t("flag_regime", sides=format_list(shifted, locale=catalog.locale)) if shifted else None
+
+
+def steadiness_flags(row: pd.Series, catalog: Catalog) -> list[str]:
+    """A compiled row's flags: its regime shift, and its replicates where more than one."""
+    flags = [flag for flag in (regime_flag(row, catalog),) if flag]
+    replicates = row.get("replicates")
+    if replicates is not None and not pd.isna(replicates) and replicates > 1:
+        flags.append(catalog.t("flag_replicates", count=ltr(str(int(replicates)), catalog)))
+    return flags
