@@ -53,17 +53,54 @@ ENVIRONMENT_KEYS = ["torch_version", "torch_git_version", "torch_cuda_version", 
 
 def environment_tables(records: Iterable[Record], catalog: Catalog) -> list[tuple[str, str]]:
     """One table per device: the environment of its latest record, each key under its name in the page's language
-    and its value as a reader reads it (cuDNN 9.19.0, not 91900; on or off, not True or False)."""
+    and its value as a reader reads it (cuDNN 9.19.0, not 91900; on or off, not True or False). Where the device's
+    records came from several machines of that name (another GPU, host or commit: another lease), each is named with
+    its number of records, so that a reader sees which figures came from where."""
     by_device: dict[str, EnvironmentBlock] = {}
+    all_of_device: dict[str, list[Record]] = {}
     for record in records:
         by_device[device_name(record)] = record.environment
+        all_of_device.setdefault(device_name(record), []).append(record)
     tables = []
     for device, environment in sorted(by_device.items()):
         rows = [[catalog.t(f"env_{key}"), environment_value(key, environment.read(key), catalog)]
                 for key in ENVIRONMENT_KEYS]
+        for key, values in machine_spread(all_of_device[device]).items():
+            rows.append([catalog.t(f"env_{key}_all"), ltr(", ".join(f"{value} ({count})" for value, count in values),
+                                                          catalog)])
         tables.append((environment_label(device, catalog),
                        markdown_table([catalog.t("col_key"), catalog.t("col_value")], rows)))
     return tables
+
+
+def gpu_uuid(record: Record) -> str | None:
+    """The UUID of the GPU a record's cell ran on, shortened to its first group (bdc136f9), as a page names it."""
+    device = record.cell.device
+    if not device.startswith("cuda"):
+        return None
+    index = int(device.split(":", 1)[1]) if ":" in device else 0
+    uuid = next((gpu.uuid for gpu in record.environment.gpus or [] if gpu.index == index), None)
+    return uuid.removeprefix("GPU-").split("-")[0] if uuid else None
+
+
+# what differs between the machines of one name that a page names with its records' count (where more than one)
+SPREAD_KEYS = {"gpu_uuid": gpu_uuid, "cpu_model": lambda record: record.environment.cpu_model,
+               "git_commit": lambda record: (record.environment.read("git_commit") or "")[:7] or None}
+
+
+def machine_spread(records: list[Record]) -> dict[str, list[tuple[str, int]]]:
+    """Per key of ``SPREAD_KEYS`` whose value differs between ``records``: each value and how many records have it,
+    in the order first met."""
+    spread = {}
+    for key, read in SPREAD_KEYS.items():
+        counts: dict[str, int] = {}
+        for record in records:
+            value = read(record)
+            if value is not None:
+                counts[str(value)] = counts.get(str(value), 0) + 1
+        if len(counts) > 1:
+            spread[key] = list(counts.items())
+    return spread
 
 
 def environment_value(key: str, value: object, catalog: Catalog) -> str:

@@ -27,3 +27,21 @@ def test_the_environment_table_names_its_keys_and_shows_cudnns_tf32_in_every_lan
         assert rows[catalog.t("env_tf32_matmul")] == catalog.t("setting_off")
         assert rows[catalog.t("env_ram_total_bytes")] == ltr(f"{catalog.number(125.9, 1)} GiB", catalog)
         assert not any(key in table for key in context.ENVIRONMENT_KEYS)  # no raw keys
+
+
+def test_records_from_two_machines_of_one_name_are_named_each_with_its_count():
+    from bench_utils.report.context import environment_tables
+    from bench_utils.report.i18n import Catalog
+    from sample_records import R, ok_record
+
+    def on(uuid, commit):
+        return R(ok_record(device="cuda", environment={
+            "torch_version": "2.11.0", "git_commit": commit,
+            "gpus": [{"index": 0, "name": "NVIDIA H200", "uuid": f"GPU-{uuid}-0ab2-4c1e-9f00-000000000000"}]}))
+
+    (caption, table), = environment_tables([on("bdc136f9", "f9ea3be1"), on("566418d4", "fea7b02a"),
+                                            on("566418d4", "fea7b02a")], Catalog("en"))
+    assert "| GPUs measured on (records) | bdc136f9 (1), 566418d4 (2) |" in table
+    assert "| Project commits measured at (records) | f9ea3be (1), fea7b02 (2) |" in table
+    (_, alone), = environment_tables([on("bdc136f9", "f9ea3be1")], Catalog("es"))
+    assert "(registros)" not in alone  # one machine: nothing to tell apart
