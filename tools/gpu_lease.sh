@@ -5,7 +5,8 @@
 # 9 minutes) STEP: "guide" (default: params/hf-guide.yaml, resumed from reports/hf-guide-h200), "diagnose"
 # (the remedies of that study's slower cells, docs/diagnosis.md), "gpu-check" or "oom" (params/gpu-check.yaml,
 # params/guide-oom-16gb.yaml, from their -h200 folders), or "experiments" (issue 47: params/anchors.yaml into
-# anchors-h200, then tools/lease_experiments.py: why the host changes regime, what compiling beside timing costs).
+# anchors-h200, then tools/lease_experiments.py: why the host changes regime, what compiling beside timing costs;
+# LEASE_EXPERIMENTS_ARGS adds its options, e.g. "--regime-plan warm,warm,study --skip compile-alone").
 #
 # What the device tool taught the second lease: it brings back only a few files per command (so everything
 # leaves as ONE archive, $OUT/<step>-<start>-<pid>.tgz, packed every minute and at the end), and it copies the
@@ -75,7 +76,7 @@ elif [ "$LEFT" -gt 60 ] && [ "$STEP" = experiments ]; then
   echo "anchors exit $?" >> "$LOG"
   LEFT=$(( BUDGET - ($(date +%s) - START) - 30 ))
   PYTHONUNBUFFERED=1 python3 tools/lease_experiments.py run --out "$LEASE/experiments" --scratch "$T/scratch" \
-    --deadline-s "$LEFT" --packer-pause "$LEASE/packer-paused" >> "$LOG" 2>&1
+    --deadline-s "$LEFT" --packer-pause "$LEASE/packer-paused" ${LEASE_EXPERIMENTS_ARGS:-} >> "$LOG" 2>&1
   echo "experiments exit $?" >> "$LOG"
 elif [ "$LEFT" -gt 60 ]; then
   python3 -m bench_utils run "$GRID" --out "$STUDY" --time-limit "${LEFT}s" > "$LOG" 2>&1

@@ -414,7 +414,11 @@ def _probe_flags(args: argparse.Namespace, condition: str, groups: dict[str, lis
 
 
 def regime(args: argparse.Namespace, lease: Lease, groups: dict[str, Any]) -> bool:
-    plan = list(enumerate(REGIME_PLAN))
+    conditions = args.regime_plan.split(",") if args.regime_plan else REGIME_PLAN
+    unknown = sorted(set(conditions) - set(CONDITIONS))
+    if unknown:
+        raise SystemExit(f"error: unknown regime condition(s) {', '.join(unknown)}: use {', '.join(CONDITIONS)}")
+    plan = list(enumerate(conditions))
     random.Random(args.seed).shuffle(plan)
     complete = True
     for index, condition in plan:
@@ -587,6 +591,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--packer-pause", default=None, help="a file whose presence pauses the lease's packer")
     r.add_argument("--scratch", default=None, help="where compile caches go (default: beside --out)")
     r.add_argument("--skip", default="", help="steps not to run, comma-separated")
+    r.add_argument("--regime-plan", default=None, help="the regime step's conditions, comma-separated, repeats "
+                   f"allowed (default: {','.join(REGIME_PLAN)})")
     p = verbs.choices["probe"]
     p.add_argument("--condition", required=True)
     p.add_argument("--models", required=True)

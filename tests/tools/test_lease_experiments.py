@@ -49,3 +49,9 @@ def test_block_means_and_the_summary_of_a_probe_line(tmp_path, capsys):
 
 def test_the_host_canary_times_a_fixed_loop():
     assert 0 < lease_experiments.host_canary_ms() < 1000
+
+
+def test_a_regime_plan_names_known_conditions_only(tmp_path):
+    with pytest.raises(SystemExit, match="unknown regime condition"):
+        lease_experiments.main(["run", "--device", "cpu", "--out", str(tmp_path / "out"), "--deadline-s", "1",
+                                "--regime-plan", "warm,sleepy"])
