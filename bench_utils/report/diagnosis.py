@@ -112,12 +112,19 @@ def verdict(slow: pd.Series, remedies: pd.DataFrame, catalog: Catalog) -> str:
     above = passed[passed["ci_low"] > 1.0]
     if not above.empty:
         best = above.iloc[0]
-        return catalog.t("loses_recovered", configuration=configuration(best, catalog), speedup=_speedup(best, catalog))
+        return catalog.t("loses_recovered", configuration=configuration(best, catalog),
+                         speedup=_speedup(best, catalog)) + _blind(best, catalog)
     open_ = passed[passed["ci_high"] >= 1.0]
     if not open_.empty:
         best = open_.iloc[0]
-        return catalog.t("loses_open", configuration=configuration(best, catalog), speedup=_speedup(best, catalog))
+        return catalog.t("loses_open", configuration=configuration(best, catalog),
+                         speedup=_speedup(best, catalog)) + _blind(best, catalog)
     return catalog.t("loses_stay_eager")
+
+
+def _blind(remedy: pd.Series, catalog: Catalog) -> str:
+    """What a verdict adds where the remedy's accuracy gate could not have failed: it did not fail, and says nothing."""
+    return " " + catalog.t("loses_gate_blind") if is_true(remedy.get("parity_blind")) else ""
 
 
 def what_got_slower(slow: pd.Series, catalog: Catalog) -> str:

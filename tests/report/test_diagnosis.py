@@ -166,3 +166,14 @@ def test_what_to_use_never_says_passed_of_a_gate_that_could_not_fail(locale):
     assert gate[(diagnosis.ltr("MobileNet", catalog), diagnosis.ltr("1", catalog))] == catalog.t("parity_blind")
     assert gate[(diagnosis.ltr("ResNet", catalog), diagnosis.ltr("1", catalog))] == catalog.t("parity_pass")
     assert catalog.t("col_parity") in diagnosis.what_to_use(frame(h200_records()), catalog).splitlines()[0]
+
+
+@pytest.mark.parametrize("locale", ["en", "ar", "es"])
+def test_a_verdict_on_a_remedy_whose_gate_could_not_fail_says_so(diagnosed, locale):
+    # MobileNet's remedies' gates are blind (logits of about 1e-25): its verdict (0.98x, open) says so, ViT's not
+    catalog = Catalog(locale)
+    sections = diagnosis.losses_markdown(diagnosed, catalog).split("### ")[1:]
+    mobilenet = next(section for section in sections if "MobileNet" in section.splitlines()[0])
+    vit = next(section for section in sections if "ViT" in section.splitlines()[0])
+    assert catalog.t("loses_gate_blind") in mobilenet
+    assert catalog.t("loses_gate_blind") not in vit
