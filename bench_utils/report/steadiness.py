@@ -14,17 +14,19 @@ from .i18n import Catalog
 from .markdown import ltr
 
 
-def regime_flag(row: pd.Series, catalog: Catalog) -> str | None:
+def regime_flag(row: pd.Series, catalog: Catalog, mode: str | None = None) -> str | None:
     """``regime shift (eager x1.72 and compiled x1.66)`` where a side's block means changed level; None where
-    neither did."""
-    sides = [(catalog.t(f"noisy_series_{side}"), row.get(f"regime_{side}")) for side in ("eager", "compiled")]
+    neither did. ``mode``: the compiled side's mode, named where a row shows several."""
+    compiled = catalog.t("noisy_series_compiled_mode", mode=mode) if mode else catalog.t("noisy_series_compiled")
+    sides = [(catalog.t("noisy_series_eager"), row.get("regime_eager")), (compiled, row.get("regime_compiled"))]
     shifted = [f"{name} ×{ratio:.2f}" for name, ratio in sides if ratio is not None and not pd.isna(ratio)]
     return catalog.t("flag_regime", sides=format_list(shifted, locale=catalog.locale)) if shifted else None
 
 
-def steadiness_flags(row: pd.Series, catalog: Catalog) -> list[str]:
-    """A compiled row's flags: its regime shift, and its replicates where more than one."""
-    flags = [flag for flag in (regime_flag(row, catalog),) if flag]
+def steadiness_flags(row: pd.Series, catalog: Catalog, mode: str | None = None) -> list[str]:
+    """A compiled row's flags: its regime shift (``mode`` named where a row shows several), and its replicates
+    where more than one."""
+    flags = [flag for flag in (regime_flag(row, catalog, mode),) if flag]
     replicates = row.get("replicates")
     if replicates is not None and not pd.isna(replicates) and replicates > 1:
         flags.append(catalog.t("flag_replicates", count=ltr(str(int(replicates)), catalog)))

@@ -109,7 +109,7 @@ def guide_tables(data: pd.DataFrame, catalog: Catalog) -> list[tuple[str, str]]:
                         row.append(eager_text if index == 0 else "–")
                     if mode is None:
                         continue
-                    row.append(_cell_latency(compiled, catalog, flags))
+                    row.append(_cell_latency(compiled, catalog, flags, mode_label(mode, catalog) if many else None))
                     if compiled is not None and is_noisy(compiled):
                         noisy.append(catalog.t("noisy_series_compiled_mode", mode=mode_label(mode, catalog)) if many
                                      else catalog.t("noisy_series_compiled"))
@@ -138,7 +138,7 @@ def guide_tables(data: pd.DataFrame, catalog: Catalog) -> list[tuple[str, str]]:
     return tables
 
 
-def _cell_latency(row: pd.Series | None, catalog: Catalog, flags: set[str]) -> str:
+def _cell_latency(row: pd.Series | None, catalog: Catalog, flags: set[str], mode: str | None = None) -> str:
     if row is None:
         return catalog.t("status_missing")
     if row["status"] != Status.OK:
@@ -157,7 +157,7 @@ def _cell_latency(row: pd.Series | None, catalog: Catalog, flags: set[str]) -> s
     throttled = throttled_flag(row.get("throttled"), catalog)
     if throttled:  # the timed runs' clock was held down (a power cap, heat)
         flags.add(throttled)
-    flags.update(steadiness_flags(row, catalog))
+    flags.update(steadiness_flags(row, catalog, mode))  # with several modes, which one shifted
     return ms(row["mean_ms"], catalog)
 
 

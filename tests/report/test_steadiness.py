@@ -14,6 +14,9 @@ def test_a_regime_shift_names_each_side_that_shifted_with_its_levels_ratio():
     assert regime_flag(pd.Series({"regime_eager": np.nan, "regime_compiled": 1.2}), spanish) == \
         f"cambio de régimen ({spanish.t('noisy_series_compiled')} ×1.20)"
     assert regime_flag(pd.Series({"regime_eager": np.nan, "regime_compiled": np.nan}), Catalog("en")) is None
+    # a row of several modes names the one that shifted
+    assert regime_flag(pd.Series({"regime_eager": np.nan, "regime_compiled": 1.38}), Catalog("en"),
+                       mode="reduce-overhead") == "regime shift (compiled reduce-overhead ×1.38)"
 
 
 def test_replicates_are_flagged_only_where_there_are_several():
