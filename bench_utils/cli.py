@@ -83,12 +83,11 @@ def _cmd_cell(args: argparse.Namespace) -> int:
     from .variants import modes as compile_module
     from .variants.precision import configure_fp32_math
     from .zoo.loading import load
-
     from .measurement.devices import resolve_device
 
     check_mode(args.mode)
     resolve_device(args.device)  # a device this machine lacks: one line naming it and what the machine has
-    settings = Settings.from_parameters({name: getattr(args, name) for name in setting_names()})
+    settings = Settings.from_parameters({name: getattr(args, name) for name in setting_names() if hasattr(args, name)})
     config = {**measurement_settings(settings), **configure_fp32_math(settings.tf32),
               **gpu_memory_cap(settings.gpu_memory_gib, args.device)}
     loaded = load(args.model, weights=settings.weights, dtype=args.dtype, device=args.device,
@@ -101,7 +100,8 @@ def _cmd_cell(args: argparse.Namespace) -> int:
                       math_settings=config,
                       trace_prefix=str(traces / f"{Path(args.model).name}-bs{args.batch_size}-{args.mode}"))
     options = compile_module.options(args.mode, settings.backend, settings.fullgraph, settings.dynamic)
-    record = cell_record(result, loaded, study=args.study, compile_options=options, config=config)
+    record = cell_record(result, loaded, study=args.study, compile_options=options, config=config,
+                         variant=settings.variant_fields())
     from .report.cell_text import format_cell
 
     print(format_cell(record))
@@ -224,6 +224,8 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     """A flag per setting (``bench_utils.settings``), with its default and help; checked after parsing,
     as the grid and the notebooks check them (one line naming the setting)."""
     for item in setting_fields():
+        if not item.metadata["flag"]:  # a grid's business (its replicates): one cell has none
+            continue
         flag, accepts = "--" + item.name.replace("_", "-"), item.metadata["accepts"]
         kinds = accepts if isinstance(accepts, tuple) else (accepts,)
         if kinds == (bool,) and item.default is False:

@@ -89,16 +89,17 @@ def _replicates(value: int | None) -> int | None:
 
 def setting(default: Any, help: str, *, check: Callable[[Any], Any], accepts: type | tuple[type, ...],
             grid: str | None = ANYWHERE, record: str | None = HASHED, record_name: str | None = None,
-            choices: tuple[str, ...] | None = None, plural: str | None = None) -> Any:
+            choices: tuple[str, ...] | None = None, plural: str | None = None, flag: bool = True) -> Any:
     """A ``Settings`` field: its default and what the rest of the package derives from it.
 
     ``accepts``: the types a grid file or a notebook may give; ``choices``: the names the ``cell``
     command offers; ``plural``: an ``AXIS`` setting's sub-grid key; ``record_name``: its key in a
-    record's config where that differs from the field's name.
+    record's config where that differs from the field's name; ``flag``: the ``cell`` command offers it (a setting a
+    grid resolves across cells, such as replicates, is no flag of one cell).
     """
     return field(default=default, metadata={
         "help": help, "check": check, "accepts": accepts, "grid": grid, "record": record,
-        "record_name": record_name, "choices": choices, "plural": plural})
+        "record_name": record_name, "choices": choices, "plural": plural, "flag": flag})
 
 
 @dataclass(frozen=True)
@@ -137,10 +138,10 @@ class Settings:
     replicates: int | None = setting(None, f"fresh processes (kernels) a cell's runs and pairs are split over, so that "
                                      f"its interval includes the spread between runs (None: {GPU_REPLICATES} on a GPU, "
                                      "1 on a CPU)", check=_replicates, accepts=(int, type(None)),
-                                     record=WHEN_SET)
+                                     record=WHEN_SET, flag=False)
     replicate: str = setting(Replicate.R1.value, "which of the cell's replicates this is (r1: the first, or the only "
                              "one); the grid sets it", check=lambda value: str(check_replicate(value)), accepts=str,
-                             grid=None, record=IDENTITY, choices=names(Replicate))
+                             grid=None, record=IDENTITY, choices=names(Replicate), flag=False)
     portable_cache: bool = setting(False, "also time a fresh process started from the saved compile cache (once "
                                    "per model and mode)", check=_flag, accepts=bool, record=None)
     sync: str = setting(Sync.PER_CALL.value, "how a timed call is bracketed on a GPU: per-call (each from an idle "

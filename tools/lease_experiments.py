@@ -43,11 +43,12 @@ from typing import Any, Callable
 
 HERE = Path(__file__).resolve()
 
+PROBE_CORES = "{probe cores}"  # in a condition's flags: the timing process's cores (``core_groups``)
 # condition -> how its probe process differs from the study's way (the flags of ``probe``)
 CONDITIONS: dict[str, list[str]] = {
     "study": ["--study-compile"],
     "warm": [],
-    "pinned": ["--pin", "probe"],
+    "pinned": ["--pin", PROBE_CORES],
     "quiet": ["--no-nvml", "--compile-threads", "1"],
     "gc-freeze": ["--gc-freeze"],
     "pool-shut": ["--pool-shut"],
@@ -259,7 +260,8 @@ def probe(args: argparse.Namespace) -> int:
             line["threads_after"] = {"python": threading.active_count(), "os": os_threads()}
         modes.reset()
         del loaded, eager, compiled
-        torch.cuda.empty_cache() if device.type == "cuda" else None
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
         with open(args.out, "a") as handle:
             handle.write(json.dumps(line) + "\n")
         print(f"[probe {args.condition}] {key}: " + "; ".join(
@@ -277,8 +279,12 @@ def _segments(args: argparse.Namespace, compilers: "_Compilers | None") -> list[
     return states
 
 
+def _rounded(values: list[float]) -> list[float]:
+    return [round(value, 5) for value in values]  # ms: to 10 ns, plenty
+
+
 def _segment(comparison: Any, state: str, start: float) -> dict[str, Any]:
-    rounded = lambda values: [round(v, 5) for v in values]  # noqa: E731 - microseconds are plenty
+    rounded = _rounded
     paired = comparison.paired
     return {"state": state, "t_start": start, "t_end": time.time(),
             "eager_mean_ms": comparison.baseline.mean_ms, "compiled_mean_ms": comparison.candidate.mean_ms,
@@ -407,7 +413,7 @@ def _kill(process: subprocess.Popen) -> None:
 
 
 def _probe_flags(args: argparse.Namespace, condition: str, groups: dict[str, list[str]], index: int) -> list[str]:
-    flags = [("probe" in f and as_text(groups["probe"])) or f for f in CONDITIONS[condition]]
+    flags = [as_text(groups["probe"]) if flag == PROBE_CORES else flag for flag in CONDITIONS[condition]]
     return ["--condition", condition, "--models", args.models, "--batch", str(args.batch), "--runs", str(args.runs),
             "--blocks", str(args.blocks), "--seed", str(index), "--cache-dir", str(args.scratch / "shared-cache"),
             "--out", str(args.out / "regime.jsonl"), *flags]
@@ -521,19 +527,19 @@ def run(args: argparse.Namespace) -> int:
 # --- what the lines say -----------------------------------------------------------------------------------
 
 def block_means(times: list[float], blocks: int) -> list[float]:
-    size = len(times) // blocks
-    return [sum(times[i * size:(i + 1) * size]) / size for i in range(blocks)]
+    """A side's block means, its calls cut as ``compare`` cut them (``compare.block_sizes``)."""
+    from bench_utils.measurement.compare import block_sizes
+    from bench_utils.measurement.stats import split_blocks
+
+    return [sum(block) / len(block) for block in split_blocks(times, block_sizes(len(times), blocks))]
 
 
-def largest_step(means: list[float], edge: int = 3) -> tuple[int, float]:
-    """The split of a series of block means into a before and an after (each at least ``edge`` blocks) whose
-    means differ most: (the first block after, after's mean / before's)."""
-    best = (0, 1.0)
-    for k in range(edge, len(means) - edge + 1):
-        before, after = sum(means[:k]) / k, sum(means[k:]) / (len(means) - k)
-        if abs(after / before - 1) > abs(best[1] - 1):
-            best = (k, after / before)
-    return best
+def shift(means: list[float]) -> str:
+    """A side's regime shift in words (``measurement.regime``, as the report flags it), or "steady"."""
+    from bench_utils.measurement.regime import regime_shift, shift_text
+
+    found = regime_shift(means)
+    return shift_text(found, len(means)) if found else "steady"
 
 
 def summarize(args: argparse.Namespace) -> int:
@@ -543,7 +549,6 @@ def summarize(args: argparse.Namespace) -> int:
             for segment in line["segments"]:
                 blocks = len(segment["order"])
                 eager, compiled = (block_means(segment[f"{side}_ms"], blocks) for side in ("eager", "compiled"))
-                step_e, step_c = largest_step(eager), largest_step(compiled)
                 probes = segment["probes"].get("baseline") or []
                 stats = [p["stat"] for p in probes if p.get("stat")]
                 busy = steal = None
@@ -557,8 +562,8 @@ def summarize(args: argparse.Namespace) -> int:
                 print(f"{line['condition']:>15} {line['model']:>9} {segment['state']:>8} "
                       f"eager {segment['eager_mean_ms']:7.3f} compiled {segment['compiled_mean_ms']:7.3f} "
                       f"x{segment['speedup']:.3f} ({ci[0]:.3f}-{ci[1]:.3f}) median x{segment['median_speedup']:.3f}"
-                      f"{'' if inside else ' (outside)'} | step eager {step_e[1]:.2f}@{step_e[0]} "
-                      f"compiled {step_c[1]:.2f}@{step_c[0]} | blocks eager {min(eager):.2f}-{max(eager):.2f} | "
+                      f"{'' if inside else ' (outside)'} | eager {shift(eager)}; compiled {shift(compiled)} | "
+                      f"blocks eager {min(eager):.2f}-{max(eager):.2f} | "
                       f"host busy {busy if busy is None else round(busy, 3)} steal {steal} sm {clocks} "
                       f"compile {line['compile']['wall_s']:.1f}s")
     return 0

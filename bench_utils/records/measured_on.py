@@ -52,12 +52,17 @@ class EnvironmentBlock(Block):
     cluster_node_id: str | None = None
     timestamp_utc: str | None = None
 
-    def gpu_name(self, device: str) -> str | None:
-        """Name of the GPU that ``device`` (such as 'cuda:0') designates; None for a CPU or a GPU not listed."""
+    def gpu(self, device: str) -> GpuEntry | None:
+        """The GPU that ``device`` (such as 'cuda:0') designates; None for a CPU or a GPU not listed."""
         if not device.startswith("cuda"):
             return None
         index = int(device.split(":", 1)[1]) if ":" in device else 0
-        return next((gpu.name for gpu in self.gpus or [] if gpu.index == index), None)
+        return next((gpu for gpu in self.gpus or [] if gpu.index == index), None)
+
+    def gpu_name(self, device: str) -> str | None:
+        """Name of the GPU that ``device`` designates; None for a CPU or a GPU not listed."""
+        gpu = self.gpu(device)
+        return gpu.name if gpu else None
 
 
 class ConfigBlock(Block):

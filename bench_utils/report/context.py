@@ -75,12 +75,8 @@ def environment_tables(records: Iterable[Record], catalog: Catalog) -> list[tupl
 
 def gpu_uuid(record: Record) -> str | None:
     """The UUID of the GPU a record's cell ran on, shortened to its first group (bdc136f9), as a page names it."""
-    device = record.cell.device
-    if not device.startswith("cuda"):
-        return None
-    index = int(device.split(":", 1)[1]) if ":" in device else 0
-    uuid = next((gpu.uuid for gpu in record.environment.gpus or [] if gpu.index == index), None)
-    return uuid.removeprefix("GPU-").split("-")[0] if uuid else None
+    gpu = record.environment.gpu(record.cell.device)
+    return gpu.uuid.removeprefix("GPU-").split("-")[0] if gpu and gpu.uuid else None
 
 
 # what differs between the machines of one name that a page names with its records' count (where more than one)

@@ -216,8 +216,8 @@ def _row(record: Record) -> dict[str, Any]:
 
 def _warm_break_even(compiled: CompileBlock, speedup: SpeedupBlock | None, latency: LatencyBlock | None) -> float:
     """The calls after which the warm compile pays for itself, by the saving per call the cold break-even reads
-    (the pairs' eager mean less the compiled one); NaN where no warm compile was measured here, None-like NaN
-    too where compiling never pays (the cold column says never)."""
+    (the pairs' eager mean less the compiled one); NaN where no warm compile was measured here, or where compiling
+    never pays (the cold column says never)."""
     if compiled.warm_ms is None or speedup is None or speedup.eager_mean_ms is None or latency is None:
         return np.nan
     calls = stats.break_even_calls(compiled.warm_ms, speedup.eager_mean_ms, latency.mean * 1e3)

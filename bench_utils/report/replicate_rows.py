@@ -74,11 +74,11 @@ def _side(values: list[float]) -> dict[str, float]:
 def _combined_row(rows: pd.DataFrame) -> dict[str, Any]:
     ok = rows[rows["status"] == "ok"]
     base = (ok if not ok.empty else rows).sort_values("replicate").iloc[0].to_dict()
-    base["replicates"] = len(ok) if not ok.empty else len(rows)
     for column in ("regime_eager", "regime_compiled"):  # any replicate's shift: the largest
         base[column] = (ok if not ok.empty else rows)[column].max()
     if len(ok) < 2 or any(values is None for values in ok["_values_ms"]):
-        return base
+        return {**base, "replicates": 1}  # the figures shown are one replicate's
+    base["replicates"] = len(ok)
     values = [value for replicate in ok["_values_ms"] for value in replicate]
     side = _side(values)
     base.update(mean_ms=side["mean"], median_ms=side["median"], p50_ms=side["median"], p99_ms=side["p99"],

@@ -22,18 +22,11 @@ def test_cores_are_parsed_and_split_between_the_timing_process_and_three_compile
     assert small["probe"] == [0] and all(small[f"compiler{i}"] == [1] for i in range(3))
 
 
-def test_the_largest_step_finds_where_block_means_change_regime():
-    means = [8.7] * 5 + [15.0] * 20 + [8.7] * 5
-    first_after, ratio = lease_experiments.largest_step(means)
-    assert first_after == 5 and ratio == pytest.approx(
-        (15.0 * 20 + 8.7 * 5) / 25 / 8.7)
-    assert lease_experiments.largest_step([4.0] * 30) == (0, 1.0)  # steady: no step
-
-
 def test_block_means_and_the_summary_of_a_probe_line(tmp_path, capsys):
-    times = [1.0] * 10 + [2.0] * 10
-    assert lease_experiments.block_means(times, 2) == [1.0, 2.0]
-    segment = {"state": "alone", "order": "bc", "eager_ms": [2.0] * 20, "compiled_ms": times,
+    assert lease_experiments.block_means([1.0] * 10 + [2.0] * 10, 2) == [1.0, 2.0]
+    # the compiled side changes level at its 6th block of 10 (eager steady): as the report flags it
+    times = [1.0] * 10 + [1.0 + 0.01 * (i % 3) for i in range(40)] + [1.6] * 50
+    segment = {"state": "alone", "order": "bcbcbcbcbc", "eager_ms": [2.0] * 100, "compiled_ms": times,
                "eager_mean_ms": 2.0, "compiled_mean_ms": 1.5, "speedup": 1.4, "speedup_ci95": [1.0, 2.0],
                "median_speedup": 1.5, "probes": {"baseline": [
                    {"stat": {"total": 100, "idle": 90, "steal": 0}, "sm_clock_mhz": 1980},
@@ -45,10 +38,7 @@ def test_block_means_and_the_summary_of_a_probe_line(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "warm" in out and "x1.400 (1.000-2.000)" in out
     assert "host busy 0.5 steal 0.1 sm [1980]" in out  # 50 of 100 jiffies busy, 10 stolen
-
-
-def test_the_host_canary_times_a_fixed_loop():
-    assert 0 < lease_experiments.host_canary_ms() < 1000
+    assert "eager steady; compiled two levels x1.59 apart, 5 of 10 blocks slow, the first change at block 6" in out
 
 
 def test_a_regime_plan_names_known_conditions_only(tmp_path):

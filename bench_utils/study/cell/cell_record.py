@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from ...measurement.compare import Comparison
 from ...measurement.paired import METHOD
@@ -10,7 +10,7 @@ from ...records.build import JsonBlock, make_record
 from ...variants import modes as compile_module
 from ...zoo.loading import LoadedModel
 from .measured_cell import CellResult
-from ...vocabulary import Replicate, Status
+from ...vocabulary import Status
 
 
 SIDES = {"baseline": "eager", "candidate": "compiled"}  # compare's sides, as a record names them
@@ -55,8 +55,10 @@ def _bounds(interval: tuple[float, float] | None) -> list[float] | None:
 def cell_record(result: CellResult, loaded: LoadedModel, *, study: str,
                 config: JsonBlock | None = None,
                 compile_options: dict[str, Any] | None = None,
-                environment: JsonBlock | None = None, replicate: str = Replicate.R1.value) -> dict[str, Any]:
-    """The result record of a measured cell (``replicate``: which of the cell's replicates its kernel measured)."""
+                environment: JsonBlock | None = None, variant: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The result record of a measured cell. ``variant``: the identity settings it was measured under
+    (``Settings.variant_fields``: its replicate, say; a missing one is its default); the loaded model's layout
+    and the result's shapes and Inductor configuration stand for theirs, as what was measured."""
     compile_block = {**(compile_options or compile_module.options(result.mode)), **result.compile}
     extra: dict[str, Any] = {"model": loaded.info()}
     if result.comparison is not None:
@@ -75,9 +77,8 @@ def cell_record(result: CellResult, loaded: LoadedModel, *, study: str,
     if result.eager_memory is not None:
         memory = {**(memory or {}), "eager": result.eager_memory}
     cell: JsonBlock = {"study": study, "task": loaded.task, "model": loaded.key, "batch_size": result.batch_size,
-                       "compile_mode": result.mode, "dtype": loaded.dtype, "device": loaded.device,
-                       "memory_format": loaded.memory_format, "shapes": result.shapes, "inductor": result.inductor,
-                       "replicate": replicate}
+                       "compile_mode": result.mode, "dtype": loaded.dtype, "device": loaded.device, **(variant or {}),
+                       "memory_format": loaded.memory_format, "shapes": result.shapes, "inductor": result.inductor}
     return make_record(
         cell, status=Status.OK, measurement=result.measurement, memory=memory, compile=compile_block,
         # the weights measured, never the request ("auto" resolves to random or pretrained)

@@ -242,7 +242,7 @@ class _ModelCells:
                 record = cell_record(result, loaded, study=self.study, config=self.config,
                                      compile_options=compile_module.options(mode, settings.backend, settings.fullgraph,
                                                                             settings.dynamic),
-                                     environment=self.kernel.environment, replicate=settings.replicate)
+                                     environment=self.kernel.environment, variant=settings.variant_fields())
             except Exception as exc:
                 status = Status.OOM if is_out_of_memory(exc) else Status.ERROR
                 if status == Status.OOM:  # batches ascend within a mode: the rest of it is larger

@@ -17,7 +17,7 @@ from typing import Any
 from ...records.key import cell_identity, eager_side_key
 from ...records.results_file import read_records
 from ...records.schema import Record
-from ...vocabulary import DONE_STATUSES
+from ...vocabulary import DONE_STATUSES, Replicate
 from ..grid.grid_file import GRID_COPY, load_grid
 
 
@@ -49,7 +49,8 @@ def grid_coverage(folder: str | Path) -> list[dict[str, Any]]:
     for environment in sorted(set(recorded) | set(paired), key=str):
         name, torch_version, kind = environment
         # a cell is one row of the page whatever its replicates: measured where any of them is
-        of_kind = [cell for cell in grid.cells if cell.device.split(":")[0] == kind and cell.settings.replicate == "r1"]
+        of_kind = [cell for cell in grid.cells if cell.device.split(":")[0] == kind
+                   and cell.settings.replicate == Replicate.R1]
         cells = [cell.identity().without_study() for cell in of_kind]
         own = {identity for identity in cells if identity in recorded[environment]}
         from_pairs = {identity for identity in cells if identity in paired[environment]} - own
