@@ -1,7 +1,7 @@
 """bench_utils: measure, explain and publish torch.compile inference speed-ups on vision models.
 
 Public API (``from bench_utils import measure, compare``): ``measure`` / ``Measurement``
-and ``compare`` / ``Comparison`` (timing), ``MemoryProbe`` (memory),
+``compare`` / ``Comparison`` and ``compare_many`` / ``RowComparison`` (timing), ``MemoryProbe`` (memory),
 ``capture_environment`` (environment), ``make_record``, ``append_record``,
 ``read_records`` and ``read_results`` (result records), ``load_model`` and
 ``list_models`` (the model zoo).
@@ -27,6 +27,7 @@ __version__ = "0.1.0"
 
 _PUBLIC = {
     "Comparison": "measurement.compare", "compare": "measurement.compare",
+    "RowComparison": "measurement.compare", "compare_many": "measurement.compare",
     "Measurement": "measurement.timing", "measure": "measurement.timing",
     "MemoryProbe": "measurement.memory",
     "capture_environment": "environment.capture",

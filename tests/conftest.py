@@ -52,3 +52,20 @@ def tiny_vit():
     config = ViTConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                        intermediate_size=64, image_size=32, patch_size=8, num_labels=10)
     return ViTForImageClassification(config).eval(), {"pixel_values": torch.randn(2, 3, 32, 32)}
+
+
+@pytest.fixture
+def modes_as_backends(monkeypatch):
+    """Each compile mode its own cheap backend (aot_eager's work, a callable of its own): dynamo then keeps one
+    entry per mode, as it does for inductor's modes, without inductor's C++ compiles on this CPU."""
+    from torch._dynamo.backends.debugging import aot_eager
+    from bench_utils.variants import modes
+
+    backends = {}
+
+    def backend_for(mode):
+        return backends.setdefault(mode, lambda graph, example_inputs: aot_eager(graph, example_inputs))
+
+    monkeypatch.setattr(modes, "compile_model", lambda model, mode, **options: torch.compile(
+        model, backend=backend_for(mode), fullgraph=options.get("fullgraph", False), dynamic=options.get("dynamic")))
+    return backends

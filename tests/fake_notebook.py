@@ -29,7 +29,8 @@ class FakeNotebook:
         assert parameters["show"] is False
         by_pair = {(c.compile_mode, c.batch_size): c for c in group.cells}
         # the kernel's order is the notebook's own (task.run), from its parameters alone
-        ordered = [by_pair[pair] for pair in execution_order(map(tuple, parameters["only_cells"]))]
+        by_batch = parameters["settings"].get("shapes", "static") == "static"  # as task.run decides
+        ordered = [by_pair[pair] for pair in execution_order(map(tuple, parameters["only_cells"]), by_batch)]
         with self.lock:
             self.active[device] += 1
             if self.active[device] > 1:

@@ -18,12 +18,17 @@ speed-up come from the calls after them, and the switch's cost is recorded and s
 ``between_blocks``, where given, is called after every block, outside the timed calls, and what
 it returns is kept per block (a GPU's clock, say), so that what moves between blocks can be read
 from the record.
+
+``compare_many`` times one baseline in the same rounds as several candidates (eager beside every
+compile mode of a row): each round holds one block of every side in a random order, and every two
+sides are timed in either order equally often (``round_orders``), so that each candidate's speed-up
+is paired with the one baseline series, and a row has one eager figure, not one per mode.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -99,39 +104,132 @@ def compare(baseline_fn: Callable[[], Any], candidate_fn: Callable[[], Any], *,
     check_arguments(baseline_fn, warmup, runs, name="baseline_fn")
     check_arguments(candidate_fn, warmup, runs, name="candidate_fn")
     check_sync(sync)
-    if isinstance(switch_calls, bool) or not isinstance(switch_calls, int) or switch_calls < 0:
-        raise ValueError(f"switch_calls must be an integer >= 0, got {switch_calls!r}")
+    check_switch_calls(switch_calls)
     sizes = block_sizes(runs, min(DEFAULT_PAIRS, runs) if blocks is None else blocks)
     orders = pair_orders(len(sizes), order_seed)
     resolved = resolve_device(device)
     timer = timer or make_timer(resolved, sync)
 
-    first_ms = {}
-    for side, fn in (("baseline", baseline_fn), ("candidate", candidate_fn)):
-        first_ms[side] = time_first_call(fn, resolved)
-        for _ in range(warmup - 1):
-            fn()
-
-    fns = {"baseline": baseline_fn, "candidate": candidate_fn}
-    times: dict[str, list[list[float]]] = {"baseline": [], "candidate": []}
-    switches: dict[str, list[tuple[float, ...]]] = {"baseline": [], "candidate": []}
-    probes: dict[str, list[Any]] = {"baseline": [], "candidate": []}
-    with gc_paused():
-        for size, candidate_first in zip(sizes, orders):
-            for side in (("candidate", "baseline") if candidate_first else ("baseline", "candidate")):
-                block = timer.time_calls(fns[side], switch_calls + size)
-                switches[side].append(tuple(block[:switch_calls]))
-                times[side].append(block[switch_calls:])
-                if between_blocks is not None:
-                    probes[side].append(between_blocks())
+    first_ms = _first_calls({"baseline": baseline_fn, "candidate": candidate_fn}, resolved, warmup)
+    sides_in_order = [("candidate", "baseline") if first else ("baseline", "candidate") for first in orders]
+    times, switches, probes = _timed_rounds({"baseline": baseline_fn, "candidate": candidate_fn}, sides_in_order,
+                                            sizes, timer, switch_calls, between_blocks)
 
     def measurement(side: str) -> Measurement:
-        return Measurement(times_ms=[t for block in times[side] for t in block],
-                           first_call_ms=first_ms[side], device=str(resolved), timer=timer.name,
-                           warmup=warmup, sync=getattr(timer, "sync", sync))
+        return _measurement(times[side], first_ms[side], resolved, timer, warmup, sync)
 
     return Comparison(baseline=measurement("baseline"), candidate=measurement("candidate"),
                       paired=paired_speedup(times["baseline"], times["candidate"], seed=order_seed),
                       order_seed=order_seed, candidate_first=orders, switch_calls=switch_calls,
                       switch_ms={side: tuple(blocks) for side, blocks in switches.items()},
                       block_probes={side: tuple(found) for side, found in probes.items()} if between_blocks else {})
+
+
+@dataclass(frozen=True)
+class RowComparison:
+    """One baseline timed in the same rounds as several candidates: each candidate's ``Comparison`` against the
+    one baseline series, and the rounds' order (``sides``' indices per round: 0 is the baseline)."""
+
+    comparisons: dict[str, Comparison]
+    sides: tuple[str, ...]                  # the baseline's name, then the candidates'
+    round_order: tuple[tuple[int, ...], ...]
+
+    @property
+    def baseline(self) -> Measurement:
+        return next(iter(self.comparisons.values())).baseline
+
+    def order_text(self) -> list[str]:
+        """Each round's order as a record keeps it: the sides' indices, "021" (0: the baseline)."""
+        return ["".join(str(side) for side in order) for order in self.round_order]
+
+
+def round_orders(rounds: int, sides: int, seed: int) -> tuple[tuple[int, ...], ...]:
+    """The order of ``sides`` blocks in each of ``rounds`` rounds: half the rounds random permutations, the other
+    half the same permutations reversed (an odd round out: one more at random), shuffled. Every two sides are
+    then timed in either order equally often (to one round), so an order effect cannot favour one of them; with
+    two sides it is ``pair_orders``' balance."""
+    rng = np.random.default_rng(seed)
+    drawn = [tuple(int(i) for i in rng.permutation(sides)) for _ in range(rounds // 2)]
+    orders = drawn + [order[::-1] for order in drawn]
+    if rounds % 2:
+        orders.append(tuple(int(i) for i in rng.permutation(sides)))
+    return tuple(orders[i] for i in rng.permutation(rounds))
+
+
+def compare_many(baseline_fn: Callable[[], Any], candidates: Mapping[str, Callable[[], Any]], *,
+                 baseline_name: str = "baseline", warmup: int = 10, runs: int = 300, blocks: int | None = None,
+                 device: str | torch.device | None = None, timer: Any | None = None, sync: str = SYNC_PER_CALL,
+                 order_seed: int = 0, switch_calls: int = SWITCH_CALLS,
+                 between_blocks: Callable[[], Any] | None = None) -> RowComparison:
+    """``compare`` for several candidates at once: in each of ``blocks`` rounds one block of the baseline and of
+    every candidate, in the round's random order (``round_orders``), so that one baseline series is timed in the
+    same span as every candidate and each candidate's speed-up is paired, round by round, with it."""
+    if not candidates:
+        raise ValueError("compare_many needs at least one candidate")
+    names = (baseline_name, *candidates)
+    if len(set(names)) != len(names):
+        raise ValueError(f"the sides need distinct names, got {list(names)}")
+    fns = {baseline_name: baseline_fn, **candidates}
+    for name, fn in fns.items():
+        check_arguments(fn, warmup, runs, name=name)
+    check_sync(sync)
+    check_switch_calls(switch_calls)
+    sizes = block_sizes(runs, min(DEFAULT_PAIRS, runs) if blocks is None else blocks)
+    orders = round_orders(len(sizes), len(names), order_seed)
+    resolved = resolve_device(device)
+    timer = timer or make_timer(resolved, sync)
+    first_ms = _first_calls(fns, resolved, warmup)
+    times, switches, probes = _timed_rounds(fns, [[names[i] for i in order] for order in orders], sizes, timer,
+                                            switch_calls, between_blocks)
+    baseline = _measurement(times[baseline_name], first_ms[baseline_name], resolved, timer, warmup, sync)
+    comparisons = {}
+    for index, name in enumerate(names[1:], start=1):
+        sides = {"baseline": baseline_name, "candidate": name}
+        comparisons[name] = Comparison(
+            baseline=baseline, candidate=_measurement(times[name], first_ms[name], resolved, timer, warmup, sync),
+            paired=paired_speedup(times[baseline_name], times[name], seed=order_seed), order_seed=order_seed,
+            candidate_first=tuple(order.index(index) < order.index(0) for order in orders),
+            switch_calls=switch_calls,
+            switch_ms={side: tuple(switches[key]) for side, key in sides.items()},
+            block_probes={side: tuple(probes[key]) for side, key in sides.items()} if between_blocks else {})
+    return RowComparison(comparisons, names, orders)
+
+
+def check_switch_calls(switch_calls: Any) -> None:
+    if isinstance(switch_calls, bool) or not isinstance(switch_calls, int) or switch_calls < 0:
+        raise ValueError(f"switch_calls must be an integer >= 0, got {switch_calls!r}")
+
+
+def _first_calls(fns: Mapping[str, Callable[[], Any]], device: torch.device, warmup: int) -> dict[str, float]:
+    """Each side's first call, timed apart, then the rest of its ``warmup`` untimed calls."""
+    first_ms = {}
+    for side, fn in fns.items():
+        first_ms[side] = time_first_call(fn, device)
+        for _ in range(warmup - 1):
+            fn()
+    return first_ms
+
+
+def _timed_rounds(fns: Mapping[str, Callable[[], Any]], orders: Sequence[Sequence[str]], sizes: Sequence[int],
+                  timer: Any, switch_calls: int, between_blocks: Callable[[], Any] | None
+                  ) -> tuple[dict[str, list[list[float]]], dict[str, list[tuple[float, ...]]], dict[str, list[Any]]]:
+    """Per round, one block of every side in the round's order: each side's timed calls per block, its switch
+    calls per block, and what ``between_blocks`` returned after each of its blocks."""
+    times: dict[str, list[list[float]]] = {side: [] for side in fns}
+    switches: dict[str, list[tuple[float, ...]]] = {side: [] for side in fns}
+    probes: dict[str, list[Any]] = {side: [] for side in fns}
+    with gc_paused():
+        for size, order in zip(sizes, orders):
+            for side in order:
+                block = timer.time_calls(fns[side], switch_calls + size)
+                switches[side].append(tuple(block[:switch_calls]))
+                times[side].append(block[switch_calls:])
+                if between_blocks is not None:
+                    probes[side].append(between_blocks())
+    return times, switches, probes
+
+
+def _measurement(blocks: list[list[float]], first_ms: float, device: torch.device, timer: Any, warmup: int,
+                 sync: str) -> Measurement:
+    return Measurement(times_ms=[t for block in blocks for t in block], first_call_ms=first_ms, device=str(device),
+                       timer=timer.name, warmup=warmup, sync=getattr(timer, "sync", sync))

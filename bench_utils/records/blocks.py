@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from annotated_types import Ge
+from annotated_types import Ge, Len
 from pydantic import BaseModel, ConfigDict
 
 from .value_types import (Bounds, CompileModeName, Count, Device, DTypeName, Interval, NonNegative, Positive, Share,
@@ -135,12 +135,22 @@ class SpeedupBlock(Block):
     switch_calls: Count | None = None                 # calls at each block's start kept out of the statistics
     switch_ms: SwitchCalls | None = None        # each side's switch calls (ms), per block
     block_clocks: BlockClocks | None = None     # each side's GPU clock after every block
+    # since rows (None before: each compiled mode timed against an eager series of its own)
+    timed_with: list[str] | None = None         # the compiled modes timed beside this eager series, in one span
+    round_order: list[Annotated[str, Len(1, 64)]] | None = None  # a row of several: each round's sides in order,
+                                                                 # "0" eager, "1"... timed_with's modes
 
-    def after_a_switch(self) -> dict[str, list[bool]] | None:
-        """Per side (``eager``, ``compiled``), per block, whether the block timed just before it was the other
-        side's: a switch of sides. Within a pair the second block always follows one; a pair's first block only
-        where the pair before it ended with the other side ("cb" then "bc": no switch). The first block follows
-        the warm-up, no timed block, and counts as none. None where the record keeps no ``order``."""
+    def after_a_switch(self, mode: str | None = None) -> dict[str, list[bool]] | None:
+        """Per side (``eager``, ``compiled``), per block, whether the block timed just before it was another side's:
+        a switch of sides. Within a pair the second block always follows one; a pair's first block only where the
+        pair before it ended with the other side ("cb" then "bc": no switch). In a row's rounds (``round_order``)
+        the compiled side is ``mode``'s (the record's compile mode) and any other side before a block is a switch.
+        The first block follows the warm-up, no timed block, and counts as none. None where the record keeps no
+        order, or a row's record is read without its mode."""
+        if self.round_order and self.timed_with:
+            if mode not in self.timed_with:
+                return None
+            return self._after_a_switch_in_rounds(str(self.timed_with.index(mode) + 1))
         if not self.order or set(self.order) - {"c", "b"}:
             return None
         found: dict[str, list[bool]] = {"eager": [], "compiled": []}
@@ -150,6 +160,23 @@ class SpeedupBlock(Block):
                 found[side].append(previous is not None and previous != side)
                 previous = side
         return found
+
+    def _after_a_switch_in_rounds(self, mine: str) -> dict[str, list[bool]]:
+        found: dict[str, list[bool]] = {"eager": [], "compiled": []}
+        previous = None
+        for order in self.round_order or []:
+            for side in order:
+                name = "eager" if side == "0" else "compiled" if side == mine else None
+                if name is not None:
+                    found[name].append(previous is not None and previous != side)
+                previous = side
+        return found
+        for index in range(1, len(self.timed_with) + 1):
+            side = str(index)
+            if all(round_.find(side) >= 0 and ("c" if round_.find(side) < round_.find("0") else "b") == first
+                   for round_, first in zip(self.round_order, self.order)):
+                return side
+        return None
 
 
 class AotFreshProcess(Block):
@@ -367,7 +394,9 @@ class ProfileBlock(Block):
 
 
 class SharedMeasurementBlock(Block):
-    """An eager cell timed as the eager side of a compiled cell's pairs: one measurement, two records."""
+    """An eager cell timed as the eager side of a compiled cell's pairs, or of a row's rounds: one measurement,
+    several records."""
 
     with_compile_mode: str
     design: str | None = None
+    timed_with: list[str] | None = None   # since rows: the compiled modes timed beside it (None: not said)

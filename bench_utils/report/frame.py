@@ -158,7 +158,9 @@ def _row(record: Record) -> dict[str, Any]:
         "eager_interleaved_shift": _shift(eager_values),
         # the design since the first GPU run: each block's first call kept out (NaN: measured before it)
         "switch_calls": _or_nan(speedup.switch_calls if speedup else None),
-        **_switch_costs(latency, speedup),
+        **_switch_costs(latency, speedup, cell.compile_mode),
+        # the compiled modes timed beside its eager series (since rows; None: each mode had an eager series of its own)
+        "timed_with": ", ".join(speedup.timed_with) if speedup and speedup.timed_with else None,
         **_clocks_and_trend(speedup),
         "eager_source": None,  # an eager row made from a compiled cell's pairs: that cell's mode
         "eager_side_stands": eager_side_stands_for_its_cell(record),  # its pairs' eager is the eager cell
@@ -245,14 +247,14 @@ def _cv(values: list[float] | None) -> float:
     return float(stats.summarize(values)["cv"]) if values else np.nan
 
 
-def _switch_costs(latency: LatencyBlock | None, speedup: SpeedupBlock | None) -> dict[str, float]:
+def _switch_costs(latency: LatencyBlock | None, speedup: SpeedupBlock | None, mode: str) -> dict[str, float]:
     """What the first call after switching sides cost each side (ms, the median over the blocks that followed the
     other side's: half the pairs start with the side that ended the pair before, and their first call switched
     nothing; on the H200 counting them made ResNet's 43.2 % read 41.1 %); NaN in a record measured before switch
     calls were kept apart, or without its eager runs or the order its blocks ran in."""
     costs = {"switch_cost_ms": np.nan, "eager_switch_cost_ms": np.nan,
              "switch_cost_share": np.nan, "eager_switch_cost_share": np.nan}  # of each block's mean (median)
-    switched = speedup.after_a_switch() if speedup is not None else None
+    switched = speedup.after_a_switch(mode) if speedup is not None else None
     if speedup is None or not speedup.block_runs or not speedup.switch_calls or switched is None:
         return costs
     switch, sizes = speedup.switch_ms, speedup.block_runs

@@ -13,7 +13,7 @@ from typing import Iterable
 
 from IPython.display import Image, Markdown, display
 
-from . import context, diagnosis, geometric_means, plots, provenance, tables, why
+from . import context, diagnosis, geometric_means, guide_table, plots, provenance, tables, why
 from .guide_differences import guide_differences
 from ..measurement import stats
 from ..records.results_file import check_readable, skipped_lines_said
@@ -123,7 +123,7 @@ class ReportView:
                  + " " + t("flag_no_cuda_graphs_text")
                  + " " + t("flag_gate_and_shapes_text") + " " + t("flag_gate_blind_text") + " " + t("flag_throttled_text")
                  + " " + t("flag_regime_text") + " " + t("flag_replicates_text")]
-        for caption, table in tables.guide_tables(self.data, self.catalog):
+        for caption, table in guide_table.guide_tables(self.data, self.catalog):
             parts.append(f"### {caption}\n\n{table}")
         switching = tables.switch_table(self.data, self.catalog)
         if switching:  # the interleaving's own cost, kept out of the figures above

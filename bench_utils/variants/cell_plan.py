@@ -127,6 +127,13 @@ def eager_side_stands(mode: str, warmup: int) -> bool:
     return mode != CompileMode.EAGER and warmed_up_as_its_eager_cell(timed_warmup(mode, warmup), warmup)
 
 
+def timed_in_rows(mode: str, shapes: str) -> bool:
+    """Whether a ``mode`` cell is timed in its row (``study.cell.measured_row``): every torch.compile mode of a
+    batch size beside one eager series, in one span. A dynamic batch's compilation serves its mode's next batch
+    sizes, and an AOTInductor package is no dynamo compilation: those cells time their own pairs."""
+    return mode != CompileMode.EAGER and mode not in AOT_MODES and shapes == Shapes.STATIC
+
+
 def plan_cell(mode: str, *, warmup: int, runs: int, cuda: bool, profile: bool = True, shapes: str = Shapes.STATIC,
               portable_cache: bool = False, warm_compile: bool = True, reuses_compilation: bool = False,
               shares_pairs: bool = False) -> CellPlan:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+import os
 from typing import Any, Callable, Iterator
 
 import torch
@@ -57,6 +58,25 @@ def fresh_caches() -> Iterator[None]:
         yield
 
 
+@contextmanager
+def cache_folder(folder: str | os.PathLike) -> Iterator[None]:
+    """Inductor's and Triton's caches in ``folder`` for the block, kept after it: a row's mode compiles cold
+    there, and again from it (``variants.row_compilation``), as ``fresh_caches`` does with a folder it deletes."""
+    folder = os.fspath(folder)
+    clear_in_memory_caches()
+    saved = {name: os.environ.get(name) for name in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")}
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = folder
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(folder, "triton")
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def clear_in_memory_caches() -> None:
     """Forget compiled code held in memory, so the next compilation reads the disk cache."""
     from torch._inductor.utils import clear_caches
@@ -77,6 +97,7 @@ class CompiledCell:
     cache_note: str | None = None       # how it was compiled, where neither cold-then-warm nor cold-only
     workers: dict[str, Any] | None = None      # the compile-worker pool before the cold compilation
     cuda_graphs: bool | str | None = None      # what the timed compilation did (None: as the options say)
+    timed_again: dict[str, Any] | None = None  # a row's mode compiled once more to be timed: its calls and report
 
     def costs(self, eager_ms: float) -> dict[str, Any]:
         """Cold and warm compile cost, given one eager call's time (ms), and what compiling found:
@@ -103,11 +124,7 @@ def _time_compiling_calls(forward: Callable[[], Any], mode: str,
 def _compile_and_time(model: torch.nn.Module, mode: str, make_forward: Callable, device: torch.device,
                       options: dict[str, Any]) -> tuple[Callable[[], Any], list[float], dict[str, Any]]:
     modes.reset()
-    at_start = modes.dynamo_snapshot()
-    forward = make_forward(modes.compile_model(model, mode, **options))
-    times, graphs = _time_compiling_calls(forward, mode, device)
-    after = modes.dynamo_snapshot()
-    return forward, times, {**modes.compile_report(at_start, after, after), **graphs}
+    return compile_again(model, mode, make_forward, device, **options)
 
 
 def compile_cold_then_warm(model: torch.nn.Module, mode: str, make_forward: Callable,
@@ -136,6 +153,18 @@ def compile_cold_then_warm(model: torch.nn.Module, mode: str, make_forward: Call
                         cold_stats=cold_stats, warm_stats=warm_stats,
                         after_warm=modes.dynamo_snapshot(), workers=workers,
                         cuda_graphs=cuda_graph_checks.used(mode, device.type, warm_stats))
+
+
+def compile_again(model: torch.nn.Module, mode: str, make_forward: Callable, device: torch.device, *,
+                  backend: str = "inductor", fullgraph: bool = False,
+                  dynamic: bool | None = None) -> tuple[Callable[[], Any], list[float], dict[str, Any]]:
+    """``model`` compiled once more, with no dynamo reset (other modes' compilations stay callable), from the
+    caches in force (``cache_folder``): the forward, its compiling calls' times and the compilation's report."""
+    at_start = modes.dynamo_snapshot()
+    forward = make_forward(modes.compile_model(model, mode, backend=backend, fullgraph=fullgraph, dynamic=dynamic))
+    times, graphs = _time_compiling_calls(forward, mode, device)
+    after = modes.dynamo_snapshot()
+    return forward, times, {**modes.compile_report(at_start, after, after), **graphs}
 
 
 def reuse_compiled(compiled_model: Any, mode: str, make_forward: Callable, device: torch.device,

@@ -167,8 +167,10 @@ def test_a_cpu_cell_whose_resident_memory_did_not_move_is_not_measurable_not_zer
     assert pd.isna(failed["peak_bytes"]) and failed["peak_method"] is None
 
 
-def _paired_record(mode, eager_ms, compiled_ms, *, penalty_ms=0.0, batch_size=1, switch=True, cell_warmup=1):
-    """A compiled cell's record as a kernel writes it, from a comparison on a simulated machine."""
+def _paired_record(mode, eager_ms, compiled_ms, *, penalty_ms=0.0, batch_size=1, switch=True, cell_warmup=1,
+                   timed_with=()):
+    """A compiled cell's record as a kernel writes it, from a comparison on a simulated machine (``timed_with``: the
+    row's modes, where it was timed in one; none: the earlier design, each mode beside an eager series of its own)."""
     from switching_machine import SwitchingMachine
     from bench_utils import compare
     from bench_utils.study.cell.cell_record import speedup_block
@@ -177,7 +179,7 @@ def _paired_record(mode, eager_ms, compiled_ms, *, penalty_ms=0.0, batch_size=1,
                                {"eager": penalty_ms, "compiled": penalty_ms})
     comparison = compare(machine.side("eager"), machine.side("compiled"), warmup=1, runs=60, blocks=6,
                          device="cpu", timer=machine, switch_calls=1 if switch else 0)
-    speedup = speedup_block(comparison)
+    speedup = speedup_block(comparison, tuple(timed_with))
     if not switch:  # a record of the first GPU run: none of the fields the switch calls brought
         for key in ("eager_values", "block_runs", "switch_calls", "switch_ms"):
             speedup.pop(key)

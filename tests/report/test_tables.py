@@ -4,7 +4,7 @@ from babel.lists import format_list
 import pandas as pd
 import pytest
 
-from bench_utils.report import context, geometric_means
+from bench_utils.report import context, geometric_means, guide_table
 from bench_utils.report import tables as report_tables
 from bench_utils.report.frame import frame, latest_records, results_files
 from bench_utils.report.markdown import LRI, PDI, ltr
@@ -34,7 +34,7 @@ def test_the_latest_record_of_each_cell_wins_across_studies(records, data):
 
 
 def test_every_model_appears_in_the_table_of_its_device_and_batch(data):
-    tables = dict(report_tables.guide_tables(data, Catalog("en")))
+    tables = dict(guide_table.guide_tables(data, Catalog("en")))
     for (device, batch), group in data.groupby(["device_name", "batch_size"]):
         table = tables[f"{device}, batch size {batch}"]
         for label in group["label"]:
@@ -42,7 +42,7 @@ def test_every_model_appears_in_the_table_of_its_device_and_batch(data):
 
 
 def test_oom_and_error_cells_say_so(data):
-    tables = dict(report_tables.guide_tables(data, Catalog("en")))
+    tables = dict(guide_table.guide_tables(data, Catalog("en")))
     batch2 = tables[next(c for c in tables if c.endswith("batch size 2"))]
     assert "| timm:resnet18 | OOM |" in batch2
     batch1 = tables[next(c for c in tables if c.endswith("batch size 1"))]
@@ -50,18 +50,18 @@ def test_oom_and_error_cells_say_so(data):
     row = next(line for line in batch1.splitlines() if "| MobileNet |" in line)
     compiled = data[(data["model"] == "mobilenet") & (data["mode"] == "default")].iloc[0]
     assert f"| MobileNet | {compiled['eager_interleaved_ms']:,.2f} |" in row and "eager cell: error" in row
-    arabic = dict(report_tables.guide_tables(data, Catalog("ar")))
+    arabic = dict(guide_table.guide_tables(data, Catalog("ar")))
     assert any("نفاد الذاكرة" in table for table in arabic.values())
 
 
 def test_speedup_with_interval_and_flags(data):
-    tables = dict(report_tables.guide_tables(data, Catalog("en")))
+    tables = dict(guide_table.guide_tables(data, Catalog("en")))
     batch1 = tables[next(c for c in tables if c.endswith("batch size 1"))]
     compiled = data[(data["mode"] == "default") & (data["status"] == "ok")].iloc[0]
     row = next(line for line in batch1.splitlines() if f"| {compiled['label']} |" in line)
     assert f"| {compiled['speedup']:.2f}× | {compiled['ci_low']:.2f}–{compiled['ci_high']:.2f} |" in row
     noisy = pd.Series({"status": "ok", "cv": 0.5, "outlier_fraction": 0.0})
-    assert report_tables.is_noisy(noisy) and not report_tables.is_noisy(noisy.replace(0.5, 0.01))
+    assert guide_table.is_noisy(noisy) and not guide_table.is_noisy(noisy.replace(0.5, 0.01))
 
 
 def test_drift_between_standalone_and_interleaved_eager_is_flagged(data):
@@ -70,11 +70,11 @@ def test_drift_between_standalone_and_interleaved_eager_is_flagged(data):
     eager = (drifted["model"] == "mobilenet") & (drifted["mode"] == "eager")
     drifted.loc[eager, ["status", "mean_ms"]] = ["ok", 100.0]
     drifted.loc[compiled, "eager_interleaved_ms"] = 50.0
-    batch1 = dict(report_tables.guide_tables(drifted, Catalog("en")))
+    batch1 = dict(guide_table.guide_tables(drifted, Catalog("en")))
     row = next(line for table in batch1.values() for line in table.splitlines() if "| MobileNet |" in line)
     assert "drift" in row
     drifted.loc[compiled, "eager_interleaved_ms"] = 95.0  # within 10 %
-    batch1 = dict(report_tables.guide_tables(drifted, Catalog("en")))
+    batch1 = dict(guide_table.guide_tables(drifted, Catalog("en")))
     row = next(line for table in batch1.values() for line in table.splitlines() if "| MobileNet |" in line)
     assert "drift" not in row
 
@@ -82,12 +82,12 @@ def test_drift_between_standalone_and_interleaved_eager_is_flagged(data):
 def test_parity_failure_is_flagged(data):
     broken = data.copy()
     broken.loc[broken["mode"] == "default", "parity"] = "fail"
-    tables = dict(report_tables.guide_tables(broken, Catalog("en")))
+    tables = dict(guide_table.guide_tables(broken, Catalog("en")))
     assert any("parity failed" in table for table in tables.values())
 
 
 def test_tables_are_pipe_tables_and_rtl_numbers_are_isolated(data):
-    for caption, table in report_tables.guide_tables(data, Catalog("ar")):
+    for caption, table in guide_table.guide_tables(data, Catalog("ar")):
         lines = table.splitlines()
         assert lines[0].startswith("| ") and lines[1].startswith("|---")
         assert LRI in table and PDI in table
@@ -143,7 +143,7 @@ def test_two_torch_versions_are_shown_apart_never_averaged(tmp_path):
     catalog = Catalog("en")
     geomean = geometric_means.geomean_table(data, catalog)
     assert "| 1.25×" in geomean and "| 2.50×" in geomean and "1.77×" not in geomean  # not the pooled mean
-    captions = [caption for caption, _ in report_tables.guide_tables(data, catalog)]
+    captions = [caption for caption, _ in guide_table.guide_tables(data, catalog)]
     assert captions == ["CPU (EPYC) · torch 2.14.1, batch size 1", "CPU (EPYC) · torch 2.15.0, batch size 1"]
     comparison = report_tables.comparison_table(data, catalog)
     header = comparison.splitlines()[0]
@@ -190,7 +190,7 @@ def test_device_words_and_mode_names_are_in_the_pages_language(tmp_path):
     assert set(data["environment"]) == {"CPU (unknown)", "GPU"}  # grouping stays locale-neutral
 
     def pages(catalog):
-        parts = [caption + "\n" + table for caption, table in report_tables.guide_tables(data, catalog)]
+        parts = [caption + "\n" + table for caption, table in guide_table.guide_tables(data, catalog)]
         parts += [geometric_means.geomean_table(data, catalog), report_tables.comparison_table(data, catalog),
                   report_tables.compile_table(data, catalog), report_tables.memory_table(data, catalog)]
         parts += [device + "\n" + table for device, table in context.environment_tables(Rs(records), catalog)]
@@ -294,7 +294,7 @@ def test_an_energy_window_of_another_pace_gives_both_and_a_throttled_figure_name
         throttled = catalog.t("flag_throttled", reasons=ltr("SwPowerCap", catalog))
         assert f"({throttled})" in rows["detr"] and throttled not in rows["segformer"]
         assert rows["detr"].count(throttled) == 1  # the compiled window's; eager's ended idle
-        guide = "\n".join(table for _, table in report_tables.guide_tables(data, catalog))
+        guide = "\n".join(table for _, table in guide_table.guide_tables(data, catalog))
         flagged = [line for line in guide.splitlines() if throttled in line]
         assert len(flagged) == 1 and "detr" in flagged[0].lower()
 
@@ -354,7 +354,7 @@ def test_variants_are_rows_and_columns_of_their_own_in_every_locale():
     assert set(data["mode"]) == {"eager", "default", "default+dynamic-batch"}
     for locale in ("en", "ar", "es"):
         catalog = Catalog(locale)
-        (_, guide), *_ = report_tables.guide_tables(data, catalog)
+        (_, guide), *_ = guide_table.guide_tables(data, catalog)
         from bench_utils.report.markdown import mode_label
 
         one_compile = mode_label("default+dynamic-batch", catalog)
@@ -383,7 +383,7 @@ def test_a_cuda_graph_mode_cell_that_ran_without_cuda_graphs_is_flagged():
 
     data = frame([cell("resnet", 500 * 2**20, True), cell("vit", 0, True), cell("detr", None, False),
                   cell("convnext", 500 * 2**20, "partial"), cell("mobilenet", None, False, mode="default")])
-    table = "\n".join(table for _, table in report_tables.guide_tables(data, Catalog("en")))
+    table = "\n".join(table for _, table in guide_table.guide_tables(data, Catalog("en")))
     rows = {label: line for line in table.splitlines() for label in data["label"] if f"| {label} |" in line}
     flagged = {label for label, line in rows.items() if "no CUDA graphs" in line}
     assert flagged == set(data[data["model"].isin(["vit", "detr", "convnext"])]["label"])
@@ -413,7 +413,7 @@ def test_a_gate_judged_without_float64_and_a_batch_size_that_recompiled_are_flag
                   compiled("convnext", "float64", recompiles=1)])
     for locale in ("en", "ar", "es"):
         catalog = Catalog(locale)
-        table = "\n".join(table for _, table in report_tables.guide_tables(data, catalog))
+        table = "\n".join(table for _, table in guide_table.guide_tables(data, catalog))
         rows = {model: line for line in table.splitlines() for model, label in zip(data["model"], data["label"])
                 if f" {label} " in line or f"{LRI}{label}{PDI}" in line}
         eager_only = catalog.t("flag_parity_same_dtype", tolerance=ltr("float32+tf32", catalog))
@@ -439,7 +439,7 @@ def test_a_gate_that_could_not_fail_is_flagged_not_informative_in_every_language
     assert list(data.sort_values("model")["parity_blind"]) == [True, False]
     for locale in ("en", "ar", "es"):
         catalog = Catalog(locale)
-        table = "\n".join(table for _, table in report_tables.guide_tables(data, catalog))
+        table = "\n".join(table for _, table in guide_table.guide_tables(data, catalog))
         rows = {model: line for line in table.splitlines() for model, label in zip(data["model"], data["label"])
                 if f" {label} " in line or f"{LRI}{label}{PDI}" in line}
         assert [model for model, line in rows.items() if catalog.t("flag_gate_blind") in line] == ["mobilenet"]
@@ -471,7 +471,7 @@ def test_each_modes_speedup_stands_beside_the_eager_it_was_measured_against():
     from test_frame import _paired_record
 
     data = frame([_paired_record("default", 3.69, 2.34), _paired_record("reduce-overhead", 5.06, 0.91)])
-    (caption, table), = report_tables.guide_tables(data, Catalog("en"))
+    (caption, table), = guide_table.guide_tables(data, Catalog("en"))
     header, _, row = table.splitlines()
     assert ("| Eager beside default (ms) | Compiled, default (ms) | Speed-up, default | 95 % CI | "
             "Eager beside reduce-overhead (ms) | Compiled, reduce-overhead (ms) |") in header
@@ -479,8 +479,19 @@ def test_each_modes_speedup_stands_beside_the_eager_it_was_measured_against():
     cells = [cell.strip() for cell in row.strip("|").split("|")]
     assert cells[2:4] == ["3.69", "2.34"] and cells[6:9] == ["5.06", "0.91", "5.56×"]
     assert "drift" in cells[-1]
+    assert "eager timed per mode (earlier design)" in cells[-1]  # records of the earlier design say so
+    # timed in one row: one eager column, the series both modes were timed against, and no such flag
+    row = ("default", "reduce-overhead")
+    (caption, table), = guide_table.guide_tables(frame([_paired_record("default", 3.69, 2.34, timed_with=row),
+                                                        _paired_record("reduce-overhead", 3.69, 0.91, timed_with=row)]),
+                                                 Catalog("en"))
+    header, _, row_text = table.splitlines()
+    assert header.startswith("| Task | Model | Eager (ms) | Compiled, default (ms) | Speed-up, default | 95 % CI | "
+                             "Compiled, reduce-overhead (ms) |")
+    cells = [cell.strip() for cell in row_text.strip("|").split("|")]
+    assert cells[2:4] == ["3.69", "2.34"] and cells[6] == "0.91" and "earlier design" not in cells[-1]
     # one compiled mode: one eager column, as the guide's table has it, and no drift
-    (caption, table), = report_tables.guide_tables(frame([_paired_record("default", 3.69, 2.34)]), Catalog("en"))
+    (caption, table), = guide_table.guide_tables(frame([_paired_record("default", 3.69, 2.34)]), Catalog("en"))
     assert table.splitlines()[0].startswith("| Task | Model | Eager (ms) | Compiled, default (ms) |")
     assert "drift" not in table
 
@@ -516,7 +527,7 @@ def _measured(model, batch, speedup, mode="default"):
 
 def _flags_of(data, catalog, label):
     """The Flags cell of ``label``'s row in the guide's tables."""
-    for _, table in report_tables.guide_tables(data, catalog):
+    for _, table in guide_table.guide_tables(data, catalog):
         for line in table.splitlines():
             cells = [cell.strip() for cell in line.strip("|").split("|")]
             if cells[1] == ltr(label, catalog):
@@ -544,7 +555,9 @@ def test_the_noisy_flag_says_which_series_tripped_it(data, locale):
 def test_with_several_modes_the_noisy_flag_names_the_compiled_mode():
     from test_frame import _paired_record
 
-    data = frame([_paired_record("default", 4.0, 2.0), _paired_record("reduce-overhead", 4.0, 1.0)])
+    row = ("default", "reduce-overhead")  # timed in one row: no flag of the earlier design beside the noisy one
+    data = frame([_paired_record("default", 4.0, 2.0, timed_with=row),
+                  _paired_record("reduce-overhead", 4.0, 1.0, timed_with=row)])
     data[["cv", "eager_interleaved_cv", "outlier_shift", "eager_interleaved_shift"]] = 0.01, 0.01, 0.0, 0.0
     data.loc[data["mode"] == "reduce-overhead", "cv"] = 0.5
     catalog = Catalog("en")

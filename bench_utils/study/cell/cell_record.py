@@ -16,13 +16,18 @@ from ...vocabulary import Status
 SIDES = {"baseline": "eager", "candidate": "compiled"}  # compare's sides, as a record names them
 
 
-def speedup_block(comparison: Comparison) -> JsonBlock:
+def speedup_block(comparison: Comparison, timed_with: tuple[str, ...] = (),
+                  round_order: list[str] | None = None) -> JsonBlock:
     """The speed-up over interleaved eager, the eager latency it was measured against (every call, so
     that what moves eager can be read afterwards), and how the blocks ran: their size, the switch calls
-    kept out of the statistics and, on a GPU, its clock after each block."""
+    kept out of the statistics and, on a GPU, its clock after each block. ``timed_with``: the compiled modes
+    timed beside that eager series (a row's, ``measured_row``), and ``round_order`` each round's order of the
+    sides, eager (0) then those modes (1...)."""
     eager = comparison.baseline
+    baseline = ("eager, interleaved in random-order pairs of blocks" if len(timed_with) < 2 else
+                f"eager, interleaved with {', '.join(timed_with)} in random-order rounds of blocks")
     block: JsonBlock = {
-        "baseline": "eager, interleaved in random-order pairs of blocks",
+        "baseline": baseline,
         "method": METHOD,
         "mean": comparison.speedup_mean,
         "mean_ci95": _bounds(comparison.speedup_mean_ci95),
@@ -43,6 +48,10 @@ def speedup_block(comparison: Comparison) -> JsonBlock:
         "switch_calls": comparison.switch_calls,
         "switch_ms": {SIDES[side]: [list(calls) for calls in blocks] for side, blocks in comparison.switch_ms.items()},
     }
+    if timed_with:
+        block["timed_with"] = list(timed_with)
+    if round_order:
+        block["round_order"] = list(round_order)
     if comparison.block_probes:
         block["block_clocks"] = {SIDES[side]: list(probes) for side, probes in comparison.block_probes.items()}
     return block
@@ -62,15 +71,19 @@ def cell_record(result: CellResult, loaded: LoadedModel, *, study: str,
     compile_block = {**(compile_options or compile_module.options(result.mode)), **result.compile}
     extra: dict[str, Any] = {"model": loaded.info()}
     if result.comparison is not None:
-        extra["speedup"] = speedup_block(result.comparison)
+        extra["speedup"] = speedup_block(result.comparison, result.timed_with, result.round_order)
     for name in ("parity", "agreement", "compute", "energy", "profile"):
         if getattr(result, name) is not None:
             extra[name] = getattr(result, name)
-    if result.shared_from is not None:  # one measurement, two records: say so
+    if result.shared_from is not None:  # one measurement, several records: say so
+        row = len(result.timed_with) > 1
         extra["shared_measurement"] = {
             "with_compile_mode": result.shared_from,
-            "design": f"eager side of the {result.shared_from} cell's random-order pairs of blocks, "
-                      "measured there interleaved with the compiled runs; not timed again"}
+            "design": (f"eager series of the row timed with {', '.join(result.timed_with)} in random-order "
+                       "rounds of blocks" if row else
+                       f"eager side of the {result.shared_from} cell's random-order pairs of blocks") +
+                      ", measured there interleaved with the compiled runs; not timed again",
+            **({"timed_with": list(result.timed_with)} if result.timed_with else {})}
     if result.notes:  # figures taken after the timed runs that could not be taken
         extra["notes"] = list(result.notes)
     memory: JsonBlock | None = result.memory

@@ -74,6 +74,8 @@ class CellResult:
     shapes: str = STATIC                             # dynamic: one compilation for all batch sizes
     inductor: str = "default"                        # the Inductor configuration it compiled with (``settings``)
     compilation: SharedCompilation | None = None     # that compilation, for the next batch sizes
+    timed_with: tuple[str, ...] = ()                 # the compiled modes timed beside its eager series (a row)
+    round_order: list[str] | None = None             # a row of several modes: each round's order of sides
 
 
 def _gpu_name(device: torch.device) -> str | None:
@@ -81,7 +83,7 @@ def _gpu_name(device: torch.device) -> str | None:
 
 
 @dataclass(frozen=True)
-class _CellContext:
+class CellContext:
     """What every step of one cell works on: the model, its inputs and eager's call on them, the device, the
     float32 work that may use TF32, the forward pass's FLOPs, the settings and the plan they make, and what the
     cell collects as it goes (where its time went; the figures it could not take, and why)."""
@@ -161,14 +163,14 @@ def run_cell(loaded: LoadedModel, batch_size: int, mode: str, settings: Settings
     with torch.no_grad():  # inference, as the guide measures it
         with phases.timing("flops"):
             flops = count_forward_flops(eager_fn)
-        cell = _CellContext(loaded, inputs, eager_fn, device, tf32_by_work, flops, settings, plan, phases,
+        cell = CellContext(loaded, inputs, eager_fn, device, tf32_by_work, flops, settings, plan, phases,
                             batch_size, trace_prefix=trace_prefix if settings.keep_traces else None)
         if plan.compilation is None:
             return _eager_cell(cell)
         return _compiled_cell(cell, compilation_for(plan, batch_size, settings, device, shared))
 
 
-def _eager_cell(cell: _CellContext) -> CellResult:
+def _eager_cell(cell: CellContext) -> CellResult:
     """An eager cell: timed alone, then its memory and energy."""
     settings, plan = cell.settings, cell.plan
     with EnergyProbe(cell.device) as clocks:  # clocks and throttling at the start and end
@@ -190,17 +192,22 @@ def _compile_report(compiled: CompiledCell, graph_stats: dict[str, Any], at_end:
                     compiled_ms: float) -> dict[str, Any]:
     """The record's ``compile`` block: graphs, breaks, recompiles, CUDA graphs, cold and warm cost."""
     report = graph_stats
-    # CUDA graphs as the timed (warm, where made) compilation had them, as its cuda_graphs says
-    report.update({key: value for key, value in (compiled.warm_stats or {}).items() if key.startswith("cudagraph_")})
+    # CUDA graphs as the timed (warm, where made; a row's compiled again) compilation had them, as cuda_graphs says
+    timed_stats = compiled.timed_again or compiled.warm_stats or {}
+    report.update({key: value for key, value in timed_stats.items() if key.startswith("cudagraph_")})
     report["recompiles"] = at_end["graphs"] - compiled.after_warm["graphs"]
     report["warm_fx_graph_cache_hits"] = (compiled.warm_stats or {}).get("fx_graph_cache_hits")
     report.update(compiled.costs(eager_ms))
     report["first_call_ms"] = compiled.cold_calls_ms[0]
     report["break_even_calls"] = break_even_calls(report["cold_ms"], eager_ms, compiled_ms)
+    if compiled.timed_again is not None:  # a row's mode: compiled once more, beside the others, for the timing
+        report["timed_compilation"] = ("compiled again from its own cache, with no dynamo reset, beside the "
+                                       "row's other modes")
+        report["timed_compilation_calls_ms"] = list(compiled.timed_again["calls_ms"])
     return report
 
 
-class _References(NamedTuple):
+class References(NamedTuple):
     """Eager's outputs and the float64 reference's, on the host, for the accuracy gate."""
 
     eager: Any
@@ -208,7 +215,7 @@ class _References(NamedTuple):
     fp64_missing: str | None   # why there is no float64 reference (None: there is one)
 
 
-class _Timed(NamedTuple):
+class Timed(NamedTuple):
     """The compiled cell's compilation and its timed runs against eager."""
 
     compiled: CompiledCell
@@ -216,7 +223,7 @@ class _Timed(NamedTuple):
     clocks: dict[str, Any]   # clocks and throttling at the timed runs' start and end
 
 
-class _AfterTiming(NamedTuple):
+class AfterTiming(NamedTuple):
     """The compiled cell's figures taken after its timed runs (None: not measured, with a note)."""
 
     energy: dict[str, Any] | None
@@ -228,14 +235,14 @@ class _AfterTiming(NamedTuple):
     fresh: dict[str, Any] | None       # a portable cache's fresh process
 
 
-def _compiled_cell(cell: _CellContext, compilation: Compilation) -> CellResult:
+def _compiled_cell(cell: CellContext, compilation: Compilation) -> CellResult:
     """Eager's references and memory, then the compilation, its timed runs against eager and the figures
     after them, inside what the compilation keeps around the cell (``Compilation.around_cell``)."""
     quiet_toolchain_logs()
     plan = cell.plan
     try:
         with compilation.around_cell(cell.inputs):
-            references = _references(cell)
+            references = references_for(cell)
             # eager's memory before this cell compiles: no CUDA-graph pool of its own is alive yet (a dynamic-batch
             # cell's earlier compilation may be)
             eager_memory = cell.memory("eager memory", cell.eager_fn, plan.calls(EAGER_MEMORY))
@@ -243,13 +250,13 @@ def _compiled_cell(cell: _CellContext, compilation: Compilation) -> CellResult:
                 compiled = compilation.compile(cell.loaded.model, cell.inputs, warm=plan.has(WARM_COMPILE))
             compiled.cold_stats["inductor_options"] = options  # what the configuration set, in the record
             timed = _timed_pairs(cell, compiled)
-            figures = _after_timing(cell, timed, references, compilation)
+            figures = after_timing(cell, timed, references, compilation)
     finally:
         release(cell.device)
-    return _compiled_result(cell, timed, figures, compilation, eager_memory)
+    return compiled_result(cell, timed, figures, compilation, eager_memory)
 
 
-def _references(cell: _CellContext) -> _References:
+def references_for(cell: CellContext) -> References:
     """What the accuracy gate compares the compiled outputs with, taken before anything compiles."""
     with cell.phases.timing("parity"):
         # references are kept on the host: the measured device holds nothing but the models
@@ -257,10 +264,10 @@ def _references(cell: _CellContext) -> _References:
         fp64_out, fp64_missing = fp64_reference(cell.loaded.model, cell.inputs)
         fp64_out = compile_module.clone_outputs(fp64_out, "cpu")
     release(cell.device)
-    return _References(eager_out, fp64_out, fp64_missing)
+    return References(eager_out, fp64_out, fp64_missing)
 
 
-def _timed_pairs(cell: _CellContext, compiled: CompiledCell) -> _Timed:
+def _timed_pairs(cell: CellContext, compiled: CompiledCell) -> Timed:
     """Compiled against eager in random-order pairs of blocks, no recompile allowed."""
     settings, plan = cell.settings, cell.plan
     # the GPU's clock after every block: what moves between the sides shows in the record
@@ -271,11 +278,11 @@ def _timed_pairs(cell: _CellContext, compiled: CompiledCell) -> _Timed:
                              between_blocks=block_clocks)
         cell.phases.add_loop(time.perf_counter() - start, sum(comparison.baseline.times_ms)
                              + sum(comparison.candidate.times_ms))
-    return _Timed(compiled, comparison, clocks.report)
+    return Timed(compiled, comparison, clocks.report)
 
 
-def _after_timing(cell: _CellContext, timed: _Timed, references: _References,
-                  compilation: Compilation) -> _AfterTiming:
+def after_timing(cell: CellContext, timed: Timed, references: References,
+                  compilation: Compilation) -> AfterTiming:
     """Energy, the accuracy gate, the compiled side's memory, dynamo's counters, the profile, then a portable
     cache's fresh process: each outside the timed runs, in that order, as the plan has them."""
     compiled_fn, comparison, plan = timed.compiled.forward, timed.comparison, cell.plan
@@ -314,13 +321,15 @@ def _after_timing(cell: _CellContext, timed: _Timed, references: _References,
         with cell.phases.timing("compile"):
             fresh = cell.outside_timing("portable cache", lambda: compilation.fresh_process(cell.loaded.model,
                                                                                             cell.inputs))
-    return _AfterTiming(energy_block, parity, agreement, memory, at_end, profile, fresh)
+    return AfterTiming(energy_block, parity, agreement, memory, at_end, profile, fresh)
 
 
-def _compiled_result(cell: _CellContext, timed: _Timed, figures: _AfterTiming, compilation: Compilation,
-                     eager_memory: dict[str, Any] | None) -> CellResult:
+def compiled_result(cell: CellContext, timed: Timed, figures: AfterTiming, compilation: Compilation,
+                    eager_memory: dict[str, Any] | None, *, eager_stands: bool | None = None,
+                    timed_with: tuple[str, ...] | None = None, round_order: list[str] | None = None) -> CellResult:
     """The compiled cell's result, and its eager side as an eager cell's where the plan warms eager up as the
-    eager cell does."""
+    eager cell does (``eager_stands``, where a row's warm-up decides instead). ``timed_with``: the compiled modes
+    timed beside the eager series (a row's; the cell's own mode alone by default), ``round_order`` the row's."""
     comparison = timed.comparison
     eager_ms = comparison.baseline.mean_ms
     # the cell's first call is the cold compiling one, not compare's own first (warm) call
@@ -334,9 +343,11 @@ def _compiled_result(cell: _CellContext, timed: _Timed, figures: _AfterTiming, c
         eager_energy = {"timed_runs": figures.energy.get("timed_runs"), "eager": figures.energy["eager"]}
     # eager, as the pairs measured it: an eager cell of this batch size need not time it again
     # (unless this mode's warm-up differs from the one the eager cell asks for)
-    shared_eager = None if not cell.plan.eager_side_is_its_eager_cell else CellResult(
+    timed_with = timed_with or (cell.mode,)
+    stands = cell.plan.eager_side_is_its_eager_cell if eager_stands is None else eager_stands
+    shared_eager = None if not stands else CellResult(
         "eager", cell.batch_size, comparison.baseline, memory=eager_memory, compute=cell.compute(eager_ms),
-        energy=eager_energy, shared_from=cell.mode,
+        energy=eager_energy, shared_from=cell.mode, timed_with=timed_with,
         notes=[note for note in cell.notes if note.startswith("eager memory")])
     return CellResult(cell.mode, cell.batch_size, measurement, comparison=comparison, compile=report,
                       parity=figures.parity, agreement=figures.agreement, memory=figures.memory,
@@ -344,4 +355,4 @@ def _compiled_result(cell: _CellContext, timed: _Timed, figures: _AfterTiming, c
                       energy=figures.energy, profile=figures.profile, notes=cell.notes, phases=cell.phases,
                       shared_eager=shared_eager, shapes=DYNAMIC if cell.settings.shapes == DYNAMIC else STATIC,
                       inductor=cell.settings.inductor,
-                      compilation=compilation.shared_on())
+                      compilation=compilation.shared_on(), timed_with=timed_with, round_order=round_order)

@@ -8,8 +8,10 @@ compiled cell (``variants.compile_workers``); each compiled cell still starts fr
 reset and fresh compile caches. Every cell gets exactly one record, appended as soon
 as it is measured: ``ok``; ``oom`` (and the larger batch sizes of that model, mode
 and dtype are recorded as ``oom`` without running); or ``error`` with the end of the
-traceback. An eager cell whose batch size a compiled cell has just measured takes
-its latency from that cell's interleaved eager runs instead of timing eager again. With
+traceback. Cells go batch size by batch size; a batch size's compile modes are timed together, in
+one row beside one eager series (``measured_row``; a row whose joint part fails is timed mode by
+mode, with a note). An eager cell whose batch size compiled cells have just measured takes
+its latency from their interleaved eager runs instead of timing eager again. With
 ``shapes="dynamic"`` a mode is compiled once, at its smallest batch size, and that compilation
 serves its larger batch sizes (``variants.batch_shapes``) until the kernel moves to the next mode.
 Each record's ``phases`` say where the time went. Under the grid runner, records are
@@ -48,8 +50,10 @@ from ...variants import compile_workers, modes as compile_module
 from ...variants.compiler_warmup import warm_up_compiler
 from ...variants.precision import configure_fp32_math, parse_dtype
 from ...variants.batch_shapes import SharedCompilation
+from ...variants.cell_plan import timed_in_rows
 from ...zoo.loading import LoadedModel, load
 from .measured_cell import CellResult, run_cell
+from .measured_row import run_row
 from .cell_record import cell_record
 from ..grid.kernel_groups import execution_order
 from ...parameters import positive_int_list, text_list
@@ -133,7 +137,8 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
         start_watchdog(int(runner_pid), results_path.parent, str(run_id))
         guard = lambda: lease_is_current(results_path.parent, str(run_id))  # noqa: E731
     pairs = execution_order(_cell_pairs(only_cells) if only_cells else
-                            [(mode, batch) for mode in compile_modes for batch in batch_sizes])
+                            [(mode, batch) for mode in compile_modes for batch in batch_sizes],
+                            by_batch=settings.shapes == Shapes.STATIC.value)
     # Set once for the whole run (global torch state); every record carries the settings.
     config = {**measurement_settings(settings),
               **configure_fp32_math(settings.tf32),  # the policy's name, and what it set
@@ -152,7 +157,7 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
             for dtype in dtypes:
                 dtype = parse_dtype(dtype)[0]
                 cells = _ModelCells(study=study, task=task, model=model_key, dtype=dtype, device=device,
-                                    settings=settings, config=config, kernel=kernel,
+                                    settings=settings, config=config, kernel=kernel, pairs=pairs,
                                     trace_dir=results_path.parent / TRACES)
                 for mode, batch_size in pairs:
                     if progress_file:  # the runner learns which cell a dying kernel was on
@@ -202,9 +207,13 @@ class _ModelCells:
     batch size per mode, the warm compiles measured, eager sides to reuse, a dynamic compilation)."""
 
     def __init__(self, *, study: str, task: str, model: str, dtype: str, device: str, settings: Settings,
-                 config: dict[str, Any], kernel: _Kernel, trace_dir: Path | None = None):
+                 config: dict[str, Any], kernel: _Kernel, pairs: Sequence[tuple[str, int]] = (),
+                 trace_dir: Path | None = None):
         self.study, self.task, self.model, self.dtype, self.device = study, task, model, dtype, device
         self.settings, self.config, self.kernel, self.trace_dir = settings, config, kernel, trace_dir
+        self.pairs = list(pairs)                     # the kernel's cells, in order: a batch size's row is among them
+        self.row_results: dict[tuple[str, int], CellResult | Exception | None] = {}  # None: time it on its own
+        self.row_failed: dict[int, str] = {}         # per batch size: why its row's joint timing failed
         self.loaded: LoadedModel | None = None
         self.load_error: Exception | None = None
         self.oom_at: dict[str, int] = {}             # per mode: the batch size that ran out of memory
@@ -239,6 +248,7 @@ class _ModelCells:
                         load_s, phases = time.perf_counter() - phases.started, Phases()
                 result = (replace(shared, phases=phases) if shared is not None
                           else self._measure(loaded, mode, batch_size, settings, phases))
+                phases = result.phases  # a row's mode: its own share of the row's time
                 record = cell_record(result, loaded, study=self.study, config=self.config,
                                      compile_options=compile_module.options(mode, settings.backend, settings.fullgraph,
                                                                             settings.dynamic),
@@ -266,6 +276,51 @@ class _ModelCells:
 
     def _measure(self, loaded: LoadedModel, mode: str, batch_size: int, settings: Settings,
                  phases: Phases) -> CellResult:
+        row = self._row_modes(mode, batch_size, settings)
+        if row:
+            return self._from_row(loaded, row, mode, batch_size, settings, phases)
+        return self._measure_alone(loaded, mode, batch_size, settings, phases)
+
+    def _row_modes(self, mode: str, batch_size: int, settings: Settings) -> list[str]:
+        """The compile modes timed in one row with ``mode`` at ``batch_size`` (``measured_row``): two or more, or
+        none (a mode alone times its own pairs, the same design)."""
+        if not timed_in_rows(mode, settings.shapes):
+            return []
+        row = [other for other, batch in self.pairs if batch == batch_size and other not in self.oom_at
+               and timed_in_rows(other, settings.shapes)]
+        return row if len(row) > 1 and mode in row else []
+
+    def _from_row(self, loaded: LoadedModel, row: list[str], mode: str, batch_size: int, settings: Settings,
+                  phases: Phases) -> CellResult:
+        """``mode``'s result from its batch size's row, measured at the row's first cell; where the row's joint
+        timing failed, ``mode`` timed on its own, with a note saying why."""
+        if (mode, batch_size) not in self.row_results:
+            pending = [other for other in row if (other, batch_size) not in self.row_results]
+            try:
+                results: dict[str, CellResult | Exception] = run_row(
+                    loaded, batch_size, pending, settings, math_settings=self.config,
+                    warm_modes=[other for other in pending if other not in self.warm_measured],
+                    trace_prefixes={other: self._trace_prefix(other, batch_size, settings) for other in pending})
+            except Exception as exc:
+                self.row_failed[batch_size] = ("timed on its own, beside an eager series of its own: the row's "
+                                               f"joint timing failed ({_error_text(exc).splitlines()[-1]})")
+                _free_memory()
+                results = {}
+            self.row_results.update({(other, batch_size): results.get(other) for other in pending})
+        result = self.row_results.pop((mode, batch_size))
+        if result is None:
+            alone = self._measure_alone(loaded, mode, batch_size, settings, phases)
+            alone.notes.append(self.row_failed[batch_size])
+            return alone
+        if isinstance(result, Exception):
+            raise result
+        self.warm_measured.add(mode)
+        if result.shared_eager is not None:
+            self.shared_eager.setdefault(batch_size, result.shared_eager)
+        return result
+
+    def _measure_alone(self, loaded: LoadedModel, mode: str, batch_size: int, settings: Settings,
+                       phases: Phases) -> CellResult:
         # the first batch size of a mode also compiles warm, and times a portable cache (the cell's plan)
         result = run_cell(loaded, batch_size=batch_size, mode=mode, settings=settings, math_settings=self.config,
                           warm_compile=mode not in self.warm_measured, phases=phases, compilation=self.compilation,

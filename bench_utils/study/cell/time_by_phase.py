@@ -23,6 +23,11 @@ class Phases:
     def __init__(self) -> None:
         self.seconds = dict.fromkeys(PARTS, 0.0)
         self.started = time.perf_counter()
+        self.cell_s: float | None = None   # the cell's own seconds where its clock is not its (a row's mode's)
+
+    def stop(self, cell_s: float) -> None:
+        """The cell's whole time is ``cell_s`` (a row's modes share one span of time: each says its own part)."""
+        self.cell_s = cell_s
 
     @contextmanager
     def timing(self, part: str) -> Iterator[None]:
@@ -42,4 +47,5 @@ class Phases:
     def to_dict(self) -> dict[str, float]:
         """The parts, and ``cell_s``: the whole cell so far."""
         parts = {f"{part}_s": round(seconds, 4) for part, seconds in self.seconds.items()}
-        return {"cell_s": round(time.perf_counter() - self.started, 4), **parts}
+        cell_s = time.perf_counter() - self.started if self.cell_s is None else self.cell_s
+        return {"cell_s": round(cell_s, 4), **parts}

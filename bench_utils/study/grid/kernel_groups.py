@@ -2,10 +2,12 @@
 
 A group is every cell of one (task, model, dtype, memory format, shapes, device) with the same
 measurement settings: one kernel starts, imports torch and builds the model once for all of
-them. Within a group the compiled modes come first, in the grid's order, then eager;
-each mode by ascending batch size, so that an out-of-memory error skips that mode's
-larger batches, and an eager cell can take its latency from the eager side of the
-paired comparison a compiled cell of the same batch size has just measured.
+them. Batch sizes ascend, so that an out-of-memory error skips a mode's larger batches; within a
+batch size the compiled modes come first, in the grid's order, then eager, which takes its latency
+from the eager series the compiled cells of its batch size have just been timed against: with
+static shapes a batch size's compile modes are timed together, in one row beside one eager series
+(``study.cell.measured_row``). A dynamic batch's one compilation serves its mode's next batch sizes,
+so there each mode's batch sizes come in a run, mode after mode, eager last.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ import re
 from typing import Iterable
 
 from ...variants.cell_plan import eager_side_stands
+from ...vocabulary import Shapes
 from .grid_file import Cell
 
 EAGER = "eager"
+STATIC = Shapes.STATIC.value
 
 
 def kernel_key(cell: Cell) -> tuple:
@@ -26,14 +30,17 @@ def kernel_key(cell: Cell) -> tuple:
     return (cell.study, cell.task, cell.model, cell.dtype, cell.device, cell.settings)
 
 
-def execution_order(pairs: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
-    """``(compile_mode, batch_size)`` pairs in the order a kernel measures them.
+def execution_order(pairs: Iterable[tuple[str, int]], by_batch: bool = True) -> list[tuple[str, int]]:
+    """``(compile_mode, batch_size)`` pairs in the order a kernel measures them, each once.
 
-    Compiled modes in their first-seen order, eager last; batch sizes ascending; each pair once.
+    ``by_batch`` (static shapes): batch sizes ascending, and within each the compiled modes in their first-seen
+    order, eager last. Otherwise (a dynamic batch) mode by mode in that order, batch sizes ascending in each.
     """
     pairs = list(dict.fromkeys((str(mode), int(batch)) for mode, batch in pairs))
     modes = list(dict.fromkeys(mode for mode, _ in pairs))
     modes = [mode for mode in modes if mode != EAGER] + [mode for mode in modes if mode == EAGER]
+    if by_batch:
+        return sorted(pairs, key=lambda pair: (pair[1], modes.index(pair[0])))
     return sorted(pairs, key=lambda pair: (modes.index(pair[0]), pair[1]))
 
 
@@ -77,7 +84,7 @@ class KernelGroup:
 
 def _ordered(cells: list[Cell]) -> tuple[Cell, ...]:
     by_pair = {(cell.compile_mode, cell.batch_size): cell for cell in cells}
-    return tuple(by_pair[pair] for pair in execution_order(by_pair))
+    return tuple(by_pair[pair] for pair in execution_order(by_pair, by_batch=cells[0].settings.shapes == STATIC))
 
 
 def kernel_groups(cells: Iterable[Cell]) -> list[KernelGroup]:

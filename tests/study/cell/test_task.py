@@ -109,7 +109,7 @@ def test_an_eager_cell_takes_the_eager_side_of_the_compiled_cells_pairs(tmp_path
     returned = run(tmp_path, compile_modes=["eager", "default"], batch_sizes=[1, 2], runs=4, blocks=2,
                    backend="aot_eager")
     order = [(r["cell"]["compile_mode"], r["cell"]["batch_size"]) for r in returned]
-    assert order == [("default", 1), ("default", 2), ("eager", 1), ("eager", 2)]  # compiled first
+    assert order == [("default", 1), ("eager", 1), ("default", 2), ("eager", 2)]  # compiled first, batch by batch
     by_cell = dict(zip(order, returned))
     for batch in (1, 2):
         compiled, eager = by_cell[("default", batch)], by_cell[("eager", batch)]
@@ -120,6 +120,48 @@ def test_an_eager_cell_takes_the_eager_side_of_the_compiled_cells_pairs(tmp_path
     # the warm compile is measured once per model and mode
     assert by_cell[("default", 1)]["compile"]["warm_ms"] is not None
     assert by_cell[("default", 2)]["compile"]["warm_ms"] is None
+
+
+def test_a_batch_sizes_compile_modes_are_timed_in_one_row_beside_one_eager_series(tmp_path, modes_as_backends):
+    row = ["default", "reduce-overhead"]
+    # warmed up twice, as a CUDA-graph mode's side is at least: the row's eager series stands for the eager cell
+    returned = run(tmp_path, compile_modes=["eager", *row], batch_sizes=[1, 2], runs=4, blocks=2, warmup=2,
+                   backend="aot_eager")
+    order = [(r["cell"]["compile_mode"], r["cell"]["batch_size"]) for r in returned]
+    assert order == [("default", 1), ("reduce-overhead", 1), ("eager", 1),
+                     ("default", 2), ("reduce-overhead", 2), ("eager", 2)]
+    by_cell = dict(zip(order, returned))
+    for batch in (1, 2):
+        default, graphs, eager = (by_cell[(mode, batch)] for mode in (*row, "eager"))
+        assert default["status"] == graphs["status"] == eager["status"] == "ok"
+        # one eager figure per row: both speed-ups against it, and the eager cell is that series
+        assert default["speedup"]["eager_values"] == graphs["speedup"]["eager_values"]
+        assert default["speedup"]["timed_with"] == graphs["speedup"]["timed_with"] == row
+        assert eager["shared_measurement"]["timed_with"] == row
+        assert eager["latency"]["mean"] * 1e3 == pytest.approx(default["speedup"]["eager_mean_ms"])
+        # the row's time once: the second mode's cell is its own parts alone
+        parts = sum(value for key, value in graphs["phases"].items() if key not in ("cell_s", "startup_s", "load_s"))
+        assert graphs["phases"]["cell_s"] == pytest.approx(parts, abs=1e-3)
+    for mode in row:  # each mode's warm compile measured once, at its first batch size
+        assert by_cell[(mode, 1)]["compile"]["warm_ms"] is not None and by_cell[(mode, 2)]["compile"]["warm_ms"] is None
+
+
+def test_a_row_whose_joint_timing_fails_times_each_mode_on_its_own_and_says_why(tmp_path, modes_as_backends,
+                                                                              monkeypatch):
+    from bench_utils.study.cell import measured_row
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("rounds broke")
+
+    monkeypatch.setattr(measured_row, "compare_many", broken)
+    returned = run(tmp_path, compile_modes=["eager", "default", "reduce-overhead"], batch_sizes=[1], runs=4,
+                   blocks=2, warmup=2, backend="aot_eager")
+    default, graphs, eager = returned
+    assert [r["status"] for r in returned] == ["ok", "ok", "ok"]
+    for record in (default, graphs):
+        assert record["speedup"]["timed_with"] == [record["cell"]["compile_mode"]]
+        assert any("row's joint timing failed (RuntimeError: rounds broke)" in note for note in record["notes"])
+    assert eager["shared_measurement"]["with_compile_mode"] == "default"
 
 
 def test_an_eager_cell_without_a_compiled_one_is_timed_itself(tmp_path):

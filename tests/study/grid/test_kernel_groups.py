@@ -7,10 +7,13 @@ GRID = {"study": "g", "runs": 3, "warmup": 1, "blocks": 1, "grids": [
     {"models": ["segformer"], "batch_sizes": [1], "compile_modes": ["eager"]}]}
 
 
-def test_compiled_modes_first_in_their_order_then_eager_batches_ascending_each_once():
+def test_batches_ascending_each_with_its_compiled_modes_in_their_order_then_eager_each_once():
     pairs = [("eager", 4), ("reduce-overhead", 1), ("eager", 1), ("default", 4), ("eager", 4), ("default", 1)]
-    assert execution_order(pairs) == [("reduce-overhead", 1), ("default", 1), ("default", 4),
-                                      ("eager", 1), ("eager", 4)]
+    assert execution_order(pairs) == [("reduce-overhead", 1), ("default", 1), ("eager", 1),
+                                      ("default", 4), ("eager", 4)]
+    # a dynamic batch's compilation serves its mode's next batch sizes: mode after mode
+    assert execution_order(pairs, by_batch=False) == [("reduce-overhead", 1), ("default", 1), ("default", 4),
+                                                      ("eager", 1), ("eager", 4)]
 
 
 def test_a_group_is_one_model_with_one_set_of_settings_and_ids_stay_unique():
@@ -19,11 +22,11 @@ def test_a_group_is_one_model_with_one_set_of_settings_and_ids_stay_unique():
                                             "image-classification__resnet__float32__cpu__2",  # runs 5
                                             "image-segmentation__segformer__float32__cpu"]
     first = groups[0]
-    assert first.pairs() == [["reduce-overhead", 1], ["reduce-overhead", 4], ["default", 1], ["default", 4],
-                             ["eager", 1], ["eager", 4]]
+    assert first.pairs() == [["reduce-overhead", 1], ["default", 1], ["eager", 1], ["reduce-overhead", 4],
+                             ["default", 4], ["eager", 4]]
     assert {(c.compile_mode, c.batch_size) for c in first.eager_sharing_pairs()} == {("eager", 1), ("eager", 4)}
     assert groups[2].eager_sharing_pairs() == set()  # eager alone: timed by itself
-    assert first.without(first.cells[:2]).pairs()[0] == ["default", 1]
+    assert first.without(first.cells[:2]).pairs()[0] == ["eager", 1]
 
 
 def test_each_memory_format_and_shapes_gets_a_kernel_of_its_own():

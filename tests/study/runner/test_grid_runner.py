@@ -36,10 +36,10 @@ def test_every_cell_runs_once_with_the_notebooks_parameters(tmp_path):
     summary, runner = run(tmp_path, notebook)
     assert len(notebook.calls) == 7 and summary.counts() == {"ok": 7}
     assert set(statuses(tmp_path).values()) == {"ok"}
-    # one kernel per model: compiled modes first, then eager, batch sizes ascending
+    # one kernel per model: batch sizes ascending, each with its compiled modes first, then eager
     assert [(kernel[0], kernel[2]) for kernel in notebook.kernels] == [
         ("image-classification__resnet__float32__cpu",
-         [("default", 1), ("default", 4), ("default", 16), ("eager", 1), ("eager", 4), ("eager", 16)]),
+         [("default", 1), ("eager", 1), ("default", 4), ("eager", 4), ("default", 16), ("eager", 16)]),
         ("image-segmentation__segformer__float32__cpu", [("eager", 1)])]
     assert "7 run now: 7 ok" in format_run_outcome(summary, runner.results_path)
 
@@ -64,7 +64,7 @@ def test_a_dead_kernel_is_replaced_for_the_unfinished_cells_only(tmp_path):
     assert summary.counts() == {"ok": 7}
     resnet = [kernel for kernel in notebook.kernels if "resnet" in kernel[0]]
     assert [attempt for _, attempt, _ in resnet] == [1, 2]
-    assert resnet[1][2] == [("default", 4), ("default", 16), ("eager", 1), ("eager", 4), ("eager", 16)]
+    assert resnet[1][2] == [("default", 4), ("eager", 4), ("default", 16), ("eager", 16)]
     records = read_records(tmp_path / "results.jsonl")
     assert len(records) == 7 and len({(r.cell.model, r.cell.batch_size, r.cell.compile_mode)
                                       for r in records}) == 7

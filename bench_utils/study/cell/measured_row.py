@@ -1,0 +1,151 @@
+"""A row: every torch.compile mode of one model, dtype and batch size, timed beside one eager series in one span.
+
+Timed one mode at a time, each compiled cell had an eager series of its own: on the H200, ResNet-50 at batch 1
+read 3.69 ms eager beside default and 5.06 ms beside reduce-overhead, so one row showed two eager figures and the
+two speed-ups were against different baselines. Here the modes compile one after another as their cells would
+(``variants.row_compilation``: cold, then warm where the plan measures it, each in its own caches), then all are
+made callable at once and timed with ``compare_many``: in every round one block of eager and of each mode, in a
+random order balanced over the rounds, so each speed-up is paired, round by round, with the one eager series.
+Each mode's figures after the timed runs (energy, the accuracy gate, memory, profile, a portable cache's fresh
+process) are then taken as its cell takes them (``measured_cell``), and each mode gets its own ``CellResult``.
+
+The row's shared work (the FLOP count, the gate's references, eager's memory) counts in its first mode's phases;
+the joint timed runs count in every mode's, a share each. A mode whose compilation fails gets its exception and
+the others go on; a failure of the joint part raises (the kernel then times each mode on its own).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Mapping, Sequence
+
+import torch
+
+from ...measurement.block_clocks import BlockClocks
+from ...measurement.compare import compare_many
+from ...measurement.devices import quiet_toolchain_logs
+from ...measurement.flops import count_forward_flops
+from ...measurement.power import EnergyProbe
+from ...records.key import warmed_up_as_its_eager_cell
+from ...settings import Settings
+from ...variants import cell_plan
+from ...variants.cell_plan import EAGER_MEMORY, FRESH_PROCESS, WARM_COMPILE
+from ...variants.compilation import forward_call
+from ...variants.compile_cost import CompiledCell, no_recompile
+from ...variants.inductor_config import inductor_configuration
+from ...variants.precision import tf32_in_force
+from ...variants.row_compilation import RowCompilation
+from ...vocabulary import CompileMode
+from ...zoo.loading import LoadedModel
+from .measured_cell import CellContext, CellResult, Timed, after_timing, compiled_result, references_for
+from .memory_and_energy import release
+from .time_by_phase import Phases
+
+EAGER_SIDE = CompileMode.EAGER.value   # the row's baseline, as compare_many names it
+
+
+def run_row(loaded: LoadedModel, batch_size: int, row_modes: Sequence[str], settings: Settings, *,
+            math_settings: dict[str, Any] | None = None, warm_modes: Sequence[str] = (),
+            trace_prefixes: Mapping[str, str | None] | None = None) -> dict[str, CellResult | Exception]:
+    """Measure ``row_modes`` of ``loaded`` at ``batch_size`` beside one eager series, as ``settings`` say: each
+    mode's result, or the exception its compilation raised. ``warm_modes``: the modes whose warm compile (and
+    portable cache) this row measures (their first batch size in the kernel); ``math_settings`` and the traces'
+    prefixes as ``run_cell`` takes them."""
+    settings = settings.checked()
+    if len(set(row_modes)) != len(row_modes) or not row_modes:
+        raise ValueError(f"a row needs distinct compile modes, got {list(row_modes)}")
+    for mode in row_modes:
+        if not cell_plan.timed_in_rows(mode, settings.shapes):
+            raise ValueError(f"{mode!r} with shapes {settings.shapes!r} is not timed in a row (variants.cell_plan)")
+    device = torch.device(loaded.device)
+    plans = {mode: cell_plan.plan_cell(mode, warmup=settings.warmup, runs=settings.runs, cuda=device.type == "cuda",
+                                       profile=settings.profile, shapes=settings.shapes,
+                                       portable_cache=settings.portable_cache, warm_compile=mode in warm_modes)
+             for mode in row_modes}
+    tf32_by_work = tf32_in_force(math_settings or {}, device, loaded.dtype)
+    inputs = loaded.inputs(batch_size)  # built once, outside every timed region
+    eager_fn = forward_call(loaded.model, inputs, CompileMode.EAGER)
+    phases = {mode: Phases() for mode in row_modes}
+    prefixes = (trace_prefixes or {}) if settings.keep_traces else {}
+    with torch.no_grad():  # inference, as the guide measures it
+        with phases[row_modes[0]].timing("flops"):
+            flops = count_forward_flops(eager_fn)
+        cells = {mode: CellContext(loaded, inputs, eager_fn, device, tf32_by_work, flops, settings, plans[mode],
+                                   phases[mode], batch_size, trace_prefix=prefixes.get(mode))
+                 for mode in row_modes}
+        results = _row(cells, RowCompilation(row_modes, batch_size, settings, device,
+                                             keep_cache={mode: plan.has(FRESH_PROCESS) for mode, plan in plans.items()}))
+    _split_time(phases, row_modes)
+    return results
+
+
+def _split_time(phases: dict[str, Phases], row_modes: Sequence[str]) -> None:
+    """Each mode's ``cell_s``: the others their own parts' seconds, the first mode the rest of the row's span (its
+    shared work included), so that the row's records add up to its time once."""
+    span = time.perf_counter() - phases[row_modes[0]].started
+    for mode in row_modes[1:]:
+        own = sum(phases[mode].seconds.values())
+        phases[mode].stop(own)
+        span -= own
+    phases[row_modes[0]].stop(max(span, 0.0))
+
+
+def _row(cells: dict[str, CellContext], row: RowCompilation) -> dict[str, CellResult | Exception]:
+    quiet_toolchain_logs()
+    lead = next(iter(cells.values()))
+    failed: dict[str, Exception] = {}
+    compiled: dict[str, CompiledCell] = {}
+    try:
+        with row.around_row():
+            references = references_for(lead)
+            eager_memory = lead.memory("eager memory", lead.eager_fn, lead.plan.calls(EAGER_MEMORY))
+            for mode, cell in cells.items():
+                try:
+                    with cell.phases.timing("compile"), inductor_configuration(cell.settings.inductor) as options:
+                        compiled[mode] = row.compile(mode, cell.loaded.model, cell.inputs,
+                                                     warm=cell.plan.has(WARM_COMPILE))
+                    compiled[mode].cold_stats["inductor_options"] = options
+                except Exception as exc:  # this mode's cell fails (an OOM, say); the others go on
+                    failed[mode] = exc
+                    release(lead.device)
+            if not compiled:
+                return dict(failed)
+            with inductor_configuration(lead.settings.inductor):  # the cache keys the modes compiled under
+                row.make_callable(lead.loaded.model, lead.inputs, compiled,
+                                  again=lambda mode: cells[mode].phases.timing("compile"))
+            timed, round_order = _timed_row({mode: cells[mode] for mode in compiled}, compiled)
+            figures = {mode: after_timing(cells[mode], timed[mode], references, row.compilations[mode])
+                       for mode in compiled}
+    finally:
+        release(lead.device)
+    warmup = next(iter(timed.values())).comparison.baseline.warmup
+    stands = warmed_up_as_its_eager_cell(warmup, lead.plan.setting_warmup)
+    results: dict[str, CellResult | Exception] = {}
+    for mode in cells:
+        if mode in failed:
+            results[mode] = failed[mode]
+            continue
+        results[mode] = compiled_result(cells[mode], timed[mode], figures[mode], row.compilations[mode],
+                                        eager_memory, eager_stands=stands, timed_with=tuple(compiled),
+                                        round_order=round_order if len(compiled) > 1 else None)
+    return results
+
+
+def _timed_row(cells: dict[str, CellContext], compiled: dict[str, CompiledCell]) -> tuple[dict[str, Timed], list[str]]:
+    """Eager and every mode in rounds of blocks, each round in its random order, no recompile allowed: each mode's
+    timed result, and the rounds' order (``RowComparison.order_text``)."""
+    lead = next(iter(cells.values()))
+    settings = lead.settings
+    warmup = max(cell.plan.warmup for cell in cells.values())  # a CUDA-graph mode's longer warm-up, for every side
+    with BlockClocks(lead.device) as block_clocks, no_recompile(), EnergyProbe(lead.device) as clocks:
+        start = time.perf_counter()
+        row = compare_many(lead.eager_fn, {mode: compiled[mode].forward for mode in cells}, baseline_name=EAGER_SIDE,
+                           warmup=warmup, runs=lead.plan.runs, blocks=settings.blocks, device=lead.device,
+                           sync=settings.sync, order_seed=settings.seed, between_blocks=block_clocks)
+        seconds = time.perf_counter() - start
+    share = 1.0 / len(cells)  # the joint loop, a share each: eager's calls and warm-up split evenly
+    eager_ms = sum(row.baseline.times_ms)
+    for mode, cell in cells.items():
+        cell.phases.add_loop(seconds * share, eager_ms * share + sum(row.comparisons[mode].candidate.times_ms))
+    return ({mode: Timed(compiled[mode], row.comparisons[mode], clocks.report) for mode in cells},
+            row.order_text())
