@@ -139,6 +139,10 @@ class Settings:
                                      f"its interval includes the spread between runs (None: {GPU_REPLICATES} on a GPU, "
                                      "1 on a CPU)", check=_replicates, accepts=(int, type(None)),
                                      record=WHEN_SET, flag=False)
+    remeasure_unsteady: bool | None = setting(None, "measure a compiled cell whose block means changed regime once more, "
+                                              "after the grid, as one more replicate (None: on a GPU, not on a CPU)",
+                                              check=_optional_flag, accepts=(bool, type(None)), grid=TOP, record=None,
+                                              flag=False)
     replicate: str = setting(Replicate.R1.value, "which of the cell's replicates this is (r1: the first, or the only "
                              "one); the grid sets it", check=lambda value: str(check_replicate(value)), accepts=str,
                              grid=None, record=IDENTITY, choices=names(Replicate), flag=False)

@@ -189,8 +189,9 @@ def test_the_cell_commands_setting_flags_keep_each_settings_default():
     flags = [item.name for item in setting_fields() if item.metadata["flag"]]
     assert {name: getattr(parsed, name) for name in flags} == {
         name: value for name, value in Settings().to_parameters().items() if name in flags}
-    # a grid's business, not one cell's: no --replicates, no --replicate
-    assert set(setting_names()) - set(flags) == {"replicates", "replicate"} and not hasattr(parsed, "replicates")
+    # a grid's business, not one cell's: no --replicates, no --replicate, no --remeasure-unsteady
+    assert set(setting_names()) - set(flags) == {"replicates", "replicate", "remeasure_unsteady"}
+    assert not hasattr(parsed, "replicates") and not hasattr(parsed, "remeasure_unsteady")
     assert parsed.profile is True and parsed.keep_traces is False  # on by default: --no-profile turns it off
     off = build_parser().parse_args(["cell", "resnet", "--no-profile", "--keep-traces"])
     assert off.profile is False and off.keep_traces is True

@@ -14,6 +14,8 @@ or ``error``; the notebook's own OOM rule skips larger batches), and the runner 
 - cells recorded ``ok`` or ``oom`` for the same environment (torch version, GPU or CPU model) are skipped: running
   again resumes; an OOM recorded so far, in this run or an earlier one, rules out larger batches;
 - one worker per device (CUDA_VISIBLE_DEVICES); with a ``time_limit`` a kernel starts only the cells that fit.
+- after the grid, a compiled cell whose block means changed regime is measured once more, as one more replicate
+  (``unsteady``; on a GPU by default), where the time limit lets it start.
 
 Executing a notebook is ``papermill_execution``, following it ``kernel_watch``; the person watching sees
 ``progress_display``."""
@@ -37,7 +39,7 @@ from ...kernel import ensure_kernel
 from ...paths import REPORTS_DIR
 from ...records.key import RecordKey
 from ...records.build import failure_record, skipped_after_oom, unmeasured_config
-from ...records.results_file import append_record, locked
+from ...records.results_file import append_record, locked, read_records
 from ...records.schema import Record
 from .device_lock import device_lock, split_cpus
 from .papermill_execution import execute_with_papermill, log_tail, notebook_parameters
@@ -49,6 +51,7 @@ from .kernel_watch import DONE, OOM_KILLED, STOPPED, TIMED_OUT, KernelWatch
 from ..lease import RunnerLease
 from .progress_display import Outcome, Progress, ProgressView, RunOutcome
 from .resume import oom_batches, read_done
+from .unsteady import once_more
 from .clean_stop import RunningProcesses, StopOnSignal
 from ...vocabulary import Status
 from ...zoo.hub import expected_weights
@@ -188,23 +191,39 @@ class Runner:
             tally = RunOutcome(resumed=pending.resumed, total=len(self.grid.cells))
             if not pending.cells:
                 return tally
-            progress = self.progress(len(pending.cells), self.stream)
-            if self.time_limit is not None:
-                progress.limit_left = self.time_limit.left
-            queues: dict[str, queue.Queue] = defaultdict(queue.Queue)
-            for group in kernel_groups(list(pending.cells)):
-                queues[group.device].put(group)
-            threads = [threading.Thread(target=self._work, args=(queues[kind], device, tally, progress),
-                                        name=f"worker-{device}")
-                       for kind in queues for device in self.workers(kind)]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()  # the lease is held until every worker has stopped
-            progress.close()
+            self._pass(list(pending.cells), tally)
             tally.not_run = len(pending.cells) - len(tally.outcomes)
+            again = [] if self.stop.requested.is_set() else self.once_more()
+            if again:  # unsteady cells (``unsteady``): once more each, where the time limit lets them start
+                self.stream.write(f"[run] {len(again)} cell(s) whose block means changed regime: measured once more, "
+                                  "as one more replicate each\n")
+                done = len(tally.outcomes)
+                self._pass(again, tally)
+                tally.again = len(tally.outcomes) - done
             tally.signal = self.stop.signal
         return tally
+
+    def once_more(self) -> list[Cell]:
+        """The grid's unsteady cells to measure once more (``unsteady.once_more``), as its records say now."""
+        return once_more(self.grid.cells, read_records(self.results_path) if self.results_path.exists() else [],
+                         self.key)
+
+    def _pass(self, cells: list[Cell], tally: RunOutcome) -> None:
+        """``cells``, kernel group by kernel group, one worker per device, with a progress view of their own."""
+        progress = self.progress(len(cells), self.stream)
+        if self.time_limit is not None:
+            progress.limit_left = self.time_limit.left
+        queues: dict[str, queue.Queue] = defaultdict(queue.Queue)
+        for group in kernel_groups(cells):
+            queues[group.device].put(group)
+        threads = [threading.Thread(target=self._work, args=(queues[kind], device, tally, progress),
+                                    name=f"worker-{device}")
+                   for kind in queues for device in self.workers(kind)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()  # the lease is held until every worker has stopped
+        progress.close()
 
     def _work(self, groups: queue.Queue, device: str, tally: RunOutcome, progress: ProgressView) -> None:
         try:

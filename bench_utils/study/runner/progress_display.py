@@ -35,6 +35,7 @@ class RunOutcome:
     not_run: int = 0                 # pending cells never started (the run was stopped)
     signal: int | None = None        # SIGINT or SIGTERM, if one stopped the run
     worker_errors: list[str] = field(default_factory=list)
+    again: int = 0                   # of the outcomes: unsteady cells measured once more (``unsteady``)
 
     def exit_status(self) -> int:
         """128 + the signal that stopped the run; 1 if a worker failed or a cell errored; else 0."""
@@ -131,7 +132,9 @@ def format_run_outcome(run: RunOutcome, results_path: Path, slowest: int = 3) ->
                 f"(--force measures again). Results: {results_path}")
     lines = [f"cells: {run.total} in the grid, {run.resumed} already measured, "
              f"{len(run.outcomes)} run now: {counts.get('ok', 0)} ok, {counts.get('oom', 0)} oom, "
-             f"{counts.get('error', 0)} error, {counts.get('skipped', 0)} skipped after an OOM"]
+             f"{counts.get('error', 0)} error, {counts.get('skipped', 0)} skipped after an OOM"
+             + (f" ({run.again} of them unsteady cells measured once more, as one more replicate)" if run.again
+                else "")]
     ranked = sorted(run.outcomes, key=lambda outcome: outcome.seconds, reverse=True)[:slowest]
     if ranked:  # none when a time limit started no cell
         lines.append("slowest: " + ", ".join(f"{o.cell.cell_id} ({o.seconds:.0f} s)" for o in ranked))

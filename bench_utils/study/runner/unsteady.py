@@ -1,0 +1,65 @@
+"""Unsteady cells, measured once more: a compiled cell whose block means changed regime inside its timed runs.
+
+On the H200 the host changed regime inside cells while the GPU clock held (BEiT at batch 1: compiled blocks 2-11
+about 6.3 ms, blocks 12-30 about 3.6 ms), and a cell's figures then describe neither regime. Where a record's
+eager or compiled block means shifted (``measurement.regime``), the runner measures the cell once more, after the
+grid, as one more replicate (a fresh kernel): its interval is then over the replicates, the shifted one among
+them (``measurement.replicates``), and the page says how many. Once: a cell whose extra replicate shifts too is
+not measured again. On by default on a GPU, where the shifts were seen; off on a CPU, whose cells are measured
+once (``Settings.remeasure_unsteady``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Iterable
+
+import numpy as np
+
+from ...measurement import stats
+from ...measurement.regime import RegimeShift, regime_shift
+from ...records.key import RecordKey, record_key
+from ...records.schema import Record
+from ...vocabulary import MAX_REPLICATES, Replicate
+from ..grid.grid_file import Cell
+
+
+def regime_shifts(record: Record) -> dict[str, RegimeShift]:
+    """The sides (``eager``, ``compiled``) of an ``ok`` compiled record whose block means changed regime."""
+    speedup, latency = record.speedup, record.latency
+    if not record.ok or speedup is None or latency is None or not speedup.block_runs:
+        return {}
+    found = {}
+    for side, values in (("eager", speedup.eager_values), ("compiled", latency.values)):
+        if values and sum(speedup.block_runs) == len(values):
+            shift = regime_shift([float(np.mean(block)) for block in stats.split_blocks(values, speedup.block_runs)])
+            if shift is not None:
+                found[side] = shift
+    return found
+
+
+def remeasures(cell: Cell) -> bool:
+    """Whether ``cell``'s grid measures an unsteady cell once more (its setting; by default on a GPU only)."""
+    setting = cell.settings.remeasure_unsteady
+    return cell.device == "cuda" if setting is None else setting
+
+
+def once_more(cells: Iterable[Cell], records: Iterable[Record], key: Callable[[Cell], RecordKey]) -> list[Cell]:
+    """The cells of ``cells`` (a grid's) to measure once more: each compiled cell that remeasures, one of whose
+    replicates' records shifted regime, as the replicate after its last, where none such was recorded yet."""
+    by_key = {record_key(record).without_study(): record for record in records}
+    grid = [cell for cell in cells if cell.compile_mode != "eager" and remeasures(cell)]
+    found: dict[tuple, Cell] = {}
+    for cell in grid:
+        record = by_key.get(key(cell).without_study())
+        if record is None or not regime_shifts(record):
+            continue
+        count = cell.settings.replicates or 1
+        extra = _replicate(cell, count + 1)
+        if count < MAX_REPLICATES and key(extra).without_study() not in by_key:
+            found.setdefault(key(extra).without_study(), extra)
+    return list(found.values())
+
+
+def _replicate(cell: Cell, index: int) -> Cell:
+    return dataclasses.replace(cell, settings=dataclasses.replace(cell.settings, replicate=Replicate(f"r{index}").value))
