@@ -146,6 +146,22 @@ def test_a_batch_sizes_compile_modes_are_timed_in_one_row_beside_one_eager_serie
         assert by_cell[(mode, 1)]["compile"]["warm_ms"] is not None and by_cell[(mode, 2)]["compile"]["warm_ms"] is None
 
 
+@pytest.mark.cuda
+def test_on_a_gpu_a_cuda_graph_mode_and_default_are_timed_in_one_row_without_recording_again(tmp_path):
+    # the next lease's first check of the row: reduce-overhead's graphs replayed between default's and eager's
+    # calls, default compiled again beside it, no fallback to timing each mode on its own
+    row = ["default", "reduce-overhead"]
+    returned = run(tmp_path, device="cuda", compile_modes=["eager", *row], batch_sizes=[1], runs=20, blocks=4,
+                   warmup=2)
+    default, graphs, eager = returned
+    assert [r["status"] for r in returned] == ["ok", "ok", "ok"], [r.get("error") for r in returned]
+    for record in (default, graphs):
+        assert record["speedup"]["timed_with"] == row and record["compile"]["recompiles"] == 0
+        assert not any("joint timing failed" in note for note in record.get("notes", []))
+    assert graphs["compile"]["cuda_graphs"] is True and default["compile"]["timed_compilation_calls_ms"]
+    assert eager["shared_measurement"]["timed_with"] == row
+
+
 def test_a_row_whose_joint_timing_fails_times_each_mode_on_its_own_and_says_why(tmp_path, modes_as_backends,
                                                                               monkeypatch):
     from bench_utils.study.cell import measured_row
