@@ -20,7 +20,8 @@ class FakeNotebook:
 
     def __init__(self, oom=(), error=(), crash=(), crash_once=(), hang=(), delay=0.0, no_start=False, shifted=()):
         self.oom, self.error, self.crash, self.delay = set(oom), set(error), set(crash), delay
-        self.shifted = set(shifted)  # (model, batch_size, replicate): compiled blocks that change regime half-way
+        # (model, batch_size, replicate[, compile_mode]): compiled blocks that change regime half-way
+        self.shifted = set(shifted)
         self.no_start = no_start
         self.crash_once, self.hang = set(crash_once), set(hang)
         self.calls, self.kernels, self.active, self.lock = [], [], Counter(), threading.Lock()
@@ -70,12 +71,15 @@ class FakeNotebook:
                     if status == "oom":
                         oom_at[cell.compile_mode] = cell.batch_size
                     record = failure_record(fields, status=status, config=config, error=f"{status}!")
-                elif (cell.model, cell.batch_size, cell.settings.replicate) in self.shifted and \
-                        cell.compile_mode != "eager":  # 10 blocks of 3 calls: 1 ms, then 1.6 ms from block 6
+                elif cell.compile_mode != "eager" and {(cell.model, cell.batch_size, cell.settings.replicate),
+                                                        (cell.model, cell.batch_size, cell.settings.replicate,
+                                                         cell.compile_mode)} & self.shifted:
+                    # 10 blocks of 3 calls: 1 ms, then 1.6 ms from block 6; timed in a row with its batch's modes
                     calls = [1.0] * 15 + [1.6] * 15
+                    row = [c.compile_mode for c in ordered if c.batch_size == cell.batch_size and c.compile_mode != "eager"]
                     record = make_record(fields, measurement=Measurement(calls, 5.0), config=config,
                                          extra={"speedup": {"mean": 2.0, "block_runs": [3] * 10,
-                                                            "eager_values": [0.002] * 30}})
+                                                            "eager_values": [0.002] * 30, "timed_with": row}})
                 else:
                     record = make_record(fields, measurement=Measurement([1.0, 2.0, 3.0], 5.0), config=config)
                 append_record(PROJECT_ROOT / parameters["results_path"], record)  # as the kernel resolves it

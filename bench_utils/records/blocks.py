@@ -171,12 +171,6 @@ class SpeedupBlock(Block):
                     found[name].append(previous is not None and previous != side)
                 previous = side
         return found
-        for index in range(1, len(self.timed_with) + 1):
-            side = str(index)
-            if all(round_.find(side) >= 0 and ("c" if round_.find(side) < round_.find("0") else "b") == first
-                   for round_, first in zip(self.round_order, self.order)):
-                return side
-        return None
 
 
 class AotFreshProcess(Block):
@@ -259,6 +253,7 @@ class MemoryBlock(Block):
     cuda_peak_allocated_increase_bytes: Count | None = None
     cuda_peak_reserved_increase_bytes: Count | None = None
     cuda_graph_pool_bytes: Count | None = None
+    cuda_graph_pool_shared_with: list[str] | None = None   # a row's other CUDA-graph modes: one pool holds theirs too
     rss_peak_increase_bytes: int | None = None  # resident memory can fall during a call
     cpu_activation_peak_bytes: Count | None = None
     cpu_activation_allocations: Count | None = None

@@ -197,6 +197,7 @@ def _row(record: Record) -> dict[str, Any]:
         **region_columns("eager_", memory.eager or MemoryBlock(), cuda),  # eager takes no pool: one alive is a compilation's
         "reserved_bytes": memory.cuda_peak_reserved_increase_bytes,
         "graph_pool_bytes": memory.cuda_graph_pool_bytes,
+        "graph_pool_shared_with": ", ".join(memory.cuda_graph_pool_shared_with or []) or None,
         # what the mode asked for, and what inductor did (True, "partial", False; see variants.cuda_graph_checks)
         "cuda_graphs_requested": compiled.cuda_graphs_requested, "cuda_graphs": compiled.cuda_graphs,
         "flops": compute.flops if compute else None,

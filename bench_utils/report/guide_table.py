@@ -59,7 +59,6 @@ def guide_tables(data: pd.DataFrame, catalog: Catalog) -> list[tuple[str, str]]:
     modes = compiled_modes(data)
     many = len(modes) > 1
     columns: list[str | None] = [*modes] or [None]  # None: the eager column alone
-    one_eager = not many or timed_together(data)  # every row's modes beside one eager series: one column
     for (device, dtype), per_device in data.groupby(["environment", "dtype"], sort=True, dropna=False):
         # by label: a variant of a model (channels_last) is a row of its own
         models = (per_device.sort_values(["task_rank", "label"])
@@ -67,6 +66,7 @@ def guide_tables(data: pd.DataFrame, catalog: Catalog) -> list[tuple[str, str]]:
         for batch in sorted(per_device["batch_size"].unique()):
             flat = per_device[per_device["batch_size"] == batch]
             cells = flat.set_index(["label", "mode"])
+            one_eager = not many or timed_together(flat)  # every row's modes beside one eager series: one column
             headers = [catalog.t("col_task"), catalog.t("col_model")]
             for index, column in enumerate(columns):
                 if not one_eager and column is not None:  # several modes: each column a mode

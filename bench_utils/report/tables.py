@@ -179,12 +179,21 @@ def dynamic_batch_table(data: pd.DataFrame, catalog: Catalog) -> str:
 
 def memory_table(data: pd.DataFrame, catalog: Catalog) -> str:
     rows = [[*_cell_columns(row, catalog), region_mib(row["eager_peak_bytes"], row["eager_peak_method"], catalog),
-             region_mib(row["peak_bytes"], row["peak_method"], catalog), mib(row["graph_pool_bytes"], catalog),
+             region_mib(row["peak_bytes"], row["peak_method"], catalog), _graph_pool(row, catalog),
              mib(row["reserved_bytes"], catalog), ltr(catalog.number(row["throughput"], 1), catalog)]
             for row in _compiled_rows(data)]
     headers = [*_cell_headers(catalog), catalog.t("col_memory_eager"), catalog.t("col_memory_compiled"), catalog.t("col_graph_pool"),
                catalog.t("col_reserved"), catalog.t("col_throughput")]
     return markdown_table(headers, rows) if rows else catalog.t("no_results")
+
+
+def _graph_pool(row: pd.Series, catalog: Catalog) -> str:
+    """The CUDA-graph pool; where a row's other CUDA-graph modes' graphs share it, saying with which."""
+    shared = row.get("graph_pool_shared_with")
+    text = mib(row["graph_pool_bytes"], catalog)
+    if not isinstance(shared, str) or not shared:
+        return text
+    return f"{text} ({catalog.t('pool_shared_with', modes=ltr(shared, catalog))})"
 
 
 def hardware_table(data: pd.DataFrame, catalog: Catalog) -> str:

@@ -58,8 +58,12 @@ class RowCompilation:
     def compile(self, mode: str, model: torch.nn.Module, inputs: Inputs, *, warm: bool) -> CompiledCell:
         """``mode`` compiled cold (then warm) in its folder: every other mode's compilation is dropped."""
         self.callable_mode = None  # its first step is a dynamo reset
-        with cache_folder(self._folder(mode)):
-            compiled = self.compilations[mode].compile(model, inputs, warm=warm)
+        try:
+            with cache_folder(self._folder(mode)):
+                compiled = self.compilations[mode].compile(model, inputs, warm=warm)
+        except BaseException:
+            modes.reset()  # nothing half made (a graph half recorded, say) for the next mode to inherit
+            raise
         self.callable_mode = mode
         return compiled
 

@@ -586,3 +586,25 @@ def test_the_start_up_tables_eager_call_is_each_rows_own_pairs_eager():
         catalog = Catalog(locale)
         table = report_tables.startup_table(frame([eager, _measured("resnet", 1, 2.0)]), catalog)
         assert catalog.t("eager_cell_figure", value=ltr(catalog.number(10.0, 2), catalog)) in table
+
+
+def test_each_table_has_one_eager_column_where_its_rows_were_timed_so_and_a_shared_graph_pool_says_so():
+    from test_frame import _paired_record
+    from bench_utils.records.schema import Record
+
+    row = ("default", "reduce-overhead")
+    data = frame([_paired_record("default", 3.0, 2.0, timed_with=row),
+                  _paired_record("reduce-overhead", 3.0, 1.0, timed_with=row),
+                  _paired_record("default", 6.0, 4.0, batch_size=4),  # the earlier design, at batch 4 only
+                  _paired_record("reduce-overhead", 5.0, 2.0, batch_size=4)])
+    tables = guide_table.guide_tables(data, Catalog("en"))
+    (_, batch1), (_, batch4) = tables
+    assert batch1.splitlines()[0].count("Eager") == 1 and "earlier design" not in batch1
+    assert batch4.splitlines()[0].count("Eager beside") == 2 and "eager timed per mode (earlier design)" in batch4
+    # two CUDA-graph modes of a row keep their graphs in one pool: the memory table says whose
+    shared = _paired_record("reduce-overhead", 3.0, 1.0, timed_with=("reduce-overhead", "max-autotune"))
+    shared["memory"]["cuda_graph_pool_bytes"] = 2**20
+    shared["memory"]["cuda_graph_pool_shared_with"] = ["max-autotune"]
+    Record.from_json(shared)
+    table = report_tables.memory_table(frame([shared]), Catalog("en"))
+    assert "1.0 (shared with max-autotune)" in table

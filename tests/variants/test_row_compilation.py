@@ -64,3 +64,22 @@ def test_a_mode_compiles_in_its_own_cache_folder_and_the_folders_go_with_the_row
         root = row._folder("default").parent
         assert root.is_dir()
     assert not root.exists()
+
+
+def test_a_mode_that_fails_to_compile_leaves_nothing_half_made_for_the_next(monkeypatch):
+    from bench_utils.variants import row_compilation
+    from bench_utils.variants.compilation import ColdThenWarm
+
+    resets = []
+    monkeypatch.setattr(row_compilation.modes, "reset", lambda: resets.append(1))
+
+    def fail(self, model, inputs, *, warm):
+        raise RuntimeError("capture failed")
+
+    monkeypatch.setattr(ColdThenWarm, "compile", fail)
+    row = RowCompilation(("default",), 1, Settings(backend="aot_eager"), torch.device("cpu"))
+    with row.around_row():
+        resets.clear()
+        with pytest.raises(RuntimeError, match="capture failed"):
+            row.compile("default", torch.nn.Linear(2, 2), {"input": torch.randn(1, 2)}, warm=False)
+        assert resets == [1] and row.callable_mode is None

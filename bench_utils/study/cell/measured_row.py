@@ -28,14 +28,14 @@ from ...measurement.flops import count_forward_flops
 from ...measurement.power import EnergyProbe
 from ...records.key import warmed_up_as_its_eager_cell
 from ...settings import Settings
-from ...variants import cell_plan
+from ...variants import cell_plan, modes
 from ...variants.cell_plan import EAGER_MEMORY, FRESH_PROCESS, WARM_COMPILE
 from ...variants.compilation import forward_call
 from ...variants.compile_cost import CompiledCell, no_recompile
 from ...variants.inductor_config import inductor_configuration
 from ...variants.precision import tf32_in_force
 from ...variants.row_compilation import RowCompilation
-from ...vocabulary import CompileMode
+from ...vocabulary import CUDA_GRAPH_MODES, CompileMode
 from ...zoo.loading import LoadedModel
 from .measured_cell import CellContext, CellResult, Timed, after_timing, compiled_result, references_for
 from .memory_and_energy import release
@@ -114,10 +114,13 @@ def _row(cells: dict[str, CellContext], row: RowCompilation) -> dict[str, CellRe
                 row.make_callable(lead.loaded.model, lead.inputs, compiled,
                                   again=lambda mode: cells[mode].phases.timing("compile"))
             timed, round_order = _timed_row({mode: cells[mode] for mode in compiled}, compiled)
-            figures = {mode: after_timing(cells[mode], timed[mode], references, row.compilations[mode])
-                       for mode in compiled}
+            figures = {}
+            for mode in compiled:  # each mode's recompiles counted from its own figures' start
+                compiled[mode].after_warm = modes.dynamo_snapshot()
+                figures[mode] = after_timing(cells[mode], timed[mode], references, row.compilations[mode])
     finally:
         release(lead.device)
+    _say_shared_pool(figures)
     warmup = next(iter(timed.values())).comparison.baseline.warmup
     stands = warmed_up_as_its_eager_cell(warmup, lead.plan.setting_warmup)
     results: dict[str, CellResult | Exception] = {}
@@ -143,9 +146,24 @@ def _timed_row(cells: dict[str, CellContext], compiled: dict[str, CompiledCell])
                            warmup=warmup, runs=lead.plan.runs, blocks=settings.blocks, device=lead.device,
                            sync=settings.sync, order_seed=settings.seed, between_blocks=block_clocks)
         seconds = time.perf_counter() - start
-    share = 1.0 / len(cells)  # the joint loop, a share each: eager's calls and warm-up split evenly
-    eager_ms = sum(row.baseline.times_ms)
+    # the joint loop: each mode its own timed calls and a share of eager's, the rest (warm-up, switch calls, the
+    # reads between blocks) split evenly
+    share = 1.0 / len(cells)
+    eager_s = sum(row.baseline.times_ms) / 1000.0
+    own_s = {mode: sum(row.comparisons[mode].candidate.times_ms) / 1000.0 for mode in cells}
+    rest_s = max(0.0, seconds - eager_s - sum(own_s.values()))
     for mode, cell in cells.items():
-        cell.phases.add_loop(seconds * share, eager_ms * share + sum(row.comparisons[mode].candidate.times_ms))
+        timed_s = own_s[mode] + eager_s * share
+        cell.phases.add_loop(timed_s + rest_s * share, timed_s * 1000.0)
     return ({mode: Timed(compiled[mode], row.comparisons[mode], clocks.report) for mode in cells},
             row.order_text())
+
+
+def _say_shared_pool(figures: dict[str, Any]) -> None:
+    """Where a row holds several CUDA-graph modes, their graphs live in one pool (one CUDA-graph tree per device), so
+    each one's ``cuda_graph_pool_bytes`` is theirs together: its memory block names the others."""
+    graphed = [mode for mode in figures if mode in CUDA_GRAPH_MODES]
+    for mode in graphed:
+        memory = figures[mode].memory
+        if len(graphed) > 1 and memory is not None and memory.get("cuda_graph_pool_bytes") is not None:
+            memory["cuda_graph_pool_shared_with"] = [other for other in graphed if other != mode]

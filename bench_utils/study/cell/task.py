@@ -302,6 +302,8 @@ class _ModelCells:
                     warm_modes=[other for other in pending if other not in self.warm_measured],
                     trace_prefixes={other: self._trace_prefix(other, batch_size, settings) for other in pending})
             except Exception as exc:
+                if not _device_usable(self.device):
+                    raise  # a lasting device error (an illegal address, say): each mode alone would fail on it
                 self.row_failed[batch_size] = ("timed on its own, beside an eager series of its own: the row's "
                                                f"joint timing failed ({_error_text(exc).splitlines()[-1]})")
                 _free_memory()
@@ -343,6 +345,17 @@ class _ModelCells:
     def _failure_config(self) -> dict[str, Any]:
         """A failed cell's settings: the weights of the model if it was built, else none measured."""
         return {**self.config, "weights": self.loaded.weights if self.loaded is not None else None}
+
+
+def _device_usable(device: str) -> bool:
+    """Whether ``device`` still works after an error: a CUDA error that sticks fails the next synchronize."""
+    if not device.startswith("cuda") or not torch.cuda.is_available():
+        return True
+    try:
+        torch.cuda.synchronize()
+    except Exception:
+        return False
+    return True
 
 
 def _free_memory() -> None:

@@ -49,16 +49,24 @@ def once_more(cells: Iterable[Cell], records: Iterable[Record], key: Callable[[C
     replicates' records shifted regime, as the replicate after its last, where none such was recorded yet."""
     by_key = {record_key(record).without_study(): record for record in records}
     grid = [cell for cell in cells if cell.compile_mode != "eager" and remeasures(cell)]
-    found: dict[tuple, Cell] = {}
+    found: dict[tuple, tuple[int, Cell]] = {}  # in the grid's order
     for cell in grid:
         record = by_key.get(key(cell).without_study())
         if record is None or not regime_shifts(record):
             continue
-        count = cell.settings.replicates or 1
-        extra = _replicate(cell, count + 1)
-        if count < MAX_REPLICATES and key(extra).without_study() not in by_key:
-            found.setdefault(key(extra).without_study(), extra)
-    return list(found.values())
+        # a row's modes were timed beside one eager series: all of them once more, in one row again
+        row = set(record.speedup.timed_with or []) if record.speedup else set()
+        for member in [cell] + [other for other in grid if other.compile_mode in row and _same_row(other, cell)]:
+            count = member.settings.replicates or 1
+            extra = _replicate(member, count + 1)
+            if count < MAX_REPLICATES and key(extra).without_study() not in by_key:
+                found.setdefault(key(extra).without_study(), (grid.index(member), extra))
+    return [extra for _, extra in sorted(found.values(), key=lambda item: item[0])]
+
+
+def _same_row(one: Cell, other: Cell) -> bool:
+    """The same cell but for its compile mode (a row's modes), of the same replicate."""
+    return dataclasses.replace(one, compile_mode=other.compile_mode) == other
 
 
 def _replicate(cell: Cell, index: int) -> Cell:

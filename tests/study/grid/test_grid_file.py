@@ -45,7 +45,7 @@ def test_repo_grids_are_valid():
                and c.settings.replicates == 3 for c in guide.cells)
     quick = load_grid("params/cpu-quick.yaml")
     assert {c.task for c in quick.cells} == {"image-classification", "image-segmentation", "object-detection"}
-    assert {c.compile_mode for c in quick.cells} == {"eager", "default"}
+    assert {c.compile_mode for c in quick.cells} == {"eager", "default", "reduce-overhead"}  # a row of two modes
     assert load_grid("params/smoke.yaml").cells
     fleet = load_grid("params/hf-guide-fleet.yaml")  # the guide's grid on three kinds of a cluster
     assert fleet.accelerators == ["H100", "A100", "L4"] and [

@@ -66,3 +66,13 @@ def test_without_the_setting_a_cpu_study_measures_each_cell_once(tmp_path):
     notebook = FakeNotebook(shifted={("resnet", 4, "r1")})
     outcome = Runner(parse_grid({**GRID, "remeasure_unsteady": None}), tmp_path, executor=notebook).run()
     assert outcome.again == 0 and len(read_records(tmp_path / "results.jsonl")) == 4
+
+
+def test_one_unsteady_mode_of_a_row_brings_its_whole_row_back_beside_one_eager_series(tmp_path):
+    grid = {**GRID, "grids": [{"models": ["resnet"], "batch_sizes": [1, 4],
+                               "compile_modes": ["eager", "default", "reduce-overhead"]}]}
+    notebook = FakeNotebook(shifted={("resnet", 4, "r1", "reduce-overhead")})
+    outcome = Runner(parse_grid(grid), tmp_path, executor=notebook).run()
+    again = [(r.cell.compile_mode, r.cell.batch_size) for r in read_records(tmp_path / "results.jsonl")
+             if r.cell.replicate == "r2"]
+    assert again == [("default", 4), ("reduce-overhead", 4)] and outcome.again == 2
