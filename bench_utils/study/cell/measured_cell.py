@@ -204,6 +204,8 @@ def _compile_report(compiled: CompiledCell, graph_stats: dict[str, Any], at_end:
         report["timed_compilation"] = ("compiled again from its own cache, with no dynamo reset, beside the "
                                        "row's other modes")
         report["timed_compilation_calls_ms"] = list(compiled.timed_again["calls_ms"])
+        # a miss: it compiled anew (max-autotune may then have tuned other kernels than the ones costed)
+        report["timed_compilation_fx_graph_cache_hits"] = compiled.timed_again.get("fx_graph_cache_hits")
     return report
 
 
