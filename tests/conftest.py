@@ -69,3 +69,15 @@ def modes_as_backends(monkeypatch):
     monkeypatch.setattr(modes, "compile_model", lambda model, mode, **options: torch.compile(
         model, backend=backend_for(mode), fullgraph=options.get("fullgraph", False), dynamic=options.get("dynamic")))
     return backends
+
+
+@pytest.fixture
+def loaded(tiny_vit):
+    """The tiny ViT as the zoo's loader gives a model: what a cell measures (``study.cell``)."""
+    from bench_utils.zoo.loading import LoadedModel
+
+    model, inputs = tiny_vit
+    return LoadedModel(model=model, key="tiny-vit", label="TinyViT", task="image-classification",
+                       checkpoint="local/tiny-vit", weights="random", dtype="float32", device="cpu",
+                       param_count=sum(p.numel() for p in model.parameters()),
+                       make_inputs=lambda b: {"pixel_values": inputs["pixel_values"][:1].repeat(b, 1, 1, 1)})

@@ -12,15 +12,6 @@ from bench_utils.zoo.loading import LoadedModel
 ENV = {"torch_version": torch.__version__, "gpus": []}
 
 
-@pytest.fixture
-def loaded(tiny_vit):
-    model, inputs = tiny_vit
-    return LoadedModel(model=model, key="tiny-vit", label="TinyViT", task="image-classification",
-                       checkpoint="local/tiny-vit", weights="random", dtype="float32", device="cpu",
-                       param_count=sum(p.numel() for p in model.parameters()),
-                       make_inputs=lambda b: {"pixel_values": inputs["pixel_values"][:1].repeat(b, 1, 1, 1)})
-
-
 def test_eager_cell(loaded):
     result = run_cell(loaded, 3, "eager", Settings(runs=12, warmup=2))
     assert result.comparison is None and result.parity is None and result.measurement.runs == 12

@@ -10,19 +10,9 @@ from bench_utils.records.schema import Record
 from bench_utils.settings import Settings
 from bench_utils.study.cell.cell_record import cell_record
 from bench_utils.study.cell.measured_row import run_row
-from bench_utils.zoo.loading import LoadedModel
 
 ENV = {"torch_version": torch.__version__, "gpus": []}
 ROW = ("default", "reduce-overhead")
-
-
-@pytest.fixture
-def loaded(tiny_vit):
-    model, inputs = tiny_vit
-    return LoadedModel(model=model, key="tiny-vit", label="TinyViT", task="image-classification",
-                       checkpoint="local/tiny-vit", weights="random", dtype="float32", device="cpu",
-                       param_count=sum(p.numel() for p in model.parameters()),
-                       make_inputs=lambda b: {"pixel_values": inputs["pixel_values"][:1].repeat(b, 1, 1, 1)})
 
 
 def test_every_mode_is_paired_with_one_eager_series_timed_in_the_same_rounds(loaded, modes_as_backends):
