@@ -74,12 +74,13 @@ class FakeNotebook:
                 elif cell.compile_mode != "eager" and {(cell.model, cell.batch_size, cell.settings.replicate),
                                                         (cell.model, cell.batch_size, cell.settings.replicate,
                                                          cell.compile_mode)} & self.shifted:
-                    # 10 blocks of 3 calls: 1 ms, then 1.6 ms from block 6; timed in a row with its batch's modes
-                    calls = [1.0] * 15 + [1.6] * 15
+                    # 20 blocks of 3 calls: 1 ms, then 1.6 ms from block 11 (10 blocks leave the test at p ~ 0.008, on
+                    # its edge); timed in a row with its batch's modes
+                    calls = [1.0] * 30 + [1.6] * 30
                     row = [c.compile_mode for c in ordered if c.batch_size == cell.batch_size and c.compile_mode != "eager"]
                     record = make_record(fields, measurement=Measurement(calls, 5.0), config=config,
-                                         extra={"speedup": {"mean": 2.0, "block_runs": [3] * 10,
-                                                            "eager_values": [0.002] * 30, "timed_with": row}})
+                                         extra={"speedup": {"mean": 2.0, "block_runs": [3] * 20,
+                                                            "eager_values": [0.002] * 60, "timed_with": row}})
                 else:
                     record = make_record(fields, measurement=Measurement([1.0, 2.0, 3.0], 5.0), config=config)
                 append_record(PROJECT_ROOT / parameters["results_path"], record)  # as the kernel resolves it

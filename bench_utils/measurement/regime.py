@@ -27,6 +27,8 @@ from typing import Sequence
 
 import numpy as np
 
+from . import stats
+
 MIN_RATIO = 1.10
 ALPHA = 0.01
 PERMUTATIONS = 999
@@ -87,10 +89,18 @@ def regime_shift(block_means: Sequence[float], *, min_ratio: float = MIN_RATIO, 
     return RegimeShift(ratio, tuple(int(i) for i in np.flatnonzero(slow)), first_change, pvalue)
 
 
+def block_regime(values: Sequence[float] | None, block_runs: Sequence[int] | None) -> RegimeShift | None:
+    """The regime shift of a side's calls as timed in blocks of ``block_runs`` (a record's), from its block means;
+    None where steady, or where the calls do not fill the blocks (a record that kept no blocks)."""
+    if not values or not block_runs or sum(block_runs) != len(values):
+        return None
+    return regime_shift([float(np.mean(block)) for block in stats.split_blocks(list(values), list(block_runs))])
+
+
 def shift_text(shift: RegimeShift, blocks: int) -> str:
     """``two levels x1.72 apart, 20 of 30 blocks slow, the first change at block 6``: for logs (1-based)."""
     return (f"two levels x{shift.ratio:.2f} apart, {len(shift.slow_blocks)} of {blocks} blocks slow, "
             f"the first change at block {shift.first_change + 1}")
 
 
-__all__ = ["RegimeShift", "regime_shift", "von_neumann_ratio", "two_levels", "shift_text"]
+__all__ = ["RegimeShift", "regime_shift", "block_regime", "von_neumann_ratio", "two_levels", "shift_text"]

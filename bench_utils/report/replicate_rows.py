@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..measurement import stats
-from ..measurement.regime import regime_shift
+from ..measurement.regime import block_regime
 from ..measurement.replicates import METHOD, replicated_speedup
 from ..records.schema import Record
 
@@ -47,9 +47,7 @@ def replicate_columns(record: Record) -> dict[str, Any]:
 
 def regime_ratio(values_ms: list[float] | None, block_runs: list[int] | None) -> float:
     """How far apart the two levels of a side's block means are where they changed regime; NaN where not."""
-    if not values_ms or not block_runs or sum(block_runs) != len(values_ms):
-        return np.nan
-    shift = regime_shift([float(np.mean(block)) for block in stats.split_blocks(values_ms, block_runs)])
+    shift = block_regime(values_ms, block_runs)
     return shift.ratio if shift else np.nan
 
 

@@ -160,8 +160,15 @@ def compile_again(model: torch.nn.Module, mode: str, make_forward: Callable, dev
                   dynamic: bool | None = None) -> tuple[Callable[[], Any], list[float], dict[str, Any]]:
     """``model`` compiled once more, with no dynamo reset (other modes' compilations stay callable), from the
     caches in force (``cache_folder``): the forward, its compiling calls' times and the compilation's report."""
+    return _first_calls(lambda: make_forward(modes.compile_model(model, mode, backend=backend, fullgraph=fullgraph,
+                                                                  dynamic=dynamic)), mode, device)
+
+
+def _first_calls(make: Callable[[], Callable[[], Any]], mode: str,
+                 device: torch.device) -> tuple[Callable[[], Any], list[float], dict[str, Any]]:
+    """The forward ``make()`` gives, its compiling calls' times, and what dynamo and inductor did in them."""
     at_start = modes.dynamo_snapshot()
-    forward = make_forward(modes.compile_model(model, mode, backend=backend, fullgraph=fullgraph, dynamic=dynamic))
+    forward = make()
     times, graphs = _time_compiling_calls(forward, mode, device)
     after = modes.dynamo_snapshot()
     return forward, times, {**modes.compile_report(at_start, after, after), **graphs}
@@ -173,15 +180,11 @@ def reuse_compiled(compiled_model: Any, mode: str, make_forward: Callable, devic
     called at new inputs: its first calls are timed as a cold compilation's are, and
     ``cold_stats["graphs"]`` counts the graphs they compiled (0: the compilation served)."""
     workers = compile_workers.ready(backend)  # new shapes may compile new graphs
-    at_start = modes.dynamo_snapshot()
-    forward = make_forward(compiled_model)
-    times, graphs = _time_compiling_calls(forward, mode, device)
-    after = modes.dynamo_snapshot()
-    return CompiledCell(forward=forward, cold_calls_ms=times, warm_calls_ms=None,
-                        cold_stats={**modes.compile_report(at_start, after, after), **graphs}, warm_stats=None,
-                        after_warm=after, cache_note=f"compiled once at batch size {compiled_at} with the "
-                        "batch dimension dynamic; first calls at this batch size", workers=workers,
-                        cuda_graphs=cuda_graph_checks.used(mode, device.type, graphs))
+    forward, times, stats = _first_calls(lambda: make_forward(compiled_model), mode, device)
+    return CompiledCell(forward=forward, cold_calls_ms=times, warm_calls_ms=None, cold_stats=stats, warm_stats=None,
+                        after_warm=modes.dynamo_snapshot(), cache_note=f"compiled once at batch size {compiled_at} "
+                        "with the batch dimension dynamic; first calls at this batch size", workers=workers,
+                        cuda_graphs=cuda_graph_checks.used(mode, device.type, stats))
 
 
 @contextmanager

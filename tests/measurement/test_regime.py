@@ -70,3 +70,12 @@ def test_the_statistics_it_rests_on():
     with pytest.raises(ValueError, match="finite positive"):
         regime_shift([1.0, 0.0] * 5)
     assert regime_shift([1.0, 2.0, 1.0]) is None  # too few blocks for an order to mean anything
+
+
+def test_a_records_calls_are_read_in_their_blocks_and_calls_that_fill_no_blocks_say_nothing():
+    from bench_utils.measurement.regime import block_regime
+
+    shifted = block_regime([1.0] * 30 + [1.6] * 30, [3] * 20)  # the level changes at the 11th of 20 blocks
+    assert shifted is not None and shifted.slow_blocks == tuple(range(10, 20)) and 1.59 < shifted.ratio < 1.61
+    assert block_regime([1.0, 1.01, 0.99] * 10, [3] * 10) is None
+    assert block_regime([1.0] * 29, [3] * 10) is None and block_regime(None, [3]) is None

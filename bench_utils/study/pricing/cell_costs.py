@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...records.key import as_environment
 from ...records.schema import Record
-from .prior import CellShape, Prior, Span, device_key, records_on_device
+from .prior import SHARED_EAGER_S, CellShape, Prior, Span, device_key, records_on_device
 from .recorded import estimate_cell_seconds, estimate_kernel_start_seconds
 
 if TYPE_CHECKING:
@@ -23,9 +23,6 @@ if TYPE_CHECKING:
 
 UNKNOWN_CELL_S = 300.0    # a cell nothing prices: 5 minutes, more than a guide cell takes on a GPU
 UNKNOWN_START_S = 120.0   # a kernel start nothing prices: boot, imports and the largest model build
-SHARED_EAGER_S = 0.0      # an eager cell that takes its batch size's compiled cells' eager series runs nothing (its
-                          # plan has no step): only its record is written. Kernels go batch by batch, so an unpriced
-                          # one would otherwise hold back every cell after it
 
 
 def machine_prior(environment: dict[str, Any], grid: Grid, device_model: str | None) -> Prior | None:
@@ -78,6 +75,8 @@ class CellCosts:
         for cell in cells:
             known = estimate_cell_seconds(cell, records, cell in sharing)
             if known is None and prior is None and cell in sharing:
+                # it runs nothing (its plan has no step) and kernels go batch by batch: an unpriced one would
+                # hold back every cell after it
                 known = SHARED_EAGER_S
             warm = cell.compile_mode not in modes
             modes.add(cell.compile_mode)

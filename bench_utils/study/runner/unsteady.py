@@ -14,10 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Iterable
 
-import numpy as np
-
-from ...measurement import stats
-from ...measurement.regime import RegimeShift, regime_shift
+from ...measurement.regime import RegimeShift, block_regime
 from ...records.key import RecordKey, record_key
 from ...records.schema import Record
 from ...vocabulary import MAX_REPLICATES, Replicate
@@ -29,13 +26,9 @@ def regime_shifts(record: Record) -> dict[str, RegimeShift]:
     speedup, latency = record.speedup, record.latency
     if not record.ok or speedup is None or latency is None or not speedup.block_runs:
         return {}
-    found = {}
-    for side, values in (("eager", speedup.eager_values), ("compiled", latency.values)):
-        if values and sum(speedup.block_runs) == len(values):
-            shift = regime_shift([float(np.mean(block)) for block in stats.split_blocks(values, speedup.block_runs)])
-            if shift is not None:
-                found[side] = shift
-    return found
+    shifts = {side: block_regime(values, speedup.block_runs)
+              for side, values in (("eager", speedup.eager_values), ("compiled", latency.values))}
+    return {side: shift for side, shift in shifts.items() if shift is not None}
 
 
 def remeasures(cell: Cell) -> bool:

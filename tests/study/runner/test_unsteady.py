@@ -20,17 +20,17 @@ CELL = dict(study="t", task="image-classification", model="resnet", batch_size=1
 
 def compiled(calls_ms, eager_s):
     return Record.from_json(make_record(CELL, measurement=Measurement(calls_ms, 5.0), environment={},
-                                        extra={"speedup": {"mean": 2.0, "block_runs": [3] * 10,
+                                        extra={"speedup": {"mean": 2.0, "block_runs": [3] * 20,
                                                            "eager_values": eager_s}}))
 
 
 def test_a_side_whose_block_means_change_level_is_a_regime_shift_and_a_steady_one_is_not():
-    steady_eager = [0.002 + 0.00001 * (i % 3) for i in range(30)]
-    shifted = regime_shifts(compiled([1.0] * 15 + [1.6] * 15, steady_eager))
+    steady_eager = [0.002 + 0.00001 * (i % 3) for i in range(60)]
+    shifted = regime_shifts(compiled([1.0] * 30 + [1.6] * 30, steady_eager))
     assert set(shifted) == {"compiled"} and 1.55 < shifted["compiled"].ratio < 1.65
-    both = regime_shifts(compiled([1.0] * 15 + [1.6] * 15, [0.002] * 12 + [0.004] * 18))
+    both = regime_shifts(compiled([1.0] * 30 + [1.6] * 30, [0.002] * 24 + [0.004] * 36))
     assert set(both) == {"eager", "compiled"}
-    assert regime_shifts(compiled([1.0 + 0.01 * (i % 3) for i in range(30)], steady_eager)) == {}
+    assert regime_shifts(compiled([1.0 + 0.01 * (i % 3) for i in range(60)], steady_eager)) == {}
     # a record without its blocks (the first GPU run's) says nothing
     plain = Record.from_json(make_record(CELL, measurement=Measurement([1.0, 2.0, 3.0], 5.0), environment={}))
     assert regime_shifts(plain) == {}
