@@ -49,14 +49,16 @@ for name, (task, title, models, batches, runs, guide_models) in TASKS.items():
             "show: bool = True  # draw the table and the plot (the grid runner measures only)\n"
             'progress_file: str = ""  # set by the grid runner: the kernel names the cell it begins here\n'
             "runner_pid: int = 0  # set by the grid runner; 0 when run by hand\n"
-            'run_id: str = ""  # set by the grid runner\n',
+            'run_id: str = ""  # set by the grid runner\n'
+            "keep_compiles: bool = False  # set by the grid runner: cold compiles kept (in the temporary folder) for the cells' next replicates\n",
             metadata={"tags": ["parameters"]}),
         new_code_cell(
             "from bench_utils.study.cell import task\n\n"
             f'records = task.run(study=study, task="{task}", models=models, batch_sizes=batch_sizes,\n'
             "                   compile_modes=compile_modes, dtypes=dtypes, device=device, settings=settings,\n"
             "                   results_path=results_path, only_cells=only_cells,\n"
-            "                   progress_file=progress_file, runner_pid=runner_pid, run_id=run_id)"),
+            "                   progress_file=progress_file, runner_pid=runner_pid, run_id=run_id,\n"
+            "                   keep_compiles=keep_compiles)"),
         new_code_cell("if show:  # a grid run skips drawing (and importing pandas and matplotlib)\n"
                       "    from bench_utils.report.sections import show_records\n\n"
                       "    show_records(records)"),

@@ -227,6 +227,7 @@ class CompileBlock(Block):
     warm_ms: float | None = None            # None: measured at another batch size of the model and mode
     cold_calls_ms: list[NonNegative] | None = None
     warm_calls_ms: list[NonNegative] | None = None
+    cold_measured_in: str | None = None     # the cold figures another process measured ("replicate r1"): its caches
     compiling_calls: Count | None = None
     graphs: Count | None = None
     graph_breaks: Count | None = None

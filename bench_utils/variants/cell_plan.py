@@ -9,7 +9,8 @@ An eager cell: the FLOP count, its timed calls (warm-up, then runs), its memory 
 An eager cell that takes a compiled cell's pairs as its own (``shares_pairs``) runs nothing: its record only.
 A compiled cell: the FLOP count, the accuracy gate's references (eager and float64), eager's memory, the
 compilation (``compilation``: cold then warm, or cold only where the warm one was measured at an earlier batch
-size of its mode; the first calls of a dynamic batch's shared compilation; an AOTInductor package), the timed
+size of its mode; warm only where an earlier replicate kept its cold compile's caches; the first calls of a dynamic
+batch's shared compilation; an AOTInductor package), the timed
 pairs (warm-up, then runs, each side), an energy window a side (CUDA), the gate's compiled call, the compiled
 side's memory, the profile of both sides, and a portable cache's fresh process. No torch is imported here.
 """
@@ -43,6 +44,7 @@ ENERGY_CHUNK_MS = 20.0      # calls between reads of the counter: a fifth of its
 
 # How a compiled cell gets its compiled forward pass (``variants.compilation`` implements each)
 COLD_THEN_WARM = "cold then warm"     # torch.compile: cold, then warm from the cold run's cache
+WARM_FROM_KEPT = "warm from kept"     # torch.compile, warm only: another process kept its cold compile (``kept_caches``)
 SHARED = "shared"                     # a dynamic batch's one compilation, made at an earlier batch size, called here
 AOT_PACKAGE = "aot package"           # an AOTInductor package: exported, compiled and loaded
 
@@ -83,7 +85,7 @@ class CellPlan:
 
     mode: str
     steps: tuple[Step, ...]
-    compilation: str | None = None    # COLD_THEN_WARM, SHARED or AOT_PACKAGE; None: eager
+    compilation: str | None = None    # COLD_THEN_WARM, WARM_FROM_KEPT, SHARED or AOT_PACKAGE; None: eager
     setting_warmup: int = 0           # the warm-up the settings asked for
     not_taken: dict[str, str] = field(default_factory=dict)   # a step left out, and why (the record's note)
 
@@ -136,11 +138,12 @@ def timed_in_rows(mode: str, shapes: str) -> bool:
 
 def plan_cell(mode: str, *, warmup: int, runs: int, cuda: bool, profile: bool = True, shapes: str = Shapes.STATIC,
               portable_cache: bool = False, warm_compile: bool = True, reuses_compilation: bool = False,
-              shares_pairs: bool = False) -> CellPlan:
+              shares_pairs: bool = False, cold_kept: bool = False) -> CellPlan:
     """The steps of a cell in ``mode`` with these settings, on a CUDA device or not.
 
     ``warm_compile``: the first batch size of its mode in the kernel, which compiles warm too (and times a portable
-    cache); ``reuses_compilation``: a dynamic batch's compilation made at an earlier batch size is called instead of
+    cache); ``cold_kept``: another process kept the cell's cold compile (``kept_caches``), so it compiles warm
+    only; ``reuses_compilation``: a dynamic batch's compilation made at an earlier batch size is called instead of
     compiling; ``shares_pairs``: an eager cell whose latency a compiled cell's pairs measured."""
     if mode == CompileMode.EAGER:
         if shares_pairs:
@@ -151,7 +154,8 @@ def plan_cell(mode: str, *, warmup: int, runs: int, cuda: bool, profile: bool = 
             eager_steps.append(Step(ENERGY, "energy", (EAGER,), None))
         return CellPlan(mode, tuple(eager_steps), setting_warmup=warmup)
     aot = mode in AOT_MODES
-    compilation = AOT_PACKAGE if aot else SHARED if reuses_compilation else COLD_THEN_WARM
+    compilation = (AOT_PACKAGE if aot else SHARED if reuses_compilation else
+                   WARM_FROM_KEPT if cold_kept and shapes == Shapes.STATIC else COLD_THEN_WARM)
     pairs = (EAGER, COMPILED)
     timed = timed_warmup(mode, warmup)
     compiling = compiling_calls(mode)
@@ -159,6 +163,8 @@ def plan_cell(mode: str, *, warmup: int, runs: int, cuda: bool, profile: bool = 
              Step(EAGER_MEMORY, "memory", (EAGER,), MEMORY_CALLS)]
     if compilation == SHARED:
         steps.append(Step(SHARED_FIRST_CALLS, "compile", (COMPILED,), compiling))
+    elif compilation == WARM_FROM_KEPT:
+        steps.append(Step(WARM_COMPILE, "compile", (COMPILED,), compiling))
     else:
         steps.append(Step(COLD_COMPILE, "compile", (COMPILED,), compiling))
         if warm_compile:

@@ -1,7 +1,8 @@
 """How a compiled cell gets its compiled forward pass: one interface, three ways, chosen once per cell.
 
 ``compilation_for`` picks the way the cell's plan names (``cell_plan``): ``ColdThenWarm`` compiles with
-``torch.compile`` cold, then warm (``compile_cost``), a dynamic batch's first batch size included; ``SharedDynamic``
+``torch.compile`` cold, then warm (``compile_cost``), a dynamic batch's first batch size included, or warm only
+from the caches an earlier replicate's cold compile kept (``kept_caches``); ``SharedDynamic``
 calls the compilation a dynamic batch made at an earlier batch size (``batch_shapes``); ``AotPackage`` builds and
 loads an AOTInductor package (``aot_inductor``). Each says what the whole cell runs inside (``around_cell``), gives
 the compiled forward and what compiling cost (``compile``), the record's graph figures (``graph_stats``), the
@@ -22,7 +23,9 @@ from ..settings import Settings
 from . import aot_inductor, modes, portable_cache as portable
 from .batch_shapes import DYNAMIC, SharedCompilation, mark_batch_dynamic, one_graph_for_all_batch_sizes
 from .cell_plan import AOT_PACKAGE, FRESH_PROCESS, SHARED, CellPlan
-from .compile_cost import CompiledCell, compile_cold_then_warm, fresh_caches, reuse_compiled
+from .compile_cost import (CompiledCell, cache_folder, compile_cold_then_warm, compile_warm, fresh_caches,
+                           reuse_compiled)
+from .kept_caches import KeptCell
 
 Inputs = dict[str, torch.Tensor]
 
@@ -78,12 +81,14 @@ class Compilation(ABC):
 
 class ColdThenWarm(Compilation):
     """``torch.compile``, cold then warm (cold only where ``warm`` is False); with a dynamic batch, the one
-    compilation the mode's larger batch sizes call (``shared_on``)."""
+    compilation the mode's larger batch sizes call (``shared_on``). With ``kept`` caches: warm only, from an
+    earlier process's cold compile kept there, or else cold there, kept for the next."""
 
     def __init__(self, mode: str, batch_size: int, settings: Settings, device: torch.device, *,
-                 keep_cache: bool = False) -> None:
+                 keep_cache: bool = False, kept: KeptCell | None = None) -> None:
         super().__init__(mode, batch_size, settings, device)
         self.keep_cache = keep_cache             # save the compile cache's artifacts for a fresh process
+        self.kept = kept                         # caches kept between processes (``kept_caches``); None: none
         self.artifacts: bytes | None = None
         self.shared: SharedCompilation | None = None
 
@@ -106,14 +111,32 @@ class ColdThenWarm(Compilation):
             return forward_call(compiled_model, inputs, self.mode)
 
         settings = self.settings
+        options: dict[str, Any] = {"backend": settings.backend, "fullgraph": settings.fullgraph,
+                                   "dynamic": settings.dynamic}
         with portable.recording():  # this compilation's cache artifacts, none older
-            compiled = compile_cold_then_warm(model, self.mode, make_forward, self.device, backend=settings.backend,
-                                              fullgraph=settings.fullgraph, dynamic=settings.dynamic, warm=warm)
+            if self.kept is None:
+                compiled = compile_cold_then_warm(model, self.mode, make_forward, self.device, warm=warm, **options)
+            else:
+                compiled = self._from_kept(model, make_forward, warm, options)
         if self.keep_cache:
             self.artifacts = portable.saved_artifacts()
         if self.dynamic_batch:
             self.shared = SharedCompilation(self.mode, made[0], self.batch_size, {
                 key: compiled.cold_stats[key] for key in ("graphs", "graph_breaks", "break_reasons")})
+        return compiled
+
+    def _from_kept(self, model: torch.nn.Module, make_forward: Callable, warm: bool,
+                   options: dict[str, Any]) -> CompiledCell:
+        """Warm from the cold compilation another process kept, where one was; else cold in the kept folder (then
+        warm, where ``warm``), kept for the next processes."""
+        assert self.kept is not None
+        cold = self.kept.cold()
+        if cold is not None:
+            with cache_folder(self.kept.folder):
+                return compile_warm(model, self.mode, make_forward, self.device, cold, **options)
+        with self.kept.emptied() as folder, cache_folder(folder):
+            compiled = compile_cold_then_warm(model, self.mode, make_forward, self.device, warm=warm, **options)
+        self.kept.keep(compiled.cold_calls_ms, compiled.cold_stats, f"replicate {self.settings.replicate}")
         return compiled
 
     def graph_stats(self, compiled: CompiledCell) -> dict[str, Any]:
@@ -181,12 +204,13 @@ class AotPackage(Compilation):
 
 
 def compilation_for(plan: CellPlan, batch_size: int, settings: Settings, device: torch.device,
-                    shared: SharedCompilation | None = None) -> Compilation:
-    """The way ``plan`` compiles (``plan.compilation``); ``shared``: a dynamic batch's compilation so far."""
+                    shared: SharedCompilation | None = None, kept: KeptCell | None = None) -> Compilation:
+    """The way ``plan`` compiles (``plan.compilation``); ``shared``: a dynamic batch's compilation so far;
+    ``kept``: the cell's caches kept between processes (a static torch.compile cell's)."""
     if plan.compilation == AOT_PACKAGE:
         return AotPackage(plan.mode, batch_size, settings, device)
     if plan.compilation == SHARED:
         if shared is None:
             raise ValueError("a plan that reuses a compilation needs the shared compilation")
         return SharedDynamic(plan.mode, batch_size, settings, device, shared)
-    return ColdThenWarm(plan.mode, batch_size, settings, device, keep_cache=plan.has(FRESH_PROCESS))
+    return ColdThenWarm(plan.mode, batch_size, settings, device, keep_cache=plan.has(FRESH_PROCESS), kept=kept)

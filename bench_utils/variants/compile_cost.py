@@ -35,6 +35,7 @@ import torch
 from ..measurement.timing import time_first_call
 from . import compile_workers, cuda_graph_checks, modes
 from .cell_plan import compiling_calls  # the cell's plan counts them
+from .kept_caches import KeptCold
 
 RECOMPILE_MESSAGE = "Detected recompile when torch.compile stance is 'fail_on_recompile'"
 
@@ -98,6 +99,7 @@ class CompiledCell:
     workers: dict[str, Any] | None = None      # the compile-worker pool before the cold compilation
     cuda_graphs: bool | str | None = None      # what the timed compilation did (None: as the options say)
     timed_again: dict[str, Any] | None = None  # a row's mode compiled once more to be timed: its calls and report
+    cold_measured_in: str | None = None        # the cold figures are another process's (``kept_caches``): which
 
     def costs(self, eager_ms: float) -> dict[str, Any]:
         """Cold and warm compile cost, given one eager call's time (ms), and what compiling found:
@@ -105,6 +107,8 @@ class CompiledCell:
         calls = len(self.cold_calls_ms)
         warm = self.warm_calls_ms
         used = {} if self.cuda_graphs is None else {"cuda_graphs": self.cuda_graphs}
+        if self.cold_measured_in is not None:
+            used["cold_measured_in"] = self.cold_measured_in
         return {**used, "compile_workers": self.workers, "cold_ms": sum(self.cold_calls_ms) - calls * eager_ms,
                 "warm_ms": None if warm is None else sum(warm) - calls * eager_ms,
                 "cold_calls_ms": list(self.cold_calls_ms),
@@ -153,6 +157,23 @@ def compile_cold_then_warm(model: torch.nn.Module, mode: str, make_forward: Call
                         cold_stats=cold_stats, warm_stats=warm_stats,
                         after_warm=modes.dynamo_snapshot(), workers=workers,
                         cuda_graphs=cuda_graph_checks.used(mode, device.type, warm_stats))
+
+
+def compile_warm(model: torch.nn.Module, mode: str, make_forward: Callable, device: torch.device, kept: KeptCold, *,
+                 backend: str = "inductor", fullgraph: bool = False, dynamic: bool | None = None) -> CompiledCell:
+    """``model`` compiled warm, after a dynamo reset, from the caches a cold compilation in another process kept
+    (``kept_caches``; call it with them in force, ``cache_folder``): the cell's one compilation, timed as a warm
+    one is; its cold figures are ``kept``'s, named by the process that measured them."""
+    clear_in_memory_caches()
+    workers = compile_workers.ready(backend)
+    forward, warm_ms, warm_stats = _compile_and_time(model, mode, make_forward, device,
+                                                     {"backend": backend, "fullgraph": fullgraph, "dynamic": dynamic})
+    return CompiledCell(forward=forward, cold_calls_ms=list(kept.calls_ms), warm_calls_ms=warm_ms,
+                        cold_stats=dict(kept.stats), warm_stats=warm_stats, after_warm=modes.dynamo_snapshot(),
+                        cache_note=f"warm from the caches {kept.measured_in}'s cold compile kept (the cold figures "
+                        "are that compile's)", workers=workers,
+                        cuda_graphs=cuda_graph_checks.used(mode, device.type, warm_stats),
+                        cold_measured_in=kept.measured_in)
 
 
 def compile_again(model: torch.nn.Module, mode: str, make_forward: Callable, device: torch.device, *,

@@ -2,7 +2,8 @@
 
 Each mode compiles as a cell of its own does (``compilation.ColdThenWarm``): cold, every cache empty and after a
 dynamo reset, then warm where its plan measures that, in a cache folder of its own (``compile_cost.cache_folder``),
-so that no mode's compilation makes another's look cheap. A reset drops the modes compiled before it, so once every
+so that no mode's compilation makes another's look cheap (a folder kept between processes where the cell has one,
+``kept_caches``: a later replicate compiles warm from it). A reset drops the modes compiled before it, so once every
 mode has compiled, each but the one still callable compiles once more from its own folder with no reset
 (``compile_cost.compile_again``): dynamo then holds one entry per mode, each guarded by its backend, and no timed
 call of any mode recompiles (the timed runs forbid it). That compilation is the one timed: its calls and CUDA-graph
@@ -22,16 +23,18 @@ from ..settings import Settings
 from . import cuda_graph_checks, modes
 from .compilation import ColdThenWarm, Inputs, forward_call
 from .compile_cost import CompiledCell, cache_folder, compile_again, fresh_caches
+from .kept_caches import KeptCell
 
 
 class RowCompilation:
     """The compilations of a row's modes (``modes``, in order), their cache folders, and which mode is callable."""
 
     def __init__(self, row_modes: Sequence[str], batch_size: int, settings: Settings, device: torch.device, *,
-                 keep_cache: Mapping[str, bool] | None = None) -> None:
+                 keep_cache: Mapping[str, bool] | None = None, kept: Mapping[str, KeptCell] | None = None) -> None:
         self.settings, self.device = settings, device
         self.compilations = {mode: ColdThenWarm(mode, batch_size, settings, device,
-                                                keep_cache=bool((keep_cache or {}).get(mode)))
+                                                keep_cache=bool((keep_cache or {}).get(mode)),
+                                                kept=(kept or {}).get(mode))
                              for mode in row_modes}
         self.callable_mode: str | None = None   # the one mode whose compilation no reset has dropped since
         self._root: Path | None = None
@@ -51,6 +54,9 @@ class RowCompilation:
             modes.reset()
 
     def _folder(self, mode: str) -> Path:
+        kept = self.compilations[mode].kept
+        if kept is not None:  # kept between processes: it compiles there (``ColdThenWarm``), and again from there
+            return kept.folder
         if self._root is None:
             raise RuntimeError("a row's modes compile inside around_row, in its folders")
         return self._root / mode

@@ -69,3 +69,17 @@ def test_a_portable_cache_is_timed_once_per_mode_for_static_torch_compile_cells(
     assert not timed(warm_compile=False)  # a later batch size of the mode would load the same cache
     assert not timed(shapes="dynamic")    # a dynamic batch's marks would not travel
     assert not timed("aot-inductor")      # a package is its own deployment
+
+
+def test_a_cell_whose_cold_compile_another_process_kept_compiles_warm_only():
+    from bench_utils.variants.cell_plan import WARM_FROM_KEPT
+
+    for warm_compile in (True, False):  # every batch size of the mode: one warm compile, no cold one
+        kept = plan_cell("default", warmup=1, runs=5, cuda=True, warm_compile=warm_compile, cold_kept=True)
+        assert kept.compilation == WARM_FROM_KEPT and COLD_COMPILE not in names(kept)
+        assert names(kept).count(WARM_COMPILE) == 1 and kept.calls(WARM_COMPILE) == 1
+    graphs = plan_cell("reduce-overhead", warmup=1, runs=5, cuda=True, cold_kept=True)
+    assert graphs.calls(WARM_COMPILE) == 2  # the recording call too
+    # a dynamic batch's shared compilation is its own, kept by nothing
+    dynamic = plan_cell("default", warmup=1, runs=5, cuda=True, shapes="dynamic", cold_kept=True)
+    assert dynamic.compilation == COLD_THEN_WARM and COLD_COMPILE in names(dynamic)

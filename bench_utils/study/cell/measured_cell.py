@@ -44,6 +44,7 @@ from ...variants.cell_plan import EAGER_MEMORY, ENERGY, FRESH_PROCESS, MEMORY, P
 from ...variants.compilation import Compilation, compilation_for, forward_call
 from ...variants.compile_cost import CompiledCell, no_recompile
 from ...variants.inductor_config import inductor_configuration
+from ...variants.kept_caches import KeptCell
 from ...variants.parity import compare_outputs, fp64_reference, unjudged
 from ...variants.precision import tf32_in_force
 from ...zoo.loading import LoadedModel
@@ -132,7 +133,7 @@ class CellContext:
 def run_cell(loaded: LoadedModel, batch_size: int, mode: str, settings: Settings, *,
              math_settings: dict[str, Any] | None = None, warm_compile: bool = True,
              compilation: SharedCompilation | None = None, phases: Phases | None = None,
-             trace_prefix: str | None = None) -> CellResult:
+             trace_prefix: str | None = None, kept: KeptCell | None = None) -> CellResult:
     """Measure ``loaded`` at ``batch_size`` in ``mode`` (eager, or a compile mode), as ``settings`` say (runs,
     warm-up, blocks, the compile options, shapes...), by the plan they make (``variants.cell_plan``).
 
@@ -143,7 +144,8 @@ def run_cell(loaded: LoadedModel, batch_size: int, mode: str, settings: Settings
     smaller batch size of the mode (the result's), called instead of compiling again; the caller discards it (and
     resets dynamo) when the mode is done. ``phases``, if given, collects where the time goes (the caller keeps
     it, even when the cell fails). With ``keep_traces`` the profile's traces are written to ``trace_prefix``
-    .eager.json and .compiled.json.
+    .eager.json and .compiled.json. ``kept``: the cell's compile caches kept between processes (``kept_caches``; a
+    static torch.compile cell's): it compiles warm from an earlier replicate's cold compile there, else cold there.
     """
     phases = phases if phases is not None else Phases()
     settings = settings.checked()
@@ -156,7 +158,8 @@ def run_cell(loaded: LoadedModel, batch_size: int, mode: str, settings: Settings
     plan = cell_plan.plan_cell(mode, warmup=settings.warmup, runs=settings.runs, cuda=device.type == "cuda",
                                 profile=settings.profile, shapes=settings.shapes,
                                 portable_cache=settings.portable_cache, warm_compile=warm_compile,
-                                reuses_compilation=shared is not None)
+                                reuses_compilation=shared is not None,
+                                cold_kept=kept is not None and kept.cold() is not None)
     tf32_by_work = tf32_in_force(math_settings or {}, device, loaded.dtype)
     inputs = loaded.inputs(batch_size)  # built once, outside every timed region
     eager_fn = forward_call(loaded.model, inputs, CompileMode.EAGER)
@@ -167,7 +170,7 @@ def run_cell(loaded: LoadedModel, batch_size: int, mode: str, settings: Settings
                             batch_size, trace_prefix=trace_prefix if settings.keep_traces else None)
         if plan.compilation is None:
             return _eager_cell(cell)
-        return _compiled_cell(cell, compilation_for(plan, batch_size, settings, device, shared))
+        return _compiled_cell(cell, compilation_for(plan, batch_size, settings, device, shared, kept))
 
 
 def _eager_cell(cell: CellContext) -> CellResult:

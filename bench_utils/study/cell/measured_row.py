@@ -33,6 +33,7 @@ from ...variants.cell_plan import EAGER_MEMORY, FRESH_PROCESS, WARM_COMPILE
 from ...variants.compilation import forward_call
 from ...variants.compile_cost import CompiledCell, no_recompile
 from ...variants.inductor_config import inductor_configuration
+from ...variants.kept_caches import KeptCell
 from ...variants.precision import tf32_in_force
 from ...variants.row_compilation import RowCompilation
 from ...vocabulary import CUDA_GRAPH_MODES, CompileMode
@@ -46,11 +47,12 @@ EAGER_SIDE = CompileMode.EAGER.value   # the row's baseline, as compare_many nam
 
 def run_row(loaded: LoadedModel, batch_size: int, row_modes: Sequence[str], settings: Settings, *,
             math_settings: dict[str, Any] | None = None, warm_modes: Sequence[str] = (),
-            trace_prefixes: Mapping[str, str | None] | None = None) -> dict[str, CellResult | Exception]:
+            trace_prefixes: Mapping[str, str | None] | None = None,
+            kept: Mapping[str, KeptCell] | None = None) -> dict[str, CellResult | Exception]:
     """Measure ``row_modes`` of ``loaded`` at ``batch_size`` beside one eager series, as ``settings`` say: each
     mode's result, or the exception its compilation raised. ``warm_modes``: the modes whose warm compile (and
-    portable cache) this row measures (their first batch size in the kernel); ``math_settings`` and the traces'
-    prefixes as ``run_cell`` takes them."""
+    portable cache) this row measures (their first batch size in the kernel); ``math_settings``, the traces'
+    prefixes and each mode's ``kept`` caches as ``run_cell`` takes them."""
     settings = settings.checked()
     if len(set(row_modes)) != len(row_modes) or not row_modes:
         raise ValueError(f"a row needs distinct compile modes, got {list(row_modes)}")
@@ -58,9 +60,11 @@ def run_row(loaded: LoadedModel, batch_size: int, row_modes: Sequence[str], sett
         if not cell_plan.timed_in_rows(mode, settings.shapes):
             raise ValueError(f"{mode!r} with shapes {settings.shapes!r} is not timed in a row (variants.cell_plan)")
     device = torch.device(loaded.device)
+    kept = kept or {}
     plans = {mode: cell_plan.plan_cell(mode, warmup=settings.warmup, runs=settings.runs, cuda=device.type == "cuda",
                                        profile=settings.profile, shapes=settings.shapes,
-                                       portable_cache=settings.portable_cache, warm_compile=mode in warm_modes)
+                                       portable_cache=settings.portable_cache, warm_compile=mode in warm_modes,
+                                       cold_kept=mode in kept and kept[mode].cold() is not None)
              for mode in row_modes}
     tf32_by_work = tf32_in_force(math_settings or {}, device, loaded.dtype)
     inputs = loaded.inputs(batch_size)  # built once, outside every timed region
@@ -73,7 +77,7 @@ def run_row(loaded: LoadedModel, batch_size: int, row_modes: Sequence[str], sett
         cells = {mode: CellContext(loaded, inputs, eager_fn, device, tf32_by_work, flops, settings, plans[mode],
                                    phases[mode], batch_size, trace_prefix=prefixes.get(mode))
                  for mode in row_modes}
-        results = _row(cells, RowCompilation(row_modes, batch_size, settings, device,
+        results = _row(cells, RowCompilation(row_modes, batch_size, settings, device, kept=kept,
                                              keep_cache={mode: plan.has(FRESH_PROCESS) for mode, plan in plans.items()}))
     _split_time(phases, row_modes)
     return results

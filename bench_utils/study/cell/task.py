@@ -51,6 +51,7 @@ from ...variants.compiler_warmup import warm_up_compiler
 from ...variants.precision import configure_fp32_math, parse_dtype
 from ...variants.batch_shapes import SharedCompilation
 from ...variants.cell_plan import timed_in_rows
+from ...variants.kept_caches import KeptCaches, KeptCell, default_root
 from ...zoo.loading import LoadedModel, load
 from .measured_cell import CellResult, run_cell
 from .measured_row import run_row
@@ -61,7 +62,7 @@ from .time_by_phase import Phases
 from ..progress_file import write_progress
 from ..lease import lease_is_current, start_watchdog
 from ...settings import Settings
-from ...vocabulary import CompileMode, InductorConfig, Shapes, Status
+from ...vocabulary import CompileMode, InductorConfig, Replicate, Shapes, Status
 
 TRACES = "traces"  # keep_traces: a study folder's profiled calls, one trace per side of a compiled cell
 
@@ -111,7 +112,8 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
         compile_modes: Iterable[str], dtypes: Iterable[str] = ("float32",), device: str = "cpu",
         results_path: str | os.PathLike, settings: Settings | Mapping[str, Any] | None = None,
         only_cells: Iterable[Sequence] | None = None, progress_file: str | os.PathLike | None = None,
-        runner_pid: int | None = None, run_id: str | None = None, **setting_values: Any) -> list[dict[str, Any]]:
+        runner_pid: int | None = None, run_id: str | None = None, keep_compiles: bool = False,
+        compile_caches: str | os.PathLike | None = None, **setting_values: Any) -> list[dict[str, Any]]:
     """Measure every cell of models x dtypes x modes x batch sizes; return their records.
 
     ``settings`` say how (``bench_utils.settings.Settings``, or a mapping of its fields, as the
@@ -119,7 +121,9 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
     ``only_cells``, if given, are the ``(compile_mode, batch_size)`` pairs to measure instead
     of every mode x batch size (the grid runner's kernel groups); either way they are measured
     in ``groups.execution_order``: compiled modes first, eager last, batch sizes ascending.
-    ``progress_file``, if given, names the cell being begun (the grid runner reads it).
+    ``progress_file``, if given, names the cell being begun (the grid runner reads it). With ``keep_compiles``
+    cells keep their cold compile's caches for their next replicates, which compile warm from them
+    (``variants.kept_caches``), in the study folder's kept caches or in ``compile_caches`` where given.
     """
     started = time.perf_counter()
     base = settings.to_parameters() if isinstance(settings, Settings) else dict(settings or {})
@@ -127,11 +131,9 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
     models, compile_modes, dtypes = (text_list(name, value) for name, value in (
         ("models", models), ("compile_modes", compile_modes), ("dtypes", dtypes)))
     batch_sizes = positive_int_list("batch_sizes", batch_sizes)
-    results_path = Path(results_path)
-    if not results_path.is_absolute():  # the same default from JupyterLab and the runner
-        results_path = PROJECT_ROOT / results_path
-    if progress_file and not Path(progress_file).is_absolute():
-        progress_file = PROJECT_ROOT / progress_file
+    results_path = _absolute(results_path)  # the same default from JupyterLab and the runner
+    if progress_file:
+        progress_file = _absolute(progress_file)
     guard = None
     if runner_pid:  # under the grid runner: never outlive it, never write for a stale run
         start_watchdog(int(runner_pid), results_path.parent, str(run_id))
@@ -148,7 +150,9 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
         # nor the process's first compile (variants.compiler_warmup): its seconds go to the kernel's start-up
         warm_up_compiler(torch.device(device), settings.backend)
     kernel = _Kernel(environment=capture_environment(),
-                     startup_s=_kernel_startup_s(started) if runner_pid else 0.0)
+                     startup_s=_kernel_startup_s(started) if runner_pid else 0.0,
+                     kept_caches=KeptCaches(_absolute(compile_caches) if compile_caches else
+                                            default_root(results_path.parent)) if keep_compiles else None)
     written = []
     # A person running the notebook sees a bar over its cells (tqdm's widget in JupyterLab, text
     # elsewhere); under the grid runner, which shows its own progress, none.
@@ -184,6 +188,11 @@ def _cell_pairs(only_cells: Iterable[Sequence]) -> list[tuple[str, int]]:
     return pairs
 
 
+def _absolute(path: str | os.PathLike) -> Path:
+    """``path``, relative to the project root where it is relative (the kernel's working folder)."""
+    return Path(path) if Path(path).is_absolute() else PROJECT_ROOT / path
+
+
 def _kernel_startup_s(now: float) -> float:
     """Seconds from this kernel process's start to ``now`` (perf_counter): imports and boot."""
     age = time.time() - psutil.Process().create_time()
@@ -196,6 +205,7 @@ class _Kernel:
 
     environment: dict[str, Any]
     startup_s: float                 # reported in the first record, then 0
+    kept_caches: KeptCaches | None = None   # cold compiles kept for the cells' next replicates
 
     def phases(self, cell_phases: dict[str, float], load_s: float) -> dict[str, float]:
         startup, self.startup_s = self.startup_s, 0.0
@@ -297,10 +307,12 @@ class _ModelCells:
         if (mode, batch_size) not in self.row_results:
             pending = [other for other in row if (other, batch_size) not in self.row_results]
             try:
+                kept = {other: self._kept(other, batch_size, settings) for other in pending}
                 results: dict[str, CellResult | Exception] = run_row(
                     loaded, batch_size, pending, settings, math_settings=self.config,
                     warm_modes=[other for other in pending if other not in self.warm_measured],
-                    trace_prefixes={other: self._trace_prefix(other, batch_size, settings) for other in pending})
+                    trace_prefixes={other: self._trace_prefix(other, batch_size, settings) for other in pending},
+                    kept={other: cell for other, cell in kept.items() if cell is not None})
             except Exception as exc:
                 if not _device_usable(self.device):
                     raise  # a lasting device error (an illegal address, say): each mode alone would fail on it
@@ -326,13 +338,24 @@ class _ModelCells:
         # the first batch size of a mode also compiles warm, and times a portable cache (the cell's plan)
         result = run_cell(loaded, batch_size=batch_size, mode=mode, settings=settings, math_settings=self.config,
                           warm_compile=mode not in self.warm_measured, phases=phases, compilation=self.compilation,
-                          trace_prefix=self._trace_prefix(mode, batch_size, settings))
+                          trace_prefix=self._trace_prefix(mode, batch_size, settings),
+                          kept=self._kept(mode, batch_size, settings))
         self.compilation = result.compilation
         if mode != CompileMode.EAGER:  # only a measured cell's compile and pairs count
             self.warm_measured.add(mode)
             if result.shared_eager is not None:
                 self.shared_eager.setdefault(batch_size, result.shared_eager)
         return result
+
+    def _kept(self, mode: str, batch_size: int, settings: Settings) -> KeptCell | None:
+        """The cell's caches kept between processes: a static torch.compile cell's, where the kernel keeps them."""
+        caches = self.kernel.kept_caches
+        if caches is None or not timed_in_rows(mode, settings.shapes):  # eager, AOTInductor, a dynamic batch: none
+            return None
+        first = replace(settings, replicate=Replicate.R1.value)  # every replicate's: the same folder
+        name = cell_file_name(self.task, self.model, batch_size, mode, first.variant(), self.dtype,
+                              self.device.split(":")[0])
+        return caches.cell(name, first.to_parameters())
 
     def _trace_prefix(self, mode: str, batch_size: int, settings: Settings) -> str | None:
         """``keep_traces``: the study folder's ``traces/<cell>``, named as the cell's notebook and log are."""

@@ -42,7 +42,7 @@ from ...records.schema import PhasesBlock, Record
 from ...variants import cell_plan as plan
 from ...variants.cell_plan import (COMPILED, EAGER, ENERGY_CHUNK_MS, ENERGY_STEPS_MAX, ENERGY_STEPS_MIN, FLOAT64,
                                    CellPlan, Step)
-from ...vocabulary import CUDA_GRAPH_MODES, TF32_SWITCHES as TF32_POLICIES, CompileMode, Shapes, Tf32Policy
+from ...vocabulary import CUDA_GRAPH_MODES, TF32_SWITCHES as TF32_POLICIES, CompileMode, Replicate, Shapes, Tf32Policy
 
 TF32_BY_NAME: dict[str, tuple[bool, bool]] = {str(policy): switches for policy, switches in TF32_POLICIES.items()}
 MODEL_COSTS = Path(__file__).with_name("data") / "model_costs.json"
@@ -135,12 +135,15 @@ class CellShape:
     profile: bool = True
     shapes: str = Shapes.STATIC
     portable_cache: bool = False
+    cold_kept: bool = False     # an earlier replicate kept its cold compile: it compiles warm only (``kept_caches``)
 
     @classmethod
     def of_cell(cls, cell: Any) -> "CellShape":
+        """A grid's cell; a later replicate's cold compile kept by its first (which the grid runs before it)."""
         settings = cell.settings
         return cls(cell.model, cell.batch_size, cell.compile_mode, cell.dtype, settings.tf32, settings.runs,
-                   settings.warmup, settings.profile, settings.shapes, settings.portable_cache)
+                   settings.warmup, settings.profile, settings.shapes, settings.portable_cache,
+                   cold_kept=settings.replicate != Replicate.R1)
 
     @classmethod
     def of_record(cls, record: Record) -> "CellShape":
@@ -148,9 +151,11 @@ class CellShape:
         default is: a record's config does not say (a record without a profile block may have lost it to a
         failure after paying for most of it), and a cell not profiled is ~1 s shorter, within calibration's spread."""
         cell, config = record.cell, record.config
+        compiled = record.compile
         return cls(cell.model, cell.batch_size, cell.compile_mode, cell.dtype, str(config.tf32 or "default"),
                    int(config.runs or 0), int(config.warmup or 0), shapes=cell.shapes,
-                   portable_cache=record.compile is not None and record.compile.portable_cache is not None)
+                   portable_cache=compiled is not None and compiled.portable_cache is not None,
+                   cold_kept=compiled is not None and compiled.cold_measured_in is not None)
 
     def plan(self, shares_pairs: bool, warm: bool) -> CellPlan:
         """The steps the cell runs on a GPU (``variants.cell_plan``): ``warm``, the first batch size of its mode in
@@ -158,7 +163,7 @@ class CellShape:
         return plan.plan_cell(self.compile_mode, warmup=self.warmup, runs=self.runs, cuda=True, profile=self.profile,
                               shapes=self.shapes, portable_cache=self.portable_cache, warm_compile=warm,
                               reuses_compilation=self.shapes == Shapes.DYNAMIC and not warm,
-                              shares_pairs=shares_pairs)
+                              shares_pairs=shares_pairs, cold_kept=self.cold_kept)
 
 
 def known_devices() -> list[str]:

@@ -80,8 +80,9 @@ def notebook_parameters(group: KernelGroup, results_path: Path, run_id: str,
     ``only_cells`` lists the group's ``[compile_mode, batch_size]`` pairs in the order the
     kernel measures them, which is how the runner knows which cell a dead kernel was on;
     ``show`` is off: a grid run draws no table and no plot; the kernel names the cell it begins in
-    ``progress_file`` (``study.progress_file``, read by ``kernel_watch``). Paths are given relative to
-    the project root, which the kernel runs from.
+    ``progress_file`` (``study.progress_file``, read by ``kernel_watch``); cold compiles are kept for the cells'
+    next replicates (``keep_compiles``: in the study's folder of ``variants.kept_caches``, which the kernel finds
+    from ``results_path``). Paths are given relative to the project root, which the kernel runs from.
     """
     cell = group.first
     return {"study": cell.study, "models": [cell.model],
@@ -91,7 +92,7 @@ def notebook_parameters(group: KernelGroup, results_path: Path, run_id: str,
             "settings": cell.settings.to_parameters(),
             "results_path": os.path.relpath(results_path, PROJECT_ROOT), "show": False,
             "progress_file": os.path.relpath(progress_path, PROJECT_ROOT),
-            "runner_pid": os.getpid(), "run_id": run_id}
+            "runner_pid": os.getpid(), "run_id": run_id, "keep_compiles": True}
 
 
 def execute_with_papermill(group: KernelGroup, device: str, parameters: dict[str, Any], out_dir: Path, *,

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
 
 from ...environment.capture import capture_environment
+from ...variants.kept_caches import default_root
 from ..grid.grid_file import Grid
 from ..pricing.prior import device_key
 from .progress_display import format_run_outcome
@@ -48,6 +50,8 @@ def run_locally(grid: Grid, params: os.PathLike | str, *, out=None, force: bool 
               f"({'--timeout' if timeout else 'default from the runs per cell; --timeout to change'})")
     # the banner once the study folder is this run's: a runner refused it (LeaseHeldError) says only why
     outcome = runner.run(announce=lambda: print(banner, file=sys.stderr))
+    if not outcome.worker_errors and not runner.pending().cells:  # every cell recorded: no replicate left to serve
+        shutil.rmtree(default_root(folder), ignore_errors=True)
     print(format_run_outcome(outcome, runner.results_path))
     if runner.time_limit is None:
         return outcome.exit_status()

@@ -87,3 +87,23 @@ def test_inductor_modes_compiled_one_after_another_are_all_callable_without_reco
     assert first.compile["timed_compilation_calls_ms"] and "timed_compilation" not in last.compile
     assert first.compile["recompiles"] == last.compile["recompiles"] == 0
     assert first.parity["parity"] == last.parity["parity"] == "pass"
+
+
+def test_a_later_replicates_row_compiles_every_mode_warm_from_the_first_ones_kept_caches(loaded, modes_as_backends,
+                                                                                         tmp_path):
+    from bench_utils.variants.kept_caches import KeptCaches
+
+    caches = KeptCaches(tmp_path)
+    kept = {mode: caches.cell(f"tiny-bs2-{mode}", {}) for mode in ROW}
+    settings = Settings(runs=4, warmup=1, blocks=2, backend="aot_eager", profile=False)
+    first = run_row(loaded, 2, ROW, settings, warm_modes=["default"], kept=kept)
+    assert all(cell.cold() is not None for cell in kept.values())
+    later = run_row(loaded, 2, ROW, Settings(**{**settings.to_parameters(), "replicate": "r2"}), kept=kept)
+    for mode in ROW:
+        compiled = later[mode].compile
+        # one warm compile a mode, at every batch size; the cold figures are the first replicate's, and say so
+        assert compiled["cold_measured_in"] == "replicate r1" and "cold_measured_in" not in first[mode].compile
+        assert compiled["cold_calls_ms"] == first[mode].compile["cold_calls_ms"] and compiled["warm_ms"] is not None
+        assert compiled["recompiles"] == 0 and later[mode].parity["parity"] == "pass"
+        validate_record(cell_record(later[mode], loaded, study="t", environment=ENV))
+    assert later["default"].comparison.baseline is later["reduce-overhead"].comparison.baseline

@@ -298,3 +298,23 @@ def test_a_later_replicates_kernel_writes_records_of_that_replicate(tmp_path):
     assert [r["status"] for r in returned] == ["ok"]
     (record,) = read_records(tmp_path / "results.jsonl")
     assert record.cell.replicate == "r2" and record.config.replicates == 2
+
+
+def test_a_later_replicates_kernel_compiles_warm_from_the_caches_the_first_kept(tmp_path, modes_as_backends):
+    options = dict(compile_modes=["eager", "default", "reduce-overhead"], batch_sizes=[1, 2], runs=4, blocks=2,
+                   warmup=2, backend="aot_eager", replicates=2, keep_compiles=True,
+                   compile_caches=tmp_path / "kept")
+    first = run(tmp_path, replicate="r1", **options)
+    later = run(tmp_path, replicate="r2", **options)
+    compiled = [(a, b) for a, b in zip(first, later) if a["cell"]["compile_mode"] != "eager"]
+    assert len(compiled) == 4 and len(list((tmp_path / "kept").iterdir())) == 4  # a folder a compiled cell
+    for r1, r2 in compiled:
+        assert r1["cell"]["batch_size"] == r2["cell"]["batch_size"] and r2["cell"]["replicate"] == "r2"
+        assert "cold_measured_in" not in r1["compile"] and r2["compile"]["cold_measured_in"] == "replicate r1"
+        assert r2["compile"]["cold_calls_ms"] == r1["compile"]["cold_calls_ms"]
+        assert r2["compile"]["warm_ms"] is not None  # at every batch size: its one compile is the warm one
+    # eager compiles nothing and keeps nothing; a kernel told no folder keeps none
+    run(tmp_path, replicate="r3", **{**options, "keep_compiles": False})
+    assert len(list((tmp_path / "kept").iterdir())) == 4
+    third = [r for r in read_records(tmp_path / "results.jsonl") if r.cell.replicate == "r3" and r.compile.cold_ms]
+    assert len(third) == 4 and all(r.compile.cold_measured_in is None for r in third)  # each compiled cold

@@ -10,7 +10,7 @@ from bench_utils.records.build import make_record, measurement_settings
 from bench_utils.study.pricing import prior as prior_module
 from bench_utils.study.pricing.prior import (ENDS, OPTIMISTIC, PESSIMISTIC, SYNC_S, TYPICAL, Assumptions, CellShape,
                                               Prior, Span, device_key, load_model_costs, records_on_device)
-from sample_records import Rs
+from sample_records import R, Rs, ok_record
 
 # A model of round figures: 134 GFLOPs of matmuls per image, 1,675 MB of eager traffic per image, 100 kernels.
 ROW = {"conv_gflops_per_image": 0.0, "conv_gflops_fixed": 0.0, "other_gflops_per_image": 134.0,
@@ -189,6 +189,29 @@ def test_the_price_is_the_cells_plan_its_calls_at_each_sides_seconds(monkeypatch
     assert prior.raw_cell(graphs).point - once == pytest.approx(4 * (eager + replay))
 
 
+def test_a_later_replicate_pays_a_warm_compile_not_a_cold_one(monkeypatch):
+    from types import SimpleNamespace
+
+    prior = Prior("H100 SXM", costs={"m": ROW})
+    first = prior.raw_cell(shape(), warm=False).point
+    later = prior.raw_cell(replace(shape(), cold_kept=True), warm=False).point
+    cold = Prior.compile_seconds(ROW, "default", TYPICAL)
+    assert first - later == pytest.approx(cold * (1 - TYPICAL.warm_compile_share))
+    # the grid's later replicates, and the records of cells that compiled warm from a kept cold compile
+    cell = SimpleNamespace(model="m", batch_size=1, compile_mode="default", dtype="float32",
+                           settings=Settings(replicate="r2"))
+    assert CellShape.of_cell(cell).cold_kept and not CellShape.of_cell(replace_settings(cell, "r1")).cold_kept
+    kept = R(ok_record(compile={"mode": "default", "cold_ms": 100.0, "cold_measured_in": "replicate r1"}))
+    assert CellShape.of_record(kept).cold_kept
+    assert not CellShape.of_record(R(ok_record(compile={"mode": "default", "cold_ms": 100.0}))).cold_kept
+
+
+def replace_settings(cell, replicate):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(**{**vars(cell), "settings": replace(cell.settings, replicate=replicate)})
+
+
 def test_every_step_of_every_plan_has_a_price_and_a_new_one_is_an_error(monkeypatch):
     from itertools import product
 
@@ -197,9 +220,10 @@ def test_every_step_of_every_plan_has_a_price_and_a_new_one_is_an_error(monkeypa
 
     prior = Prior("H100 SXM", costs={"m": ROW})
     assert set(prior_module.MODE_COMPILE_FACTOR) == set(COMPILED_MODE_ORDER)
-    for mode, shares, warm, profile, portable, shapes in product(CompileMode, (False, True), (False, True),
-                                                                (False, True), (False, True), ("static", "dynamic")):
-        cell = replace(shape(mode=mode), profile=profile, portable_cache=portable, shapes=shapes)
+    for mode, shares, warm, profile, portable, shapes, kept in product(
+            CompileMode, (False, True), (False, True), (False, True), (False, True), ("static", "dynamic"),
+            (False, True)):
+        cell = replace(shape(mode=mode), profile=profile, portable_cache=portable, shapes=shapes, cold_kept=kept)
         assert prior.raw_cell(cell, shares_pairs=shares, warm=warm).point > 0
     # a portable cache's fresh process: a new interpreter compiling from a warm cache, once per mode
     portable = replace(shape(), portable_cache=True)

@@ -547,3 +547,46 @@ def test_progress_files_a_killed_runner_left_are_gone_after_the_next_run(tmp_pat
         (tmp_path / "logs" / name).write_text('{"compile_mode": "eager", "batch_size": 1}')
     run(tmp_path, FakeNotebook())
     assert not list((tmp_path / "logs").glob("*.progress*"))
+
+
+def test_kernels_keep_cold_compiles_for_later_replicates_outside_the_study_folder(tmp_path):
+    from bench_utils.variants.kept_caches import default_root
+
+    seen, notebook = [], FakeNotebook()
+
+    def executor(group, device, parameters, out_dir, poll, attempt):
+        seen.append((parameters["keep_compiles"], PROJECT_ROOT / parameters["results_path"]))
+        return notebook(group, device, parameters, out_dir, poll, attempt)
+
+    run(tmp_path, executor)
+    # every kernel keeps them, where its results file says: the study's folder of the temporary folder, no path of
+    # this machine in the notebook's parameters
+    assert {keep for keep, _ in seen} == {True} and {path.parent.resolve() for _, path in seen} == {tmp_path}
+    assert tmp_path not in default_root(tmp_path).parents
+
+
+def test_a_run_that_leaves_no_cell_to_measure_forgets_its_kept_caches(tmp_path, monkeypatch, capsys):
+    from bench_utils.study.grid.pending import Pending
+    from bench_utils.study.runner import run_command
+    from bench_utils.study.runner.progress_display import RunOutcome
+    from bench_utils.variants.kept_caches import default_root
+
+    left: list = []
+
+    class Finished(Runner):
+        def run(self, announce=None):
+            return RunOutcome()
+
+        def pending(self):
+            return Pending(tuple(left), 0)
+
+    monkeypatch.setattr(run_command, "Runner", Finished)
+    grid = parse_grid(GRID)
+    kept = default_root(tmp_path)
+    (kept / "cell").mkdir(parents=True)
+    left.append(grid.cells[0])  # a cell still to measure: a next run's replicate may compile warm from them
+    run_command.run_locally(grid, "grid.yaml", out=tmp_path)
+    assert (kept / "cell").is_dir()
+    left.clear()
+    run_command.run_locally(grid, "grid.yaml", out=tmp_path)
+    assert not kept.exists()

@@ -1,0 +1,71 @@
+"""Compile caches kept between processes: a replicate's cold compile serves its next replicates warm
+(``variants.kept_caches``, ``compilation.ColdThenWarm``)."""
+
+import os
+from pathlib import Path
+import tempfile
+
+import torch
+
+from bench_utils.settings import Settings
+from bench_utils.variants import kept_caches
+from bench_utils.variants.compilation import ColdThenWarm
+from bench_utils.variants.kept_caches import COLD_FILE, KeptCaches
+
+
+def test_a_cell_keeps_one_folder_whichever_replicate_and_another_setting_gets_another(tmp_path):
+    caches = KeptCaches(tmp_path)
+    first = caches.cell("resnet-bs1-default", {"runs": 100, "tf32": "default"})
+    assert caches.cell("resnet-bs1-default", {"tf32": "default", "runs": 100}) == first  # key order aside
+    assert caches.cell("resnet-bs1-default", {"runs": 100, "tf32": "highest"}).folder != first.folder
+    assert caches.cell("resnet-bs4-default", {"runs": 100, "tf32": "default"}).folder != first.folder
+    assert first.folder.parent == tmp_path and first.folder.name.startswith("resnet-bs1-default-")
+
+
+def test_a_folder_serves_warm_only_once_its_cold_compile_has_ended(tmp_path):
+    cell = KeptCaches(tmp_path).cell("c", {})
+    with cell.emptied() as folder:
+        (folder / "fxgraph").mkdir()
+        assert cell.cold() is None  # compiling: nothing to serve yet
+        (folder / (COLD_FILE + ".partial")).write_text("{")  # a kernel killed while writing leaves no cold.json
+        assert cell.cold() is None
+        cell.keep([812.5, 3.25], {"graphs": 1, "odd": object()}, "replicate r1")
+    kept = cell.cold()
+    assert kept.calls_ms == [812.5, 3.25] and kept.measured_in == "replicate r1"
+    assert kept.stats["graphs"] == 1 and isinstance(kept.stats["odd"], str)  # what JSON cannot hold, as text
+    (cell.folder / "leftover").write_text("x")
+    with cell.emptied() as folder:  # the next cold compile starts empty: nothing it could hit, no cold.json
+        assert list(folder.iterdir()) == [] and cell.cold() is None
+    (cell.folder / COLD_FILE).write_text("not json")
+    assert cell.cold() is None
+
+
+def test_a_study_keeps_its_caches_in_the_temporary_folder_one_folder_per_study(tmp_path):
+    one, other = kept_caches.default_root(tmp_path / "a"), kept_caches.default_root(tmp_path / "b" / "a")
+    assert one != other and one.name.startswith("a-") and other.name.startswith("a-")
+    assert Path(tempfile.gettempdir()) in one.parents
+    assert kept_caches.default_root(tmp_path / "a") == one
+
+
+def test_the_next_replicate_compiles_warm_from_the_first_ones_kept_cold_compile(tmp_path):
+    # inductor's real caches (a C++ build on this CPU): the first replicate compiles cold into the kept folder, the
+    # second, after a dynamo reset and with the in-memory caches cleared (as a new process has them), warm from it
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).eval()
+    inputs = {"input": torch.randn(2, 16)}
+    cell = KeptCaches(tmp_path).cell("tiny-bs2-default", {})
+    with torch.no_grad():
+        first = ColdThenWarm("default", 2, Settings(), torch.device("cpu"), kept=cell)
+        cold = first.compile(model, inputs, warm=False)
+        assert cold.cold_stats["fx_graph_cache_hits"] == 0 and cold.cold_measured_in is None
+        assert cell.cold().calls_ms == cold.cold_calls_ms and os.listdir(cell.folder) != [COLD_FILE]
+        second = ColdThenWarm("default", 2, Settings(replicate="r2"), torch.device("cpu"), kept=cell)
+        warm = second.compile(model, inputs, warm=False)
+        torch.testing.assert_close(warm.forward(), model(**inputs))
+    assert os.environ.get("TORCHINDUCTOR_CACHE_DIR") != str(cell.folder)  # in force for the compile only
+    assert warm.warm_stats["fx_graph_cache_hits"] >= 1  # read from the first replicate's caches, not compiled anew
+    assert warm.cold_calls_ms == cold.cold_calls_ms and warm.cold_stats["graphs"] == cold.cold_stats["graphs"]
+    costs = warm.costs(eager_ms=0.1)
+    assert costs["cold_measured_in"] == "replicate r1" and "replicate r1's cold compile kept" in costs["cache"]
+    assert costs["cold_ms"] > costs["warm_ms"]  # the first replicate's build against a cache read
+    assert "cold_measured_in" not in cold.costs(eager_ms=0.1)
