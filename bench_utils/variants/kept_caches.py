@@ -14,19 +14,29 @@ replicate failed before it; another machine, whose temporary folder is empty) th
 ``cold.json`` is written after the cold compilation ends (atomically: a kernel killed in it leaves none, and the
 folder is emptied before the next cold compile), so a folder without it never serves as warm. Inductor's own
 cache keys decide a hit: a warm compile that misses compiles anew, and its record's cache hits say so.
+
+Compile processes fill the same folders ahead of the kernel (``study.cell.compile_process``): whoever compiles a cell
+cold holds its claim (``KeptCell.claimed``, an ``flock`` released when its holder dies), so a kernel that reaches a
+cell a compile process is compiling waits for it, then compiles warm, and a compile process passes over a cell
+the kernel has claimed.
 """
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, replace
+import fcntl
 import hashlib
 import json
 import os
 from pathlib import Path
 import shutil
 import tempfile
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
+
+from ..records.key import cell_file_name
+from ..settings import Settings
+from ..vocabulary import Replicate
 
 COLD_FILE = "cold.json"
 
@@ -63,6 +73,22 @@ class KeptCell:
         self.folder.mkdir(parents=True)
         yield self.folder
 
+    @contextmanager
+    def claimed(self, wait: bool = True) -> Iterator[bool]:
+        """The cell claimed by this process for the block (True), waited for while another holds it; with ``wait``
+        False, False at once where another holds it (the block then compiles nothing here)."""
+        self.folder.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.folder.with_name(self.folder.name + ".claim"), "a+b") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            except BlockingIOError:
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
     def keep(self, calls_ms: list[float], stats: dict[str, Any], measured_in: str) -> None:
         """Record the cold compilation that just filled the folder, so that later processes compile warm here."""
         data = {"calls_ms": list(calls_ms), "stats": _json_safe(stats), "measured_in": measured_in}
@@ -87,6 +113,25 @@ class KeptCaches:
         settings, the replicate's own left out): another setting, another folder."""
         digest = hashlib.sha256(json.dumps(settings_key, sort_keys=True, default=str).encode()).hexdigest()[:12]
         return KeptCell(self.root / f"{cell_name}-{digest}")
+
+
+@contextmanager
+def all_claimed(cells: Iterable[KeptCell]) -> Iterator[None]:
+    """The cells claimed by this process for the block, one after another in their order (a row's modes: the
+    same order wherever they are claimed), each waited for while another process holds it."""
+    with ExitStack() as stack:
+        for cell in cells:
+            stack.enter_context(cell.claimed())
+        yield
+
+
+def kept_cell(caches: KeptCaches, task: str, model: str, batch_size: int, mode: str, settings: Settings, dtype: str,
+              device: str) -> KeptCell:
+    """The kept folder of a cell, whichever replicate measures it or compiles it ahead: named as the cell's first
+    replicate (its notebook's name), keyed by that replicate's settings."""
+    first = replace(settings, replicate=Replicate.R1.value)
+    name = cell_file_name(task, model, batch_size, mode, first.variant(), dtype, device.split(":")[0])
+    return caches.cell(name, first.to_parameters())
 
 
 def default_root(study_folder: str | os.PathLike) -> Path:

@@ -69,3 +69,34 @@ def test_the_next_replicate_compiles_warm_from_the_first_ones_kept_cold_compile(
     assert costs["cold_measured_in"] == "replicate r1" and "replicate r1's cold compile kept" in costs["cache"]
     assert costs["cold_ms"] > costs["warm_ms"]  # the first replicate's build against a cache read
     assert "cold_measured_in" not in cold.costs(eager_ms=0.1)
+
+
+CLAIMER = """
+import sys, time
+from pathlib import Path
+from bench_utils.variants.kept_caches import KeptCell
+with KeptCell(Path(sys.argv[1])).claimed():
+    print("held", flush=True)
+    time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_a_cell_being_compiled_elsewhere_is_passed_over_or_waited_for(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    from bench_utils.variants.kept_caches import all_claimed
+
+    cell = KeptCaches(tmp_path).cell("c", {})
+    other = subprocess.Popen([sys.executable, "-c", CLAIMER, str(cell.folder), "1.0"], stdout=subprocess.PIPE, text=True)
+    assert other.stdout.readline().strip() == "held"
+    with cell.claimed(wait=False) as ours:  # a compile process: another holds it, so it compiles nothing here
+        assert ours is False
+    started = time.monotonic()
+    with all_claimed([cell]):  # the kernel: waits until the other process lets go
+        waited = time.monotonic() - started
+    other.wait(timeout=30)
+    assert 0.3 < waited < 30 and other.returncode == 0
+    with cell.claimed(wait=False) as ours:
+        assert ours is True

@@ -41,6 +41,7 @@ from tqdm.auto import tqdm
 
 from ...errors import UserError
 from ...environment.capture import capture_environment
+from ...measurement import gpu_token
 from ...measurement.memory_cap import gpu_memory_cap
 from ...paths import PROJECT_ROOT
 from ...records.key import cell_file_name
@@ -51,7 +52,7 @@ from ...variants.compiler_warmup import warm_up_compiler
 from ...variants.precision import configure_fp32_math, parse_dtype
 from ...variants.batch_shapes import SharedCompilation
 from ...variants.cell_plan import timed_in_rows
-from ...variants.kept_caches import KeptCaches, KeptCell, default_root
+from ...variants.kept_caches import KeptCaches, KeptCell, all_claimed, default_root, kept_cell
 from ...zoo.loading import LoadedModel, load
 from .measured_cell import CellResult, run_cell
 from .measured_row import run_row
@@ -62,7 +63,7 @@ from .time_by_phase import Phases
 from ..progress_file import write_progress
 from ..lease import lease_is_current, start_watchdog
 from ...settings import Settings
-from ...vocabulary import CompileMode, InductorConfig, Replicate, Shapes, Status
+from ...vocabulary import CompileMode, InductorConfig, Shapes, Status
 
 TRACES = "traces"  # keep_traces: a study folder's profiled calls, one trace per side of a compiled cell
 
@@ -113,7 +114,8 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
         results_path: str | os.PathLike, settings: Settings | Mapping[str, Any] | None = None,
         only_cells: Iterable[Sequence] | None = None, progress_file: str | os.PathLike | None = None,
         runner_pid: int | None = None, run_id: str | None = None, keep_compiles: bool = False,
-        compile_caches: str | os.PathLike | None = None, **setting_values: Any) -> list[dict[str, Any]]:
+        compile_ahead: bool = False, compile_caches: str | os.PathLike | None = None,
+        **setting_values: Any) -> list[dict[str, Any]]:
     """Measure every cell of models x dtypes x modes x batch sizes; return their records.
 
     ``settings`` say how (``bench_utils.settings.Settings``, or a mapping of its fields, as the
@@ -123,7 +125,9 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
     in ``groups.execution_order``: compiled modes first, eager last, batch sizes ascending.
     ``progress_file``, if given, names the cell being begun (the grid runner reads it). With ``keep_compiles``
     cells keep their cold compile's caches for their next replicates, which compile warm from them
-    (``variants.kept_caches``), in the study folder's kept caches or in ``compile_caches`` where given.
+    (``variants.kept_caches``), in the study folder's kept caches or in ``compile_caches`` where given. With
+    ``compile_ahead`` compile processes fill them beside this kernel, whose measuring windows then hold the GPU's
+    token (``measurement.gpu_token``).
     """
     started = time.perf_counter()
     base = settings.to_parameters() if isinstance(settings, Settings) else dict(settings or {})
@@ -149,10 +153,11 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
         compile_workers.ready(settings.backend)
         # nor the process's first compile (variants.compiler_warmup): its seconds go to the kernel's start-up
         warm_up_compiler(torch.device(device), settings.backend)
+    caches = _absolute(compile_caches) if compile_caches else default_root(results_path.parent)
+    gpu_token.use(caches / gpu_token.TOKEN_FILE if compile_ahead else None, gpu_token.MEASURING)
     kernel = _Kernel(environment=capture_environment(),
                      startup_s=_kernel_startup_s(started) if runner_pid else 0.0,
-                     kept_caches=KeptCaches(_absolute(compile_caches) if compile_caches else
-                                            default_root(results_path.parent)) if keep_compiles else None)
+                     kept_caches=KeptCaches(caches) if keep_compiles or compile_ahead else None)
     written = []
     # A person running the notebook sees a bar over its cells (tqdm's widget in JupyterLab, text
     # elsewhere); under the grid runner, which shows its own progress, none.
@@ -307,12 +312,13 @@ class _ModelCells:
         if (mode, batch_size) not in self.row_results:
             pending = [other for other in row if (other, batch_size) not in self.row_results]
             try:
-                kept = {other: self._kept(other, batch_size, settings) for other in pending}
-                results: dict[str, CellResult | Exception] = run_row(
-                    loaded, batch_size, pending, settings, math_settings=self.config,
-                    warm_modes=[other for other in pending if other not in self.warm_measured],
-                    trace_prefixes={other: self._trace_prefix(other, batch_size, settings) for other in pending},
-                    kept={other: cell for other, cell in kept.items() if cell is not None})
+                kept = {other: cell for other in pending if (cell := self._kept(other, batch_size, settings))}
+                with all_claimed(kept.values()):  # a compile process compiling one of them ahead: waited for
+                    results: dict[str, CellResult | Exception] = run_row(
+                        loaded, batch_size, pending, settings, math_settings=self.config,
+                        warm_modes=[other for other in pending if other not in self.warm_measured],
+                        trace_prefixes={other: self._trace_prefix(other, batch_size, settings) for other in pending},
+                        kept=kept)
             except Exception as exc:
                 if not _device_usable(self.device):
                     raise  # a lasting device error (an illegal address, say): each mode alone would fail on it
@@ -336,10 +342,12 @@ class _ModelCells:
     def _measure_alone(self, loaded: LoadedModel, mode: str, batch_size: int, settings: Settings,
                        phases: Phases) -> CellResult:
         # the first batch size of a mode also compiles warm, and times a portable cache (the cell's plan)
-        result = run_cell(loaded, batch_size=batch_size, mode=mode, settings=settings, math_settings=self.config,
-                          warm_compile=mode not in self.warm_measured, phases=phases, compilation=self.compilation,
-                          trace_prefix=self._trace_prefix(mode, batch_size, settings),
-                          kept=self._kept(mode, batch_size, settings))
+        kept = self._kept(mode, batch_size, settings)
+        with all_claimed([kept] if kept else []):
+            result = run_cell(loaded, batch_size=batch_size, mode=mode, settings=settings, math_settings=self.config,
+                              warm_compile=mode not in self.warm_measured, phases=phases,
+                              compilation=self.compilation, trace_prefix=self._trace_prefix(mode, batch_size, settings),
+                              kept=kept)
         self.compilation = result.compilation
         if mode != CompileMode.EAGER:  # only a measured cell's compile and pairs count
             self.warm_measured.add(mode)
@@ -352,10 +360,7 @@ class _ModelCells:
         caches = self.kernel.kept_caches
         if caches is None or not timed_in_rows(mode, settings.shapes):  # eager, AOTInductor, a dynamic batch: none
             return None
-        first = replace(settings, replicate=Replicate.R1.value)  # every replicate's: the same folder
-        name = cell_file_name(self.task, self.model, batch_size, mode, first.variant(), self.dtype,
-                              self.device.split(":")[0])
-        return caches.cell(name, first.to_parameters())
+        return kept_cell(caches, self.task, self.model, batch_size, mode, settings, self.dtype, self.device)
 
     def _trace_prefix(self, mode: str, batch_size: int, settings: Settings) -> str | None:
         """``keep_traces``: the study folder's ``traces/<cell>``, named as the cell's notebook and log are."""

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...records.key import as_environment
 from ...records.schema import Record
-from .prior import SHARED_EAGER_S, CellShape, Prior, Span, device_key, records_on_device
+from .prior import SHARED_EAGER_S, CellShape, Prior, Span, device_key, records_on_device, warm_share
 from .recorded import estimate_cell_seconds, estimate_kernel_start_seconds
 
 if TYPE_CHECKING:
@@ -43,11 +43,11 @@ class CellCosts:
     """Seconds of a kernel's start and of its cells, read afresh from the records before each kernel."""
 
     def __init__(self, results_path: Path, environment: dict[str, Any], prior: Prior | None,
-                 reports_dir: str | os.PathLike | None = None) -> None:
+                 reports_dir: str | os.PathLike | None = None, compile_ahead: bool = False) -> None:
         """Priced from the records of ``environment`` in ``results_path`` and every study under ``reports_dir``
-        (``reports/``), else by ``prior``."""
+        (``reports/``), else by ``prior``; ``compile_ahead``: compile processes beside the kernels."""
         self.results_path, self.environment, self.prior = results_path, environment, prior
-        self.reports_dir = reports_dir
+        self.reports_dir, self.compile_ahead = reports_dir, compile_ahead
 
     def _records(self) -> tuple[list[Record], Prior | None]:
         from ...paths import REPORTS_DIR
@@ -73,7 +73,7 @@ class CellCosts:
             start = _pick(prior.start(cells[0].model) if prior else None, figure, UNKNOWN_START_S)
         seconds, modes = [], set()
         for cell in cells:
-            known = estimate_cell_seconds(cell, records, cell in sharing)
+            known = estimate_cell_seconds(cell, records, cell in sharing, warm_share(cell, self.compile_ahead))
             if known is None and prior is None and cell in sharing:
                 # it runs nothing (its plan has no step) and kernels go batch by batch: an unpriced one would
                 # hold back every cell after it
@@ -81,7 +81,8 @@ class CellCosts:
             warm = cell.compile_mode not in modes
             modes.add(cell.compile_mode)
             seconds.append(known if known is not None else _pick(
-                prior.cell(CellShape.of_cell(cell), cell in sharing, warm) if prior else None, figure,
+                prior.cell(CellShape.of_cell(cell, self.compile_ahead), cell in sharing, warm) if prior else None,
+                figure,
                 UNKNOWN_CELL_S))
         return start, seconds
 

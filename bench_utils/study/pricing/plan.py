@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .device_prices import device_prior, prior_figures, span_of
-from .prior import Prior, Span
+from .prior import Prior, Span, warm_share
 from .recorded import (estimate_cell_seconds, estimate_kernel_start_seconds, records_of_environment, results_files,
                        start_and_load)
 
@@ -65,6 +65,7 @@ class Plan:
     records_used: int                              # earlier records of this environment with phases
     devices: list[str] = field(default_factory=list)
     prior: Prior | None = None                     # --device-model: the a-priori estimate's device
+    compile_ahead: bool = False                    # compile processes beside the kernels (``runner.compile_ahead``)
 
     @property
     def cells_to_run(self) -> int:
@@ -100,11 +101,13 @@ class Plan:
 
 
 def plan_run(pending: Pending, grid: Grid, *, results_path: Path, environment: dict[str, Any], devices: list[str],
-             reports_dir: str | os.PathLike | None = None, device_model: str | None = None) -> Plan:
+             reports_dir: str | os.PathLike | None = None, device_model: str | None = None,
+             compile_ahead: bool = False) -> Plan:
     """The plan of ``pending`` (``Runner.pending()``: the cells of ``grid`` the study folder of ``results_path``
     lacks) by kernel, estimated from earlier records of ``environment`` in the study's results file and every
     ``reports/*/results.jsonl``; with ``device_model``, from the records of that GPU, and the rest a priori
-    (``device_prices``)."""
+    (``device_prices``); ``compile_ahead``: compile processes beside the kernels compile their cells cold.
+    """
     from ...paths import REPORTS_DIR
     from ..grid.kernel_groups import kernel_groups
 
@@ -119,12 +122,14 @@ def plan_run(pending: Pending, grid: Grid, *, results_path: Path, environment: d
             continue  # every cell ruled out: no kernel starts
         start = estimate_kernel_start_seconds(group.first, records)
         sharing = group.eager_sharing_pairs()
-        kernel = KernelPlan(group, [estimate_cell_seconds(cell, records, cell in sharing) for cell in group.cells],
+        kernel = KernelPlan(group, [estimate_cell_seconds(cell, records, cell in sharing, warm_share(cell, compile_ahead))
+                                    for cell in group.cells],
                             start, bool(start_and_load(group.first, records)))
         if prior:
             kernel.prior_cells, kernel.prior_start = prior_figures(group, kernel.cell_seconds, kernel.start_seconds,
-                                                                   kernel.start_includes_load, prior)
+                                                                   kernel.start_includes_load, prior, compile_ahead)
         kernels.append(kernel)
     return Plan(study=grid.study, grid_path=str(grid.path), results_path=results_path,
                 cells_in_grid=len(grid.cells), already_measured=pending.resumed, skipped_after_oom=skipped,
-                kernels=kernels, records_used=len(records), devices=devices, prior=prior)
+                kernels=kernels, records_used=len(records), devices=devices, prior=prior,
+                compile_ahead=compile_ahead)

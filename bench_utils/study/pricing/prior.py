@@ -138,12 +138,15 @@ class CellShape:
     cold_kept: bool = False     # an earlier replicate kept its cold compile: it compiles warm only (``kept_caches``)
 
     @classmethod
-    def of_cell(cls, cell: Any) -> "CellShape":
-        """A grid's cell; a later replicate's cold compile kept by its first (which the grid runs before it)."""
+    def of_cell(cls, cell: Any, ahead: bool = False) -> "CellShape":
+        """A grid's cell; a later replicate's cold compile kept by its first (which the grid runs before it), and
+        with ``ahead`` (compile processes beside the kernel) a first replicate's kept by them where they take it."""
         settings = cell.settings
+        first = settings.replicate == Replicate.R1
+        kept = not first or ahead and plan.compiles_ahead(cell.compile_mode, settings.shapes, first,
+                                                          settings.gpu_memory_gib is not None)
         return cls(cell.model, cell.batch_size, cell.compile_mode, cell.dtype, settings.tf32, settings.runs,
-                   settings.warmup, settings.profile, settings.shapes, settings.portable_cache,
-                   cold_kept=settings.replicate != Replicate.R1)
+                   settings.warmup, settings.profile, settings.shapes, settings.portable_cache, cold_kept=kept)
 
     @classmethod
     def of_record(cls, record: Record) -> "CellShape":
@@ -164,6 +167,13 @@ class CellShape:
                               shapes=self.shapes, portable_cache=self.portable_cache, warm_compile=warm,
                               reuses_compilation=self.shapes == Shapes.DYNAMIC and not warm,
                               shares_pairs=shares_pairs, cold_kept=self.cold_kept)
+
+
+def warm_share(cell: Any, ahead: bool) -> float | None:
+    """The share of a cold compile a grid's ``cell`` pays, where another process keeps its cold compile
+    (``CellShape.of_cell``: a later replicate, or a cell compiled ahead): a warm compile's, 0.19 of the cold on the
+    H200 (``TYPICAL``); None where it compiles as its records did (``recorded.estimate_cell_seconds``)."""
+    return TYPICAL.warm_compile_share if CellShape.of_cell(cell, ahead).cold_kept else None
 
 
 def known_devices() -> list[str]:

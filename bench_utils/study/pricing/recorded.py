@@ -60,14 +60,16 @@ def _calls(record: Record) -> int | None:
     return runs + warmup if runs is not None and runs + warmup > 0 else None
 
 
-def estimate_cell_seconds(cell: Cell, records: list[Record],
-                          shares_pairs: bool = False) -> float | None:
+def estimate_cell_seconds(cell: Cell, records: list[Record], shares_pairs: bool = False,
+                          warm_share: float | None = None) -> float | None:
     """Seconds ``cell`` would take inside its kernel, from the most recent ``ok`` record of the
     same cell (task, model, batch size, mode, dtype, device kind): its ``cell_s``, with the timed
     and warm-up part scaled by the cell's calls over the record's. An eager cell that will take a
     compiled cell's pairs (``shares_pairs``) costs no timed runs; one that will be timed by itself
-    is not estimated from a record that was not. None when no record has it: an error's time to
-    failure, or a cell not run, says nothing of a measurement's cost."""
+    is not estimated from a record that was not. ``warm_share``, where given: the cell will compile warm only
+    (its cold compile kept by another process, ``prior.CellShape.cold_kept``), a warm compile taking that share of
+    a cold one, so a record's own cold compile is not its cost (``_cold_saved``). None when no record has it: an error's time to failure, or a cell not run, says nothing
+    of a measurement's cost."""
     for record in reversed(records):  # the last in file order is the most recent
         if (not _same_cell(cell, record) or not record.ok
                 or record.phases is None or record.phases.cell_s is None):
@@ -82,8 +84,19 @@ def estimate_cell_seconds(cell: Cell, records: list[Record],
             scale = 0.0
         else:  # a record without its calls has no repeated part here (it was passed over above)
             scale = (cell.settings.runs + cell.settings.warmup) / calls if repeated and calls else 1.0
-        return _phase(record, "cell_s") - repeated + repeated * scale
+        seconds = _phase(record, "cell_s") - repeated + repeated * scale
+        return seconds if warm_share is None else seconds - _cold_saved(record, warm_share)
     return None
+
+
+def _cold_saved(record: Record, warm_share: float) -> float:
+    """What compiling warm only saves on the record's own cold compile: its compiling calls, less the warm compile in
+    their place (the record's own where it compiled warm too, else ``warm_share`` of the cold)."""
+    compiled = record.compile
+    if compiled is None or compiled.cold_measured_in is not None or not compiled.cold_calls_ms:
+        return 0.0
+    cold_s = sum(compiled.cold_calls_ms) / 1e3
+    return cold_s if compiled.warm_calls_ms else cold_s * (1 - warm_share)
 
 
 def start_and_load(first: Cell, records: list[Record]) -> list[float]:

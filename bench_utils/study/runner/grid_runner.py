@@ -15,7 +15,9 @@ or ``error``; the notebook's own OOM rule skips larger batches), and the runner 
   again resumes; an OOM recorded so far, in this run or an earlier one, rules out larger batches;
 - one worker per device (CUDA_VISIBLE_DEVICES); with a ``time_limit`` a kernel starts only the cells that fit.
 - after the grid, a compiled cell whose block means changed regime is measured once more, as one more replicate
-  (``unsteady``; on a GPU by default), where the time limit lets it start.
+  (``unsteady``; on a GPU by default), where the time limit lets it start;
+- on a GPU host with cores to spare, compile processes compile the next cells cold beside the kernel, which then
+  compiles them warm (``compile_ahead``).
 
 Executing a notebook is ``papermill_execution``, following it ``kernel_watch``; the person watching sees
 ``progress_display``."""
@@ -23,6 +25,7 @@ Executing a notebook is ``papermill_execution``, following it ``kernel_watch``; 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from contextlib import nullcontext
 import dataclasses
 from dataclasses import dataclass
 import os
@@ -36,7 +39,6 @@ from typing import TYPE_CHECKING, Any, Callable
 from ...errors import UserError
 from ...environment.capture import capture_environment
 from ...kernel import ensure_kernel
-from ...paths import REPORTS_DIR
 from ...records.key import RecordKey
 from ...records.build import failure_record, skipped_after_oom, unmeasured_config
 from ...records.results_file import append_record, locked, read_records
@@ -47,12 +49,14 @@ from ..grid.grid_file import Cell, Grid, keep_grid_copy
 from ..grid.kernel_groups import KernelGroup, kernel_groups
 from ..grid.pending import Pending
 from .device_workers import check_workers, workers_of
-from .kernel_watch import DONE, OOM_KILLED, STOPPED, TIMED_OUT, KernelWatch
+from .kernel_watch import DONE, OOM_KILLED, STOPPED, TIMED_OUT, KernelWatch, default_cell_timeout
+from .study_folder import study_folder
 from ..lease import RunnerLease
 from .progress_display import Outcome, Progress, ProgressView, RunOutcome
 from .resume import oom_batches, read_done
 from .unsteady import once_more
 from .clean_stop import RunningProcesses, StopOnSignal
+from .compile_ahead import MIN_CORES, CompileAhead, wanted
 from ...vocabulary import Status
 from ...zoo.hub import expected_weights
 
@@ -63,27 +67,6 @@ if TYPE_CHECKING:
 # it calls poll() every second or so while the kernel runs, and ends the kernel when it is True.
 Executor = Callable[[KernelGroup, str, dict[str, Any], Path, Callable[[], bool], int], "tuple[int, Path]"]
 KILLS_BEFORE_ERROR = 2   # a cell that ends its kernel this often is an error, not bad luck
-
-
-def study_folder(grid: Grid, out_dir: str | os.PathLike | None) -> Path:
-    """``--out`` resolved once (kernels run from the project root), or ``reports/<study>/``; UserError in one line
-    for a path no folder can be at (an empty one, a file, a name too long)."""
-    if out_dir is not None and not str(out_dir).strip():
-        raise UserError("--out is empty: name the study folder")
-    folder = Path(out_dir).resolve() if out_dir else REPORTS_DIR / grid.study
-    try:
-        is_file = folder.exists() and not folder.is_dir()
-    except OSError as exc:  # ENAMETOOLONG, say
-        raise UserError(f"--out {folder}: not a usable folder ({exc.strerror or exc})") from None
-    if is_file:
-        raise UserError(f"--out {folder} is a file, not a study folder")
-    return folder
-
-
-def default_cell_timeout(grid: Grid) -> int:
-    """Seconds a cell may go without a record before it is stopped: 30 minutes to load and compile,
-    plus 20 s per call it times (warm-up and runs): hours where a cell may need them, never unbounded."""
-    return max(1800 + 20 * (cell.settings.warmup + cell.settings.runs) for cell in grid.cells)
 
 
 class Runner:
@@ -122,6 +105,7 @@ class Runner:
         self.time_limit = time_limit  # cells that fit, and the stop at its deadline; None: no limit
         self.stop = StopOnSignal(self.running.end_all, time_limit)  # SIGINT, SIGTERM, the limit: entered by run()
         self.run_id: str | None = None  # the lease's, while run() holds the study folder
+        self.ahead: CompileAhead | None = None  # compile processes beside the kernel (``compile_ahead``), while on
         self._lock = threading.Lock()
 
     def workers(self, kind: str) -> list[str]:
@@ -166,9 +150,11 @@ class Runner:
         """The dry run's plan of what is pending (``pricing.plan.plan_run``)."""
         from ..pricing.plan import plan_run
 
-        return plan_run(self.pending(), self.grid, results_path=self.results_path, environment=self.environment,
+        pending = self.pending()  # priced for that GPU's host (cores to spare) or, without one, for this machine
+        ahead = wanted(pending.cells, set(range(MIN_CORES)) if device_model else os.sched_getaffinity(0))
+        return plan_run(pending, self.grid, results_path=self.results_path, environment=self.environment,
                         devices=list(self.devices or self.grid.devices), reports_dir=reports_dir,
-                        device_model=device_model)
+                        device_model=device_model, compile_ahead=ahead)
 
     def run(self, announce: Callable[[], None] | None = None) -> RunOutcome:
         """Run the pending cells; ``announce`` is called once this runner holds the study folder (a runner
@@ -191,7 +177,14 @@ class Runner:
             tally = RunOutcome(resumed=pending.resumed, total=len(self.grid.cells))
             if not pending.cells:
                 return tally
-            self._pass(list(pending.cells), tally)
+            cpus = os.sched_getaffinity(0)
+            if self.uses_papermill and len(workers) == 1 and wanted(pending.cells, cpus):
+                self.ahead = CompileAhead(pending.cells, self.out_dir, cpus)
+                self.affinity = {workers[0]: self.ahead.measuring_cpus}  # cores apart from the compile processes
+            with self.ahead.running() if self.ahead else nullcontext():
+                self._pass(list(pending.cells), tally)
+            if self.ahead:  # cells measured once more: few, and warm from their kept caches
+                self.ahead, self.affinity = None, {}
             tally.not_run = len(pending.cells) - len(tally.outcomes)
             again = [] if self.stop.requested.is_set() else self.once_more()
             if again:  # unsteady cells (``unsteady``): once more each, where the time limit lets them start
@@ -290,7 +283,8 @@ class Runner:
         progress_path.unlink(missing_ok=True)
         watch = KernelWatch(self.results_path, progress_path, cells, self._size(), self.timeout,
                             self.stop.requested.is_set, on_record)
-        parameters = notebook_parameters(this_kernel, self.results_path, str(self.run_id), progress_path)
+        parameters = notebook_parameters(this_kernel, self.results_path, str(self.run_id), progress_path,
+                                         compile_ahead=self.ahead is not None)
         progress.start(cells[0], device)
         log_path: Path | None
         failure: str | None = None

@@ -17,11 +17,17 @@ from ...records.key import cell_identity
 from ...records.results_file import iter_records, locked
 from ...records.schema import Record
 from .papermill_execution import oom_kill_count
-from ..grid.grid_file import Cell
+from ..grid.grid_file import Cell, Grid
 from ..progress_file import read_progress
 
 DONE, STOPPED, TIMED_OUT, OOM_KILLED, CELL_DIED, START_FAILED = (
     "done", "stopped", "timed out", "oom-killed", "cell died", "start failed")
+
+
+def default_cell_timeout(grid: Grid) -> int:
+    """Seconds a cell may go without a record before it is stopped: 30 minutes to load and compile,
+    plus 20 s per call it times (warm-up and runs): hours where a cell may need them, never unbounded."""
+    return max(1800 + 20 * (cell.settings.warmup + cell.settings.runs) for cell in grid.cells)
 
 
 class KernelWatch:

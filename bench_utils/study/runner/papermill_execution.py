@@ -26,7 +26,7 @@ LOG_TAIL_LINES = 40
 POLL_S = 0.25  # how often a running kernel's records are read (the per-cell wall times' resolution)
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     # PR_SET_PDEATHSIG: the papermill child is killed when the runner dies, even by SIGKILL.
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
@@ -35,7 +35,7 @@ def _die_with_parent() -> None:
 
 
 def _in_child(cpus: set[int] | None) -> None:
-    _die_with_parent()
+    die_with_parent()
     if cpus:
         os.sched_setaffinity(0, cpus)  # inherited by the kernel papermill starts
 
@@ -74,7 +74,7 @@ def oom_kill_count() -> int | None:
 
 
 def notebook_parameters(group: KernelGroup, results_path: Path, run_id: str,
-                        progress_path: Path) -> dict[str, Any]:
+                        progress_path: Path, compile_ahead: bool = False) -> dict[str, Any]:
     """The task notebook's parameters for one kernel group (papermill injects them).
 
     ``only_cells`` lists the group's ``[compile_mode, batch_size]`` pairs in the order the
@@ -82,7 +82,9 @@ def notebook_parameters(group: KernelGroup, results_path: Path, run_id: str,
     ``show`` is off: a grid run draws no table and no plot; the kernel names the cell it begins in
     ``progress_file`` (``study.progress_file``, read by ``kernel_watch``); cold compiles are kept for the cells'
     next replicates (``keep_compiles``: in the study's folder of ``variants.kept_caches``, which the kernel finds
-    from ``results_path``). Paths are given relative to the project root, which the kernel runs from.
+    from ``results_path``); with ``compile_ahead``, compile processes work beside it and its measuring windows hold the
+    GPU's token (``runner.compile_ahead``). Paths are given relative to the project root, which the kernel runs
+    from.
     """
     cell = group.first
     return {"study": cell.study, "models": [cell.model],
@@ -92,7 +94,7 @@ def notebook_parameters(group: KernelGroup, results_path: Path, run_id: str,
             "settings": cell.settings.to_parameters(),
             "results_path": os.path.relpath(results_path, PROJECT_ROOT), "show": False,
             "progress_file": os.path.relpath(progress_path, PROJECT_ROOT),
-            "runner_pid": os.getpid(), "run_id": run_id, "keep_compiles": True}
+            "runner_pid": os.getpid(), "run_id": run_id, "keep_compiles": True, "compile_ahead": compile_ahead}
 
 
 def execute_with_papermill(group: KernelGroup, device: str, parameters: dict[str, Any], out_dir: Path, *,

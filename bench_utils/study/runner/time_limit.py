@@ -17,6 +17,7 @@ so they are measured by the next run. The cells left are then listed with their 
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -26,6 +27,7 @@ from ...errors import UserError
 from ..pricing.cell_costs import UNKNOWN_CELL_S, CellCosts, machine_prior
 from ..pricing.prior import Span
 from ..pricing.plan_text import minutes as span_text
+from .compile_ahead import wanted
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -131,8 +133,9 @@ def time_limit_for(grid: Grid, results_path: Path, environment: dict[str, Any], 
     """A limit of ``seconds`` from ``started`` (``time.monotonic()``) on a run of ``grid`` into ``results_path`` on
     ``environment`` (what the ``Runner`` is built with), said on ``stream``."""
     prior = machine_prior(environment, grid, device_model)
-    limit = TimeLimit(seconds, CellCosts(results_path, environment, prior).of_kernel, started=started,
-                      say=lambda line: print(line, file=stream, flush=True))
+    ahead = wanted(grid.cells, os.sched_getaffinity(0))  # as the runner decides it on this machine
+    limit = TimeLimit(seconds, CellCosts(results_path, environment, prior, compile_ahead=ahead).of_kernel,
+                      started=started, say=lambda line: print(line, file=stream, flush=True))
     source = f"else the a-priori estimate for {prior.device}" if prior else "no a-priori estimate (no known GPU)"
     print(f"[run] time limit {duration_text(seconds)}: a kernel starts only the cells that fit (estimates from "
           f"records, {source}, else {UNKNOWN_CELL_S / 60:.0f} min a cell); the run stops at the limit",

@@ -1,0 +1,129 @@
+"""A compile process: cells compiled cold ahead of the kernel that will measure them, into their kept caches.
+
+While the measuring kernel times one cell, a compile process (started by ``study.runner.compile_ahead`` on cores
+of its own) builds the model of the next kernel group as its kernel will (the same weights, seed, dtype, layout,
+float32 math and Inductor configuration) and compiles each of its cells cold, exactly as the kernel would have
+(``variants.compile_cost.compile_cold_then_warm``, cold only, after a dynamo reset), into the cell's kept folder
+(``variants.kept_caches``). Its cold figures go into ``cold.json``, named by the process that measured them; the
+kernel then finds them and compiles the cell warm (its record: ``compile.cold_measured_in``).
+
+The GPU is shared by a token (``measurement.gpu_token``): this process holds it while the model and inputs go to the
+device, while Inductor benchmarks (torch's own hook for a harness's GPU lock,
+``torch._inductor.runtime.benchmarking.set_gpu_benchmark_lock_context``) and while compiled code runs (its first
+calls, Triton's autotuning in them, a CUDA graph's recording). The time it waited for the token is taken out of its
+compiling calls (``compile_cost``): a wait is no compile cost. Dynamo's tracing and Inductor's code generation, most
+of a compile, run without it, on this process's cores.
+
+A cell the kernel (or another compile process) has claimed, or whose cold compile is kept already, is skipped.
+One JSON line a cell goes to the job's log: ``kept``, ``skipped`` or ``failed`` (with the error), and the seconds.
+
+Run as ``python -m bench_utils.study.cell.compile_process JOB.json`` (the job: ``study.compile_job.CompileJob``).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+import json
+import os
+import sys
+import time
+from typing import Any, Callable, Iterator
+
+from ...measurement import gpu_token
+from ..compile_job import CompileJob
+
+
+@contextmanager
+def _gpu_phases_hold_the_token() -> Iterator[None]:
+    """Inductor's GPU benchmarks and every run of compiled code inside the token (see the module)."""
+    from torch._inductor.output_code import CompiledFxGraph
+    from torch._inductor.runtime import benchmarking
+
+    original = CompiledFxGraph.__call__
+
+    def call(self: Any, inputs: Any) -> Any:
+        with gpu_token.window("compiled code run"):
+            return original(self, inputs)
+
+    previous = benchmarking.set_gpu_benchmark_lock_context(lambda: gpu_token.window("inductor benchmark"))
+    CompiledFxGraph.__call__ = call
+    try:
+        yield
+    finally:
+        CompiledFxGraph.__call__ = original
+        benchmarking.set_gpu_benchmark_lock_context(previous)
+
+
+def compile_cells(job: CompileJob, say: Callable[[dict[str, Any]], None]) -> None:
+    """Compile the job's cells cold into their kept folders, saying how each went (``say``, one dict a cell)."""
+    import torch
+
+    from ...settings import Settings
+    from ...variants import modes
+    from ...variants.compilation import forward_call
+    from ...variants.compile_cost import cache_folder, compile_cold_then_warm
+    from ...variants.compiler_warmup import warm_up_compiler
+    from ...variants.inductor_config import inductor_configuration
+    from ...variants.kept_caches import KeptCaches, kept_cell
+    from ...variants.precision import configure_fp32_math
+    from ...zoo.loading import load
+
+    gpu_token.use(job.token, gpu_token.COMPILING)
+    settings = Settings.from_parameters(job.settings).checked()
+    configure_fp32_math(settings.tf32)  # part of the cache key: as the kernel sets it
+    device = torch.device(job.device)
+    caches = KeptCaches(job.caches)
+    with _gpu_phases_hold_the_token():
+        warm_up_compiler(device, settings.backend)  # this process's one-off costs, out of its first cell's figure
+        with gpu_token.window("model load"):
+            loaded = load(job.model, weights=settings.weights, dtype=job.dtype, device=job.device, task=job.task,
+                          seed=settings.seed, memory_format=settings.memory_format)
+        for mode, batch_size in job.cells:
+            kept = kept_cell(caches, job.task, job.model, int(batch_size), mode, settings, job.dtype, job.device)
+            started = time.perf_counter()
+            line: dict[str, Any] = {"mode": mode, "batch_size": batch_size, "folder": kept.folder.name}
+            with kept.claimed(wait=False) as ours:
+                if not ours or kept.cold() is not None:
+                    say({**line, "status": "skipped", "why": "claimed" if not ours else "kept already"})
+                    continue
+                try:
+                    with gpu_token.window("inputs"):
+                        inputs = loaded.inputs(int(batch_size))
+                    options: dict[str, Any] = {"backend": settings.backend, "fullgraph": settings.fullgraph,
+                                               "dynamic": settings.dynamic}
+                    with torch.no_grad(), inductor_configuration(settings.inductor), kept.emptied() as folder, \
+                            cache_folder(folder):
+                        compiled = compile_cold_then_warm(loaded.model, mode, lambda fn: forward_call(fn, inputs, mode),
+                                                          device, warm=False, **options)
+                    kept.keep(compiled.cold_calls_ms, compiled.cold_stats, job.measured_in)
+                    say({**line, "status": "kept", "cold_calls_ms": compiled.cold_calls_ms,
+                         "seconds": round(time.perf_counter() - started, 3)})
+                except Exception as exc:  # the kernel then compiles this cell cold itself
+                    say({**line, "status": "failed", "error": f"{type(exc).__name__}: {exc}"[:500]})
+                finally:
+                    modes.reset()  # its graphs (and a CUDA-graph pool) go before the next cell's
+                    if device.type == "cuda":
+                        torch.cuda.empty_cache()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m bench_utils.study.cell.compile_process JOB.json", file=sys.stderr)
+        return 2
+    job = CompileJob.read(args[0])
+
+    def say(line: dict[str, Any]) -> None:
+        text = json.dumps({**line, "model": job.model, "pid": os.getpid()})
+        if job.log:
+            with open(job.log, "a", encoding="utf-8") as log:
+                log.write(text + "\n")
+        else:
+            print(text, flush=True)
+
+    compile_cells(job, say)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
