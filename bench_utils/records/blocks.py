@@ -361,6 +361,7 @@ class PhasesBlock(Block):
     flops_s: NonNegative | None = None
     energy_s: NonNegative | None = None
     profile_s: NonNegative | None = None          # why it got faster: both sides profiled
+    compile_wait_s: NonNegative | None = None     # waiting for a compile process compiling the cell ahead
 
 
 class ProfileSide(Block):

@@ -174,10 +174,15 @@ def compile_warm(model: torch.nn.Module, mode: str, make_forward: Callable, devi
     workers = compile_workers.ready(backend)
     forward, warm_ms, warm_stats = _compile_and_time(model, mode, make_forward, device,
                                                      {"backend": backend, "fullgraph": fullgraph, "dynamic": dynamic})
+    stats = dict(kept.stats)
+    note = f"warm from the caches {kept.measured_in}'s cold compile kept (the cold figures are that compile's)"
+    if warm_stats.get("graphs") != stats.get("graphs"):  # not the compilation the caches hold: this one's graphs
+        stats.update({key: warm_stats.get(key) for key in ("graphs", "graph_breaks", "break_reasons")})
+        note += (f"; but it made {warm_stats.get('graphs')} graph(s) where that compile made {kept.stats.get('graphs')}:"
+                 " the cold figures are another compilation's")
     return CompiledCell(forward=forward, cold_calls_ms=list(kept.calls_ms), warm_calls_ms=warm_ms,
-                        cold_stats=dict(kept.stats), warm_stats=warm_stats, after_warm=modes.dynamo_snapshot(),
-                        cache_note=f"warm from the caches {kept.measured_in}'s cold compile kept (the cold figures "
-                        "are that compile's)", workers=workers,
+                        cold_stats=stats, warm_stats=warm_stats, after_warm=modes.dynamo_snapshot(),
+                        cache_note=note, workers=workers,
                         cuda_graphs=cuda_graph_checks.used(mode, device.type, warm_stats),
                         cold_measured_in=kept.measured_in)
 

@@ -100,3 +100,20 @@ def test_a_cell_being_compiled_elsewhere_is_passed_over_or_waited_for(tmp_path):
     assert 0.3 < waited < 30 and other.returncode == 0
     with cell.claimed(wait=False) as ours:
         assert ours is True
+
+
+def test_a_warm_compile_that_is_not_the_kept_compilation_keeps_its_own_graphs_and_says_so():
+    from bench_utils.variants.compile_cost import compile_warm
+    from bench_utils.variants.kept_caches import KeptCold
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()).eval()
+    x = torch.randn(2, 4)
+    kept = KeptCold([900.0], {"graphs": 2, "graph_breaks": 11, "break_reasons": {"a lock": 6}}, "a compile process")
+    with torch.no_grad():
+        compiled = compile_warm(model, "default", lambda f: (lambda: f(x)), torch.device("cpu"), kept, backend="eager")
+    assert compiled.cold_stats["graphs"] == 1 and compiled.cold_stats["graph_breaks"] == 0  # its own, not the kept
+    assert "made 1 graph(s) where that compile made 2" in compiled.costs(eager_ms=0.1)["cache"]
+    same = KeptCold([900.0], {"graphs": 1, "graph_breaks": 0}, "replicate r1")
+    with torch.no_grad():
+        again = compile_warm(model, "default", lambda f: (lambda: f(x)), torch.device("cpu"), same, backend="eager")
+    assert "another compilation" not in again.costs(eager_ms=0.1)["cache"] and again.cold_stats == same.stats

@@ -87,8 +87,12 @@ def compile_cells(job: CompileJob, say: Callable[[dict[str, Any]], None]) -> Non
                     say({**line, "status": "skipped", "why": "claimed" if not ours else "kept already"})
                     continue
                 try:
-                    with gpu_token.window("inputs"):
+                    with gpu_token.window("inputs and an eager call"), torch.no_grad():
                         inputs = loaded.inputs(int(batch_size))
+                        # as the kernel's references do before it compiles: a model's first call may import lazily
+                        # (transformers' Segformer: dynamo traced into the import's lock, 2 graphs and 11 breaks
+                        # where the kernel's compile made 1 graph, so the kernel missed the kept cache)
+                        forward_call(loaded.model, inputs, "eager")()
                     options: dict[str, Any] = {"backend": settings.backend, "fullgraph": settings.fullgraph,
                                                "dynamic": settings.dynamic}
                     with torch.no_grad(), inductor_configuration(settings.inductor), kept.emptied() as folder, \

@@ -26,6 +26,7 @@ which does so only while that file does not exist yet: a cell stuck on one machi
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 import gc
 import os
@@ -313,12 +314,16 @@ class _ModelCells:
             pending = [other for other in row if (other, batch_size) not in self.row_results]
             try:
                 kept = {other: cell for other in pending if (cell := self._kept(other, batch_size, settings))}
+                asked = time.perf_counter()
                 with all_claimed(kept.values()):  # a compile process compiling one of them ahead: waited for
+                    waited = time.perf_counter() - asked
                     results: dict[str, CellResult | Exception] = run_row(
                         loaded, batch_size, pending, settings, math_settings=self.config,
                         warm_modes=[other for other in pending if other not in self.warm_measured],
                         trace_prefixes={other: self._trace_prefix(other, batch_size, settings) for other in pending},
                         kept=kept)
+                if isinstance(lead := results.get(pending[0]), CellResult) and lead.phases.cell_s is not None:
+                    lead.phases.seconds["compile_wait"], lead.phases.cell_s = waited, lead.phases.cell_s + waited
             except Exception as exc:
                 if not _device_usable(self.device):
                     raise  # a lasting device error (an illegal address, say): each mode alone would fail on it
@@ -343,7 +348,9 @@ class _ModelCells:
                        phases: Phases) -> CellResult:
         # the first batch size of a mode also compiles warm, and times a portable cache (the cell's plan)
         kept = self._kept(mode, batch_size, settings)
-        with all_claimed([kept] if kept else []):
+        with ExitStack() as claims:
+            with phases.timing("compile_wait"):  # for a compile process compiling it ahead
+                claims.enter_context(all_claimed([kept] if kept else []))
             result = run_cell(loaded, batch_size=batch_size, mode=mode, settings=settings, math_settings=self.config,
                               warm_compile=mode not in self.warm_measured, phases=phases,
                               compilation=self.compilation, trace_prefix=self._trace_prefix(mode, batch_size, settings),

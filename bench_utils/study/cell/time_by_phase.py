@@ -5,7 +5,8 @@ runner's wall time per cell; what is left is overhead. Keys, all in seconds:
 ``startup_s`` (the kernel's start to the task's: imports, kernel boot; in the first
 record a kernel writes), ``load_s`` (building the model; in the record of the cell
 that built it), ``cell_s`` (the cell itself) and its parts ``compile_s``,
-``warmup_s``, ``timed_s``, ``parity_s``, ``memory_s``, ``flops_s``, ``energy_s``, ``profile_s``.
+``warmup_s``, ``timed_s``, ``parity_s``, ``memory_s``, ``flops_s``, ``energy_s``, ``profile_s``, and
+``compile_wait_s``: waiting for a compile process that compiles the cell ahead (``study.runner.compile_ahead``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from contextlib import contextmanager
 import time
 from typing import Iterator
 
-PARTS = ("compile", "warmup", "timed", "parity", "memory", "flops", "energy", "profile")
+PARTS = ("compile", "warmup", "timed", "parity", "memory", "flops", "energy", "profile", "compile_wait")
 
 
 class Phases:

@@ -23,7 +23,9 @@ cold itself, as before.
 
 from __future__ import annotations
 
+from collections import Counter
 from contextlib import contextmanager
+import json
 import os
 from pathlib import Path
 import shutil
@@ -32,7 +34,7 @@ import sys
 import threading
 from typing import Any, Iterator, Sequence
 
-from ...measurement.gpu_token import TOKEN_FILE, holdings
+from ...measurement.gpu_token import MEASURING, TOKEN_FILE, holdings, overlaps
 from ...paths import PROJECT_ROOT
 from ...variants.cell_plan import timed_in_rows
 from ...variants.kept_caches import default_root
@@ -151,11 +153,18 @@ class CompileAhead:
             if (self.root / name).exists():
                 shutil.copyfile(self.root / name, logs / name)
 
-    def overlaps(self) -> int:
-        """How many compile phases overlapped a measuring window, as the token's log says (0: none did)."""
-        from ...measurement.gpu_token import overlaps
-
-        return len(overlaps(holdings(self.root / (TOKEN_FILE + ".log"))))
+    def summary(self) -> str:
+        """One line for the run's output: what the compile processes did, and whether the token kept them out of
+        every measuring window (its log's overlaps, ``gpu_token.overlaps``)."""
+        lines = []
+        if (self.root / LOG_FILE).exists():
+            lines = [json.loads(line) for line in (self.root / LOG_FILE).read_text(encoding="utf-8").splitlines()]
+        counts = Counter(line.get("status") for line in lines)
+        entries = holdings(self.root / (TOKEN_FILE + ".log"))
+        waited = sum(entry.get("waited_s", 0.0) for entry in entries if entry.get("role") == MEASURING)
+        return (f"[run] compile ahead: {counts['kept']} cell(s) compiled cold by compile processes, {counts['skipped']}"
+                f" skipped, {counts['failed']} failed; GPU token: {len(overlaps(entries))} overlap(s) of a compile "
+                f"phase with a measuring window, the kernel waited {waited:.1f} s for it (logs/{TOKEN_FILE}.log)\n")
 
 
 def _apart(cpus: set[int]) -> None:

@@ -184,6 +184,7 @@ class Runner:
             with self.ahead.running() if self.ahead else nullcontext():
                 self._pass(list(pending.cells), tally)
             if self.ahead:  # cells measured once more: few, and warm from their kept caches
+                self.stream.write(self.ahead.summary())
                 self.ahead, self.affinity = None, {}
             tally.not_run = len(pending.cells) - len(tally.outcomes)
             again = [] if self.stop.requested.is_set() else self.once_more()

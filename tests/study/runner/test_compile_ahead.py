@@ -1,5 +1,6 @@
 """Compile processes beside the measuring kernel, on cores of their own (``runner.compile_ahead``)."""
 
+import io
 import json
 import os
 import subprocess
@@ -69,7 +70,8 @@ def test_a_forced_run_compiles_ahead_on_its_own_cores_and_the_kernels_hold_the_t
         self.command = [sys.executable, "-c", FAKE]
 
     monkeypatch.setattr(CompileAhead, "__init__", with_fake_processes)
-    runner = Runner(parse_grid({**GRID, "compile_ahead": True}), tmp_path, executor=executor)
+    stream = io.StringIO()
+    runner = Runner(parse_grid({**GRID, "compile_ahead": True}), tmp_path, executor=executor, stream=stream)
     runner.uses_papermill = True  # as the local executor: the one a compile process works beside
     monkeypatch.setattr("bench_utils.study.runner.grid_runner.ensure_kernel", lambda: None)
     summary = runner.run()
@@ -82,3 +84,6 @@ def test_a_forced_run_compiles_ahead_on_its_own_cores_and_the_kernels_hold_the_t
         assert not set(line["cpus"]) & kernel_cpus and line["token"] == "gpu.token"
         assert "compile process beside the measuring kernel" in line["measured_in"]
     assert runner.ahead is None and runner.affinity == {}  # only while the grid's pass ran
+    # the fake processes kept nothing: the run says so, and that the token saw no overlap
+    assert "[run] compile ahead: 0 cell(s) compiled cold by compile processes" in stream.getvalue()
+    assert "GPU token: 0 overlap(s)" in stream.getvalue()
