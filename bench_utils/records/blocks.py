@@ -362,6 +362,7 @@ class PhasesBlock(Block):
     energy_s: NonNegative | None = None
     profile_s: NonNegative | None = None          # why it got faster: both sides profiled
     compile_wait_s: NonNegative | None = None     # waiting for a compile process compiling the cell ahead
+    host_steal_s: NonNegative | None = None       # CPU seconds the hypervisor took from the host's cores meanwhile
 
 
 class ProfileSide(Block):

@@ -7,12 +7,16 @@ record a kernel writes), ``load_s`` (building the model; in the record of the ce
 that built it), ``cell_s`` (the cell itself) and its parts ``compile_s``,
 ``warmup_s``, ``timed_s``, ``parity_s``, ``memory_s``, ``flops_s``, ``energy_s``, ``profile_s``, and
 ``compile_wait_s``: waiting for a compile process that compiles the cell ahead (``study.runner.compile_ahead``).
+Beside them ``host_steal_s``: the CPU seconds the hypervisor took from the host's cores (all of them) while the
+cell ran (``psutil.cpu_times().steal``; where the cell keeps its own clock, not a row's mode, and the host says).
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
 import time
+
+import psutil
 from typing import Iterator
 
 PARTS = ("compile", "warmup", "timed", "parity", "memory", "flops", "energy", "profile", "compile_wait")
@@ -25,6 +29,7 @@ class Phases:
         self.seconds = dict.fromkeys(PARTS, 0.0)
         self.started = time.perf_counter()
         self.cell_s: float | None = None   # the cell's own seconds where its clock is not its (a row's mode's)
+        self._steal_at_start = _steal_s()
 
     def stop(self, cell_s: float) -> None:
         """The cell's whole time is ``cell_s`` (a row's modes share one span of time: each says its own part)."""
@@ -49,4 +54,13 @@ class Phases:
         """The parts, and ``cell_s``: the whole cell so far."""
         parts = {f"{part}_s": round(seconds, 4) for part, seconds in self.seconds.items()}
         cell_s = time.perf_counter() - self.started if self.cell_s is None else self.cell_s
+        steal, start = _steal_s(), self._steal_at_start
+        if self.cell_s is None and steal is not None and start is not None:  # a row's modes share one span: none
+            parts["host_steal_s"] = round(steal - start, 4)
         return {"cell_s": round(cell_s, 4), **parts}
+
+
+def _steal_s() -> float | None:
+    """CPU seconds stolen from this host's cores by its hypervisor so far, all cores summed; None where unknown."""
+    steal = getattr(psutil.cpu_times(), "steal", None)
+    return None if steal is None else float(steal)

@@ -35,6 +35,7 @@ import threading
 from typing import Any, Iterator, Sequence
 
 from ...measurement.gpu_token import MEASURING, TOKEN_FILE, holdings, overlaps
+from ...kernel import end_tree
 from ...paths import PROJECT_ROOT
 from ...variants.cell_plan import timed_in_rows
 from ...variants.kept_caches import default_root
@@ -110,8 +111,9 @@ class CompileAhead:
         finally:
             self._stopping.set()
             with self._lock:
-                for process in self._processes:
-                    process.kill()
+                running = list(self._processes)
+            for process in running:  # with Inductor's compile workers: a compile process left would hold cores
+                end_tree(process.pid)
             for thread in threads:
                 thread.join()
             self._keep_logs()
