@@ -62,6 +62,8 @@ GATE = "gate"                         # the compiled call the gate judges
 MEMORY = "memory"                     # the cell's own memory: an eager cell's, or the compiled side's
 PROFILE = "profile"                   # both sides under the profiler
 FRESH_PROCESS = "fresh process"       # a new interpreter started from the saved compile cache (portable cache)
+ONCE_PER_CELL = (EAGER_MEMORY, MEMORY, ENERGY, PROFILE, FRESH_PROCESS)   # a later replicate's plan leaves them out
+LATER_REPLICATE = "later replicate"   # ``not_taken``'s key for them
 
 
 def compiling_calls(mode: str) -> int:
@@ -144,12 +146,14 @@ def compiles_ahead(mode: str, shapes: str, first_replicate: bool, memory_capped:
 
 def plan_cell(mode: str, *, warmup: int, runs: int, cuda: bool, profile: bool = True, shapes: str = Shapes.STATIC,
               portable_cache: bool = False, warm_compile: bool = True, reuses_compilation: bool = False,
-              shares_pairs: bool = False, cold_kept: bool = False) -> CellPlan:
+              shares_pairs: bool = False, cold_kept: bool = False, first_replicate: bool = True) -> CellPlan:
     """The steps of a cell in ``mode`` with these settings, on a CUDA device or not.
 
     ``warm_compile``: the first batch size of its mode in the kernel, which compiles warm too (and times a portable
     cache); ``cold_kept``: another process kept the cell's cold compile (``kept_caches``), so it compiles warm
-    only; ``reuses_compilation``: a dynamic batch's compilation made at an earlier batch size is called instead of
+    only; ``first_replicate`` False: a later replicate, which takes its latencies and its gate, and leaves the
+    figures the page takes from the first replicate (memory, energy, profile, a fresh process: ``ONCE_PER_CELL``)
+    to it, so that a replicate costs little more than its timed runs; ``reuses_compilation``: a dynamic batch's compilation made at an earlier batch size is called instead of
     compiling; ``shares_pairs``: an eager cell whose latency a compiled cell's pairs measured."""
     if mode == CompileMode.EAGER:
         if shares_pairs:
@@ -158,7 +162,7 @@ def plan_cell(mode: str, *, warmup: int, runs: int, cuda: bool, profile: bool = 
                        Step(TIMED, "timed", (EAGER,), runs), Step(MEMORY, "memory", (EAGER,), MEMORY_CALLS)]
         if cuda:
             eager_steps.append(Step(ENERGY, "energy", (EAGER,), None))
-        return CellPlan(mode, tuple(eager_steps), setting_warmup=warmup)
+        return _first_replicate_only(CellPlan(mode, tuple(eager_steps), setting_warmup=warmup), first_replicate)
     aot = mode in AOT_MODES
     compilation = (AOT_PACKAGE if aot else SHARED if reuses_compilation else
                    WARM_FROM_KEPT if cold_kept and shapes == Shapes.STATIC else COLD_THEN_WARM)
@@ -188,4 +192,15 @@ def plan_cell(mode: str, *, warmup: int, runs: int, cuda: bool, profile: bool = 
     # once per mode (a later batch size's would load the same cache); a dynamic batch's marks would not travel
     if portable_cache and warm_compile and not aot and shapes == Shapes.STATIC:
         steps.append(Step(FRESH_PROCESS, "compile", (COMPILED,), compiling))
-    return CellPlan(mode, tuple(steps), compilation, warmup, not_taken)
+    return _first_replicate_only(CellPlan(mode, tuple(steps), compilation, warmup, not_taken), first_replicate)
+
+
+def _first_replicate_only(plan: CellPlan, first_replicate: bool) -> CellPlan:
+    """``plan``, less the steps taken once per cell where this is a later replicate, with a note saying so."""
+    if first_replicate or not any(step.name in ONCE_PER_CELL for step in plan.steps):
+        return plan
+    steps = tuple(step for step in plan.steps if step.name not in ONCE_PER_CELL)
+    left = ", ".join(dict.fromkeys(step.name for step in plan.steps if step.name in ONCE_PER_CELL))
+    note = f"{left}: taken in the cell's first replicate only (a later replicate times its runs, and its gate)"
+    return CellPlan(plan.mode, steps, plan.compilation, plan.setting_warmup,
+                    {**{key: value for key, value in plan.not_taken.items() if key != PROFILE}, LATER_REPLICATE: note})

@@ -83,3 +83,21 @@ def test_a_cell_whose_cold_compile_another_process_kept_compiles_warm_only():
     # a dynamic batch's shared compilation is its own, kept by nothing
     dynamic = plan_cell("default", warmup=1, runs=5, cuda=True, shapes="dynamic", cold_kept=True)
     assert dynamic.compilation == COLD_THEN_WARM and COLD_COMPILE in names(dynamic)
+
+
+def test_a_later_replicate_times_its_runs_and_gate_and_leaves_the_once_per_cell_figures_to_the_first():
+    from bench_utils.variants.cell_plan import LATER_REPLICATE, ONCE_PER_CELL
+
+    first = plan_cell("default", warmup=1, runs=5, cuda=True, portable_cache=True)
+    later = plan_cell("default", warmup=1, runs=5, cuda=True, portable_cache=True, first_replicate=False)
+    assert set(names(first)) - set(names(later)) == {EAGER_MEMORY, MEMORY, ENERGY, PROFILE, FRESH_PROCESS}
+    assert [name for name in names(first) if name not in ONCE_PER_CELL] == names(later)  # the rest, in its order
+    assert {GATE, REFERENCES, TIMED, WARMUP} <= set(names(later))
+    assert later.not_taken[LATER_REPLICATE].startswith("eager memory, energy, memory, profile, fresh process: taken")
+    eager = plan_cell("eager", warmup=1, runs=5, cuda=False, first_replicate=False)
+    assert names(eager) == [FLOP_COUNT, WARMUP, TIMED] and "memory: taken in the cell's first replicate" in \
+        eager.not_taken[LATER_REPLICATE]
+    # a CPU package's note on its profile goes with the profile: the first replicate's record says it
+    package = plan_cell("aot-inductor", warmup=1, runs=5, cuda=False, first_replicate=False)
+    assert PROFILE not in package.not_taken and LATER_REPLICATE in package.not_taken
+    assert plan_cell("eager", warmup=1, runs=5, cuda=True, shares_pairs=True, first_replicate=False).not_taken == {}

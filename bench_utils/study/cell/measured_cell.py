@@ -41,7 +41,8 @@ from ...variants import modes as compile_module
 from ...variants.agreement import task_agreement
 from ...variants.batch_shapes import DYNAMIC, STATIC, SharedCompilation
 from ...variants import cell_plan
-from ...variants.cell_plan import EAGER_MEMORY, ENERGY, FRESH_PROCESS, MEMORY, PROFILE, WARM_COMPILE, CellPlan
+from ...variants.cell_plan import (EAGER_MEMORY, ENERGY, FRESH_PROCESS, LATER_REPLICATE, MEMORY, PROFILE, WARM_COMPILE,
+                                   CellPlan)
 from ...variants.compilation import Compilation, compilation_for, forward_call
 from ...variants.compile_cost import CompiledCell, no_recompile
 from ...variants.inductor_config import inductor_configuration
@@ -52,7 +53,7 @@ from ...zoo.loading import LoadedModel
 from .memory_and_energy import attempt, energy_per_inference, memory_of, release
 from .time_by_phase import Phases
 from ...settings import Settings
-from ...vocabulary import CompileMode
+from ...vocabulary import CompileMode, Replicate
 
 
 @dataclass
@@ -126,7 +127,9 @@ class CellContext:
 
     def memory(self, what: str, fn: Callable[[], Any], calls: int) -> dict[str, Any] | None:
         """The memory of ``calls`` calls of ``fn``, outside timing: None, with a note naming ``what``, where it
-        fails."""
+        fails; None where the plan probes none (``calls`` 0: a later replicate's, whose note says so)."""
+        if not calls:
+            return None
         return self.outside_timing(what, lambda: memory_of(fn, self.device, self.loaded, self.inputs, self.phases,
                                                            calls))
 
@@ -160,7 +163,8 @@ def run_cell(loaded: LoadedModel, batch_size: int, mode: str, settings: Settings
                                 profile=settings.profile, shapes=settings.shapes,
                                 portable_cache=settings.portable_cache, warm_compile=warm_compile,
                                 reuses_compilation=shared is not None,
-                                cold_kept=kept is not None and kept.cold() is not None)
+                                cold_kept=kept is not None and kept.cold() is not None,
+                                first_replicate=settings.replicate == Replicate.R1)
     tf32_by_work = tf32_in_force(math_settings or {}, device, loaded.dtype)
     inputs = loaded.inputs(batch_size)  # built once, outside every timed region
     eager_fn = forward_call(loaded.model, inputs, CompileMode.EAGER)
@@ -168,7 +172,8 @@ def run_cell(loaded: LoadedModel, batch_size: int, mode: str, settings: Settings
         with phases.timing("flops"):
             flops = count_forward_flops(eager_fn)
         cell = CellContext(loaded, inputs, eager_fn, device, tf32_by_work, flops, settings, plan, phases,
-                            batch_size, trace_prefix=trace_prefix if settings.keep_traces else None)
+                            batch_size, trace_prefix=trace_prefix if settings.keep_traces else None,
+                            notes=[plan.not_taken[LATER_REPLICATE]] if LATER_REPLICATE in plan.not_taken else [])
         if plan.compilation is None:
             return _eager_cell(cell)
         return _compiled_cell(cell, compilation_for(plan, batch_size, settings, device, shared, kept))

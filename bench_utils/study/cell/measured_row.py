@@ -30,14 +30,14 @@ from ...measurement.power import EnergyProbe
 from ...records.key import warmed_up_as_its_eager_cell
 from ...settings import Settings
 from ...variants import cell_plan, modes
-from ...variants.cell_plan import EAGER_MEMORY, FRESH_PROCESS, WARM_COMPILE
+from ...variants.cell_plan import EAGER_MEMORY, FRESH_PROCESS, LATER_REPLICATE, WARM_COMPILE
 from ...variants.compilation import forward_call
 from ...variants.compile_cost import CompiledCell, no_recompile
 from ...variants.inductor_config import inductor_configuration
 from ...variants.kept_caches import KeptCell
 from ...variants.precision import tf32_in_force
 from ...variants.row_compilation import RowCompilation
-from ...vocabulary import CUDA_GRAPH_MODES, CompileMode
+from ...vocabulary import CUDA_GRAPH_MODES, CompileMode, Replicate
 from ...zoo.loading import LoadedModel
 from .measured_cell import CellContext, CellResult, Timed, after_timing, compiled_result, references_for
 from .memory_and_energy import release
@@ -65,7 +65,8 @@ def run_row(loaded: LoadedModel, batch_size: int, row_modes: Sequence[str], sett
     plans = {mode: cell_plan.plan_cell(mode, warmup=settings.warmup, runs=settings.runs, cuda=device.type == "cuda",
                                        profile=settings.profile, shapes=settings.shapes,
                                        portable_cache=settings.portable_cache, warm_compile=mode in warm_modes,
-                                       cold_kept=mode in kept and kept[mode].cold() is not None)
+                                       cold_kept=mode in kept and kept[mode].cold() is not None,
+                                       first_replicate=settings.replicate == Replicate.R1)
              for mode in row_modes}
     tf32_by_work = tf32_in_force(math_settings or {}, device, loaded.dtype)
     inputs = loaded.inputs(batch_size)  # built once, outside every timed region
@@ -76,7 +77,8 @@ def run_row(loaded: LoadedModel, batch_size: int, row_modes: Sequence[str], sett
         with phases[row_modes[0]].timing("flops"):
             flops = count_forward_flops(eager_fn)
         cells = {mode: CellContext(loaded, inputs, eager_fn, device, tf32_by_work, flops, settings, plans[mode],
-                                   phases[mode], batch_size, trace_prefix=prefixes.get(mode))
+                                   phases[mode], batch_size, trace_prefix=prefixes.get(mode),
+                                   notes=[note for key, note in plans[mode].not_taken.items() if key == LATER_REPLICATE])
                  for mode in row_modes}
         results = _row(cells, RowCompilation(row_modes, batch_size, settings, device, kept=kept,
                                              keep_cache={mode: plan.has(FRESH_PROCESS) for mode, plan in plans.items()}))

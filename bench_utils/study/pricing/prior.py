@@ -136,6 +136,7 @@ class CellShape:
     shapes: str = Shapes.STATIC
     portable_cache: bool = False
     cold_kept: bool = False     # an earlier replicate kept its cold compile: it compiles warm only (``kept_caches``)
+    first_replicate: bool = True  # a later one leaves the figures taken once per cell to the first (``cell_plan``)
 
     @classmethod
     def of_cell(cls, cell: Any, ahead: bool = False) -> "CellShape":
@@ -146,7 +147,8 @@ class CellShape:
         kept = not first or ahead and plan.compiles_ahead(cell.compile_mode, settings.shapes, first,
                                                           settings.gpu_memory_gib is not None)
         return cls(cell.model, cell.batch_size, cell.compile_mode, cell.dtype, settings.tf32, settings.runs,
-                   settings.warmup, settings.profile, settings.shapes, settings.portable_cache, cold_kept=kept)
+                   settings.warmup, settings.profile, settings.shapes, settings.portable_cache, cold_kept=kept,
+                   first_replicate=first)
 
     @classmethod
     def of_record(cls, record: Record) -> "CellShape":
@@ -158,7 +160,10 @@ class CellShape:
         return cls(cell.model, cell.batch_size, cell.compile_mode, cell.dtype, str(config.tf32 or "default"),
                    int(config.runs or 0), int(config.warmup or 0), shapes=cell.shapes,
                    portable_cache=compiled is not None and compiled.portable_cache is not None,
-                   cold_kept=compiled is not None and compiled.cold_measured_in is not None)
+                   cold_kept=compiled is not None and compiled.cold_measured_in is not None,
+                   # a later replicate that probed its memory was measured by the plan of the first
+                   first_replicate=cell.replicate == Replicate.R1 or (record.memory is not None
+                                                                      and record.memory.probed))
 
     def plan(self, shares_pairs: bool, warm: bool) -> CellPlan:
         """The steps the cell runs on a GPU (``variants.cell_plan``): ``warm``, the first batch size of its mode in
@@ -166,7 +171,8 @@ class CellShape:
         return plan.plan_cell(self.compile_mode, warmup=self.warmup, runs=self.runs, cuda=True, profile=self.profile,
                               shapes=self.shapes, portable_cache=self.portable_cache, warm_compile=warm,
                               reuses_compilation=self.shapes == Shapes.DYNAMIC and not warm,
-                              shares_pairs=shares_pairs, cold_kept=self.cold_kept)
+                              shares_pairs=shares_pairs, cold_kept=self.cold_kept,
+                              first_replicate=self.first_replicate)
 
 
 def warm_share(cell: Any, ahead: bool) -> float | None:

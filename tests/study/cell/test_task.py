@@ -314,6 +314,10 @@ def test_a_later_replicates_kernel_compiles_warm_from_the_caches_the_first_kept(
         assert "cold_measured_in" not in r1["compile"] and r2["compile"]["cold_measured_in"] == "replicate r1"
         assert r2["compile"]["cold_calls_ms"] == r1["compile"]["cold_calls_ms"]
         assert r2["compile"]["warm_ms"] is not None  # at every batch size: its one compile is the warm one
+        # its runs and its gate; the memory (and on a GPU the energy) the page takes from the first replicate
+        assert r1["memory"]["rss_peak_increase_bytes"] is not None and r2.get("memory") is None
+        assert r2["parity"]["parity"] == "pass" and any("taken in the cell's first replicate only" in note
+                                                        for note in r2["notes"])
     # eager compiles nothing and keeps nothing; a kernel told no folder keeps none
     run(tmp_path, replicate="r3", **{**options, "keep_compiles": False})
     assert {path for path in (tmp_path / "kept").iterdir() if path.is_dir()} == folders

@@ -201,6 +201,9 @@ def test_a_later_replicate_pays_a_warm_compile_not_a_cold_one(monkeypatch):
     cell = SimpleNamespace(model="m", batch_size=1, compile_mode="default", dtype="float32",
                            settings=Settings(replicate="r2"))
     assert CellShape.of_cell(cell).cold_kept and not CellShape.of_cell(replace_settings(cell, "r1")).cold_kept
+    # nor the figures taken once per cell: its energy windows, memory probes and profile
+    assert CellShape.of_cell(cell).first_replicate is False
+    assert prior.raw_cell(replace(shape(), cold_kept=True, first_replicate=False), warm=False).point < later - 2.0
     kept = R(ok_record(compile={"mode": "default", "cold_ms": 100.0, "cold_measured_in": "replicate r1"}))
     assert CellShape.of_record(kept).cold_kept
     assert not CellShape.of_record(R(ok_record(compile={"mode": "default", "cold_ms": 100.0}))).cold_kept
