@@ -189,7 +189,9 @@ def _row(record: Record) -> dict[str, Any]:
         # the warm compile is measured at the first compiled cell of its model and mode in a kernel, whose cold one
         # was that kernel's first of them (Segformer at batch 1 on the H200: 16.7 s, against 10.2 and 9.8 s at 4 and
         # 16): the calls the warm cost pays off after, beside the cold
-        "first_of_mode_in_kernel": compiled.warm_ms is not None,
+        "first_of_mode_in_kernel": compiled.warm_ms is not None and compiled.cold_measured_in is None,
+        # the cold compile a compile process made beside the measuring kernel, on cores of its own (compile ahead)
+        "cold_compiled_ahead": bool(compiled.extra("compiled_ahead")),
         "break_even_warm": _warm_break_even(compiled, speedup, latency),
         # a CUDA-graph mode's pool counts whether inductor kept its graphs or not: what the mode asked
         **region_columns("", memory, cuda,

@@ -92,6 +92,7 @@ def _cell_headers(catalog: Catalog) -> list[str]:
 
 
 FIRST_IN_KERNEL_MARK = "†"  # a cold compile that was the first of its model and mode in its kernel
+AHEAD_MARK = "‡"            # a cold compile made by a compile process beside the measuring kernel
 
 
 def compile_table(data: pd.DataFrame, catalog: Catalog) -> str:
@@ -102,8 +103,9 @@ def compile_table(data: pd.DataFrame, catalog: Catalog) -> str:
     for row in _compiled_rows(data):
         even, warm_even = row["break_even"], row["break_even_warm"]
         cold = number(row["compile_s"], 1, catalog)
-        first = is_true(row.get("first_of_mode_in_kernel")) and cold != "–"
-        rows.append([*_cell_columns(row, catalog), f"{cold} {FIRST_IN_KERNEL_MARK}" if first else cold,
+        mark = (FIRST_IN_KERNEL_MARK if is_true(row.get("first_of_mode_in_kernel")) else
+                AHEAD_MARK if is_true(row.get("cold_compiled_ahead")) else None)
+        rows.append([*_cell_columns(row, catalog), f"{cold} {mark}" if mark and cold != "–" else cold,
                      number(row["compile_warm_s"], 1, catalog), integer(row["graphs"], catalog),
                      integer(row["graph_breaks"], catalog), integer(row["recompiles"], catalog),
                      catalog.t("never") if even is None or pd.isna(even) else ltr(catalog.number(even, 0), catalog),

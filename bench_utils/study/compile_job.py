@@ -28,7 +28,7 @@ class CompileJob:
     measured_in: str                     # how the cold figures were measured, as the records will say
     token: str | None = None             # the GPU token's file (None: no token, as on a CPU study alone)
     log: str | None = None               # where each cell's line goes (None: stdout)
-    extra: dict[str, Any] = field(default_factory=dict)
+    beside: dict[str, Any] = field(default_factory=dict)   # how it compiles: its cores, the other processes
 
     @classmethod
     def read(cls, path: str | os.PathLike) -> CompileJob:

@@ -239,21 +239,26 @@ def test_the_first_compile_of_a_model_and_mode_in_its_kernel_is_marked_and_its_w
     from bench_utils import make_record
     from bench_utils.measurement.timing import Measurement
 
-    def compiled(batch, cold_ms, warm_ms):
+    def compiled(batch, cold_ms, warm_ms, **ahead):
         return make_record(dict(study="s", task="image-segmentation", model="segformer", batch_size=batch,
                                 compile_mode="default", dtype="float32", device="cuda"),
                            environment={"torch_version": "2.11.0", "gpus": [{"index": 0, "name": "NVIDIA H200"}]},
                            measurement=Measurement(times_ms=[4.13, 4.13], first_call_ms=cold_ms),
-                           compile={"cold_ms": cold_ms, "warm_ms": warm_ms, "break_even_calls": 10_429},
+                           compile={"cold_ms": cold_ms, "warm_ms": warm_ms, "break_even_calls": 10_429, **ahead},
                            extra={"speedup": {"mean": 1.39, "mean_ci95": [1.3, 1.5], "eager_mean_ms": 5.73}})
 
-    data = frame([compiled(1, 16_662.0, 1_559.0), compiled(4, 10_150.0, None)])
+    # batch 16 compiled ahead: a compile process's cold compile, then the kernel's warm one (not the kernel's first)
+    ahead = {"cold_measured_in": "a compile process beside the measuring kernel (6 cores; 2 compile process(es), "
+                                 "4 cores measuring)", "compiled_ahead": {"cores": 6, "compile_processes": 2}}
+    data = frame([compiled(1, 16_662.0, 1_559.0), compiled(4, 10_150.0, None), compiled(16, 9_800.0, 1_500.0, **ahead)])
     for locale in ("en", "ar", "es"):
         catalog = Catalog(locale)
         table = report_tables.compile_table(data, catalog)
-        assert catalog.t("col_break_even_warm") in table
-        first, later = [line for line in table.splitlines() if "segformer" in line.lower()]
+        assert catalog.t("col_break_even_warm") in table and report_tables.AHEAD_MARK in catalog.t("compile_text")
+        first, later, compiled_ahead = [line for line in table.splitlines() if "segformer" in line.lower()]
         assert report_tables.FIRST_IN_KERNEL_MARK in first and report_tables.FIRST_IN_KERNEL_MARK not in later
+        assert report_tables.AHEAD_MARK in compiled_ahead and report_tables.FIRST_IN_KERNEL_MARK not in compiled_ahead
+        assert report_tables.AHEAD_MARK not in first + later
         warm = ltr(catalog.number(975, 0), catalog)  # 1559 ms over the 1.60 ms a call saves, rounded up
         assert first.rstrip(" |").endswith(warm) and later.rstrip(" |").endswith("–")
 

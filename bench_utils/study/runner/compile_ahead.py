@@ -132,7 +132,9 @@ class CompileAhead:
             job = CompileJob(task=first.task, model=first.model, dtype=first.dtype, device=first.device,
                              settings=first.settings.to_parameters(), cells=cells, caches=str(self.root),
                              measured_in=self.measured_in(cpus), token=str(self.token),
-                             log=str(self.root / LOG_FILE))
+                             log=str(self.root / LOG_FILE),
+                             beside={"cores": len(cpus), "compile_processes": len(self.compile_cpus),
+                                     "measuring_cores": len(self.measuring_cpus)})
             path = self.root / f"job-{group.group_id}.json"
             job.write(path)
             with open(self.root / f"job-{group.group_id}.out", "wb") as out, self._lock:
