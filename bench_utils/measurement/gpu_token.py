@@ -19,31 +19,30 @@ inside an outer one is the outer one's.
 from __future__ import annotations
 
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
 import fcntl
 import json
 import os
 from pathlib import Path
 import threading
 import time
-from typing import Any, ContextManager, Iterable, Iterator
+from typing import Any, Callable, ContextManager, Iterable, Iterator
 
 MEASURING, COMPILING = "measuring", "compiling"   # the holders' roles
 TOKEN_FILE = "gpu.token"                          # its file, in the kept caches' folder of a study
 
 
-@dataclass
 class GpuToken:
-    """The token at ``path``, held by this process in ``role``."""
+    """The token at ``path``, held by this process in ``role``. ``before_release``: called before each release (a
+    compile process's ``torch.cuda.synchronize``: CUDA work is asynchronous, and what it queued must be done before
+    another process measures)."""
 
-    path: Path
-    role: str
-
-    def __post_init__(self) -> None:
-        self.path = Path(self.path)
-        self._depth = 0
-        self._lock = threading.Lock()   # one thread of the process holds it at a time
-        self.waited_s = 0.0             # in all, waiting for another process to release it
+    def __init__(self, path: str | os.PathLike, role: str, before_release: Callable[[], None] | None = None) -> None:
+        self.path, self.role, self.before_release = Path(path), role, before_release
+        self.waited_s = 0.0                 # in all, waiting for another process to release it
+        self._thread = threading.RLock()    # one thread of the process holds it at a time, for its whole holding
+        self._local = threading.local()     # per thread: how deep in windows, and the open holding
+        self._handle: Any = None
+        self._holding: dict[str, Any] | None = None
 
     @property
     def log_path(self) -> Path:
@@ -52,27 +51,61 @@ class GpuToken:
     @contextmanager
     def held(self, what: str) -> Iterator[None]:
         """The token held for ``what``, waited for as long as another process holds it; logged once released."""
-        if self._depth:  # inside a window of this process already
-            self._depth += 1
+        depth = getattr(self._local, "depth", 0)
+        if depth:  # inside a window of this thread already: the outer one's holding
+            self._local.depth = depth + 1
             try:
                 yield
             finally:
-                self._depth -= 1
+                self._local.depth = depth
             return
-        with self._lock, open(self.path, "a+b") as handle:
-            asked = time.monotonic()
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            start = time.monotonic()
-            self.waited_s += start - asked
-            self._depth = 1
+        with self._thread:
+            self._acquire(what)
+            self._local.depth = 1
             try:
                 yield
             finally:
-                self._depth = 0
-                end = time.monotonic()
-                self._log({"role": self.role, "pid": os.getpid(), "what": what, "waited_s": round(start - asked, 6),
-                           "start": start, "end": end})
+                self._local.depth = 0
+                self._release()
+
+    @contextmanager
+    def let_go(self) -> Iterator[None]:
+        """Inside a window of this thread: the token released for the block and taken again after it (its wait
+        counted): a compile process lets it go while it compiles (the CPU's work), keeps it while it runs code."""
+        depth = getattr(self._local, "depth", 0)
+        if not depth or self._holding is None:
+            yield
+            return
+        what = self._holding["what"]
+        self._release()
+        self._local.depth = 0  # a window inside the block (Inductor's benchmarks) takes the token itself
+        try:
+            yield
+        finally:
+            self._acquire(what)
+            self._local.depth = depth
+
+    def _acquire(self, what: str) -> None:
+        self._handle = open(self.path, "a+b")
+        asked = time.monotonic()
+        fcntl.flock(self._handle, fcntl.LOCK_EX)
+        start = time.monotonic()
+        self.waited_s += start - asked
+        self._holding = {"role": self.role, "pid": os.getpid(), "what": what, "waited_s": round(start - asked, 6),
+                         "start": start}
+
+    def _release(self) -> None:
+        try:
+            if self.before_release is not None:
+                self.before_release()
+        finally:
+            holding, handle = self._holding, self._handle
+            self._holding = self._handle = None
+            if holding is not None:
+                self._log({**holding, "end": time.monotonic()})
+            if handle is not None:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+                handle.close()
 
     def _log(self, entry: dict[str, Any]) -> None:
         # one write of one line, appended: lines of several processes never interleave
@@ -83,10 +116,26 @@ class GpuToken:
 _current: GpuToken | None = None
 
 
-def use(path: str | os.PathLike | None, role: str) -> None:
+def use(path: str | os.PathLike | None, role: str, before_release: Callable[[], None] | None = None) -> None:
     """Take the token at ``path`` in ``role`` for this process's windows from now on (None: no token)."""
     global _current
-    _current = GpuToken(Path(path), role) if path else None
+    _current = GpuToken(Path(path), role, before_release) if path else None
+
+
+def measure_beside_compiles(path: str | os.PathLike | None, device: str) -> None:
+    """A measuring kernel's token at ``path`` (None: none): its windows hold it, its queued CUDA work is done before
+    it lets go, and its own Inductor benchmarks take it too (torch's hook for a harness's lock): what they choose is
+    what the kernel times."""
+    import torch
+    from torch._inductor.runtime import benchmarking
+
+    use(path, MEASURING, before_release=torch.cuda.synchronize if path and device.startswith("cuda") else None)
+    benchmarking.set_gpu_benchmark_lock_context((lambda: window("inductor benchmark")) if path else None)
+
+
+def let_go() -> ContextManager[None]:
+    """The token released for the block where this thread holds it (``GpuToken.let_go``); nothing elsewhere."""
+    return _current.let_go() if _current is not None else nullcontext()
 
 
 def window(what: str) -> ContextManager[None]:

@@ -124,10 +124,11 @@ def _time_compiling_calls(forward: Callable[[], Any], mode: str,
     times = []
     with cuda_graph_checks.watch() as graphs:
         for _ in range(compiling_calls(mode)):
-            waited = gpu_token.waited_s()
-            elapsed_ms = time_first_call(forward, device)
-            # a compile process beside the measuring kernel waits for the GPU's token: no compile cost
-            times.append(elapsed_ms - (gpu_token.waited_s() - waited) * 1e3)
+            with gpu_token.window("compiling call"):  # where compile processes work beside: none of theirs on the GPU
+                waited = gpu_token.waited_s()
+                elapsed_ms = time_first_call(forward, device)
+                # a compile process, which lets the token go while dynamo compiles, waits for it again: no cost
+                times.append(elapsed_ms - (gpu_token.waited_s() - waited) * 1e3)
     return times, graphs.report()
 
 
@@ -174,17 +175,20 @@ def compile_warm(model: torch.nn.Module, mode: str, make_forward: Callable, devi
     workers = compile_workers.ready(backend)
     forward, warm_ms, warm_stats = _compile_and_time(model, mode, make_forward, device,
                                                      {"backend": backend, "fullgraph": fullgraph, "dynamic": dynamic})
-    stats = dict(kept.stats)
-    note = f"warm from the caches {kept.measured_in}'s cold compile kept (the cold figures are that compile's)"
-    if warm_stats.get("graphs") != stats.get("graphs"):  # not the compilation the caches hold: this one's graphs
-        stats.update({key: warm_stats.get(key) for key in ("graphs", "graph_breaks", "break_reasons")})
-        note += (f"; but it made {warm_stats.get('graphs')} graph(s) where that compile made {kept.stats.get('graphs')}:"
-                 " the cold figures are another compilation's")
+    graphs = cuda_graph_checks.used(mode, device.type, warm_stats)
+    missed = ("no FX-graph cache hit" if backend == "inductor" and not warm_stats.get("fx_graph_cache_hits") else
+              f"{warm_stats.get('graphs')} graph(s) where that compile made {kept.stats.get('graphs')}"
+              if warm_stats.get("graphs") != kept.stats.get("graphs") else None)
+    if missed:  # not the kept compilation: this compile is the cell's own, and its figures are the cold ones
+        return CompiledCell(forward=forward, cold_calls_ms=warm_ms, warm_calls_ms=None, cold_stats=warm_stats,
+                            warm_stats=None, after_warm=modes.dynamo_snapshot(), workers=workers, cuda_graphs=graphs,
+                            cache_note=f"compiled anew: the caches {kept.measured_in}'s cold compile kept did not "
+                            f"serve ({missed}); its figures are this compile's, as a cold one's (Triton's and the C++ "
+                            "compiler's caches may have served it)")
     return CompiledCell(forward=forward, cold_calls_ms=list(kept.calls_ms), warm_calls_ms=warm_ms,
-                        cold_stats=stats, warm_stats=warm_stats, after_warm=modes.dynamo_snapshot(),
-                        cache_note=note, workers=workers,
-                        cuda_graphs=cuda_graph_checks.used(mode, device.type, warm_stats),
-                        cold_measured_in=kept.measured_in)
+                        cold_stats=dict(kept.stats), warm_stats=warm_stats, after_warm=modes.dynamo_snapshot(),
+                        cache_note=f"warm from the caches {kept.measured_in}'s cold compile kept (the cold figures "
+                        "are that compile's)", workers=workers, cuda_graphs=graphs, cold_measured_in=kept.measured_in)
 
 
 def compile_again(model: torch.nn.Module, mode: str, make_forward: Callable, device: torch.device, *,

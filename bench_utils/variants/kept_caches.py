@@ -32,6 +32,7 @@ import os
 from pathlib import Path
 import shutil
 import tempfile
+import time
 from typing import Any, Iterable, Iterator
 
 from ..records.key import cell_file_name
@@ -39,6 +40,7 @@ from ..settings import Settings
 from ..vocabulary import Replicate
 
 COLD_FILE = "cold.json"
+CLAIM_WAIT_S = 900.0   # the longest a kernel waits for another process's cold compile (a hung compile process)
 
 
 @dataclass(frozen=True)
@@ -74,16 +76,21 @@ class KeptCell:
         yield self.folder
 
     @contextmanager
-    def claimed(self, wait: bool = True) -> Iterator[bool]:
-        """The cell claimed by this process for the block (True), waited for while another holds it; with ``wait``
-        False, False at once where another holds it (the block then compiles nothing here)."""
+    def claimed(self, wait: bool = True, wait_s: float = CLAIM_WAIT_S) -> Iterator[bool]:
+        """The cell claimed by this process for the block (True), waited for while another holds it, at most
+        ``wait_s``; with ``wait`` False, or after ``wait_s``, False (the block then compiles nothing here)."""
         self.folder.parent.mkdir(parents=True, exist_ok=True)
         with open(self.folder.with_name(self.folder.name + ".claim"), "a+b") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-            except BlockingIOError:
-                yield False
-                return
+            deadline = time.monotonic() + (wait_s if wait else 0.0)
+            while True:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        yield False
+                        return
+                    time.sleep(0.1)
             try:
                 yield True
             finally:
@@ -116,13 +123,14 @@ class KeptCaches:
 
 
 @contextmanager
-def all_claimed(cells: Iterable[KeptCell]) -> Iterator[None]:
+def all_claimed(cells: Iterable[KeptCell], wait_s: float = CLAIM_WAIT_S) -> Iterator[list[KeptCell]]:
     """The cells claimed by this process for the block, one after another in their order (a row's modes: the
-    same order wherever they are claimed), each waited for while another process holds it."""
+    same order wherever they are claimed), each waited for while another process holds it, at most ``wait_s`` in
+    all: those claimed (one another process held longer compiles without its kept folder, cold)."""
+    deadline = time.monotonic() + wait_s
     with ExitStack() as stack:
-        for cell in cells:
-            stack.enter_context(cell.claimed())
-        yield
+        yield [cell for cell in cells
+               if stack.enter_context(cell.claimed(wait_s=max(0.0, deadline - time.monotonic())))]
 
 
 def kept_cell(caches: KeptCaches, task: str, model: str, batch_size: int, mode: str, settings: Settings, dtype: str,

@@ -89,13 +89,16 @@ def test_a_cell_being_compiled_elsewhere_is_passed_over_or_waited_for(tmp_path):
     from bench_utils.variants.kept_caches import all_claimed
 
     cell = KeptCaches(tmp_path).cell("c", {})
-    other = subprocess.Popen([sys.executable, "-c", CLAIMER, str(cell.folder), "1.0"], stdout=subprocess.PIPE, text=True)
+    other = subprocess.Popen([sys.executable, "-c", CLAIMER, str(cell.folder), "2.0"], stdout=subprocess.PIPE, text=True)
     assert other.stdout.readline().strip() == "held"
     with cell.claimed(wait=False) as ours:  # a compile process: another holds it, so it compiles nothing here
         assert ours is False
+    with all_claimed([cell], wait_s=0.3) as claimed:  # a hung holder: the kernel goes on without the kept folder
+        assert claimed == []
     started = time.monotonic()
-    with all_claimed([cell]):  # the kernel: waits until the other process lets go
+    with all_claimed([cell]) as claimed:  # the kernel: waits until the other process lets go
         waited = time.monotonic() - started
+        assert claimed == [cell]
     other.wait(timeout=30)
     assert 0.3 < waited < 30 and other.returncode == 0
     with cell.claimed(wait=False) as ours:
@@ -111,9 +114,14 @@ def test_a_warm_compile_that_is_not_the_kept_compilation_keeps_its_own_graphs_an
     kept = KeptCold([900.0], {"graphs": 2, "graph_breaks": 11, "break_reasons": {"a lock": 6}}, "a compile process")
     with torch.no_grad():
         compiled = compile_warm(model, "default", lambda f: (lambda: f(x)), torch.device("cpu"), kept, backend="eager")
-    assert compiled.cold_stats["graphs"] == 1 and compiled.cold_stats["graph_breaks"] == 0  # its own, not the kept
-    assert "made 1 graph(s) where that compile made 2" in compiled.costs(eager_ms=0.1)["cache"]
+    # its own graphs and calls, as a cold compile's, and none of the kept compile's figures
+    assert compiled.cold_stats["graphs"] == 1 and compiled.cold_stats["graph_breaks"] == 0
+    assert compiled.cold_calls_ms != [900.0] and compiled.warm_calls_ms is None and compiled.cold_measured_in is None
+    costs = compiled.costs(eager_ms=0.1)
+    assert "compiled anew" in costs["cache"] and "1 graph(s) where that compile made 2" in costs["cache"]
+    assert "cold_measured_in" not in costs
     same = KeptCold([900.0], {"graphs": 1, "graph_breaks": 0}, "replicate r1")
     with torch.no_grad():
         again = compile_warm(model, "default", lambda f: (lambda: f(x)), torch.device("cpu"), same, backend="eager")
-    assert "another compilation" not in again.costs(eager_ms=0.1)["cache"] and again.cold_stats == same.stats
+    assert "compiled anew" not in again.costs(eager_ms=0.1)["cache"] and again.cold_stats == same.stats
+    assert again.cold_calls_ms == [900.0] and again.cold_measured_in == "replicate r1"

@@ -7,12 +7,14 @@ float32 math and Inductor configuration) and compiles each of its cells cold, ex
 (``variants.kept_caches``). Its cold figures go into ``cold.json``, named by the process that measured them; the
 kernel then finds them and compiles the cell warm (its record: ``compile.cold_measured_in``).
 
-The GPU is shared by a token (``measurement.gpu_token``): this process holds it while the model and inputs go to the
-device, while Inductor benchmarks (torch's own hook for a harness's GPU lock,
-``torch._inductor.runtime.benchmarking.set_gpu_benchmark_lock_context``) and while compiled code runs (its first
-calls, Triton's autotuning in them, a CUDA graph's recording). The time it waited for the token is taken out of its
-compiling calls (``compile_cost``): a wait is no compile cost. Dynamo's tracing and Inductor's code generation, most
-of a compile, run without it, on this process's cores.
+The GPU is shared by a token (``measurement.gpu_token``): this process holds it through its compiler warm-up, the
+model's and inputs' move to the device, an eager call, and its compiling calls (the compiled code's runs, the eager
+code between graph breaks, Triton's autotuning, a CUDA graph's recording), letting it go from the start to the end
+of each of dynamo's compilations (tracing, code generation: most of a compile, the CPU's work), in which Inductor's
+GPU benchmarks take it themselves (torch's hook for a harness's GPU lock,
+``torch._inductor.runtime.benchmarking.set_gpu_benchmark_lock_context``). Before it lets go it waits for the CUDA work
+it queued and empties its allocator's cache. The time it waited for the token inside a compiling call is taken out
+of it (``compile_cost``): a wait is no compile cost.
 
 A cell the kernel (or another compile process) has claimed, or whose cold compile is kept already, is skipped.
 One JSON line a cell goes to the job's log: ``kept``, ``skipped`` or ``failed`` (with the error), and the seconds.
@@ -54,6 +56,35 @@ def _gpu_phases_hold_the_token() -> Iterator[None]:
         benchmarking.set_gpu_benchmark_lock_context(previous)
 
 
+@contextmanager
+def _token_let_go_while_dynamo_compiles() -> Iterator[None]:
+    """Inside a window: the token let go from each of dynamo's compilations' start to its end (tracing, code
+    generation: the CPU's work; Inductor's GPU benchmarks in it take the token themselves), held for the rest (the
+    compiled code's runs, the eager code between graph breaks, a CUDA graph's recording). Registered after the
+    dynamo reset that precedes the compile: a reset clears dynamo's callbacks."""
+    from torch._dynamo.callback import callback_handler
+
+    open_: list[Any] = []
+
+    def start(_: Any) -> None:
+        released = gpu_token.let_go()
+        released.__enter__()
+        open_.append(released)
+
+    def end(_: Any) -> None:
+        if open_:
+            open_.pop().__exit__(None, None, None)
+
+    callback_handler.register_start_callback(start)
+    callback_handler.register_end_callback(end)
+    try:
+        yield
+    finally:
+        for callbacks, callback in ((callback_handler.start_callbacks, start), (callback_handler.end_callbacks, end)):
+            if callback in callbacks:
+                callbacks.remove(callback)
+
+
 def compile_cells(job: CompileJob, say: Callable[[dict[str, Any]], None]) -> None:
     """Compile the job's cells cold into their kept folders, saying how each went (``say``, one dict a cell)."""
     import torch
@@ -61,20 +92,28 @@ def compile_cells(job: CompileJob, say: Callable[[dict[str, Any]], None]) -> Non
     from ...settings import Settings
     from ...variants import modes
     from ...variants.compilation import forward_call
-    from ...variants.compile_cost import cache_folder, compile_cold_then_warm
+    from ...variants import compile_workers
+    from ...variants.compile_cost import cache_folder, clear_in_memory_caches, compile_again
     from ...variants.compiler_warmup import warm_up_compiler
     from ...variants.inductor_config import inductor_configuration
     from ...variants.kept_caches import KeptCaches, kept_cell
     from ...variants.precision import configure_fp32_math
     from ...zoo.loading import load
 
-    gpu_token.use(job.token, gpu_token.COMPILING)
     settings = Settings.from_parameters(job.settings).checked()
     configure_fp32_math(settings.tf32)  # part of the cache key: as the kernel sets it
     device = torch.device(job.device)
+    def done_on_the_gpu() -> None:
+        # what this process queued is done before another measures (CUDA work is asynchronous), and the memory its
+        # allocator keeps cached is the card's again (its model's weights stay)
+        torch.cuda.synchronize(device)
+        torch.cuda.empty_cache()
+
+    gpu_token.use(job.token, gpu_token.COMPILING, before_release=done_on_the_gpu if device.type == "cuda" else None)
     caches = KeptCaches(job.caches)
     with _gpu_phases_hold_the_token():
-        warm_up_compiler(device, settings.backend)  # this process's one-off costs, out of its first cell's figure
+        with gpu_token.window("compiler warm-up"):  # this process's one-off costs, out of its first cell's figure
+            warm_up_compiler(device, settings.backend)
         with gpu_token.window("model load"):
             loaded = load(job.model, weights=settings.weights, dtype=job.dtype, device=job.device, task=job.task,
                           seed=settings.seed, memory_format=settings.memory_format)
@@ -97,12 +136,18 @@ def compile_cells(job: CompileJob, say: Callable[[dict[str, Any]], None]) -> Non
                                                "dynamic": settings.dynamic}
                     with torch.no_grad(), inductor_configuration(settings.inductor), kept.emptied() as folder, \
                             cache_folder(folder):
-                        compiled = compile_cold_then_warm(loaded.model, mode, lambda fn: forward_call(fn, inputs, mode),
-                                                          device, warm=False, **options)
+                        # as ``compile_cost.compile_cold_then_warm`` compiles cold (its caches, its workers, a reset),
+                        # then the compiling calls under the token, let go while dynamo compiles
+                        clear_in_memory_caches()
+                        compile_workers.ready(settings.backend)
+                        modes.reset()
+                        with gpu_token.window("compiling calls"), _token_let_go_while_dynamo_compiles():
+                            _, calls_ms, stats = compile_again(loaded.model, mode,
+                                                               lambda fn: forward_call(fn, inputs, mode), device,
+                                                               **options)
                     # the record's compile block says it, and how (``report.frame``: the page marks such a cold compile)
-                    kept.keep(compiled.cold_calls_ms, {**compiled.cold_stats, "compiled_ahead": job.beside},
-                              job.measured_in)
-                    say({**line, "status": "kept", "cold_calls_ms": compiled.cold_calls_ms,
+                    kept.keep(calls_ms, {**stats, "compiled_ahead": job.beside}, job.measured_in)
+                    say({**line, "status": "kept", "cold_calls_ms": calls_ms,
                          "seconds": round(time.perf_counter() - started, 3)})
                 except Exception as exc:  # the kernel then compiles this cell cold itself
                     say({**line, "status": "failed", "error": f"{type(exc).__name__}: {exc}"[:500]})

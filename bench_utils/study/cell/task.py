@@ -155,7 +155,7 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
         # nor the process's first compile (variants.compiler_warmup): its seconds go to the kernel's start-up
         warm_up_compiler(torch.device(device), settings.backend)
     caches = _absolute(compile_caches) if compile_caches else default_root(results_path.parent)
-    gpu_token.use(caches / gpu_token.TOKEN_FILE if compile_ahead else None, gpu_token.MEASURING)
+    gpu_token.measure_beside_compiles(caches / gpu_token.TOKEN_FILE if compile_ahead else None, device)
     kernel = _Kernel(environment=capture_environment(),
                      startup_s=_kernel_startup_s(started) if runner_pid else 0.0,
                      kept_caches=KeptCaches(caches) if keep_compiles or compile_ahead else None)
@@ -315,8 +315,9 @@ class _ModelCells:
             try:
                 kept = {other: cell for other in pending if (cell := self._kept(other, batch_size, settings))}
                 asked = time.perf_counter()
-                with all_claimed(kept.values()):  # a compile process compiling one of them ahead: waited for
+                with all_claimed(kept.values()) as claimed:  # a compile process compiling one ahead: waited for
                     waited = time.perf_counter() - asked
+                    kept = {other: cell for other, cell in kept.items() if cell in claimed}
                     results: dict[str, CellResult | Exception] = run_row(
                         loaded, batch_size, pending, settings, math_settings=self.config,
                         warm_modes=[other for other in pending if other not in self.warm_measured],
@@ -350,7 +351,7 @@ class _ModelCells:
         kept = self._kept(mode, batch_size, settings)
         with ExitStack() as claims:
             with phases.timing("compile_wait"):  # for a compile process compiling it ahead
-                claims.enter_context(all_claimed([kept] if kept else []))
+                kept = next(iter(claims.enter_context(all_claimed([kept] if kept else []))), None)
             result = run_cell(loaded, batch_size=batch_size, mode=mode, settings=settings, math_settings=self.config,
                               warm_compile=mode not in self.warm_measured, phases=phases,
                               compilation=self.compilation, trace_prefix=self._trace_prefix(mode, batch_size, settings),

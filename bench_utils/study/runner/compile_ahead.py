@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from collections import Counter
 from contextlib import contextmanager
-import json
 import os
 from pathlib import Path
 import shutil
@@ -44,7 +43,7 @@ from ..compile_job import CompileJob
 from ..grid.grid_file import Cell
 from ..grid.kernel_groups import KernelGroup, kernel_groups
 from .device_lock import split_cpus
-from .papermill_execution import die_with_parent
+from .papermill_execution import die_with_parent, visible_devices_for
 
 MEASURING_CORES = 4      # the measuring kernel's: its Python thread, the CUDA driver's, the NVML reads, spare
 MIN_CORES = 8            # below this, a host keeps every core for the measuring kernel
@@ -75,8 +74,12 @@ def jobs_for(cells: Sequence[Cell]) -> list[tuple[KernelGroup, list[list[Any]]]]
 class CompileAhead:
     """Compile processes for ``cells``, beside the measuring kernel, while the block runs (``running``)."""
 
-    def __init__(self, cells: Sequence[Cell], out_dir: Path, cpus: set[int], processes: int = COMPILE_PROCESSES):
+    def __init__(self, cells: Sequence[Cell], out_dir: Path, cpus: set[int], processes: int = COMPILE_PROCESSES,
+                 worker: str = "cpu"):
         self.root = default_root(out_dir)
+        self.env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        if worker.startswith("cuda"):  # the kernel's GPU, as its CUDA_VISIBLE_DEVICES pins it: never another card
+            self.env["CUDA_VISIBLE_DEVICES"] = visible_devices_for(worker, os.environ.get("CUDA_VISIBLE_DEVICES"))
         self.out_dir = out_dir
         measuring = min(MEASURING_CORES, max(1, len(cpus) // 2))
         ordered = sorted(cpus)
@@ -102,6 +105,8 @@ class CompileAhead:
     @contextmanager
     def running(self) -> Iterator[None]:
         self.root.mkdir(parents=True, exist_ok=True)
+        for name in (TOKEN_FILE + ".log", LOG_FILE):  # this run's, from its start (an earlier run's are in logs/)
+            (self.root / name).unlink(missing_ok=True)
         threads = [threading.Thread(target=self._work, args=(cpus,), name=f"compile-ahead-{index}", daemon=True)
                    for index, cpus in enumerate(self.compile_cpus)]
         for thread in threads:
@@ -142,7 +147,7 @@ class CompileAhead:
                     return
                 process = subprocess.Popen([*self.command, str(path)],
                                            cwd=PROJECT_ROOT, stdout=out, stderr=subprocess.STDOUT,
-                                           env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                                           env=self.env,
                                            preexec_fn=lambda: _apart(cpus))
                 self._processes.add(process)
             process.wait()
@@ -150,20 +155,19 @@ class CompileAhead:
                 self._processes.discard(process)
 
     def _keep_logs(self) -> None:
-        """The token's log and the compile processes' lines, in the study folder's ``logs/`` (no path in them)."""
+        """The token's log and the compile processes' lines, added to the study folder's ``logs/`` (a resumed run's
+        after the earlier run's; no path in them)."""
         logs = self.out_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         for name in (TOKEN_FILE + ".log", LOG_FILE):
             if (self.root / name).exists():
-                shutil.copyfile(self.root / name, logs / name)
+                with open(logs / name, "ab") as kept, open(self.root / name, "rb") as this_run:
+                    shutil.copyfileobj(this_run, kept)
 
     def summary(self) -> str:
         """One line for the run's output: what the compile processes did, and whether the token kept them out of
         every measuring window (its log's overlaps, ``gpu_token.overlaps``)."""
-        lines = []
-        if (self.root / LOG_FILE).exists():
-            lines = [json.loads(line) for line in (self.root / LOG_FILE).read_text(encoding="utf-8").splitlines()]
-        counts = Counter(line.get("status") for line in lines)
+        counts = Counter(line.get("status") for line in holdings(self.root / LOG_FILE))  # JSON lines, read as the token's
         entries = holdings(self.root / (TOKEN_FILE + ".log"))
         waited = sum(entry.get("waited_s", 0.0) for entry in entries if entry.get("role") == MEASURING)
         return (f"[run] compile ahead: {counts['kept']} cell(s) compiled cold by compile processes, {counts['skipped']}"

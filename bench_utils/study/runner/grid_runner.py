@@ -54,7 +54,7 @@ from .study_folder import study_folder
 from ..lease import RunnerLease
 from .progress_display import Outcome, Progress, ProgressView, RunOutcome
 from .resume import oom_batches, read_done
-from .unsteady import once_more
+from .unsteady import keeps_compiles, once_more
 from .clean_stop import RunningProcesses, StopOnSignal
 from .compile_ahead import MIN_CORES, CompileAhead, wanted
 from ...vocabulary import Status
@@ -179,13 +179,15 @@ class Runner:
                 return tally
             cpus = os.sched_getaffinity(0)
             if self.uses_papermill and len(workers) == 1 and wanted(pending.cells, cpus):
-                self.ahead = CompileAhead(pending.cells, self.out_dir, cpus)
+                self.ahead = CompileAhead(pending.cells, self.out_dir, cpus, worker=workers[0])
                 self.affinity = {workers[0]: self.ahead.measuring_cpus}  # cores apart from the compile processes
-            with self.ahead.running() if self.ahead else nullcontext():
-                self._pass(list(pending.cells), tally)
-            if self.ahead:  # cells measured once more: few, and warm from their kept caches
-                self.stream.write(self.ahead.summary())
-                self.ahead, self.affinity = None, {}
+            try:
+                with self.ahead.running() if self.ahead else nullcontext():
+                    self._pass(list(pending.cells), tally)
+            finally:
+                if self.ahead:  # cells measured once more: few, and warm from their kept caches
+                    self.stream.write(self.ahead.summary())
+                    self.ahead, self.affinity = None, {}
             tally.not_run = len(pending.cells) - len(tally.outcomes)
             again = [] if self.stop.requested.is_set() else self.once_more()
             if again:  # unsteady cells (``unsteady``): once more each, where the time limit lets them start
@@ -285,7 +287,8 @@ class Runner:
         watch = KernelWatch(self.results_path, progress_path, cells, self._size(), self.timeout,
                             self.stop.requested.is_set, on_record)
         parameters = notebook_parameters(this_kernel, self.results_path, str(self.run_id), progress_path,
-                                         compile_ahead=self.ahead is not None)
+                                         compile_ahead=self.ahead is not None,
+                                         keep_compiles=keeps_compiles(self.grid.cells))
         progress.start(cells[0], device)
         log_path: Path | None
         failure: str | None = None

@@ -74,14 +74,14 @@ def oom_kill_count() -> int | None:
 
 
 def notebook_parameters(group: KernelGroup, results_path: Path, run_id: str,
-                        progress_path: Path, compile_ahead: bool = False) -> dict[str, Any]:
+                        progress_path: Path, compile_ahead: bool = False, keep_compiles: bool = True) -> dict[str, Any]:
     """The task notebook's parameters for one kernel group (papermill injects them).
 
     ``only_cells`` lists the group's ``[compile_mode, batch_size]`` pairs in the order the
     kernel measures them, which is how the runner knows which cell a dead kernel was on;
     ``show`` is off: a grid run draws no table and no plot; the kernel names the cell it begins in
     ``progress_file`` (``study.progress_file``, read by ``kernel_watch``); cold compiles are kept for the cells'
-    next replicates (``keep_compiles``: in the study's folder of ``variants.kept_caches``, which the kernel finds
+    next replicates where some may come (``keep_compiles``: in the study's folder of ``variants.kept_caches``, which the kernel finds
     from ``results_path``); with ``compile_ahead``, compile processes work beside it and its measuring windows hold the
     GPU's token (``runner.compile_ahead``). Paths are given relative to the project root, which the kernel runs
     from.
@@ -94,7 +94,8 @@ def notebook_parameters(group: KernelGroup, results_path: Path, run_id: str,
             "settings": cell.settings.to_parameters(),
             "results_path": os.path.relpath(results_path, PROJECT_ROOT), "show": False,
             "progress_file": os.path.relpath(progress_path, PROJECT_ROOT),
-            "runner_pid": os.getpid(), "run_id": run_id, "keep_compiles": True, "compile_ahead": compile_ahead}
+            "runner_pid": os.getpid(), "run_id": run_id, "keep_compiles": keep_compiles,
+            "compile_ahead": compile_ahead}
 
 
 def execute_with_papermill(group: KernelGroup, device: str, parameters: dict[str, Any], out_dir: Path, *,

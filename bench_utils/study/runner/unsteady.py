@@ -37,6 +37,12 @@ def remeasures(cell: Cell) -> bool:
     return cell.device == "cuda" if setting is None else setting
 
 
+def keeps_compiles(cells: Iterable[Cell]) -> bool:
+    """Whether a later process may compile warm from a cell's kept cold compile (``variants.kept_caches``): a later
+    replicate, or a cell measured once more; where neither can come, the kernels keep none (nothing piles up)."""
+    return any((cell.settings.replicates or 1) > 1 or remeasures(cell) for cell in cells)
+
+
 def once_more(cells: Iterable[Cell], records: Iterable[Record], key: Callable[[Cell], RecordKey]) -> list[Cell]:
     """The cells of ``cells`` (a grid's) to measure once more: each compiled cell that remeasures, one of whose
     replicates' records shifted regime, as the replicate after its last, where none such was recorded yet."""

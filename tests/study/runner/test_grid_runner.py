@@ -558,11 +558,15 @@ def test_kernels_keep_cold_compiles_for_later_replicates_outside_the_study_folde
         seen.append((parameters["keep_compiles"], PROJECT_ROOT / parameters["results_path"]))
         return notebook(group, device, parameters, out_dir, poll, attempt)
 
-    run(tmp_path, executor)
+    Runner(parse_grid({**GRID, "replicates": 2, "runs": 4, "blocks": 2}), tmp_path, executor=executor).run()
     # every kernel keeps them, where its results file says: the study's folder of the temporary folder, no path of
     # this machine in the notebook's parameters
     assert {keep for keep, _ in seen} == {True} and {path.parent.resolve() for _, path in seen} == {tmp_path}
     assert tmp_path not in default_root(tmp_path).parents
+    # a CPU grid measured once, no cell measured again: nothing would compile warm from them, so none are kept
+    seen.clear()
+    run(tmp_path / "once", executor)
+    assert {keep for keep, _ in seen} == {False}
 
 
 def test_a_run_that_leaves_no_cell_to_measure_forgets_its_kept_caches(tmp_path, monkeypatch, capsys):
