@@ -1,6 +1,7 @@
 """Compile processes beside the measuring kernel, on cores of their own (``runner.compile_ahead``)."""
 
 import io
+import tempfile
 import json
 import os
 import subprocess
@@ -70,6 +71,7 @@ def test_a_forced_run_compiles_ahead_on_its_own_cores_and_the_kernels_hold_the_t
         self.command = [sys.executable, "-c", FAKE]
 
     monkeypatch.setattr(CompileAhead, "__init__", with_fake_processes)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # the kept caches' root: nothing left in /tmp
     stream = io.StringIO()
     runner = Runner(parse_grid({**GRID, "compile_ahead": True}), tmp_path, executor=executor, stream=stream)
     runner.uses_papermill = True  # as the local executor: the one a compile process works beside
