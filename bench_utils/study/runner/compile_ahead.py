@@ -51,9 +51,12 @@ COMPILE_PROCESSES = 2    # at most: each a model's cells at a time, on an even s
 LOG_FILE = "compile-ahead.log"
 
 
-def wanted(cells: Sequence[Cell], cpus: set[int]) -> bool:
-    """Whether a run of ``cells`` compiles ahead: the grid's ``compile_ahead`` where set, else on a GPU with at
-    least ``MIN_CORES`` cores."""
+def wanted(cells: Sequence[Cell], cpus: set[int], devices: int = 1) -> bool:
+    """Whether a run of ``cells`` on ``devices`` devices compiles ahead: never on several (their kernels share the
+    cores already, ``device_lock.split_cpus``); else the grid's ``compile_ahead`` where set, else on a GPU with at
+    least ``MIN_CORES`` cores. The runner, the dry run and the time limit ask it alike."""
+    if devices > 1:
+        return False
     forced = {cell.settings.compile_ahead for cell in cells} - {None}
     if forced:
         return bool(forced.pop())

@@ -151,7 +151,8 @@ class Runner:
         from ..pricing.plan import plan_run
 
         pending = self.pending()  # priced for that GPU's host (cores to spare) or, without one, for this machine
-        ahead = wanted(pending.cells, set(range(MIN_CORES)) if device_model else os.sched_getaffinity(0))
+        ahead = wanted(pending.cells, set(range(MIN_CORES)) if device_model else os.sched_getaffinity(0),
+                       len(self.devices or self.grid.devices))
         return plan_run(pending, self.grid, results_path=self.results_path, environment=self.environment,
                         devices=list(self.devices or self.grid.devices), reports_dir=reports_dir,
                         device_model=device_model, compile_ahead=ahead)
@@ -178,7 +179,7 @@ class Runner:
             if not pending.cells:
                 return tally
             cpus = os.sched_getaffinity(0)
-            if self.uses_papermill and len(workers) == 1 and wanted(pending.cells, cpus):
+            if self.uses_papermill and wanted(pending.cells, cpus, len(workers)):
                 self.ahead = CompileAhead(pending.cells, self.out_dir, cpus, worker=workers[0])
                 self.affinity = {workers[0]: self.ahead.measuring_cpus}  # cores apart from the compile processes
             try:

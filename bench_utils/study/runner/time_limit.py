@@ -133,7 +133,7 @@ def time_limit_for(grid: Grid, results_path: Path, environment: dict[str, Any], 
     """A limit of ``seconds`` from ``started`` (``time.monotonic()``) on a run of ``grid`` into ``results_path`` on
     ``environment`` (what the ``Runner`` is built with), said on ``stream``."""
     prior = machine_prior(environment, grid, device_model)
-    ahead = wanted(grid.cells, os.sched_getaffinity(0))  # as the runner decides it on this machine
+    ahead = wanted(grid.cells, os.sched_getaffinity(0), len(grid.devices))  # as the runner decides it here
     limit = TimeLimit(seconds, CellCosts(results_path, environment, prior, compile_ahead=ahead).of_kernel,
                       started=started, say=lambda line: print(line, file=stream, flush=True))
     source = f"else the a-priori estimate for {prior.device}" if prior else "no a-priori estimate (no known GPU)"

@@ -35,6 +35,7 @@ def test_on_a_gpu_with_cores_to_spare_and_where_a_grid_says_so():
     assert not wanted(cells, set(range(16)))  # a CPU study: compiling beside timing would disturb it
     assert wanted(parse_grid({**GRID, "compile_ahead": True}).cells, {0, 1})
     assert not wanted(parse_grid({**GRID, "devices": ["cuda"], "compile_ahead": False}).cells, set(range(16)))
+    assert not wanted(gpu, set(range(16)), devices=2)  # several GPUs' kernels split the cores already
 
 
 def test_only_a_static_torch_compile_cells_first_replicate_is_compiled_ahead_in_the_kernels_order():
