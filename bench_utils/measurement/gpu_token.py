@@ -117,20 +117,21 @@ _current: GpuToken | None = None
 
 
 def use(path: str | os.PathLike | None, role: str, before_release: Callable[[], None] | None = None) -> None:
-    """Take the token at ``path`` in ``role`` for this process's windows from now on (None: no token)."""
+    """Take the token at ``path`` in ``role`` for this process's windows from now on (None: no token), Inductor's
+    GPU benchmarks in this process among them (torch's hook for a harness's GPU lock): what a kernel's benchmarks
+    choose is what it times, and a compile process's run on the GPU."""
     global _current
+    from torch._inductor.runtime import benchmarking
+
     _current = GpuToken(Path(path), role, before_release) if path else None
+    benchmarking.set_gpu_benchmark_lock_context((lambda: window("inductor benchmark")) if path else None)
 
 
 def measure_beside_compiles(path: str | os.PathLike | None, device: str) -> None:
-    """A measuring kernel's token at ``path`` (None: none): its windows hold it, its queued CUDA work is done before
-    it lets go, and its own Inductor benchmarks take it too (torch's hook for a harness's lock): what they choose is
-    what the kernel times."""
+    """A measuring kernel's token at ``path`` (None: none): its queued CUDA work is done before it lets go."""
     import torch
-    from torch._inductor.runtime import benchmarking
 
     use(path, MEASURING, before_release=torch.cuda.synchronize if path and device.startswith("cuda") else None)
-    benchmarking.set_gpu_benchmark_lock_context((lambda: window("inductor benchmark")) if path else None)
 
 
 def let_go() -> ContextManager[None]:

@@ -25,10 +25,10 @@ CUDA graph recorded (or skipped) there (``RerecordedDuringTiming``).
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 import os
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, ContextManager, Iterator
 
 import torch
 
@@ -133,17 +133,22 @@ def _time_compiling_calls(forward: Callable[[], Any], mode: str,
 
 
 def _compile_and_time(model: torch.nn.Module, mode: str, make_forward: Callable, device: torch.device,
-                      options: dict[str, Any]) -> tuple[Callable[[], Any], list[float], dict[str, Any]]:
+                      options: dict[str, Any], around_calls: Callable[[], ContextManager[Any]] = nullcontext,
+                      ) -> tuple[Callable[[], Any], list[float], dict[str, Any]]:
     modes.reset()
-    return compile_again(model, mode, make_forward, device, **options)
+    with around_calls():  # after the reset, which clears dynamo's compile callbacks
+        return compile_again(model, mode, make_forward, device, **options)
 
 
 def compile_cold_then_warm(model: torch.nn.Module, mode: str, make_forward: Callable,
                            device: torch.device, *, backend: str = "inductor", fullgraph: bool = False,
-                           dynamic: bool | None = None, warm: bool = True) -> CompiledCell:
+                           dynamic: bool | None = None, warm: bool = True,
+                           around_calls: Callable[[], ContextManager[Any]] = nullcontext) -> CompiledCell:
     """Compile ``model`` cold, then warm; ``make_forward(compiled)`` gives the zero-argument call.
 
-    With ``warm`` False the cold compilation is the one returned, and none is made warm.
+    With ``warm`` False the cold compilation is the one returned, and none is made warm. ``around_calls()``: what
+    the cold compilation's calls run inside, after its dynamo reset (a compile process's token,
+    ``study.cell.compile_process``).
 
     Call it inside ``fresh_caches()`` (kept open for the whole cell, so that a later
     compilation never falls back to the shared cache folder).
@@ -151,7 +156,7 @@ def compile_cold_then_warm(model: torch.nn.Module, mode: str, make_forward: Call
     options = {"backend": backend, "fullgraph": fullgraph, "dynamic": dynamic}
     clear_in_memory_caches()
     workers = compile_workers.ready(backend)  # its start is no part of the cold compile (the warm one follows)
-    cold_forward, cold_ms, cold_stats = _compile_and_time(model, mode, make_forward, device, options)
+    cold_forward, cold_ms, cold_stats = _compile_and_time(model, mode, make_forward, device, options, around_calls)
     if not warm:
         return CompiledCell(forward=cold_forward, cold_calls_ms=cold_ms, warm_calls_ms=None,
                             cold_stats=cold_stats, warm_stats=None, after_warm=modes.dynamo_snapshot(),

@@ -36,27 +36,6 @@ from ..compile_job import CompileJob
 
 
 @contextmanager
-def _gpu_phases_hold_the_token() -> Iterator[None]:
-    """Inductor's GPU benchmarks and every run of compiled code inside the token (see the module)."""
-    from torch._inductor.output_code import CompiledFxGraph
-    from torch._inductor.runtime import benchmarking
-
-    original = CompiledFxGraph.__call__
-
-    def call(self: Any, inputs: Any) -> Any:
-        with gpu_token.window("compiled code run"):
-            return original(self, inputs)
-
-    previous = benchmarking.set_gpu_benchmark_lock_context(lambda: gpu_token.window("inductor benchmark"))
-    CompiledFxGraph.__call__ = call
-    try:
-        yield
-    finally:
-        CompiledFxGraph.__call__ = original
-        benchmarking.set_gpu_benchmark_lock_context(previous)
-
-
-@contextmanager
 def _token_let_go_while_dynamo_compiles() -> Iterator[None]:
     """Inside a window: the token let go from each of dynamo's compilations' start to its end (tracing, code
     generation: the CPU's work; Inductor's GPU benchmarks in it take the token themselves), held for the rest (the
@@ -85,6 +64,13 @@ def _token_let_go_while_dynamo_compiles() -> Iterator[None]:
                 callbacks.remove(callback)
 
 
+@contextmanager
+def _compiling_calls() -> Iterator[None]:
+    """The compiling calls under the token, let go while dynamo compiles."""
+    with gpu_token.window("compiling calls"), _token_let_go_while_dynamo_compiles():
+        yield
+
+
 def compile_cells(job: CompileJob, say: Callable[[dict[str, Any]], None]) -> None:
     """Compile the job's cells cold into their kept folders, saying how each went (``say``, one dict a cell)."""
     import torch
@@ -92,8 +78,7 @@ def compile_cells(job: CompileJob, say: Callable[[dict[str, Any]], None]) -> Non
     from ...settings import Settings
     from ...variants import modes
     from ...variants.compilation import forward_call
-    from ...variants import compile_workers
-    from ...variants.compile_cost import cache_folder, clear_in_memory_caches, compile_again
+    from ...variants.compile_cost import cache_folder, compile_cold_then_warm
     from ...variants.compiler_warmup import warm_up_compiler
     from ...variants.inductor_config import inductor_configuration
     from ...variants.kept_caches import KeptCaches, kept_cell
@@ -111,50 +96,43 @@ def compile_cells(job: CompileJob, say: Callable[[dict[str, Any]], None]) -> Non
 
     gpu_token.use(job.token, gpu_token.COMPILING, before_release=done_on_the_gpu if device.type == "cuda" else None)
     caches = KeptCaches(job.caches)
-    with _gpu_phases_hold_the_token():
-        with gpu_token.window("compiler warm-up"):  # this process's one-off costs, out of its first cell's figure
-            warm_up_compiler(device, settings.backend)
-        with gpu_token.window("model load"):
-            loaded = load(job.model, weights=settings.weights, dtype=job.dtype, device=job.device, task=job.task,
-                          seed=settings.seed, memory_format=settings.memory_format)
-        for mode, batch_size in job.cells:
-            kept = kept_cell(caches, job.task, job.model, int(batch_size), mode, settings, job.dtype, job.device)
-            started = time.perf_counter()
-            line: dict[str, Any] = {"mode": mode, "batch_size": batch_size, "folder": kept.folder.name}
-            with kept.claimed(wait=False) as ours:
-                if not ours or kept.cold() is not None:
-                    say({**line, "status": "skipped", "why": "claimed" if not ours else "kept already"})
-                    continue
-                try:
-                    with gpu_token.window("inputs and an eager call"), torch.no_grad():
-                        inputs = loaded.inputs(int(batch_size))
-                        # as the kernel's references do before it compiles: a model's first call may import lazily
-                        # (transformers' Segformer: dynamo traced into the import's lock, 2 graphs and 11 breaks
-                        # where the kernel's compile made 1 graph, so the kernel missed the kept cache)
-                        forward_call(loaded.model, inputs, "eager")()
-                    options: dict[str, Any] = {"backend": settings.backend, "fullgraph": settings.fullgraph,
-                                               "dynamic": settings.dynamic}
-                    with torch.no_grad(), inductor_configuration(settings.inductor), kept.emptied() as folder, \
-                            cache_folder(folder):
-                        # as ``compile_cost.compile_cold_then_warm`` compiles cold (its caches, its workers, a reset),
-                        # then the compiling calls under the token, let go while dynamo compiles
-                        clear_in_memory_caches()
-                        compile_workers.ready(settings.backend)
-                        modes.reset()
-                        with gpu_token.window("compiling calls"), _token_let_go_while_dynamo_compiles():
-                            _, calls_ms, stats = compile_again(loaded.model, mode,
-                                                               lambda fn: forward_call(fn, inputs, mode), device,
-                                                               **options)
-                    # the record's compile block says it, and how (``report.frame``: the page marks such a cold compile)
-                    kept.keep(calls_ms, {**stats, "compiled_ahead": job.beside}, job.measured_in)
-                    say({**line, "status": "kept", "cold_calls_ms": calls_ms,
-                         "seconds": round(time.perf_counter() - started, 3)})
-                except Exception as exc:  # the kernel then compiles this cell cold itself
-                    say({**line, "status": "failed", "error": f"{type(exc).__name__}: {exc}"[:500]})
-                finally:
-                    modes.reset()  # its graphs (and a CUDA-graph pool) go before the next cell's
-                    if device.type == "cuda":
-                        torch.cuda.empty_cache()
+    with gpu_token.window("compiler warm-up"):  # this process's one-off costs, out of its first cell's figure
+        warm_up_compiler(device, settings.backend)
+    with gpu_token.window("model load"):
+        loaded = load(job.model, weights=settings.weights, dtype=job.dtype, device=job.device, task=job.task,
+                      seed=settings.seed, memory_format=settings.memory_format)
+    for mode, batch_size in job.cells:
+        kept = kept_cell(caches, job.task, job.model, int(batch_size), mode, settings, job.dtype, job.device)
+        started = time.perf_counter()
+        line: dict[str, Any] = {"mode": mode, "batch_size": batch_size, "folder": kept.folder.name}
+        with kept.claimed(wait=False) as ours:
+            if not ours or kept.cold() is not None:
+                say({**line, "status": "skipped", "why": "claimed" if not ours else "kept already"})
+                continue
+            try:
+                with gpu_token.window("inputs and an eager call"), torch.no_grad():
+                    inputs = loaded.inputs(int(batch_size))
+                    # as the kernel's references do before it compiles: a model's first call may import lazily
+                    # (transformers' Segformer: dynamo traced into the import's lock, 2 graphs and 11 breaks
+                    # where the kernel's compile made 1 graph, so the kernel missed the kept cache)
+                    forward_call(loaded.model, inputs, "eager")()
+                options: dict[str, Any] = {"backend": settings.backend, "fullgraph": settings.fullgraph,
+                                           "dynamic": settings.dynamic}
+                with torch.no_grad(), inductor_configuration(settings.inductor), kept.emptied() as folder, \
+                        cache_folder(folder):
+                    compiled = compile_cold_then_warm(loaded.model, mode, lambda fn: forward_call(fn, inputs, mode),
+                                                      device, warm=False, around_calls=_compiling_calls, **options)
+                # the record's compile block says it, and how (``report.frame``: the page marks such a cold compile)
+                kept.keep(compiled.cold_calls_ms, {**compiled.cold_stats, "compiled_ahead": job.beside},
+                          job.measured_in)
+                say({**line, "status": "kept", "cold_calls_ms": compiled.cold_calls_ms,
+                     "seconds": round(time.perf_counter() - started, 3)})
+            except Exception as exc:  # the kernel then compiles this cell cold itself
+                say({**line, "status": "failed", "error": f"{type(exc).__name__}: {exc}"[:500]})
+            finally:
+                modes.reset()  # its graphs (and a CUDA-graph pool) go before the next cell's
+                if device.type == "cuda":
+                    torch.cuda.empty_cache()
 
 
 def main(argv: list[str] | None = None) -> int:
