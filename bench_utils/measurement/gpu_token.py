@@ -27,8 +27,14 @@ import threading
 import time
 from typing import Any, Callable, ContextManager, Iterable, Iterator
 
+from .paused_beside import PausedBeside
+
 MEASURING, COMPILING = "measuring", "compiling"   # the holders' roles
 TOKEN_FILE = "gpu.token"                          # its file, in the kept caches' folder of a study
+PAUSE_FOLDER = "beside"                           # the compile processes' pids, beside the token (``paused_beside``)
+# a measuring kernel's windows whose figures the host's other work may move: where the compile processes pause,
+# they pause through these (not through the kernel's own compiling calls and Inductor's benchmarks)
+PAUSED_FOR = ("timed runs", "energy window", "memory probe", "profile")
 
 
 class GpuToken:
@@ -36,8 +42,10 @@ class GpuToken:
     compile process's ``torch.cuda.synchronize``: CUDA work is asynchronous, and what it queued must be done before
     another process measures)."""
 
-    def __init__(self, path: str | os.PathLike, role: str, before_release: Callable[[], None] | None = None) -> None:
+    def __init__(self, path: str | os.PathLike, role: str, before_release: Callable[[], None] | None = None,
+                 pause: PausedBeside | None = None) -> None:
         self.path, self.role, self.before_release = Path(path), role, before_release
+        self.pause = pause                  # the processes beside, stopped through each timed window (``PAUSED_FOR``)
         self.waited_s = 0.0                 # in all, waiting for another process to release it
         self._thread = threading.RLock()    # one thread of the process holds it at a time, for its whole holding
         self._local = threading.local()     # per thread: how deep in windows, and the open holding
@@ -63,7 +71,8 @@ class GpuToken:
             self._acquire(what)
             self._local.depth = 1
             try:
-                yield
+                with self.pause.paused() if self.pause is not None and what.startswith(PAUSED_FOR) else nullcontext():
+                    yield
             finally:
                 self._local.depth = 0
                 self._release()
@@ -116,22 +125,28 @@ class GpuToken:
 _current: GpuToken | None = None
 
 
-def use(path: str | os.PathLike | None, role: str, before_release: Callable[[], None] | None = None) -> None:
+def use(path: str | os.PathLike | None, role: str, before_release: Callable[[], None] | None = None,
+        pause: PausedBeside | None = None) -> None:
     """Take the token at ``path`` in ``role`` for this process's windows from now on (None: no token), Inductor's
     GPU benchmarks in this process among them (torch's hook for a harness's GPU lock): what a kernel's benchmarks
     choose is what it times, and a compile process's run on the GPU."""
     global _current
     from torch._inductor.runtime import benchmarking
 
-    _current = GpuToken(Path(path), role, before_release) if path else None
+    _current = GpuToken(Path(path), role, before_release, pause) if path else None
     benchmarking.set_gpu_benchmark_lock_context((lambda: window("inductor benchmark")) if path else None)
 
 
-def measure_beside_compiles(path: str | os.PathLike | None, device: str) -> None:
-    """A measuring kernel's token at ``path`` (None: none): its queued CUDA work is done before it lets go."""
+def measure_beside_compiles(path: str | os.PathLike | None, device: str, pause: bool = False) -> str | None:
+    """A measuring kernel's token at ``path`` (None: none): its queued CUDA work is done before it lets go; with
+    ``pause``, the compile processes registered beside the token stopped through its timed windows. What its
+    records say of the processes beside (``config.beside_compiles``): "paused", "compiling", or None (none)."""
     import torch
 
-    use(path, MEASURING, before_release=torch.cuda.synchronize if path and device.startswith("cuda") else None)
+    paused = PausedBeside(Path(path).with_name(PAUSE_FOLDER)) if path and pause else None
+    use(path, MEASURING, before_release=torch.cuda.synchronize if path and device.startswith("cuda") else None,
+        pause=paused)
+    return None if not path else "paused" if pause else "compiling"
 
 
 def let_go() -> ContextManager[None]:

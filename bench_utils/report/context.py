@@ -39,7 +39,17 @@ def methodology_text(data: pd.DataFrame, catalog: Catalog) -> str:
         " " + catalog.t("methodology_interval") if ok["ci_low"].notna().any() else "") + (
         # cells measured in replicates: their intervals are over fresh processes (``measurement.replicates``)
         " " + catalog.t("methodology_replicates") if "replicates" in ok and (ok["replicates"].fillna(1) > 1).any()
-        else "")
+        else "") + "".join(
+        # compile processes beside the kernel (compile ahead): how many cells were timed with them compiling, or paused
+        " " + catalog.t(f"methodology_beside_{state}", cells=ltr(str(count), catalog))
+        for state, count in _beside_counts(ok))
+
+
+def _beside_counts(ok: pd.DataFrame) -> list[tuple[str, int]]:
+    if "beside_compiles" not in ok:
+        return []
+    counts = ok["beside_compiles"].value_counts()
+    return [(state, int(counts[state])) for state in ("compiling", "paused") if state in counts]
 
 
 # The environment's keys the page shows, in its order, each under its name in the catalogs (``env_<key>``). TF32 is
@@ -121,6 +131,27 @@ def cudnn_version_text(value: object) -> str:
     number = int(text)
     major, rest = divmod(number, 10000) if number >= 90000 else divmod(number, 1000)
     return f"{major}.{rest // 100}.{rest % 100}"
+
+
+def interference_check_text(paths: Iterable[str | os.PathLike], catalog: Catalog) -> str | None:
+    """The interference check saved in a study folder (interference_check.json, ``runner.interference_check``), in
+    words: each figure's effect (compiling over paused) with its interval, and the verdict; None if absent."""
+    for path in map(Path, paths):
+        saved = (path if path.is_dir() else path.parent) / "interference_check.json"
+        if not saved.exists():
+            continue
+        check = json.loads(saved.read_text(encoding="utf-8"))
+        effects = check.get("effects") or {}
+        found = catalog.list_of([catalog.t(
+            f"interference_{side}", ratio=ltr(catalog.number(effect["ratio"], 3), catalog),
+            low=ltr(catalog.number(effect["ci95"][0], 3), catalog),
+            high=ltr(catalog.number(effect["ci95"][1], 3), catalog)) for side, effect in effects.items()])
+        return catalog.t("interference_check_text", model=ltr(str(check["model"]), catalog),
+                         batch=ltr(str(check["batch_size"]), catalog), machine=ltr(str(check["machine"]), catalog),
+                         rounds=ltr(str(check.get("rounds_counted", len(check.get("rounds", [])))), catalog),
+                         beside=ltr(", ".join(check.get("beside", [])), catalog),
+                         effects=found) + " " + catalog.t(f"interference_{check['verdict']}")
+    return None
 
 
 def timer_check_text(paths: Iterable[str | os.PathLike], catalog: Catalog) -> str | None:

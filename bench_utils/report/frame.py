@@ -214,6 +214,7 @@ def _row(record: Record) -> dict[str, Any]:
         "throughput": _or_nan(record.throughput.value if record.throughput else None),
         "profile": record.profile,  # why it got faster (report.why); None: not profiled
         "weights": config.weights, "backend": config.backend,
+        "beside_compiles": config.beside_compiles,  # compile processes beside its timing: compiling, or paused
         "timer": latency.timer if latency else None, "warmup": latency.warmup if latency else None,
         "runs": count or None,
     }

@@ -5,8 +5,11 @@ import sys
 import textwrap
 import time
 
+import psutil
+
 from bench_utils.measurement import gpu_token
 from bench_utils.measurement.gpu_token import COMPILING, MEASURING, GpuToken, holdings, overlaps
+from bench_utils.measurement.paused_beside import PausedBeside
 
 # another process: holds the token 8 times for 0.05 s, as a compile process holds it for its GPU phases
 HOLDER = textwrap.dedent("""
@@ -64,3 +67,36 @@ def test_without_a_token_a_window_holds_nothing_and_waits_nothing(tmp_path):
     assert [entry["what"] for entry in holdings(token.log_path)] == ["a"] and token.waited_s < 0.5
     (tmp_path / "t.log").write_text('{"role": "compiling", "what": "b", "start": 1, "end": 2}\n{"role": "meas')
     assert len(holdings(token.log_path)) == 1  # a holder killed mid-write leaves half a line: left out
+
+
+def test_a_pausing_kernel_stops_the_processes_beside_through_its_timed_windows_only(tmp_path):
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        path = tmp_path / gpu_token.TOKEN_FILE
+        assert gpu_token.measure_beside_compiles(path, "cpu", pause=True) == "paused"
+        PausedBeside(tmp_path / gpu_token.PAUSE_FOLDER).register(busy.pid)  # as the runner registers its processes
+        seen = {}
+        for what in ("timed runs", "energy window (eager)", "memory probe", "profile", "compiling call",
+                     "inductor benchmark"):
+            with gpu_token.window(what):
+                seen[what] = _settled_status(busy.pid)
+        assert {what for what, status in seen.items() if status == psutil.STATUS_STOPPED} == {
+            "timed runs", "energy window (eager)", "memory probe", "profile"}  # not its own compiles
+        assert psutil.Process(busy.pid).status() != psutil.STATUS_STOPPED
+        assert gpu_token.measure_beside_compiles(path, "cpu") == "compiling"  # told not to pause: they compile on
+        with gpu_token.window("timed runs"):
+            assert _settled_status(busy.pid) != psutil.STATUS_STOPPED
+        assert gpu_token.measure_beside_compiles(None, "cpu", pause=True) is None  # no processes beside: none
+    finally:
+        gpu_token.use(None, MEASURING)
+        busy.kill()
+        busy.wait()
+
+
+def _settled_status(pid: int, wait_s: float = 1.0) -> str:
+    """The process's status once a SIGSTOP sent to it had time to take effect (it does when the process next runs,
+    which on a loaded host may take a while): stopped as soon as it is, else its status after ``wait_s``."""
+    deadline = time.monotonic() + wait_s
+    while (status := psutil.Process(pid).status()) != psutil.STATUS_STOPPED and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return status

@@ -1,3 +1,5 @@
+import json
+
 from bench_utils.report import context
 from bench_utils.report.i18n import Catalog
 from bench_utils.report.markdown import ltr
@@ -45,3 +47,36 @@ def test_records_from_two_machines_of_one_name_are_named_each_with_its_count():
     assert "| Project commits measured at (records) | f9ea3be (1), fea7b02 (2) |" in table
     (_, alone), = environment_tables([on("bdc136f9", "f9ea3be1")], Catalog("es"))
     assert "(registros)" not in alone  # one machine: nothing to tell apart
+
+
+def test_the_interference_check_is_told_with_each_effect_and_what_the_compile_processes_did(tmp_path):
+    check = {"machine": "NVIDIA H200", "model": "resnet", "batch_size": 1, "beside": ["mask2former"],
+             "rounds_counted": 6, "verdict": "fail", "effects": {
+                 "eager": {"ratio": 1.031, "ci95": [1.012, 1.05], "judged": "beyond"},
+                 "compiled": {"ratio": 1.0, "ci95": [0.99, 1.01], "judged": "within"},
+                 "speedup": {"ratio": 1.03, "ci95": [1.011, 1.05], "judged": "beyond"}}}
+    (tmp_path / "interference_check.json").write_text(json.dumps(check))
+    for locale in ("en", "ar", "es"):
+        catalog = Catalog(locale)
+        text = context.interference_check_text([tmp_path], catalog)
+        assert ltr(catalog.number(1.031, 3), catalog) in text and ltr(catalog.number(1.012, 3), catalog) in text
+        assert text.endswith(catalog.t("interference_fail"))
+    check["verdict"] = "pass"
+    (tmp_path / "interference_check.json").write_text(json.dumps(check))
+    assert context.interference_check_text([tmp_path], Catalog("en")).endswith(Catalog("en").t("interference_pass"))
+    assert context.interference_check_text([tmp_path / "other" / "results.jsonl"], Catalog("en")) is None
+
+
+def test_the_methodology_counts_the_cells_timed_beside_compile_processes_and_those_timed_with_them_paused():
+    import pandas as pd
+
+    base = {"status": "ok", "timer": "cuda_event", "warmup": 10, "runs": 300, "weights": "random", "ci_low": None}
+    data = pd.DataFrame([{**base, "beside_compiles": "paused"}, {**base, "beside_compiles": "paused"},
+                         {**base, "beside_compiles": "compiling"}, {**base, "beside_compiles": None}])
+    for locale in ("en", "ar", "es"):
+        catalog = Catalog(locale)
+        text = context.methodology_text(data, catalog)
+        assert catalog.t("methodology_beside_paused", cells=ltr("2", catalog)) in text
+        assert catalog.t("methodology_beside_compiling", cells=ltr("1", catalog)) in text
+    alone = context.methodology_text(data.assign(beside_compiles=None), Catalog("en"))
+    assert "compile processes" not in alone

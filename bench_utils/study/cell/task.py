@@ -155,7 +155,10 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
         # nor the process's first compile (variants.compiler_warmup): its seconds go to the kernel's start-up
         warm_up_compiler(torch.device(device), settings.backend)
     caches = _absolute(compile_caches) if compile_caches else default_root(results_path.parent)
-    gpu_token.measure_beside_compiles(caches / gpu_token.TOKEN_FILE if compile_ahead else None, device)
+    beside = gpu_token.measure_beside_compiles(caches / gpu_token.TOKEN_FILE if compile_ahead else None, device,
+                                               pause=bool(settings.pause_compiles))
+    if beside is not None:  # how the kernel timed: beside compile processes compiling, or with them paused
+        config["beside_compiles"] = beside
     kernel = _Kernel(environment=capture_environment(),
                      startup_s=_kernel_startup_s(started) if runner_pid else 0.0,
                      kept_caches=KeptCaches(caches) if keep_compiles or compile_ahead else None)

@@ -33,7 +33,8 @@ import sys
 import threading
 from typing import Any, Iterator, Sequence
 
-from ...measurement.gpu_token import MEASURING, TOKEN_FILE, holdings, overlaps
+from ...measurement.gpu_token import MEASURING, PAUSE_FOLDER, TOKEN_FILE, holdings, overlaps
+from ...measurement.paused_beside import PausedBeside
 from ...kernel import end_tree
 from ...paths import PROJECT_ROOT
 from ...variants.cell_plan import timed_in_rows
@@ -94,11 +95,17 @@ class CompileAhead:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._processes: set[subprocess.Popen] = set()
+        self.beside = PausedBeside(self.root / PAUSE_FOLDER)  # where the kernel stops them through its timed windows
+        self.pausing = False  # whether it does (the runner's reading of the interference check)
         self.command = [sys.executable, "-m", "bench_utils.study.cell.compile_process"]  # + the job's file
 
     @property
     def token(self) -> Path:
         return self.root / TOKEN_FILE
+
+    @property
+    def token_log(self) -> Path:
+        return self.root / (TOKEN_FILE + ".log")
 
     def measured_in(self, cpus: set[int]) -> str:
         """How a compile process's cold figures were measured, as its cells' records say."""
@@ -110,6 +117,7 @@ class CompileAhead:
         self.root.mkdir(parents=True, exist_ok=True)
         for name in (TOKEN_FILE + ".log", LOG_FILE):  # this run's, from its start (an earlier run's are in logs/)
             (self.root / name).unlink(missing_ok=True)
+        shutil.rmtree(self.beside.folder, ignore_errors=True)  # pids of an earlier run's processes: none is ours
         threads = [threading.Thread(target=self._work, args=(cpus,), name=f"compile-ahead-{index}", daemon=True)
                    for index, cpus in enumerate(self.compile_cpus)]
         for thread in threads:
@@ -120,6 +128,7 @@ class CompileAhead:
             self._stopping.set()
             with self._lock:
                 running = list(self._processes)
+            self.beside.resume()  # a stopped process would not end
             for process in running:  # with Inductor's compile workers: a compile process left would hold cores
                 end_tree(process.pid)
             for thread in threads:
@@ -153,9 +162,20 @@ class CompileAhead:
                                            env=self.env,
                                            preexec_fn=lambda: _apart(cpus))
                 self._processes.add(process)
+                self.beside.register(process.pid)  # stopped at once if the kernel is timing now
             process.wait()
             with self._lock:
                 self._processes.discard(process)
+                self.beside.unregister(process.pid)
+
+    @property
+    def while_timing(self) -> str:
+        """What the compile processes do through the kernel's timed windows: "pause" or "compile"."""
+        return "pause" if self.pausing else "compile"
+
+    def resume(self) -> None:
+        """The compile processes let go on, after a kernel (one that died inside a timed window left them stopped)."""
+        self.beside.resume()
 
     def _keep_logs(self) -> None:
         """The token's log and the compile processes' lines, added to the study folder's ``logs/`` (a resumed run's
@@ -174,7 +194,8 @@ class CompileAhead:
         entries = holdings(self.root / (TOKEN_FILE + ".log"))
         waited = sum(entry.get("waited_s", 0.0) for entry in entries if entry.get("role") == MEASURING)
         return (f"[run] compile ahead: {counts['kept']} cell(s) compiled cold by compile processes, {counts['skipped']}"
-                f" skipped, {counts['failed']} failed; GPU token: {len(overlaps(entries))} overlap(s) of a compile "
+                f" skipped, {counts['failed']} failed, {self.while_timing} through the kernel's timed "
+                f"windows; GPU token: {len(overlaps(entries))} overlap(s) of a compile "
                 f"phase with a measuring window, the kernel waited {waited:.1f} s for it (logs/{TOKEN_FILE}.log)\n")
 
 

@@ -57,6 +57,7 @@ from .resume import oom_batches, read_done
 from .unsteady import keeps_compiles, once_more
 from .clean_stop import RunningProcesses, StopOnSignal
 from .compile_ahead import MIN_CORES, CompileAhead, wanted
+from .interference_check import pause_wanted
 from ...vocabulary import Status
 from ...zoo.hub import expected_weights
 
@@ -182,6 +183,9 @@ class Runner:
             if self.uses_papermill and wanted(pending.cells, cpus, len(workers)):
                 self.ahead = CompileAhead(pending.cells, self.out_dir, cpus, worker=workers[0])
                 self.affinity = {workers[0]: self.ahead.measuring_cpus}  # cores apart from the compile processes
+                self.ahead.pausing, why = pause_wanted(pending.cells, self.out_dir, self.environment)
+                self.stream.write(f"[run] compile ahead: the compile processes {self.ahead.while_timing} through "
+                                  f"the kernel's timed windows: {why}\n")
             try:
                 with self.ahead.running() if self.ahead else nullcontext():
                     self._pass(list(pending.cells), tally)
@@ -289,6 +293,7 @@ class Runner:
                             self.stop.requested.is_set, on_record)
         parameters = notebook_parameters(this_kernel, self.results_path, str(self.run_id), progress_path,
                                          compile_ahead=self.ahead is not None,
+                                         pause_compiles=self.ahead is not None and self.ahead.pausing,
                                          keep_compiles=keeps_compiles(self.grid.cells))
         progress.start(cells[0], device)
         log_path: Path | None
@@ -298,6 +303,8 @@ class Runner:
                                                  watch.poll, attempt)
         except Exception as exc:  # the executor itself failed: the cells still get their records
             returncode, log_path, failure = -1, None, f"{type(exc).__name__}: {exc}"
+        if self.ahead is not None:  # a kernel that died inside a timed window left the compile processes stopped
+            self.ahead.resume()
         watch.read_new_records()
         ending, cell = watch.ending(returncode)
         progress_path.unlink(missing_ok=True)

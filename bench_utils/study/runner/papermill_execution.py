@@ -74,7 +74,8 @@ def oom_kill_count() -> int | None:
 
 
 def notebook_parameters(group: KernelGroup, results_path: Path, run_id: str,
-                        progress_path: Path, compile_ahead: bool = False, keep_compiles: bool = True) -> dict[str, Any]:
+                        progress_path: Path, compile_ahead: bool = False, keep_compiles: bool = True,
+                        pause_compiles: bool = False) -> dict[str, Any]:
     """The task notebook's parameters for one kernel group (papermill injects them).
 
     ``only_cells`` lists the group's ``[compile_mode, batch_size]`` pairs in the order the
@@ -83,7 +84,8 @@ def notebook_parameters(group: KernelGroup, results_path: Path, run_id: str,
     ``progress_file`` (``study.progress_file``, read by ``kernel_watch``); cold compiles are kept for the cells'
     next replicates where some may come (``keep_compiles``: in the study's folder of ``variants.kept_caches``, which the kernel finds
     from ``results_path``); with ``compile_ahead``, compile processes work beside it and its measuring windows hold the
-    GPU's token (``runner.compile_ahead``). Paths are given relative to the project root, which the kernel runs
+    GPU's token (``runner.compile_ahead``), the compile processes stopped through its timed windows where
+    ``pause_compiles`` (the runner's reading of the interference check, ``runner.interference_check``). Paths are given relative to the project root, which the kernel runs
     from.
     """
     cell = group.first
@@ -91,7 +93,7 @@ def notebook_parameters(group: KernelGroup, results_path: Path, run_id: str,
             "batch_sizes": sorted({c.batch_size for c in group.cells}),
             "compile_modes": list(dict.fromkeys(c.compile_mode for c in group.cells)),
             "only_cells": group.pairs(), "dtypes": [cell.dtype], "device": cell.device,
-            "settings": cell.settings.to_parameters(),
+            "settings": {**cell.settings.to_parameters(), "pause_compiles": pause_compiles},
             "results_path": os.path.relpath(results_path, PROJECT_ROOT), "show": False,
             "progress_file": os.path.relpath(progress_path, PROJECT_ROOT),
             "runner_pid": os.getpid(), "run_id": run_id, "keep_compiles": keep_compiles,

@@ -35,6 +35,7 @@ def hand_over(tmp_path, device, mode):
         gpu_token.use(None, gpu_token.MEASURING)  # the next test's cells in this process hold no token
     (compiled,) = [record for record in records if record["cell"]["compile_mode"] == mode]
     assert compiled["status"] == "ok", compiled.get("error")
+    assert compiled["config"]["beside_compiles"] == "compiling"  # not told to pause them: it timed beside them
     block = compiled["compile"]
     assert block["cold_measured_in"] == MEASURED_IN and block["cold_calls_ms"] == line["cold_calls_ms"]
     assert block["warm_fx_graph_cache_hits"] >= 1 and block["graphs"] >= 1  # read back, not compiled anew

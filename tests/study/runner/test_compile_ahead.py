@@ -62,7 +62,8 @@ def test_a_forced_run_compiles_ahead_on_its_own_cores_and_the_kernels_hold_the_t
     notebook = FakeNotebook()
 
     def executor(group, device, parameters, out_dir, poll, attempt):
-        seen.append((parameters["compile_ahead"], frozenset(runner.affinity[device])))
+        seen.append((parameters["compile_ahead"], parameters["settings"]["pause_compiles"],
+                     frozenset(runner.affinity[device])))
         return notebook(group, device, parameters, out_dir, poll, attempt)
 
     real_init = CompileAhead.__init__
@@ -79,8 +80,11 @@ def test_a_forced_run_compiles_ahead_on_its_own_cores_and_the_kernels_hold_the_t
     monkeypatch.setattr("bench_utils.study.runner.grid_runner.ensure_kernel", lambda: None)
     summary = runner.run()
     assert summary.counts()["ok"] == len(parse_grid(GRID).cells)
-    ((told, kernel_cpus),) = set(seen)  # every kernel: told to hold the token, on the same measuring cores
-    assert told is True and kernel_cpus < set(os.sched_getaffinity(0))
+    # every kernel: told to hold the token, on the same measuring cores, and to pause the compile processes through
+    # its timed windows: the study folder holds no interference check that passed here
+    ((told, pause, kernel_cpus),) = set(seen)
+    assert told is True and pause is True and kernel_cpus < set(os.sched_getaffinity(0))
+    assert "the compile processes pause through the kernel's timed windows: no interference check" in stream.getvalue()
     lines = [json.loads(line) for line in (tmp_path / "logs" / compile_ahead.LOG_FILE).read_text().splitlines()]
     assert sorted(line["model"] for line in lines) == ["detr", "resnet"]
     for line in lines:  # each on cores apart from the kernel's, with the token beside the kept caches

@@ -1,0 +1,111 @@
+"""Processes beside a measurement, stopped through its timed windows (SIGSTOP, then SIGCONT).
+
+Where a host's interference check finds that compiling beside timing moves the figures (``study.runner.
+interference_check``), the compile processes must not run while the kernel times. The GPU's token keeps their GPU
+work out of the kernel's windows already (``gpu_token``); this keeps their CPU work, memory traffic and page faults
+out too: the kernel stops every registered process, with its children (Inductor's compile workers), for the window,
+and lets them go on after it.
+
+The processes are files in a folder (``<pid>``), which the runner writes as it starts each compile process
+(``register``) and the kernel reads at each window. A process started during a window is stopped as it registers:
+the window's marker (``paused``) says a window is open, and one lock around "mark and stop" and "register and
+stop if marked" leaves no process running through a window. A kernel that dies inside a window leaves its processes
+stopped: the runner lets them go after every kernel (``resume``).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+import fcntl
+import os
+from pathlib import Path
+import signal
+from typing import Iterator
+
+import psutil
+
+LOCK, MARKER = "pause.lock", "paused"
+
+
+class PausedBeside:
+    """The processes registered in ``folder``, stopped while a window is open (``paused``)."""
+
+    def __init__(self, folder: str | os.PathLike) -> None:
+        self.folder = Path(folder)
+        self.pauses = 0                 # windows this process opened
+        self.stopped_last: list[int] = []  # the processes the last window stopped (its tests read them)
+
+    def register(self, pid: int) -> None:
+        """A process beside the measurement, from now on; stopped at once where a window is open."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with self._locked():
+            (self.folder / str(pid)).touch()
+            if (self.folder / MARKER).exists():
+                _signal_trees([pid], signal.SIGSTOP)
+
+    def unregister(self, pid: int) -> None:
+        (self.folder / str(pid)).unlink(missing_ok=True)
+
+    def registered(self) -> list[int]:
+        try:
+            return sorted(int(path.name) for path in self.folder.iterdir() if path.name.isdigit())
+        except FileNotFoundError:
+            return []
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Every registered process (and its children) stopped for the block, then let go on."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with self._locked():
+            (self.folder / MARKER).touch()
+            self.stopped_last = _signal_trees(self.registered(), signal.SIGSTOP)
+        self.pauses += 1
+        try:
+            yield
+        finally:
+            self.resume()
+
+    def resume(self) -> None:
+        """No window open: every registered process (and its children) let go on (a stopped one or not)."""
+        if not self.folder.exists():
+            return
+        with self._locked():
+            (self.folder / MARKER).unlink(missing_ok=True)
+            _signal_trees(self.registered(), signal.SIGCONT)
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        with open(self.folder / LOCK, "a+b") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _signal_trees(pids: list[int], sig: signal.Signals) -> list[int]:
+    """``sig`` to each process and its descendants, the pids signalled. On SIGSTOP a parent is stopped before its
+    children are listed (a stopped parent starts no child), and the listing repeats until it finds no new one (a
+    child may have started one meanwhile). A process gone meanwhile is left out."""
+    signalled: list[int] = []
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            continue
+        signalled.append(pid)
+        for _ in range(3):
+            try:
+                children = [child.pid for child in psutil.Process(pid).children(recursive=True)]
+            except psutil.Error:
+                break
+            new = [child for child in children if child not in signalled]
+            if not new:
+                break
+            for child in new:
+                try:
+                    os.kill(child, sig)
+                    signalled.append(child)
+                except ProcessLookupError:
+                    continue
+    return signalled
