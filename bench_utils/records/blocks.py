@@ -350,7 +350,9 @@ class EnergyBlock(Block):
 class PhasesBlock(Block):
     """Seconds inside the kernel (``study.cell.time_by_phase``); ``startup_s`` and ``load_s`` where that cell paid them."""
 
-    startup_s: NonNegative | None = None
+    startup_s: NonNegative | None = None          # a kernel started ahead: only what followed its start gate
+    started_ahead_s: NonNegative | None = None    # a kernel started ahead: its boot before the gate opened
+    gate_wait_s: NonNegative | None = None        # ... and its wait at the gate (``study.cell.kernel_start``)
     load_s: NonNegative | None = None
     cell_s: NonNegative | None = None
     compile_s: NonNegative | None = None
