@@ -115,7 +115,7 @@ def plan_run(pending: Pending, grid: Grid, *, results_path: Path, environment: d
     files = results_files(results_path, Path(reports_dir or REPORTS_DIR))
     prior, on_device = device_prior(device_model, files) if device_model else (None, [])
     records = on_device if prior else records_of_environment(files, environment)
-    kernels = []
+    kernels: list[KernelPlan] = []
     for group in kernel_groups(list(pending.cells)):  # grouped before the skipped leave: the runner's group ids
         group = group.without(cell for cell, _ in skipped)
         if not group.cells:

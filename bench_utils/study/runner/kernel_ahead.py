@@ -96,14 +96,22 @@ class KernelsAhead:
             unused = [other for other in self._started if other != group.group_id]
         for other in unused:  # its group ran no kernel: no cell fitted the time limit, its cells were ruled out
             self.discard(other)
-        if started is not None:
-            move_tree(started.process.pid, self.measuring_cpus)  # first: its first touch of the device is there
-            write_gate(gate_path(out_dir, group.group_id), parameters["only_cells"])
-        else:
+        gated = started is not None
+        if started is None:
             started = start_papermill(group, device, parameters, out_dir, attempt=attempt, cpus=self.measuring_cpus,
                                       running=self.running)
         try:
-            self._start_next(device, parameters, out_dir)
+            if gated:
+                move_tree(started.process.pid, self.measuring_cpus)  # first: its first touch of the device is there
+                write_gate(gate_path(out_dir, group.group_id), parameters["only_cells"])
+            try:
+                self._start_next(device, parameters, out_dir)
+            except Exception:  # never the measuring kernel's failure: the next group's kernel then starts as ever
+                pass
+        except BaseException:  # never leave a kernel behind the runner's back
+            end_tree(started.process.pid)
+            raise
+        try:
             return wait_for_papermill(started, out_dir, poll=poll, running=self.running)
         finally:
             gate_path(out_dir, group.group_id).unlink(missing_ok=True)
