@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One prepared command on a lent GPU machine (docs/testing.md, "On a GPU machine"): install the carried
 # wheelhouse, once per machine the lease's checks (nvidia-smi, env, the image's versions, the CUDA-marked
-# tests, the timer against torch's Timer and do_bench), then for what is left of BUDGET seconds (default 540:
+# tests, the timer against torch's Timer and do_bench, the interference check of compile ahead), then for what is left of BUDGET seconds (default 540:
 # 9 minutes) STEP: "guide" (default: params/hf-guide.yaml, resumed from reports/hf-guide-h200), "diagnose"
 # (the remedies of that study's slower cells, docs/diagnosis.md), "gpu-check" or "oom" (params/gpu-check.yaml,
 # params/guide-oom-16gb.yaml, from their -h200 folders), or "experiments" (issue 47: params/anchors.yaml into
@@ -63,6 +63,11 @@ if [ ! -f "$LEASE/checks-done" ]; then
   timeout 120 python3 -m bench_utils validate-timer --device cuda --out "$LEASE/timer_check.json" \
     > "$LEASE/timer.txt" 2>&1
   cp "$LEASE/timer_check.json" "$STUDY/" 2>/dev/null
+  # whether compile processes may compile through the kernel's timed windows on this host (else the runner pauses
+  # them through every window): the study folder's interference_check.json decides
+  timeout 200 python3 -m bench_utils check-interference --device cuda --out "$LEASE/interference_check.json" \
+    > "$LEASE/interference.txt" 2>&1
+  cp "$LEASE/interference_check.json" "$STUDY/" 2>/dev/null
   touch "$LEASE/checks-done"
 fi
 LEFT=$(( BUDGET - ($(date +%s) - START) - 30 ))  # 30 s for the dry run and the archive

@@ -221,8 +221,7 @@ class CompileBlock(Block):
     cuda_graphs: bool | Literal["partial"] | None = None   # what happened: True, "partial", False
     cuda_graphs_requested: bool | None = None
     first_call_ms: NonNegative | None = None
-    # the compiling calls less as many eager calls: a difference of timings, which noise takes below 0 where
-    # nothing was compiled (a dynamic cell's later batch sizes, a warm cache)
+    # the compiling calls less as many eager calls: noise takes it below 0 where nothing compiled (later batch, warm)
     cold_ms: float | None = None
     warm_ms: float | None = None            # None: measured at another batch size of the model and mode
     cold_calls_ms: list[NonNegative] | None = None
@@ -350,7 +349,9 @@ class EnergyBlock(Block):
 class PhasesBlock(Block):
     """Seconds inside the kernel (``study.cell.time_by_phase``); ``startup_s`` and ``load_s`` where that cell paid them."""
 
-    startup_s: NonNegative | None = None
+    startup_s: NonNegative | None = None          # a kernel started ahead (``study.cell.kernel_start``): after its gate,
+    started_ahead_s: NonNegative | None = None    # its boot before the gate opened,
+    gate_wait_s: NonNegative | None = None        # and its wait at the gate
     load_s: NonNegative | None = None
     cell_s: NonNegative | None = None
     compile_s: NonNegative | None = None
@@ -392,8 +393,7 @@ class ProfileBlock(Block):
 
 
 class SharedMeasurementBlock(Block):
-    """An eager cell timed as the eager side of a compiled cell's pairs, or of a row's rounds: one measurement,
-    several records."""
+    """An eager cell timed as the eager side of compiled pairs or of a row's rounds: one measurement, several records."""
 
     with_compile_mode: str
     design: str | None = None

@@ -2,6 +2,7 @@ from bench_utils.records.schema import CELL_FIELDS, CellBlock, ConfigBlock, Late
 from bench_utils.records.key import VARIANT_FIELDS
 from bench_utils.records.build import measurement_settings
 from bench_utils.settings import Settings
+from bench_utils.study.cell.kernel_start import START_PHASES
 from bench_utils.study.cell.time_by_phase import Phases
 from sample_records import ok_record
 
@@ -16,7 +17,7 @@ def test_the_cell_block_is_the_identity_then_the_variant_in_the_order_records_ha
 def test_the_builders_write_the_keys_their_block_types_name():
     assert set(ok_record()["latency"]) == set(LatencyBlock.__annotations__)
     assert set(measurement_settings(Settings())) | {"weights"} <= set(ConfigBlock.__annotations__)
-    assert set(Phases().to_dict()) | {"startup_s", "load_s"} == set(PhasesBlock.__annotations__)
+    assert set(Phases().to_dict()) | {*START_PHASES, "load_s"} == set(PhasesBlock.__annotations__)
 
 
 def test_a_records_status_is_one_of_the_vocabularys():

@@ -21,6 +21,7 @@ case "$*" in
   *"pip install"*) for a in "$@"; do [ "$prev" = --target ] && mkdir -p "$a"; prev=$a; done ;;
   *"-m pytest"*) echo x >> "$FAKE_LOG/checks"; echo "1 passed" ;;
   *"validate-timer"*) for a in "$@"; do [ "$prev" = --out ] && echo '{}' > "$a"; prev=$a; done ;;
+  *"check-interference"*) for a in "$@"; do [ "$prev" = --out ] && echo '{"verdict": "pass"}' > "$a"; prev=$a; done ;;
   *"--dry-run"*) echo "to run: some cells" ;;
   *"bench_utils run"*)
     for a in "$@"; do [ "$prev" = --out ] && out=$a; prev=$a; done
@@ -87,7 +88,10 @@ def test_each_command_leaves_one_archive_and_the_second_resumes_from_the_first(h
     with archive_of(tmp_path / "out1") as tar:
         names = set(tar.getnames())
         records = tar.extractfile("study/hf-guide-h200/results.jsonl").read().decode().splitlines()
-    assert {"lease/env.txt", "lease/cuda-tests.txt", "lease/nvidia-smi.txt", "lease/timer_check.json"} <= names
+    assert {"lease/env.txt", "lease/cuda-tests.txt", "lease/nvidia-smi.txt", "lease/timer_check.json",
+            "lease/interference_check.json"} <= names
+    # the runner reads the interference check from the study folder: whether compile processes pause
+    assert "study/hf-guide-h200/interference_check.json" in names
     assert not any(name.startswith("study/hf-guide-h200/en") for name in names)  # the committed pages stay here
     assert records == ['{"record": 0}', '{"record": 1}', '{"record": 2}']
 

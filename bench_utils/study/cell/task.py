@@ -27,7 +27,7 @@ which does so only while that file does not exist yet: a cell stuck on one machi
 from __future__ import annotations
 
 from contextlib import ExitStack
-from dataclasses import dataclass, replace
+from dataclasses import replace
 import gc
 import os
 import threading
@@ -36,7 +36,6 @@ from pathlib import Path
 import traceback
 from typing import Any, Iterable, Mapping, Sequence
 
-import psutil
 import torch
 from tqdm.auto import tqdm
 
@@ -58,6 +57,7 @@ from ...zoo.loading import LoadedModel, load
 from .measured_cell import CellResult, run_cell
 from .measured_row import run_row
 from .cell_record import cell_record
+from .kernel_start import Kernel, process_age_s, wait_at_gate
 from ..grid.kernel_groups import execution_order
 from ...parameters import positive_int_list, text_list
 from .time_by_phase import Phases
@@ -116,7 +116,7 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
         only_cells: Iterable[Sequence] | None = None, progress_file: str | os.PathLike | None = None,
         runner_pid: int | None = None, run_id: str | None = None, keep_compiles: bool = False,
         compile_ahead: bool = False, compile_caches: str | os.PathLike | None = None,
-        **setting_values: Any) -> list[dict[str, Any]]:
+        start_gate: str | os.PathLike | None = None, **setting_values: Any) -> list[dict[str, Any]]:
     """Measure every cell of models x dtypes x modes x batch sizes; return their records.
 
     ``settings`` say how (``bench_utils.settings.Settings``, or a mapping of its fields, as the
@@ -128,7 +128,9 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
     cells keep their cold compile's caches for their next replicates, which compile warm from them
     (``variants.kept_caches``), in the study folder's kept caches or in ``compile_caches`` where given. With
     ``compile_ahead`` compile processes fill them beside this kernel, whose measuring windows then hold the GPU's
-    token (``measurement.gpu_token``).
+    token (``measurement.gpu_token``). With ``start_gate`` (a kernel the runner started ahead,
+    ``kernel_start``) it does the host's work, then waits for the gate before it touches the device, and
+    measures the gate's cells.
     """
     started = time.perf_counter()
     base = settings.to_parameters() if isinstance(settings, Settings) else dict(settings or {})
@@ -146,12 +148,25 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
     pairs = execution_order(_cell_pairs(only_cells) if only_cells else
                             [(mode, batch) for mode in compile_modes for batch in batch_sizes],
                             by_batch=settings.shapes == Shapes.STATIC.value)
-    # Set once for the whole run (global torch state); every record carries the settings.
+    # Set once for the whole run (global torch state); every record carries the settings. The host's part first:
+    # a kernel started ahead does it while the kernel before it measures.
+    startup_s = process_age_s() - (time.perf_counter() - started)  # at the task's start: boot and imports
     config = {**measurement_settings(settings),
-              **configure_fp32_math(settings.tf32),  # the policy's name, and what it set
-              **gpu_memory_cap(settings.gpu_memory_gib, device)}  # before anything is on the GPU
-    if any(mode != CompileMode.EAGER for mode, _ in pairs):  # once per kernel: no cold compile pays its start
+              **configure_fp32_math(settings.tf32)}  # the policy's name, and what it set
+    compiles = any(mode != CompileMode.EAGER for mode, _ in pairs)
+    if compiles:  # once per kernel: no cold compile pays its start
         compile_workers.ready(settings.backend)
+    gate = None
+    if start_gate:  # the device is the kernel before's until the runner opens the gate: its cells, now
+        gate = wait_at_gate(_absolute(start_gate))
+        if not set(gate.cells) <= set(pairs):
+            raise UserError(f"{start_gate}: cells this kernel was not started for: "
+                            f"{sorted(set(gate.cells) - set(pairs))}")
+        pairs = execution_order(gate.cells, by_batch=settings.shapes == Shapes.STATIC.value)
+        if not pairs:
+            return []
+    config.update(gpu_memory_cap(settings.gpu_memory_gib, device))  # before anything is on the GPU
+    if compiles and any(mode != CompileMode.EAGER for mode, _ in pairs):
         # nor the process's first compile (variants.compiler_warmup): its seconds go to the kernel's start-up
         warm_up_compiler(torch.device(device), settings.backend)
     caches = _absolute(compile_caches) if compile_caches else default_root(results_path.parent)
@@ -159,9 +174,11 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
                                                pause=bool(settings.pause_compiles))
     if beside is not None:  # how the kernel timed: beside compile processes compiling, or with them paused
         config["beside_compiles"] = beside
-    kernel = _Kernel(environment=capture_environment(),
-                     startup_s=_kernel_startup_s(started) if runner_pid else 0.0,
-                     kept_caches=KeptCaches(caches) if keep_compiles or compile_ahead else None)
+    kernel = Kernel(environment=capture_environment(),
+                    start_phases={"startup_s": max(0.0, startup_s)} if runner_pid else {},
+                    kept_caches=KeptCaches(caches) if keep_compiles or compile_ahead else None)
+    if gate is not None:  # on the device's path: only what followed the gate
+        kernel.start_phases = gate.phases(time.time())
     written = []
     # A person running the notebook sees a bar over its cells (tqdm's widget in JupyterLab, text
     # elsewhere); under the grid runner, which shows its own progress, none.
@@ -202,31 +219,12 @@ def _absolute(path: str | os.PathLike) -> Path:
     return Path(path) if Path(path).is_absolute() else PROJECT_ROOT / path
 
 
-def _kernel_startup_s(now: float) -> float:
-    """Seconds from this kernel process's start to ``now`` (perf_counter): imports and boot."""
-    age = time.time() - psutil.Process().create_time()
-    return max(0.0, age - (time.perf_counter() - now))
-
-
-@dataclass
-class _Kernel:
-    """What one kernel captures once and reports once."""
-
-    environment: dict[str, Any]
-    startup_s: float                 # reported in the first record, then 0
-    kept_caches: KeptCaches | None = None   # cold compiles kept for the cells' next replicates
-
-    def phases(self, cell_phases: dict[str, float], load_s: float) -> dict[str, float]:
-        startup, self.startup_s = self.startup_s, 0.0
-        return {"startup_s": round(startup, 4), "load_s": round(load_s, 4), **cell_phases}
-
-
 class _ModelCells:
     """One model's cells in one kernel: the model built once, and what its cells share (an OOM's
     batch size per mode, the warm compiles measured, eager sides to reuse, a dynamic compilation)."""
 
     def __init__(self, *, study: str, task: str, model: str, dtype: str, device: str, settings: Settings,
-                 config: dict[str, Any], kernel: _Kernel, pairs: Sequence[tuple[str, int]] = (),
+                 config: dict[str, Any], kernel: Kernel, pairs: Sequence[tuple[str, int]] = (),
                  trace_dir: Path | None = None):
         self.study, self.task, self.model, self.dtype, self.device = study, task, model, dtype, device
         self.settings, self.config, self.kernel, self.trace_dir = settings, config, kernel, trace_dir

@@ -37,10 +37,11 @@ def device_environment(results_path: str | os.PathLike, device_model: str) -> di
 
 
 def prior_figures(group: KernelGroup, cell_seconds: list[float | None], start_seconds: float | None,
-                  start_includes_load: bool, prior: Prior,
-                  ahead: bool = False) -> tuple[list[Span | None], Span | None]:
+                  start_includes_load: bool, prior: Prior, ahead: bool = False,
+                  started_ahead: bool = False) -> tuple[list[Span | None], Span | None]:
     """A kernel's cells and start priced: their records where they have some, else the prior (``ahead``: compile
-    processes beside the kernel compile its cells cold, ``CellShape.of_cell``)."""
+    processes beside the kernel compile its cells cold, ``CellShape.of_cell``; ``started_ahead``: the kernel was
+    started ahead, its start only what follows its gate)."""
     sharing = group.eager_sharing_pairs()
     modes: set[str] = set()
     cells = []
@@ -50,7 +51,7 @@ def prior_figures(group: KernelGroup, cell_seconds: list[float | None], start_se
         cells.append(Span.exact(seconds) if seconds is not None
                      else prior.cell(CellShape.of_cell(cell, ahead), cell in sharing, warm))
     start = (Span.exact(start_seconds) if start_seconds is not None and start_includes_load
-             else prior.start(group.first.model))
+             else prior.start(group.first.model, started_ahead))
     return cells, start
 
 

@@ -115,19 +115,21 @@ def plan_run(pending: Pending, grid: Grid, *, results_path: Path, environment: d
     files = results_files(results_path, Path(reports_dir or REPORTS_DIR))
     prior, on_device = device_prior(device_model, files) if device_model else (None, [])
     records = on_device if prior else records_of_environment(files, environment)
-    kernels = []
+    kernels: list[KernelPlan] = []
     for group in kernel_groups(list(pending.cells)):  # grouped before the skipped leave: the runner's group ids
         group = group.without(cell for cell, _ in skipped)
         if not group.cells:
             continue  # every cell ruled out: no kernel starts
-        start = estimate_kernel_start_seconds(group.first, records)
+        ahead = compile_ahead and bool(kernels)  # every kernel but the first started ahead (``runner.kernel_ahead``)
+        start = estimate_kernel_start_seconds(group.first, records, ahead)
         sharing = group.eager_sharing_pairs()
         kernel = KernelPlan(group, [estimate_cell_seconds(cell, records, cell in sharing, warm_share(cell, compile_ahead))
                                     for cell in group.cells],
-                            start, bool(start_and_load(group.first, records)))
+                            start, bool(start_and_load(group.first, records, ahead)))
         if prior:
             kernel.prior_cells, kernel.prior_start = prior_figures(group, kernel.cell_seconds, kernel.start_seconds,
-                                                                   kernel.start_includes_load, prior, compile_ahead)
+                                                                   kernel.start_includes_load, prior, compile_ahead,
+                                                                   started_ahead=ahead)
         kernels.append(kernel)
     return Plan(study=grid.study, grid_path=str(grid.path), results_path=results_path,
                 cells_in_grid=len(grid.cells), already_measured=pending.resumed, skipped_after_oom=skipped,

@@ -119,8 +119,10 @@ def total_lines(plan: Plan) -> list[str]:
              f"{basis} (bench_utils/study/pricing/prior.py says how it is derived)"]
     if plan.compile_ahead:
         lines.append("  compile processes beside the kernels: a first replicate's static torch.compile cells priced "
-                     "at a warm compile, as if the processes kept ahead and nothing they do slowed the kernel (not "
-                     "measured on a GPU yet: the next lease's records calibrate it)")
+                     "at a warm compile, as if the processes kept ahead and nothing they do slowed the kernel; every "
+                     "kernel but the first started ahead, its start priced at what follows its gate (the CUDA "
+                     "context and compiler warm-up, prior.Assumptions.ahead_start_s, then the model build) (neither "
+                     "measured on a GPU yet: the next lease's records calibrate them)")
     if unknown:
         lines.append(f"  {unknown} cell{'' if unknown == 1 else 's'} without figures (a model outside "
                      "bench_utils/study/pricing/data/model_costs.json, or a dtype the GPU lacks): not included")

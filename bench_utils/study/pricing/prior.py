@@ -101,6 +101,10 @@ class Assumptions:
     start_s: float               # kernel boot: papermill, ipykernel, torch import, CUDA context
     build_factor: float          # a GPU host's model build over this CPU's
     energy_steps: float          # counter steps in a side's energy window: 8 where the power is steady, up to 11
+    # A kernel started ahead (``runner.kernel_ahead``): its start's share on the GPU's path, what follows its gate (the
+    # CUDA context, the compiler's warm-up); its boot is off the path. An assumption, to be calibrated on the next
+    # lease's records (``phases.startup_s`` of those with ``started_ahead_s``).
+    ahead_start_s: float = 2.5
 
 
 # Rates: the guide's published A100, V100 and T4 latencies (torch 2.0.1; ResNet-50 at batch 1 eager: 6.5 ms
@@ -115,9 +119,9 @@ class Assumptions:
 # (0.12 to 0.27); a kernel's boot 5.7 to 8.0 s and its model build 3.0 to 4.7 s whatever the table's CPU took
 # (0.1 to 4.5 s), so a fixed start and a small share of the build. The range: 0.6 to twice as long. Energy windows: the fewest
 # steps to the most, the point a step above the fewest (an assumption until records of ``energy.*.steps``).
-OPTIMISTIC = Assumptions(0.7, 0.8, 8e-6, 0.3, 0.03, 2e-6, 0.35, 0.6, 0.12, 7.0, 0.2, ENERGY_STEPS_MIN)
-TYPICAL = Assumptions(0.35, 0.6, 20e-6, 0.5, 0.08, 4e-6, 0.5, 1.0, 0.2, 9.5, 0.3, ENERGY_STEPS_MIN + 1)
-PESSIMISTIC = Assumptions(0.15, 0.35, 35e-6, 0.8, 0.2, 8e-6, 0.7, 2.0, 0.3, 20.0, 1.0, ENERGY_STEPS_MAX)
+OPTIMISTIC = Assumptions(0.7, 0.8, 8e-6, 0.3, 0.03, 2e-6, 0.35, 0.6, 0.12, 7.0, 0.2, ENERGY_STEPS_MIN, 1.5)
+TYPICAL = Assumptions(0.35, 0.6, 20e-6, 0.5, 0.08, 4e-6, 0.5, 1.0, 0.2, 9.5, 0.3, ENERGY_STEPS_MIN + 1, 2.5)
+PESSIMISTIC = Assumptions(0.15, 0.35, 35e-6, 0.8, 0.2, 8e-6, 0.7, 2.0, 0.3, 20.0, 1.0, ENERGY_STEPS_MAX, 6.0)
 ENDS = (OPTIMISTIC, TYPICAL, PESSIMISTIC)
 
 
@@ -208,6 +212,7 @@ class Prior:
     costs: dict[str, dict[str, Any]] = field(default_factory=load_model_costs)
     model_ratios: dict[str, list[float]] = field(default_factory=dict)  # recorded / prior point, per model
     start_ratios: list[float] = field(default_factory=list)   # the same for kernel starts
+    ahead_start_ratios: list[float] = field(default_factory=list)  # ... for kernels started ahead (their own)
 
     # --- one call ---------------------------------------------------------------------
 
@@ -319,11 +324,13 @@ class Prior:
         parts = self.parts(shape, shares_pairs, warm)
         return None if parts is None else parts[0] + parts[1]
 
-    def raw_start(self, model: str) -> Span | None:
+    def raw_start(self, model: str, ahead: bool = False) -> Span | None:
+        """A kernel's start and model build; ``ahead``: a kernel started ahead, its boot off the GPU's path."""
         row = self.costs.get(model)
         if row is None:
             return None
-        low, point, high = (ends.start_s + row["build_s_cpu"] * ends.build_factor for ends in ENDS)
+        low, point, high = ((ends.ahead_start_s if ahead else ends.start_s) + row["build_s_cpu"] * ends.build_factor
+                            for ends in ENDS)
         return Span(low, point, high)
 
     def cell(self, shape: CellShape, shares_pairs: bool = False, warm: bool = True) -> Span | None:
@@ -334,9 +341,11 @@ class Prior:
         ratios = self.model_ratios.get(shape.model) or self.cell_ratios
         return None if parts is None else _calibrated(parts[0], ratios) + parts[1]
 
-    def start(self, model: str) -> Span | None:
-        raw = self.raw_start(model)
-        return None if raw is None else _calibrated(raw, self.start_ratios)
+    def start(self, model: str, ahead: bool = False) -> Span | None:
+        """``raw_start`` calibrated by the recorded starts of its kind (started ahead or not): a kernel started ahead by
+        none recorded yet is the prior's."""
+        raw = self.raw_start(model, ahead)
+        return None if raw is None else _calibrated(raw, self.ahead_start_ratios if ahead else self.start_ratios)
 
     @property
     def calibrated_on(self) -> int:
@@ -352,6 +361,7 @@ class Prior:
         work apart from the energy windows on both sides (the first H200 records spent 10.8 s a cell in
         5-second windows that later cells no longer take)."""
         starts: list[float] = []
+        ahead_starts: list[float] = []
         by_model: dict[str, list[float]] = {}
         for record in records:
             phases, shape = record.phases or PhasesBlock(), CellShape.of_record(record)
@@ -361,10 +371,11 @@ class Prior:
             if parts is not None and work > 0 and not shared:
                 by_model.setdefault(shape.model, []).append(work / parts[0].point)
             started = float(phases.startup_s or 0) + float(phases.load_s or 0)
-            start = self.raw_start(shape.model)
+            ahead = phases.started_ahead_s is not None  # its startup_s is what followed its gate only
+            start = self.raw_start(shape.model, ahead)
             if start is not None and phases.startup_s:
-                starts.append(started / start.point)
-        return replace(self, start_ratios=starts, model_ratios=by_model)
+                (ahead_starts if ahead else starts).append(started / start.point)
+        return replace(self, start_ratios=starts, ahead_start_ratios=ahead_starts, model_ratios=by_model)
 
 
 def _calibrated(prior: Span, ratios: list[float]) -> Span:

@@ -99,20 +99,30 @@ def _cold_saved(record: Record, warm_share: float) -> float:
     return cold_s if compiled.warm_calls_ms else cold_s * (1 - warm_share)
 
 
-def start_and_load(first: Cell, records: list[Record]) -> list[float]:
-    """``startup_s + load_s`` of the records that started a kernel or built ``first``'s model."""
+def started_ahead(record: Record) -> bool:
+    """Whether the record's kernel was started ahead (``runner.kernel_ahead``): its ``startup_s`` is then only what
+    followed its start gate, no cold start's."""
+    return record.phases is not None and record.phases.started_ahead_s is not None
+
+
+def start_and_load(first: Cell, records: list[Record], ahead: bool = False) -> list[float]:
+    """``startup_s + load_s`` of the records that started a kernel or built ``first``'s model (``ahead``: those
+    of kernels started ahead, else the others)."""
     seconds = [_phase(record, "startup_s") + _phase(record, "load_s") for record in records
-               if record.cell.model == first.model and record.cell.device_kind == _kind(first.device)]
+               if record.cell.model == first.model and record.cell.device_kind == _kind(first.device)
+               and started_ahead(record) == ahead]
     return [value for value in seconds if value > 0]
 
 
-def estimate_kernel_start_seconds(group_first_cell: Cell,
-                                  records: list[Record]) -> float | None:
+def estimate_kernel_start_seconds(group_first_cell: Cell, records: list[Record],
+                                  ahead: bool = False) -> float | None:
     """Seconds from a kernel's start to its first cell: the median start and model build of
     earlier kernels of the same model and device kind; else the median start of any kernel (the
-    model build then unknown); None when no record started a kernel."""
-    known = (start_and_load(group_first_cell, records)
-             or [value for value in (_phase(record, "startup_s") for record in records) if value > 0])
+    model build then unknown); None when no record started a kernel. ``ahead``: a kernel started ahead, from the
+    records of kernels started ahead only (and the others' from the others)."""
+    known = (start_and_load(group_first_cell, records, ahead)
+             or [value for value in (_phase(record, "startup_s") for record in records
+                                     if started_ahead(record) == ahead) if value > 0])
     return statistics.median(known) if known else None
 
 

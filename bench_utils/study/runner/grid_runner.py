@@ -17,7 +17,7 @@ or ``error``; the notebook's own OOM rule skips larger batches), and the runner 
 - after the grid, a compiled cell whose block means changed regime is measured once more, as one more replicate
   (``unsteady``; on a GPU by default), where the time limit lets it start;
 - on a GPU host with cores to spare, compile processes compile the next cells cold beside the kernel, which then
-  compiles them warm (``compile_ahead``).
+  compiles them warm (``compile_ahead``), and the next group's kernel boots meanwhile (``kernel_ahead``).
 
 Executing a notebook is ``papermill_execution``, following it ``kernel_watch``; the person watching sees
 ``progress_display``."""
@@ -58,6 +58,7 @@ from .unsteady import keeps_compiles, once_more
 from .clean_stop import RunningProcesses, StopOnSignal
 from .compile_ahead import MIN_CORES, CompileAhead, wanted
 from .interference_check import pause_wanted
+from .kernel_ahead import KernelsAhead
 from ...vocabulary import Status
 from ...zoo.hub import expected_weights
 
@@ -94,7 +95,7 @@ class Runner:
         self.devices = devices
         # A stuck cell must not stall the grid for ever: bounded by default, from the cells' size.
         self.timeout = timeout or default_cell_timeout(grid)
-        self.uses_papermill = executor is None
+        self.uses_papermill = self.starts_ahead = executor is None  # kernels started ahead: papermill's only
         self.running = RunningProcesses()
         self.affinity: dict[str, set[int]] = {}
         self.executor = executor or (lambda group, device, params, out, poll, attempt: execute_with_papermill(
@@ -107,6 +108,7 @@ class Runner:
         self.stop = StopOnSignal(self.running.end_all, time_limit)  # SIGINT, SIGTERM, the limit: entered by run()
         self.run_id: str | None = None  # the lease's, while run() holds the study folder
         self.ahead: CompileAhead | None = None  # compile processes beside the kernel (``compile_ahead``), while on
+        self.kernels_ahead: KernelsAhead | None = None  # the next group's kernel booting meanwhile (``kernel_ahead``)
         self._lock = threading.Lock()
 
     def workers(self, kind: str) -> list[str]:
@@ -186,13 +188,15 @@ class Runner:
                 self.ahead.pausing, why = pause_wanted(pending.cells, self.out_dir, self.environment)
                 self.stream.write(f"[run] compile ahead: the compile processes {self.ahead.while_timing} through "
                                   f"the kernel's timed windows: {why}\n")
+                if self.starts_ahead:
+                    self.kernels_ahead = KernelsAhead.beside(self.ahead, self.out_dir, self.running)
             try:
-                with self.ahead.running() if self.ahead else nullcontext():
+                with self.ahead.running() if self.ahead else nullcontext(), self.kernels_ahead or nullcontext():
                     self._pass(list(pending.cells), tally)
             finally:
                 if self.ahead:  # cells measured once more: few, and warm from their kept caches
                     self.stream.write(self.ahead.summary())
-                    self.ahead, self.affinity = None, {}
+                    self.ahead, self.affinity, self.kernels_ahead = None, {}, None
             tally.not_run = len(pending.cells) - len(tally.outcomes)
             again = [] if self.stop.requested.is_set() else self.once_more()
             if again:  # unsteady cells (``unsteady``): once more each, where the time limit lets them start
@@ -227,6 +231,8 @@ class Runner:
         progress.close()
 
     def _work(self, groups: queue.Queue, device: str, tally: RunOutcome, progress: ProgressView) -> None:
+        if self.kernels_ahead:  # the one worker (``compile_ahead.wanted``): its next group's kernel, started ahead
+            self.kernels_ahead.following(groups)
         try:
             while not self.stop.requested.is_set():
                 try:
@@ -282,8 +288,7 @@ class Runner:
         def on_record(cell: Cell, record: Record, seconds: float) -> None:
             status = Status.SKIPPED if record.skipped_after_oom is not None else record.status
             error = record.error_line or ""
-            self._finish(Outcome(cell, status, seconds, device, error[:160]),
-                         tally, progress)
+            self._finish(Outcome(cell, status, seconds, device, error[:160]), tally, progress)
             if watch.remaining:
                 progress.start(watch.remaining[0], device)
 
@@ -299,8 +304,8 @@ class Runner:
         log_path: Path | None
         failure: str | None = None
         try:
-            returncode, log_path = self.executor(this_kernel, device, parameters, self.out_dir,
-                                                 watch.poll, attempt)
+            returncode, log_path = (self.kernels_ahead.execute if self.kernels_ahead else self.executor)(
+                this_kernel, device, parameters, self.out_dir, watch.poll, attempt)
         except Exception as exc:  # the executor itself failed: the cells still get their records
             returncode, log_path, failure = -1, None, f"{type(exc).__name__}: {exc}"
         if self.ahead is not None:  # a kernel that died inside a timed window left the compile processes stopped
@@ -310,10 +315,8 @@ class Runner:
         progress_path.unlink(missing_ok=True)
         if ending in (DONE, STOPPED):
             return watch.remaining
-        died = _KernelEnd(group.group_id, device, returncode, cell, watch.remaining,
-                          time.monotonic() - watch.last_event,
-                          failure or (log_tail(log_path) if log_path else "(no log)"),
-                          str(log_path) if log_path else None)
+        died = _KernelEnd(group.group_id, device, returncode, cell, watch.remaining, time.monotonic() - watch.last_event,
+                          failure or (log_tail(log_path) if log_path else "(no log)"), str(log_path) if log_path else None)
         if cell is None:  # it began no cell: its start failed (or hung), not a cell's measurement
             return self._start_failed(died, kills, tally, progress)
         if ending == TIMED_OUT:

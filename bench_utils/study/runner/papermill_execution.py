@@ -8,6 +8,7 @@ tail becomes the error text of a cell whose kernel died before recording.
 from __future__ import annotations
 
 import ctypes
+from dataclasses import dataclass
 import json
 import os
 from pathlib import Path
@@ -100,6 +101,15 @@ def notebook_parameters(group: KernelGroup, results_path: Path, run_id: str,
             "compile_ahead": compile_ahead}
 
 
+@dataclass(frozen=True)
+class StartedKernel:
+    """A papermill process started for a kernel group, and the files it writes (the executed notebook, its log)."""
+
+    process: subprocess.Popen
+    executed: Path
+    log_path: Path
+
+
 def execute_with_papermill(group: KernelGroup, device: str, parameters: dict[str, Any], out_dir: Path, *,
                            poll: Callable[[], bool] | None = None, attempt: int = 1,
                            running: RunningProcesses | None = None,
@@ -112,6 +122,15 @@ def execute_with_papermill(group: KernelGroup, device: str, parameters: dict[str
     ``cpus``, if given, are the only cores it and its kernel may use. A second attempt at a
     group (after its kernel died) gets files of its own: the first one's log is evidence.
     """
+    started = start_papermill(group, device, parameters, out_dir, attempt=attempt, cpus=cpus, running=running)
+    return wait_for_papermill(started, out_dir, poll=poll, running=running)
+
+
+def start_papermill(group: KernelGroup, device: str, parameters: dict[str, Any], out_dir: Path, *,
+                    attempt: int = 1, cpus: set[int] | None = None,
+                    running: RunningProcesses | None = None) -> StartedKernel:
+    """The group's notebook started in its own kernel (``execute_with_papermill``'s first half): a kernel started
+    ahead (``kernel_ahead``) is started so, and waited for later."""
     name = group.group_id if attempt == 1 else f"{group.group_id}.{attempt}"
     executed = out_dir / "notebooks" / f"{name}.ipynb"
     log_path = out_dir / "logs" / f"{name}.log"
@@ -128,22 +147,32 @@ def execute_with_papermill(group: KernelGroup, device: str, parameters: dict[str
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     if device.startswith("cuda"):
         env["CUDA_VISIBLE_DEVICES"] = visible_devices_for(device, os.environ.get("CUDA_VISIBLE_DEVICES"))
-    with open(log_path, "wb") as log:
+    with open(log_path, "wb") as log:  # the child holds its own copy of the file
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
                                    cwd=PROJECT_ROOT, preexec_fn=lambda: _in_child(cpus))
+    if running is not None:  # from its start: a stop request ends it, measuring or not
+        running.add(process)
+    return StartedKernel(process, executed, log_path)
+
+
+def wait_for_papermill(started: StartedKernel, out_dir: Path, *, poll: Callable[[], bool] | None = None,
+                       running: RunningProcesses | None = None) -> tuple[int, Path]:
+    """Wait for a started kernel (``execute_with_papermill``'s second half): its exit status and its log, both
+    scrubbed of the study folder's path."""
+    process = started.process
+    if running is not None:
+        running.add(process)
+    try:
+        returncode = _wait(process, poll)
+    except BaseException:  # never leave a kernel measuring behind the runner's back
+        end_tree(process.pid)
+        raise
+    finally:
         if running is not None:
-            running.add(process)
-        try:
-            returncode = _wait(process, poll)
-        except BaseException:  # never leave a kernel measuring behind the runner's back
-            end_tree(process.pid)
-            raise
-        finally:
-            if running is not None:
-                running.discard(process)
-    for written in (executed, log_path):  # both are published with the study folder
+            running.discard(process)
+    for written in (started.executed, started.log_path):  # both are published with the study folder
         scrub_file(written, {str(out_dir): ".."})
-    return returncode, log_path
+    return returncode, started.log_path
 
 
 def _wait(process: subprocess.Popen, poll: Callable[[], bool] | None) -> int:

@@ -279,7 +279,38 @@ def test_a_device_model_prices_unrecorded_cells_a_priori_and_recorded_ones_by_th
     assert "  estimate: a-priori for H100 SXM: ~" in text and "1 cell from records on H100 SXM" in text
     assert "a-priori estimate for H100 SXM (a model, not a measurement): ~" in text
     assert "for 7 of 7 cells, 2 kernel starts included" in text and "calibrated on 1 cell recorded there" in text
-    assert "compile processes beside the kernels" in text and "not measured on a GPU yet" in text
+    assert "compile processes beside the kernels" in text and "neither measured on a GPU yet" in text
+
+
+def test_with_compile_ahead_every_kernel_but_the_first_pays_only_what_follows_its_gate(tmp_path):
+    from bench_utils.study.pricing.prior import ENDS
+
+    plans = {ahead: Runner(parse_grid({**GRID, "devices": ["cuda"], "replicates": 1, "compile_ahead": ahead}),
+                           tmp_path / "study").plan(reports_dir=tmp_path / "reports", device_model="H100")
+             for ahead in (True, False)}
+    assert plans[True].compile_ahead and not plans[False].compile_ahead
+    (first, second), (cold_first, cold_second) = plans[True].kernels, plans[False].kernels
+    assert first.prior_start == cold_first.prior_start  # the run's first kernel: a full start
+    saved = [cold - ahead for cold, ahead in zip(
+        (cold_second.prior_start.low, cold_second.prior_start.point, cold_second.prior_start.high),
+        (second.prior_start.low, second.prior_start.point, second.prior_start.high))]
+    assert saved == pytest.approx([ends.start_s - ends.ahead_start_s for ends in ENDS])  # its boot, off the path
+    assert all(value > 0 for value in saved)
+    # the total: its cells (priced warm where compiled ahead) and the starts, the second's boot gone
+    cells = sum(span.point for span in second.prior_cells + first.prior_cells)
+    assert plans[True].span()[0].point == pytest.approx(cells + first.prior_start.point + second.prior_start.point)
+
+
+def test_a_kernel_started_ahead_is_estimated_from_kernels_started_ahead_only(tmp_path):
+    grid = cells()
+    cold = record(grid[("resnet", "eager", 1)], ENV, {"startup_s": 7.0, "load_s": 1.0, "cell_s": 1.0})
+    ahead = record(grid[("resnet", "eager", 4)], ENV, {"startup_s": 0.5, "started_ahead_s": 6.0, "gate_wait_s": 2.0,
+                                                       "load_s": 1.0, "cell_s": 1.0})
+    records = records_of_environment([write(tmp_path / "results.jsonl", cold, ahead)], ENV)
+    first = grid[("resnet", "eager", 1)]
+    assert estimate_kernel_start_seconds(first, records) == 8.0
+    assert estimate_kernel_start_seconds(first, records, ahead=True) == 1.5
+    assert estimate_kernel_start_seconds(first, records[:1], ahead=True) is None  # no cold start stands for one
 
 
 def test_dry_run_prices_the_guides_grid_on_an_h100_in_minutes_with_a_range(tmp_path):

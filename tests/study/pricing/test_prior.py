@@ -105,13 +105,13 @@ def test_a_compiled_cells_energy_windows_cost_under_3_seconds_on_a_100_ms_counte
     assert side(eager, TYPICAL.energy_steps) + side(compiled, TYPICAL.energy_steps) == pytest.approx(2.3)
 
 
-def record_on(environment, batch, cell_s, mode="default", startup_s=0.0, energy_s=0.0):
+def record_on(environment, batch, cell_s, mode="default", startup_s=0.0, energy_s=0.0, **phases):
     fields = dict(study="t", task="image-classification", model="m", batch_size=batch, compile_mode=mode,
                   dtype="float32", device="cuda")
     config = measurement_settings(Settings(blocks=30, tf32="strict"))
     return make_record(fields, measurement=Measurement([1.0, 2.0], 1.0), config=config, environment=environment,
                        compile={"warm_ms": 1.0},
-                       extra={"phases": {"cell_s": cell_s, "startup_s": startup_s, "energy_s": energy_s}})
+                       extra={"phases": {"cell_s": cell_s, "startup_s": startup_s, "energy_s": energy_s, **phases}})
 
 
 def test_calibration_moves_the_prior_toward_the_cells_recorded_on_the_device():
@@ -299,3 +299,15 @@ def test_a_cold_compile_follows_the_eager_operators_as_on_the_h200_host():
             assert low <= cold <= high and 0.5 < cold / point < 2, (record["cell"], cold, point)
             ratios.append(cold / point)
     assert len(ratios) >= 27 and abs(statistics.geometric_mean(ratios) - 1) < 0.1
+
+def test_a_kernel_started_ahead_calibrates_the_ahead_start_and_never_the_cold_one():
+    prior = Prior("H100 SXM", costs={"m": ROW})
+    assert prior.raw_start("m").point - prior.raw_start("m", ahead=True).point == pytest.approx(
+        TYPICAL.start_s - TYPICAL.ahead_start_s)
+    ahead = record_on(H100_ENV, 1, 5.0, startup_s=3 * prior.raw_start("m", ahead=True).point, started_ahead_s=8.0)
+    calibrated = prior.calibrate(Rs([ahead]))
+    assert calibrated.start("m") == prior.start("m")  # no cold start recorded: the prior's
+    assert calibrated.start("m", ahead=True).point == pytest.approx(3 * prior.raw_start("m", ahead=True).point)
+    cold = record_on(H100_ENV, 1, 5.0, startup_s=50.0)
+    both = prior.calibrate(Rs([ahead, cold]))
+    assert both.start("m").point == pytest.approx(50.0) and both.start("m", ahead=True) == calibrated.start("m", ahead=True)

@@ -83,18 +83,23 @@ def test_the_rounds_time_both_conditions_in_random_order_with_the_processes_stop
     assert all((status == psutil.STATUS_STOPPED) is paused for paused, status in seen)
     assert all(sorted(entry["order"]) == ["compiling", "paused"] and entry["processes"] == 1 for entry in found)
     assert {tuple(entry["order"]) for entry in found} == {("paused", "compiling"), ("compiling", "paused")}
-    assert all(set(entry[condition]) == {"eager", "compiled", "speedup"} for entry in found
+    assert all(set(entry[condition]) == {"eager", "compiled", "speedup", "beside_cores"} for entry in found
                for condition in ("paused", "compiling"))
     assert gpu_token.overlaps(gpu_token.holdings(ahead.token_log)) == []
+    # the busy compile process used a core while compiling, next to nothing while stopped
+    assert all(entry["paused"]["beside_cores"] < 0.2 < entry["compiling"]["beside_cores"] for entry in found)
 
 
-def test_a_check_with_no_process_compiling_beside_cannot_pass():
+def test_a_check_with_no_process_busy_beside_cannot_pass():
     rounds = [{"order": ["paused", "compiling"], "processes": 0,
                "paused": {"eager": 1.0, "compiled": 0.5, "speedup": 2.0},
                "compiling": {"eager": 1.0, "compiled": 0.5, "speedup": 2.0}}] * 4
     assert verdict(rounds)["verdict"] == "unclear"
     counted = [{**entry, "processes": 1} for entry in rounds]
     assert verdict(counted)["verdict"] == "pass" and verdict(counted)["rounds_counted"] == 4
+    # processes beside that waited for the token the whole time put nothing beside the timing
+    idle = [{**entry, "compiling": {**entry["compiling"], "beside_cores": 0.01}} for entry in counted]
+    assert verdict(idle)["verdict"] == "unclear" and "0 of 4 round(s)" in verdict(idle)["reason"]
 
 
 def test_the_check_is_a_gpu_one_by_default_and_compiles_the_guides_slowest_models():
