@@ -40,6 +40,9 @@ from ..settings import Settings
 from ..vocabulary import Replicate
 
 COLD_FILE = "cold.json"
+# how the runner schedules a cell, not what it compiles: the kernel is told them, a compile process is not, and the
+# two must find one folder (a kernel told to pause the compile processes missed every cache they kept)
+NOT_KEYED = ("compile_ahead", "pause_compiles", "remeasure_unsteady")
 CLAIM_WAIT_S = 900.0   # the longest a kernel waits for another process's cold compile (a hung compile process)
 
 
@@ -139,7 +142,7 @@ def kept_cell(caches: KeptCaches, task: str, model: str, batch_size: int, mode: 
     replicate (its notebook's name), keyed by that replicate's settings."""
     first = replace(settings, replicate=Replicate.R1.value)
     name = cell_file_name(task, model, batch_size, mode, first.variant(), dtype, device.split(":")[0])
-    return caches.cell(name, first.to_parameters())
+    return caches.cell(name, {key: value for key, value in first.to_parameters().items() if key not in NOT_KEYED})
 
 
 def default_root(study_folder: str | os.PathLike) -> Path:

@@ -22,6 +22,17 @@ def test_a_cell_keeps_one_folder_whichever_replicate_and_another_setting_gets_an
     assert first.folder.parent == tmp_path and first.folder.name.startswith("resnet-bs1-default-")
 
 
+def test_the_kernel_and_a_compile_process_find_one_folder_whatever_the_runner_told_the_kernel(tmp_path):
+    caches, settings = KeptCaches(tmp_path), Settings(runs=20)
+    process = kept_caches.kept_cell(caches, "image-classification", "resnet", 2, "default", settings, "float32", "cuda")
+    kernel = kept_caches.kept_cell(caches, "image-classification", "resnet", 2, "default",
+                                   Settings(runs=20, pause_compiles=True, compile_ahead=True), "float32", "cuda:0")
+    assert kernel.folder == process.folder  # how the runner schedules is no part of what is compiled
+    other = kept_caches.kept_cell(caches, "image-classification", "resnet", 2, "default",
+                                  Settings(runs=20, tf32="strict"), "float32", "cuda")
+    assert other.folder != process.folder
+
+
 def test_a_folder_serves_warm_only_once_its_cold_compile_has_ended(tmp_path):
     cell = KeptCaches(tmp_path).cell("c", {})
     with cell.emptied() as folder:

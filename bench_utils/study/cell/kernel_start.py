@@ -12,7 +12,7 @@ waited at the gate.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import os
 from pathlib import Path
 import time
@@ -20,6 +20,9 @@ from typing import Any
 
 import psutil
 
+from ...measurement import gpu_token
+from ...measurement.memory_cap import gpu_memory_cap
+from ...variants.compiler_warmup import warm_up_compiler
 from ...variants.kept_caches import KeptCaches
 from ..start_gate import read_gate
 
@@ -49,6 +52,35 @@ class GateOpened:
                 "gate_wait_s": max(0.0, self.passed - self.arrived)}
 
 
+def ready_the_device(config: dict[str, Any], gpu_memory_gib: float | None, backend: str, device: str,
+                     compiles: bool) -> None:
+    """The memory cap, before anything is on the GPU (into ``config``, as the records say it); where the kernel
+    compiles, the process's first compile (``variants.compiler_warmup``), its seconds the kernel's start-up's, never a
+    cell's compile's."""
+    config.update(gpu_memory_cap(gpu_memory_gib, device))
+    if compiles:
+        import torch
+
+        warm_up_compiler(torch.device(device), backend)
+
+
+def ready_ahead(token: Path, config: dict[str, Any], gpu_memory_gib: float | None, backend: str, device: str,
+                compiles: bool) -> None:
+    """``ready_the_device`` in a kernel started ahead, before its gate: beside the measuring kernel, as a compile
+    process, holding the GPU's token (never in a measuring window); what it queued done, its allocator's cache the
+    card's again, before it lets go. The compiler warm-up is then off the GPU's path too."""
+    import torch
+
+    def done_on_the_gpu() -> None:
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+
+    token.parent.mkdir(parents=True, exist_ok=True)  # the runner's compile processes' folder, made by now or here
+    gpu_token.use(token, gpu_token.COMPILING, before_release=done_on_the_gpu if device.startswith("cuda") else None)
+    with gpu_token.window("kernel started ahead: memory cap and compiler warm-up"):
+        ready_the_device(config, gpu_memory_gib, backend, device, compiles)
+
+
 def wait_at_gate(path: Path) -> GateOpened:
     """Wait for the start gate at ``path`` to be opened (``study.start_gate``); its cells. The runner's watchdog
     (``lease.start_watchdog``, a thread) still ends this process if the runner dies meanwhile: the wait only sleeps.
@@ -66,6 +98,31 @@ def wait_at_gate(path: Path) -> GateOpened:
     return GateOpened(cells, arrived, min(opened or passed, passed), passed, psutil.Process().create_time())
 
 
+def model_request(model: str, settings: Any, dtype: str, task: str) -> tuple[Any, ...]:
+    """What a model is built from (``zoo.loading.HostModel.request``): a model built ahead serves only the same."""
+    return (model, settings.weights, dtype, task, settings.seed, settings.memory_format)
+
+
+def built_ahead(models: list[str], dtypes: list[str], task: str, settings: Any, device: str) -> dict[tuple, Any]:
+    """Before its gate, a kernel started ahead builds its models on the host (``zoo.loading.built_on_host``: the
+    random weights drawn, a checkpoint read), the device untouched: only their move to it is left on the GPU's path.
+    A build that fails is left to the cell, which builds it again and records why."""
+    from ...variants.precision import parse_dtype
+    from ...zoo.loading import built_on_host
+
+    built = {}
+    for model in models:
+        for dtype in dtypes:
+            name = parse_dtype(dtype)[0]
+            try:
+                built[model_request(model, settings, name, task)] = built_on_host(
+                    model, weights=settings.weights, dtype=name, device=device, task=task, seed=settings.seed,
+                    memory_format=settings.memory_format)
+            except Exception:
+                continue
+    return built
+
+
 @dataclass
 class Kernel:
     """What one kernel captures once and reports once."""
@@ -73,6 +130,7 @@ class Kernel:
     environment: dict[str, Any]
     start_phases: dict[str, float]   # reported in the first record (``startup_s``...), then none
     kept_caches: KeptCaches | None = None   # cold compiles kept for the cells' next replicates
+    host_models: dict[tuple, Any] = field(default_factory=dict)  # built on the host before the gate (``built_ahead``)
 
     def phases(self, cell_phases: dict[str, float], load_s: float) -> dict[str, float]:
         start, self.start_phases = self.start_phases, {}

@@ -42,22 +42,21 @@ from tqdm.auto import tqdm
 from ...errors import UserError
 from ...environment.capture import capture_environment
 from ...measurement import gpu_token
-from ...measurement.memory_cap import gpu_memory_cap
 from ...paths import PROJECT_ROOT
 from ...records.key import cell_file_name
 from ...records.build import JsonBlock, failure_record, measurement_settings, skipped_after_oom, with_phases
 from ...records.results_file import append_record
 from ...variants import compile_workers, modes as compile_module
-from ...variants.compiler_warmup import warm_up_compiler
 from ...variants.precision import configure_fp32_math, parse_dtype
 from ...variants.batch_shapes import SharedCompilation
 from ...variants.cell_plan import timed_in_rows
 from ...variants.kept_caches import KeptCaches, KeptCell, all_claimed, default_root, kept_cell
-from ...zoo.loading import LoadedModel, load
+from ...zoo.loading import LoadedModel, load, placed
 from .measured_cell import CellResult, run_cell
 from .measured_row import run_row
 from .cell_record import cell_record
-from .kernel_start import Kernel, process_age_s, wait_at_gate
+from .kernel_start import (Kernel, built_ahead, model_request, process_age_s, ready_ahead, ready_the_device,
+                           wait_at_gate)
 from ..grid.kernel_groups import execution_order
 from ...parameters import positive_int_list, text_list
 from .time_by_phase import Phases
@@ -156,8 +155,15 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
     compiles = any(mode != CompileMode.EAGER for mode, _ in pairs)
     if compiles:  # once per kernel: no cold compile pays its start
         compile_workers.ready(settings.backend)
-    gate = None
+    caches = _absolute(compile_caches) if compile_caches else default_root(results_path.parent)
+    token = caches / gpu_token.TOKEN_FILE if compile_ahead else None
+    ready = False  # the memory cap set and the compiler warmed up
+    if start_gate and token is not None:  # started ahead beside compile processes: off the GPU's path, with the token
+        ready_ahead(token, config, settings.gpu_memory_gib, settings.backend, device, compiles)
+        ready = True
+    gate, host_models = None, {}
     if start_gate:  # the device is the kernel before's until the runner opens the gate: its cells, now
+        host_models = built_ahead(models, dtypes, task, settings, device)  # the models on the host meanwhile
         gate = wait_at_gate(_absolute(start_gate))
         if not set(gate.cells) <= set(pairs):
             raise UserError(f"{start_gate}: cells this kernel was not started for: "
@@ -165,18 +171,16 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
         pairs = execution_order(gate.cells, by_batch=settings.shapes == Shapes.STATIC.value)
         if not pairs:
             return []
-    config.update(gpu_memory_cap(settings.gpu_memory_gib, device))  # before anything is on the GPU
-    if compiles and any(mode != CompileMode.EAGER for mode, _ in pairs):
-        # nor the process's first compile (variants.compiler_warmup): its seconds go to the kernel's start-up
-        warm_up_compiler(torch.device(device), settings.backend)
-    caches = _absolute(compile_caches) if compile_caches else default_root(results_path.parent)
-    beside = gpu_token.measure_beside_compiles(caches / gpu_token.TOKEN_FILE if compile_ahead else None, device,
-                                               pause=bool(settings.pause_compiles))
+    if not ready:
+        ready_the_device(config, settings.gpu_memory_gib, settings.backend, device,
+                         compiles and any(mode != CompileMode.EAGER for mode, _ in pairs))
+    beside = gpu_token.measure_beside_compiles(token, device, pause=bool(settings.pause_compiles))
     if beside is not None:  # how the kernel timed: beside compile processes compiling, or with them paused
         config["beside_compiles"] = beside
     kernel = Kernel(environment=capture_environment(),
                     start_phases={"startup_s": max(0.0, startup_s)} if runner_pid else {},
                     kept_caches=KeptCaches(caches) if keep_compiles or compile_ahead else None)
+    kernel.host_models = host_models
     if gate is not None:  # on the device's path: only what followed the gate
         kernel.start_phases = gate.phases(time.time())
     written = []
@@ -284,8 +288,12 @@ class _ModelCells:
         if self.load_error is not None:
             raise self.load_error
         try:
-            self.loaded = load(self.model, weights=self.settings.weights, dtype=self.dtype, device=self.device,
-                               task=self.task, seed=self.settings.seed, memory_format=self.settings.memory_format)
+            settings = self.settings
+            host = self.kernel.host_models.pop(model_request(self.model, settings, self.dtype, self.task), None)
+            # built on the host before the kernel's gate opened (a kernel started ahead): only its move on the path
+            self.loaded = placed(host) if host is not None else load(
+                self.model, weights=settings.weights, dtype=self.dtype, device=self.device, task=self.task,
+                seed=settings.seed, memory_format=settings.memory_format)
         except Exception as exc:
             self.load_error = exc
             raise

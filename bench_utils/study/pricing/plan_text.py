@@ -120,8 +120,8 @@ def total_lines(plan: Plan) -> list[str]:
     if plan.compile_ahead:
         lines.append("  compile processes beside the kernels: a first replicate's static torch.compile cells priced "
                      "at a warm compile, as if the processes kept ahead and nothing they do slowed the kernel; every "
-                     "kernel but the first started ahead, its start priced at what follows its gate (the CUDA "
-                     "context and compiler warm-up, prior.Assumptions.ahead_start_s, then the model build) (neither "
+                     "kernel but the first started ahead, its start priced at what follows its gate (the "
+                     "environment's capture, prior.Assumptions.ahead_start_s, then the model build) (neither "
                      "measured on a GPU yet: the next lease's records calibrate them)")
     if unknown:
         lines.append(f"  {unknown} cell{'' if unknown == 1 else 's'} without figures (a model outside "

@@ -102,9 +102,11 @@ class Assumptions:
     build_factor: float          # a GPU host's model build over this CPU's
     energy_steps: float          # counter steps in a side's energy window: 8 where the power is steady, up to 11
     # A kernel started ahead (``runner.kernel_ahead``): its start's share on the GPU's path, what follows its gate (the
-    # CUDA context, the compiler's warm-up); its boot is off the path. An assumption, to be calibrated on the next
-    # lease's records (``phases.startup_s`` of those with ``started_ahead_s``).
-    ahead_start_s: float = 2.5
+    # environment's capture, the token, its model's move to the device; its model was built on the host before the
+    # gate and, beside compile processes, its CUDA context and compiler warm-up came before it too, with the token);
+    # its boot is off the path. An assumption, to be calibrated on the next lease's records
+    # (``phases.startup_s`` of those with ``started_ahead_s``).
+    ahead_start_s: float = 1.0
 
 
 # Rates: the guide's published A100, V100 and T4 latencies (torch 2.0.1; ResNet-50 at batch 1 eager: 6.5 ms
@@ -119,9 +121,9 @@ class Assumptions:
 # (0.12 to 0.27); a kernel's boot 5.7 to 8.0 s and its model build 3.0 to 4.7 s whatever the table's CPU took
 # (0.1 to 4.5 s), so a fixed start and a small share of the build. The range: 0.6 to twice as long. Energy windows: the fewest
 # steps to the most, the point a step above the fewest (an assumption until records of ``energy.*.steps``).
-OPTIMISTIC = Assumptions(0.7, 0.8, 8e-6, 0.3, 0.03, 2e-6, 0.35, 0.6, 0.12, 7.0, 0.2, ENERGY_STEPS_MIN, 1.5)
-TYPICAL = Assumptions(0.35, 0.6, 20e-6, 0.5, 0.08, 4e-6, 0.5, 1.0, 0.2, 9.5, 0.3, ENERGY_STEPS_MIN + 1, 2.5)
-PESSIMISTIC = Assumptions(0.15, 0.35, 35e-6, 0.8, 0.2, 8e-6, 0.7, 2.0, 0.3, 20.0, 1.0, ENERGY_STEPS_MAX, 6.0)
+OPTIMISTIC = Assumptions(0.7, 0.8, 8e-6, 0.3, 0.03, 2e-6, 0.35, 0.6, 0.12, 7.0, 0.2, ENERGY_STEPS_MIN, 0.5)
+TYPICAL = Assumptions(0.35, 0.6, 20e-6, 0.5, 0.08, 4e-6, 0.5, 1.0, 0.2, 9.5, 0.3, ENERGY_STEPS_MIN + 1, 1.0)
+PESSIMISTIC = Assumptions(0.15, 0.35, 35e-6, 0.8, 0.2, 8e-6, 0.7, 2.0, 0.3, 20.0, 1.0, ENERGY_STEPS_MAX, 3.0)
 ENDS = (OPTIMISTIC, TYPICAL, PESSIMISTIC)
 
 
@@ -325,11 +327,13 @@ class Prior:
         return None if parts is None else parts[0] + parts[1]
 
     def raw_start(self, model: str, ahead: bool = False) -> Span | None:
-        """A kernel's start and model build; ``ahead``: a kernel started ahead, its boot off the GPU's path."""
+        """A kernel's start and model build; ``ahead``: a kernel started ahead, its boot and its model's build on the
+        host off the GPU's path (``cell.kernel_start``): what follows its gate only, the model's move to the device
+        in it."""
         row = self.costs.get(model)
         if row is None:
             return None
-        low, point, high = ((ends.ahead_start_s if ahead else ends.start_s) + row["build_s_cpu"] * ends.build_factor
+        low, point, high = ((ends.ahead_start_s if ahead else ends.start_s + row["build_s_cpu"] * ends.build_factor)
                             for ends in ENDS)
         return Span(low, point, high)
 

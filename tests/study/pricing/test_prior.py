@@ -303,7 +303,7 @@ def test_a_cold_compile_follows_the_eager_operators_as_on_the_h200_host():
 def test_a_kernel_started_ahead_calibrates_the_ahead_start_and_never_the_cold_one():
     prior = Prior("H100 SXM", costs={"m": ROW})
     assert prior.raw_start("m").point - prior.raw_start("m", ahead=True).point == pytest.approx(
-        TYPICAL.start_s - TYPICAL.ahead_start_s)
+        TYPICAL.start_s + ROW["build_s_cpu"] * TYPICAL.build_factor - TYPICAL.ahead_start_s)  # boot and build
     ahead = record_on(H100_ENV, 1, 5.0, startup_s=3 * prior.raw_start("m", ahead=True).point, started_ahead_s=8.0)
     calibrated = prior.calibrate(Rs([ahead]))
     assert calibrated.start("m") == prior.start("m")  # no cold start recorded: the prior's
