@@ -22,7 +22,7 @@ import random
 import shutil
 import tempfile
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import psutil
 
@@ -48,7 +48,7 @@ def machine_of(environment: dict[str, Any], device: str) -> str | None:
     return environment.get("cpu_model")
 
 
-def pause_wanted(cells: list[Cell], study_folder: Path, environment: dict[str, Any]) -> tuple[bool, str]:
+def pause_wanted(cells: Sequence[Cell], study_folder: Path, environment: dict[str, Any]) -> tuple[bool, str]:
     """Whether the compile processes pause through the kernel's timed windows, and why: as the grid says where it
     says (``pause_compiles``), else unless the study folder's interference check passed on this machine."""
     forced = {cell.settings.pause_compiles for cell in cells} - {None}

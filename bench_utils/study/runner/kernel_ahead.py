@@ -67,7 +67,7 @@ class KernelsAhead:
         self.out_dir, self.running = out_dir, running
         # until its gate opens a kernel started ahead is one more process beside the measuring kernel: stopped with
         # the compile processes through its timed windows, where they pause (``compile_ahead``)
-        self.beside = beside
+        self.paused_beside = beside
         self.ahead_cpus, self.measuring_cpus = ahead_cpus or measuring_cpus, measuring_cpus
         self.next_group = next_group   # the worker's next group, not taken (``following``)
         self._started: dict[str, StartedKernel] = {}
@@ -106,9 +106,9 @@ class KernelsAhead:
                                       running=self.running)
         try:
             if gated:
-                if self.beside is not None:  # the measuring kernel now: never stopped by a window
-                    self.beside.resume()
-                    self.beside.unregister(started.process.pid)
+                if self.paused_beside is not None:  # the measuring kernel now: never stopped by a window
+                    self.paused_beside.resume()
+                    self.paused_beside.unregister(started.process.pid)
                 move_tree(started.process.pid, self.measuring_cpus)  # first: its first touch of the device is there
                 write_gate(gate_path(out_dir, group.group_id), parameters["only_cells"])
             try:
@@ -140,8 +140,8 @@ class KernelsAhead:
         started = start_papermill(following, device, nested, out_dir, cpus=self.ahead_cpus, running=self.running)
         with self._lock:
             self._started[following.group_id] = started
-        if self.beside is not None:
-            self.beside.register(started.process.pid)
+        if self.paused_beside is not None:
+            self.paused_beside.register(started.process.pid)
 
     def discard(self, group_id: str) -> None:
         """End ``group_id``'s kernel started ahead if it was not used; its log kept under a name of its own."""
@@ -149,9 +149,9 @@ class KernelsAhead:
             started = self._started.pop(group_id, None)
         if started is None:
             return
-        if self.beside is not None:
-            self.beside.resume()  # a stopped process would not end
-            self.beside.unregister(started.process.pid)
+        if self.paused_beside is not None:
+            self.paused_beside.resume()  # a stopped process would not end
+            self.paused_beside.unregister(started.process.pid)
         end_tree(started.process.pid)
         started.process.wait()
         self.running.discard(started.process)

@@ -94,3 +94,30 @@ def test_a_forced_compile_ahead_run_starts_the_next_groups_kernel_ahead(tmp_path
     logs = sorted(path.name for path in (out / "logs").iterdir() if not path.name.startswith(("gpu.", "compile")))
     assert len(logs) == 2 and all(name.endswith(".log") and "unused" not in name for name in logs), logs
     assert len(list((out / "notebooks").glob("*.ipynb"))) == 2
+
+
+def test_until_its_gate_opens_a_kernel_started_ahead_is_paused_with_the_compile_processes(tmp_path, monkeypatch):
+    from bench_utils.measurement.paused_beside import PausedBeside
+    from bench_utils.study.grid.kernel_groups import kernel_groups
+    from bench_utils.study.runner import kernel_ahead
+
+    first, second = kernel_groups(parse_grid({"study": "ahead", "grids": [
+        {"models": ["resnet", "detr"], "batch_sizes": [1], "compile_modes": ["eager"]}]}).cells)
+    (tmp_path / "logs").mkdir()
+    booting = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    started = StartedKernel(booting, tmp_path / "n.ipynb", tmp_path / "logs" / "n.log")
+    monkeypatch.setattr(kernel_ahead, "start_papermill", lambda group, *args, **kwargs: started)
+    monkeypatch.setattr(kernel_ahead, "wait_for_papermill", lambda *args, **kwargs: (0, started.log_path))
+    beside = PausedBeside(tmp_path / "beside")
+    ahead = KernelsAhead(tmp_path, RunningProcesses(), {1}, {0}, next_group=lambda: second, beside=beside)
+    parameters = {"only_cells": [["eager", 1]], "results_path": "r.jsonl", "run_id": "x", "compile_ahead": True,
+                  "keep_compiles": False, "settings": {"pause_compiles": True}}
+    try:
+        ahead.execute(first, "cpu", parameters, tmp_path, lambda: False, 1)  # the first kernel starts the next's
+        assert beside.registered() == [booting.pid]  # one more process beside the measuring kernel, for now
+        ahead.next_group = lambda: None
+        ahead.execute(second, "cpu", parameters, tmp_path, lambda: False, 1)  # its gate opened: it measures now
+        assert beside.registered() == []
+    finally:
+        booting.kill()
+        booting.wait()
