@@ -21,10 +21,10 @@ def test_the_warm_up_compiles_a_tiny_model_and_leaves_no_graph_behind():
 
 
 def test_a_kernel_with_a_compiled_cell_warms_the_compiler_up_once_before_it(tmp_path, monkeypatch):
-    from bench_utils.study.cell import task
+    from bench_utils.study.cell import kernel_start, task
 
     calls = []
-    monkeypatch.setattr(task, "warm_up_compiler", lambda device, backend: calls.append((str(device), backend)))
+    monkeypatch.setattr(kernel_start, "warm_up_compiler", lambda device, backend: calls.append((str(device), backend)))
     task.run(study="t", task="image-classification", models=["timm:test_resnet"], batch_sizes=[1],
              compile_modes=["eager"], runs=2, warmup=1, blocks=1, results_path=tmp_path / "a.jsonl")
     assert calls == []  # eager compiles nothing
