@@ -61,16 +61,21 @@ class CellCosts:
         device = records_on_device(read_records([f for f in files if f.is_file()]), self.prior.device)
         return records, self.prior.calibrate(device)
 
-    def of_kernel(self, group: KernelGroup, cells: list[Cell], figure: str = "high") -> tuple[float, list[float]]:
-        """The kernel's start and each cell's seconds, as the limit counts them (a prior's ``figure``)."""
+    def of_kernel(self, group: KernelGroup, cells: list[Cell], figure: str = "high",
+                  started_ahead: bool = False) -> tuple[float, list[float]]:
+        """The kernel's start and each cell's seconds, as the limit counts them (a prior's ``figure``);
+        ``started_ahead``: the kernel booted while the one before it measured (``runner.kernel_ahead``), its start
+        what follows its gate, from the records of such kernels or the prior's share for them."""
         from ..grid.kernel_groups import KernelGroup as Group
 
         records, prior = self._records()
         prior = prior if group.device.startswith("cuda") else None  # a GPU's prior prices no CPU cell
         sharing = Group(group.group_id, tuple(cells)).eager_sharing_pairs()
-        start = estimate_kernel_start_seconds(cells[0], records)
+        start = estimate_kernel_start_seconds(cells[0], records, ahead=started_ahead)
+        if start is None and started_ahead and prior is None:  # no record of a kernel started ahead: as a cold one
+            start = estimate_kernel_start_seconds(cells[0], records)
         if start is None:
-            start = _pick(prior.start(cells[0].model) if prior else None, figure, UNKNOWN_START_S)
+            start = _pick(prior.start(cells[0].model, started_ahead) if prior else None, figure, UNKNOWN_START_S)
         seconds, modes = [], set()
         for cell in cells:
             known = estimate_cell_seconds(cell, records, cell in sharing, warm_share(cell, self.compile_ahead))

@@ -271,7 +271,8 @@ class Runner:
         remaining, kills, attempt = list(group.cells), Counter[Cell | None](), 0
         while (remaining := self._rule_out(remaining, device, tally, progress)) and not self.stop.requested.is_set():
             attempt += 1
-            if not (fit := self.time_limit.fitting(group, remaining) if self.time_limit else remaining):
+            ahead = attempt == 1 and self.kernels_ahead is not None and self.kernels_ahead.started_for(group.group_id)
+            if not (fit := self.time_limit.fitting(group, remaining, ahead) if self.time_limit else remaining):
                 return  # none would finish before the time limit: left for a later run
             with device_lock(device, say=lambda line: print(f"[run] {line}", file=self.stream),
                              cancelled=self.stop.requested.is_set) as held:

@@ -91,6 +91,12 @@ class KernelsAhead:
                 return groups.queue[0] if groups.queue else None
         self.next_group = peek
 
+    def started_for(self, group_id: str) -> bool:
+        """Whether a kernel was started ahead for ``group_id`` (the time limit then prices only what follows its
+        gate)."""
+        with self._lock:
+            return group_id in self._started
+
     def execute(self, group: KernelGroup, device: str, parameters: dict[str, Any], out_dir: Path,
                 poll: Callable[[], bool], attempt: int) -> tuple[int, Path]:
         """Run ``group``'s kernel: the one started ahead for it (a first attempt), its gate opened with the cells of

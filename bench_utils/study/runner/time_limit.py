@@ -38,9 +38,11 @@ if TYPE_CHECKING:
 
 
 class KernelCosts(Protocol):
-    """A kernel's start and each of its cells' seconds, at an estimate's ``figure`` (``CellCosts.of_kernel``)."""
+    """A kernel's start and each of its cells' seconds, at an estimate's ``figure`` (``CellCosts.of_kernel``);
+    ``started_ahead``: the kernel was started ahead (``runner.kernel_ahead``), only what follows its gate left."""
 
-    def __call__(self, group: KernelGroup, cells: list[Cell], figure: str = "high") -> tuple[float, list[float]]: ...
+    def __call__(self, group: KernelGroup, cells: list[Cell], figure: str = "high",
+                 started_ahead: bool = False) -> tuple[float, list[float]]: ...
 
 LIMIT_REACHED_EXIT = 3    # the run stopped at its time limit with cells left: run it again to go on
 LIMIT_TOO_SHORT_EXIT = 4  # nothing started: the next kernel's start and first cell need a longer limit
@@ -78,11 +80,12 @@ class TimeLimit:
     def left(self) -> float:
         return self.deadline - self.clock()
 
-    def fitting(self, group: KernelGroup, cells: list[Cell]) -> list[Cell]:
-        """The first of ``cells`` that the kernel can start and finish before the deadline."""
+    def fitting(self, group: KernelGroup, cells: list[Cell], started_ahead: bool = False) -> list[Cell]:
+        """The first of ``cells`` that the kernel can start and finish before the deadline (``started_ahead``: its
+        kernel booted while the one before it measured, and only what follows its gate is left to pay)."""
         if not cells:
             return []
-        start, seconds = self.costs(group, cells)
+        start, seconds = self.costs(group, cells, started_ahead=started_ahead)
         budget, total, fit = self.left(), start, []
         for cell, cost in zip(cells, seconds):
             total += cost
@@ -90,7 +93,7 @@ class TimeLimit:
                 break
             fit.append(cell)
         if not fit and not self.started_any:
-            fit = self._first_on_its_point_figure(group, cells, budget)
+            fit = self._first_on_its_point_figure(group, cells, budget, started_ahead)
         self.started_any = self.started_any or bool(fit)
         if len(fit) < len(cells):
             self.held_back = True
@@ -99,10 +102,11 @@ class TimeLimit:
                      "wait for a later run")
         return fit
 
-    def _first_on_its_point_figure(self, group: KernelGroup, cells: list[Cell], budget: float) -> list[Cell]:
+    def _first_on_its_point_figure(self, group: KernelGroup, cells: list[Cell], budget: float,
+                                   started_ahead: bool) -> list[Cell]:
         """The first cell, where the kernel's start and it fit by the estimate's point figure; else none,
         and how long a limit they need."""
-        start, seconds = self.costs(group, cells[:1], figure="point")
+        start, seconds = self.costs(group, cells[:1], figure="point", started_ahead=started_ahead)
         if start + seconds[0] <= budget:
             self.say(f"[run] time limit: {group.group_id}'s first cell fits only by its estimate's point figure "
                      f"({duration_text(start + seconds[0])}): started, so that its record calibrates the estimate")

@@ -38,7 +38,7 @@ def test_a_bad_duration_is_one_clear_error(text):
 def test_the_cells_that_fit_are_the_first_whose_running_sum_ends_before_the_deadline():
     now, said = [100.0], []
     cells, group = ["a", "b", "c", "d"], SimpleNamespace(group_id="g")
-    limit = TimeLimit(60, lambda group, todo, figure="high": (10.0, [20.0, 20.0, 15.0, 1.0][-len(todo):]),
+    limit = TimeLimit(60, lambda group, todo, figure="high", started_ahead=False: (10.0, [20.0, 20.0, 15.0, 1.0][-len(todo):]),
                       clock=lambda: now[0])
     # a start of 10 s, then 20 + 20: 50 s; c would end at 65 s. d would fit, but it comes after c
     limit.say = said.append
@@ -47,12 +47,23 @@ def test_the_cells_that_fit_are_the_first_whose_running_sum_ends_before_the_dead
                     "the rest wait for a later run"]
     now[0] = 155.0  # 5 s left: not even the kernel's start fits
     assert limit.fitting(group, ["c", "d"]) == []
-    assert TimeLimit(60, lambda group, todo, figure="high": (0.0, [1.0]), started=0.0, clock=lambda: 59.5).left() == 0.5
+    assert TimeLimit(60, lambda group, todo, figure="high", started_ahead=False: (0.0, [1.0]), started=0.0, clock=lambda: 59.5).left() == 0.5
 
 
 def _priced(high: float, point: float):
     """Costs of a kernel start of 10 s and cells of ``high`` s by the high figure, ``point`` s by the point."""
-    return lambda group, todo, figure="high": (10.0, [high if figure == "high" else point] * len(todo))
+    return lambda group, todo, figure="high", started_ahead=False: (10.0, [high if figure == "high" else point] * len(todo))
+
+
+def test_a_kernel_started_ahead_is_priced_without_its_boot_so_a_cell_that_fits_is_not_held_back():
+    group = SimpleNamespace(group_id="g")
+
+    def costs(group, todo, figure="high", started_ahead=False):  # a cold start 30 s, one started ahead 1 s
+        return (1.0 if started_ahead else 30.0), [20.0] * len(todo)
+
+    cells = ["a", "b", "c"]
+    assert TimeLimit(60, costs, clock=lambda: 0.0).fitting(group, cells) == ["a"]
+    assert TimeLimit(60, costs, clock=lambda: 0.0).fitting(group, cells, started_ahead=True) == ["a", "b"]
 
 
 def test_a_first_kernel_priced_over_the_limit_by_its_high_figure_starts_its_first_cell_on_its_point_figure():
@@ -186,6 +197,9 @@ def test_on_a_known_gpu_unrecorded_cells_cost_the_priors_high_figure_until_a_rec
     assert [(cell.compile_mode, cell.batch_size) for cell in cells[:3]] == [("default", 1), ("eager", 1), ("default", 4)]
     default_4 = CellShape.of_cell(cells[2])
     assert start == prior.start("resnet").high and seconds[2] == prior.cell(default_4, warm=False).high
+    # a kernel started ahead: only what follows its gate, its boot and its model's build off the GPU's path
+    ahead_start, ahead_seconds = costs.of_kernel(group, cells, started_ahead=True)
+    assert ahead_start == prior.start("resnet", ahead=True).high < start and ahead_seconds == seconds
     # the first cell is recorded on this GPU, at twice the prior's point: the rest now cost twice their point
     # (a record without a warm compile time is priced as a cell that compiled cold only), the limit counting
     # the calibrated high figure (one ratio: the point +25 %), so that the last cell started rarely overruns
