@@ -149,6 +149,19 @@ def measure_beside_compiles(path: str | os.PathLike | None, device: str, pause: 
     return None if not path else "paused" if pause else "compiling"
 
 
+def compile_beside(path: str | os.PathLike | None, device: str) -> None:
+    """A process compiling beside a measuring kernel (a compile process, a kernel started ahead before its gate): the
+    token at ``path`` in the compiling role; before it lets go, what it queued on the GPU is done (CUDA work is
+    asynchronous) and the memory its allocator keeps cached is the card's again (its model's weights stay); None: no token."""
+    import torch
+
+    def done_on_the_gpu() -> None:
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+
+    use(path, COMPILING, before_release=done_on_the_gpu if device.startswith("cuda") else None)
+
+
 def let_go() -> ContextManager[None]:
     """The token released for the block where this thread holds it (``GpuToken.let_go``); nothing elsewhere."""
     return _current.let_go() if _current is not None else nullcontext()

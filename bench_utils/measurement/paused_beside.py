@@ -20,11 +20,13 @@ import fcntl
 import os
 from pathlib import Path
 import signal
+import time
 from typing import Iterator
 
 import psutil
 
 LOCK, MARKER = "pause.lock", "paused"
+STOP_WAIT_S = 0.5   # at most, for the processes a window stopped to be stopped
 
 
 class PausedBeside:
@@ -59,6 +61,7 @@ class PausedBeside:
         with self._locked():
             (self.folder / MARKER).touch()
             self.stopped_last = _signal_trees(self.registered(), signal.SIGSTOP)
+        _until_stopped(self.stopped_last)
         self.pauses += 1
         try:
             yield
@@ -81,6 +84,20 @@ class PausedBeside:
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _until_stopped(pids: list[int], wait_s: float = STOP_WAIT_S) -> None:
+    """Until every one of ``pids`` is stopped (a SIGSTOP takes effect when its process next runs, not at once), at
+    most ``wait_s``: the window's timing starts with nothing of theirs still running."""
+    deadline = time.monotonic() + wait_s
+    for pid in pids:
+        while time.monotonic() < deadline:
+            try:
+                if psutil.Process(pid).status() in (psutil.STATUS_STOPPED, psutil.STATUS_ZOMBIE):
+                    break
+            except psutil.Error:
+                break
+            time.sleep(0.001)
 
 
 def _signal_trees(pids: list[int], sig: signal.Signals) -> list[int]:

@@ -55,8 +55,9 @@ def test_a_window_stops_a_registered_process_and_its_children_and_lets_them_go_a
     process, child = busy
     beside = PausedBeside(tmp_path / "beside")
     beside.register(process.pid)
-    with beside.paused():
-        assert _status(process.pid) == psutil.STATUS_STOPPED and _status(child) == psutil.STATUS_STOPPED
+    with beside.paused():  # stopped by the time the window's block runs: no wait of the test's own
+        assert psutil.Process(process.pid).status() == psutil.STATUS_STOPPED
+        assert psutil.Process(child).status() == psutil.STATUS_STOPPED
         assert set(beside.stopped_last) == {process.pid, child}
     assert _running(process.pid) and _running(child)
     assert not (tmp_path / "beside" / MARKER).exists() and beside.pauses == 1

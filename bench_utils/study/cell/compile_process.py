@@ -88,13 +88,7 @@ def compile_cells(job: CompileJob, say: Callable[[dict[str, Any]], None]) -> Non
     settings = Settings.from_parameters(job.settings).checked()
     configure_fp32_math(settings.tf32)  # part of the cache key: as the kernel sets it
     device = torch.device(job.device)
-    def done_on_the_gpu() -> None:
-        # what this process queued is done before another measures (CUDA work is asynchronous), and the memory its
-        # allocator keeps cached is the card's again (its model's weights stay)
-        torch.cuda.synchronize(device)
-        torch.cuda.empty_cache()
-
-    gpu_token.use(job.token, gpu_token.COMPILING, before_release=done_on_the_gpu if device.type == "cuda" else None)
+    gpu_token.compile_beside(job.token, job.device)
     caches = KeptCaches(job.caches)
     with gpu_token.window("compiler warm-up"):  # this process's one-off costs, out of its first cell's figure
         warm_up_compiler(device, settings.backend)

@@ -69,14 +69,8 @@ def ready_ahead(token: Path, config: dict[str, Any], gpu_memory_gib: float | Non
     """``ready_the_device`` in a kernel started ahead, before its gate: beside the measuring kernel, as a compile
     process, holding the GPU's token (never in a measuring window); what it queued done, its allocator's cache the
     card's again, before it lets go. The compiler warm-up is then off the GPU's path too."""
-    import torch
-
-    def done_on_the_gpu() -> None:
-        torch.cuda.synchronize()
-        torch.cuda.empty_cache()
-
     token.parent.mkdir(parents=True, exist_ok=True)  # the runner's compile processes' folder, made by now or here
-    gpu_token.use(token, gpu_token.COMPILING, before_release=done_on_the_gpu if device.startswith("cuda") else None)
+    gpu_token.compile_beside(token, device)
     with gpu_token.window("kernel started ahead: memory cap and compiler warm-up"):
         ready_the_device(config, gpu_memory_gib, backend, device, compiles)
 

@@ -189,7 +189,7 @@ class Runner:
                 self.stream.write(f"[run] compile ahead: the compile processes {self.ahead.while_timing} through "
                                   f"the kernel's timed windows: {why}\n")
                 if self.starts_ahead:
-                    self.kernels_ahead = KernelsAhead.beside(self.ahead, self.out_dir, self.running)
+                    self.kernels_ahead = KernelsAhead.beside(self.ahead, self.out_dir, self.running, self.parameters)
             try:
                 with self.ahead.running() if self.ahead else nullcontext(), self.kernels_ahead or nullcontext():
                     self._pass(list(pending.cells), tally)
@@ -229,6 +229,14 @@ class Runner:
         for thread in threads:
             thread.join()  # the lease is held until every worker has stopped
         progress.close()
+
+    def parameters(self, group: KernelGroup, progress_path: Path) -> dict[str, Any]:
+        """The task notebook's parameters for a kernel of ``group`` in this run (``notebook_parameters``): one started
+        now or one started ahead alike."""
+        return notebook_parameters(group, self.results_path, str(self.run_id), progress_path,
+                                   compile_ahead=self.ahead is not None,
+                                   pause_compiles=self.ahead is not None and self.ahead.pausing,
+                                   keep_compiles=keeps_compiles(self.grid.cells))
 
     def _work(self, groups: queue.Queue, device: str, tally: RunOutcome, progress: ProgressView) -> None:
         if self.kernels_ahead:  # the one worker (``compile_ahead.wanted``): its next group's kernel, started ahead
@@ -297,10 +305,7 @@ class Runner:
         progress_path.unlink(missing_ok=True)
         watch = KernelWatch(self.results_path, progress_path, cells, self._size(), self.timeout,
                             self.stop.requested.is_set, on_record)
-        parameters = notebook_parameters(this_kernel, self.results_path, str(self.run_id), progress_path,
-                                         compile_ahead=self.ahead is not None,
-                                         pause_compiles=self.ahead is not None and self.ahead.pausing,
-                                         keep_compiles=keeps_compiles(self.grid.cells))
+        parameters = self.parameters(this_kernel, progress_path)
         progress.start(cells[0], device)
         log_path: Path | None
         failure: str | None = None

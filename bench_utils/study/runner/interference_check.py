@@ -136,7 +136,7 @@ def verdict(found: list[dict[str, Any]]) -> dict[str, Any]:
     """The check's effects and verdict from its rounds: those whose compile processes kept at least
     ``MIN_BESIDE_CORES`` busy while compiling (a round beside processes that waited tells nothing)."""
     counted = [entry for entry in found if entry["processes"] > 0
-               and entry["compiling"].get("beside_cores", 1.0) >= MIN_BESIDE_CORES]
+               and entry["compiling"]["beside_cores"] >= MIN_BESIDE_CORES]
     if len(counted) < 2:
         return {"verdict": "unclear", "reason": f"{len(counted)} of {len(found)} round(s) had compile processes busy "
                 f"beside (at least {MIN_BESIDE_CORES} of a core)", "effects": {}}

@@ -31,7 +31,7 @@ from ..start_gate import gate_path, write_gate
 from .clean_stop import RunningProcesses
 from ...measurement.paused_beside import PausedBeside
 from .compile_ahead import CompileAhead
-from .papermill_execution import StartedKernel, notebook_parameters, start_papermill, wait_for_papermill
+from .papermill_execution import StartedKernel, start_papermill, wait_for_papermill
 
 UNUSED_LOG = "{group}.unused-ahead.log"
 
@@ -63,8 +63,11 @@ class KernelsAhead:
     is ended when the next kernel starts, or at the end of the ``with`` block (``end_all``)."""
 
     def __init__(self, out_dir: Path, running: RunningProcesses, ahead_cpus: set[int], measuring_cpus: set[int],
-                 next_group: Callable[[], KernelGroup | None] = lambda: None, beside: PausedBeside | None = None):
+                 next_group: Callable[[], KernelGroup | None] = lambda: None, beside: PausedBeside | None = None,
+                 parameters: Callable[[KernelGroup, Path], dict[str, Any]] | None = None):
         self.out_dir, self.running = out_dir, running
+        # the runner's notebook parameters of a group's first kernel (``Runner.parameters``), for the one started ahead
+        self.parameters = parameters
         # until its gate opens a kernel started ahead is one more process beside the measuring kernel: stopped with
         # the compile processes through its timed windows, where they pause (``compile_ahead``)
         self.paused_beside = beside
@@ -74,9 +77,12 @@ class KernelsAhead:
         self._lock = threading.Lock()
 
     @classmethod
-    def beside(cls, ahead: CompileAhead, out_dir: Path, running: RunningProcesses) -> "KernelsAhead":
-        """Kernels started ahead on the compile processes' cores, run on the measuring kernel's."""
-        return cls(out_dir, running, set().union(*ahead.compile_cpus), ahead.measuring_cpus, beside=ahead.beside)
+    def beside(cls, ahead: CompileAhead, out_dir: Path, running: RunningProcesses,
+               parameters: Callable[[KernelGroup, Path], dict[str, Any]]) -> "KernelsAhead":
+        """Kernels started ahead on the compile processes' cores, run on the measuring kernel's, with the runner's
+        ``parameters``."""
+        return cls(out_dir, running, set().union(*ahead.compile_cpus), ahead.measuring_cpus, beside=ahead.beside,
+                   parameters=parameters)
 
     def __enter__(self) -> "KernelsAhead":
         return self
@@ -118,7 +124,7 @@ class KernelsAhead:
                 move_tree(started.process.pid, self.measuring_cpus)  # first: its first touch of the device is there
                 write_gate(gate_path(out_dir, group.group_id), parameters["only_cells"])
             try:
-                self._start_next(device, parameters, out_dir)
+                self._start_next(device, out_dir)
             except Exception:  # never the measuring kernel's failure: the next group's kernel then starts as ever
                 pass
         except BaseException:  # never leave a kernel behind the runner's back
@@ -129,7 +135,7 @@ class KernelsAhead:
         finally:
             gate_path(out_dir, group.group_id).unlink(missing_ok=True)
 
-    def _start_next(self, device: str, parameters: dict[str, Any], out_dir: Path) -> None:
+    def _start_next(self, device: str, out_dir: Path) -> None:
         """The next group's kernel, started with a gate on the cores apart from the measuring ones."""
         following = self.next_group()
         with self._lock:
@@ -137,11 +143,9 @@ class KernelsAhead:
                 return
         gate = gate_path(out_dir, following.group_id)
         gate.unlink(missing_ok=True)
-        progress = out_dir / "logs" / f"{following.group_id}.1.progress"
-        nested = notebook_parameters(following, PROJECT_ROOT / parameters["results_path"], parameters["run_id"],
-                                     progress, compile_ahead=parameters["compile_ahead"],
-                                     keep_compiles=parameters["keep_compiles"],
-                                     pause_compiles=bool(parameters["settings"].get("pause_compiles")))
+        if self.parameters is None:
+            return
+        nested = self.parameters(following, out_dir / "logs" / f"{following.group_id}.1.progress")
         nested["start_gate"] = os.path.relpath(gate, PROJECT_ROOT)
         started = start_papermill(following, device, nested, out_dir, cpus=self.ahead_cpus, running=self.running)
         with self._lock:

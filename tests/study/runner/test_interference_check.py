@@ -93,7 +93,7 @@ def test_the_rounds_time_both_conditions_in_random_order_with_the_processes_stop
 def test_a_check_with_no_process_busy_beside_cannot_pass():
     rounds = [{"order": ["paused", "compiling"], "processes": 0,
                "paused": {"eager": 1.0, "compiled": 0.5, "speedup": 2.0},
-               "compiling": {"eager": 1.0, "compiled": 0.5, "speedup": 2.0}}] * 4
+               "compiling": {"eager": 1.0, "compiled": 0.5, "speedup": 2.0, "beside_cores": 1.0}}] * 4
     assert verdict(rounds)["verdict"] == "unclear"
     counted = [{**entry, "processes": 1} for entry in rounds]
     assert verdict(counted)["verdict"] == "pass" and verdict(counted)["rounds_counted"] == 4

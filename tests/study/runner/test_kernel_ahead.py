@@ -109,9 +109,9 @@ def test_until_its_gate_opens_a_kernel_started_ahead_is_paused_with_the_compile_
     monkeypatch.setattr(kernel_ahead, "start_papermill", lambda group, *args, **kwargs: started)
     monkeypatch.setattr(kernel_ahead, "wait_for_papermill", lambda *args, **kwargs: (0, started.log_path))
     beside = PausedBeside(tmp_path / "beside")
-    ahead = KernelsAhead(tmp_path, RunningProcesses(), {1}, {0}, next_group=lambda: second, beside=beside)
-    parameters = {"only_cells": [["eager", 1]], "results_path": "r.jsonl", "run_id": "x", "compile_ahead": True,
-                  "keep_compiles": False, "settings": {"pause_compiles": True}}
+    parameters = {"only_cells": [["eager", 1]]}
+    ahead = KernelsAhead(tmp_path, RunningProcesses(), {1}, {0}, next_group=lambda: second, beside=beside,
+                         parameters=lambda group, progress: dict(parameters))
     try:
         ahead.execute(first, "cpu", parameters, tmp_path, lambda: False, 1)  # the first kernel starts the next's
         assert beside.registered() == [booting.pid]  # one more process beside the measuring kernel, for now
