@@ -134,7 +134,38 @@ def use(path: str | os.PathLike | None, role: str, before_release: Callable[[], 
     from torch._inductor.runtime import benchmarking
 
     _current = GpuToken(Path(path), role, before_release, pause) if path else None
-    benchmarking.set_gpu_benchmark_lock_context((lambda: window("inductor benchmark")) if path else None)
+    lock_inductor_benchmarks(benchmarking, (lambda: window("inductor benchmark")) if path else None)
+
+
+# what torch's benchmarker runs on the GPU: the methods a lock must hold where torch has no hook for one
+BENCHMARK_METHODS = ("benchmark_gpu", "benchmark_gpu_with_cuda_graph")
+
+
+def lock_inductor_benchmarks(benchmarking: Any, lock: Callable[[], ContextManager] | None) -> str:
+    """Hold ``lock`` (a context manager's factory; None: none) around every GPU benchmark Inductor runs in this
+    process. torch's hook for a harness's lock (``set_gpu_benchmark_lock_context``) where it has one; an older
+    torch (2.11, the H200 image's) has none, and there the one ``benchmarker`` every caller imports has its GPU
+    methods wrapped on the instance (its class's own calls between them stay unlocked, as the hook leaves them).
+    Says which: "hook", "wrapped" or "none" (no benchmarker to wrap)."""
+    if hasattr(benchmarking, "set_gpu_benchmark_lock_context"):
+        benchmarking.set_gpu_benchmark_lock_context(lock)
+        return "hook"
+    benchmarker = getattr(benchmarking, "benchmarker", None)
+    if benchmarker is None:
+        return "none"
+    for name in BENCHMARK_METHODS:
+        vars(benchmarker).pop(name, None)  # an earlier lock's wrapper: the class's method again
+        method = getattr(benchmarker, name, None)
+        if lock is not None and method is not None:
+            setattr(benchmarker, name, _locked(method, lock))
+    return "wrapped"
+
+
+def _locked(method: Callable[..., Any], lock: Callable[[], ContextManager]) -> Callable[..., Any]:
+    def locked(*args: Any, **kwargs: Any) -> Any:
+        with lock():
+            return method(*args, **kwargs)
+    return locked
 
 
 def measure_beside_compiles(path: str | os.PathLike | None, device: str, pause: bool = False) -> str | None:

@@ -100,3 +100,61 @@ def _settled_status(pid: int, wait_s: float = 1.0) -> str:
     while (status := psutil.Process(pid).status()) != psutil.STATUS_STOPPED and time.monotonic() < deadline:
         time.sleep(0.02)
     return status
+
+
+class _Benchmarker:
+    """torch's benchmarker as an older torch has it: GPU methods, the one calling the other through ``self``."""
+
+    def __init__(self):
+        self.calls = []
+
+    def benchmark_gpu(self, fn):
+        self.calls.append(("gpu", LOCK.held))
+        return fn()
+
+    def benchmark_gpu_with_cuda_graph(self, fn):
+        self.calls.append(("graph", LOCK.held))
+        return self.benchmark_gpu(fn)
+
+
+class _Lock:
+    held = 0
+
+    def __call__(self):
+        from contextlib import contextmanager
+
+        @contextmanager
+        def held():
+            self.held += 1
+            try:
+                yield
+            finally:
+                self.held -= 1
+        return held()
+
+
+LOCK = _Lock()
+
+
+def test_without_torchs_hook_the_benchmarkers_gpu_methods_run_under_the_lock_and_unwrap_when_it_goes():
+    import types
+    benchmarking = types.SimpleNamespace(benchmarker=_Benchmarker())  # torch 2.11: no set_gpu_benchmark_lock_context
+    assert gpu_token.lock_inductor_benchmarks(benchmarking, LOCK) == "wrapped"
+    assert benchmarking.benchmarker.benchmark_gpu(lambda: 7) == 7
+    benchmarking.benchmarker.benchmark_gpu_with_cuda_graph(lambda: 8)
+    assert benchmarking.benchmarker.calls == [("gpu", 1), ("graph", 1), ("gpu", 2)]  # nested: the lock nests
+    assert gpu_token.lock_inductor_benchmarks(benchmarking, LOCK) == "wrapped"  # twice: wrapped once, not twice
+    benchmarking.benchmarker.benchmark_gpu(lambda: 0)
+    assert benchmarking.benchmarker.calls[-1] == ("gpu", 1)
+    gpu_token.lock_inductor_benchmarks(benchmarking, None)
+    benchmarking.benchmarker.benchmark_gpu(lambda: 0)
+    assert benchmarking.benchmarker.calls[-1] == ("gpu", 0)
+    assert gpu_token.lock_inductor_benchmarks(types.SimpleNamespace(), LOCK) == "none"
+
+
+def test_with_torchs_hook_the_lock_is_given_to_it():
+    import types
+    given = []
+    benchmarking = types.SimpleNamespace(set_gpu_benchmark_lock_context=given.append, benchmarker=_Benchmarker())
+    assert gpu_token.lock_inductor_benchmarks(benchmarking, LOCK) == "hook"
+    assert given == [LOCK] and "benchmark_gpu" not in vars(benchmarking.benchmarker)
