@@ -36,6 +36,9 @@ HOST_STUDY_ROOT = "/tmp/study"
 SCRUBS = [
     (re.compile(r"/[\w.+-]+(?:/[\w.+-]+)*/site-packages"), "<site-packages>"),
     (re.compile(r"/tmp/pytest-of-[\w.-]+"), "<pytest-tmp>"),
+    # the lease's own packages (gpu_lease.sh installs the wheels with pip --target $T/site) and the image's Python
+    (re.compile(r"/tmp/site(?=[/\s\"'])"), "<site-packages>"),
+    (re.compile(r"/[\w.+-]+(?:/[\w.+-]+)*/bin/python[\d.]*(?=[\s\"',])"), "<python>"),
     (re.compile(r"/(?:root|home/[\w.-]+)(?=[/\s\"'])"), "~"),
 ]
 

@@ -70,3 +70,14 @@ def test_an_archive_brings_its_study_and_its_lease_files_back_and_leaves_the_hos
 def test_an_archive_of_two_studies_is_refused(tmp_path):
     with pytest.raises(SystemExit, match="2 study folders"):
         bring_back.bring_back_archive(lease_archive(tmp_path, ("a", "b")), tmp_path / "dest", "lease-x")
+
+
+def test_the_leases_own_packages_and_the_images_python_are_scrubbed_as_what_they_are():
+    # what the first pipelined lease's logs held: papermill from the wheels gpu_lease.sh installs into /tmp/site,
+    # and the image's interpreter in a failed subprocess's command line
+    text = ('  File "/tmp/site/papermill/cli.py", line 235\n'
+            "popenargs = (['/opt/torch/.venv/bin/python3', '-m', 'x'],)\n"
+            "/usr/bin/python3.12 -c pass\n/tmp/sitewide stays\n")
+    assert bring_back.scrub_host_paths(text) == ('  File "<site-packages>/papermill/cli.py", line 235\n'
+                                                 "popenargs = (['<python>', '-m', 'x'],)\n"
+                                                 "<python> -c pass\n/tmp/sitewide stays\n")
