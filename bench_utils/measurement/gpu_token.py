@@ -27,7 +27,7 @@ import threading
 import time
 from typing import Any, Callable, ContextManager, Iterable, Iterator
 
-from .paused_beside import PausedBeside
+from .paused_beside import PausedBeside, pauses
 
 MEASURING, COMPILING = "measuring", "compiling"   # the holders' roles
 TOKEN_FILE = "gpu.token"                          # its file, in the kept caches' folder of a study
@@ -47,6 +47,7 @@ class GpuToken:
         self.path, self.role, self.before_release = Path(path), role, before_release
         self.pause = pause                  # the processes beside, stopped through each timed window (``PAUSED_FOR``)
         self.waited_s = 0.0                 # in all, waiting for another process to release it
+        self.waits: list[tuple[float, float]] = []  # each wait's start and end (``CLOCK_MONOTONIC``)
         self._thread = threading.RLock()    # one thread of the process holds it at a time, for its whole holding
         self._local = threading.local()     # per thread: how deep in windows, and the open holding
         self._handle: Any = None
@@ -100,6 +101,7 @@ class GpuToken:
         fcntl.flock(self._handle, fcntl.LOCK_EX)
         start = time.monotonic()
         self.waited_s += start - asked
+        self.waits.append((asked, start))
         self._holding = {"role": self.role, "pid": os.getpid(), "what": what, "waited_s": round(start - asked, 6),
                          "start": start}
 
@@ -201,6 +203,62 @@ def let_go() -> ContextManager[None]:
 def window(what: str) -> ContextManager[None]:
     """The token held for ``what`` where this process uses one; nothing where it does not."""
     return _current.held(what) if _current is not None else nullcontext()
+
+
+@contextmanager
+def window_between_compiles(what: str) -> Iterator[None]:
+    """The token held for ``what`` but let go from each of dynamo's compilations' start to its end (tracing, code
+    generation: the CPU's work; Inductor's GPU benchmarks in it take the token themselves), held for the rest (the
+    compiled code's runs, the eager code between graph breaks, a CUDA graph's recording): how a process compiling
+    beside a measuring kernel compiles. Registered inside the block's dynamo reset, not before it: a reset clears
+    dynamo's callbacks (``variants.compile_cost`` runs its calls inside one)."""
+    from torch._dynamo.callback import callback_handler
+
+    open_: list[Any] = []
+
+    def start(_: Any) -> None:
+        released = let_go()
+        released.__enter__()
+        open_.append(released)
+
+    def end(_: Any) -> None:
+        if open_:
+            open_.pop().__exit__(None, None, None)
+
+    with window(what):
+        callback_handler.register_start_callback(start)
+        callback_handler.register_end_callback(end)
+        try:
+            yield
+        finally:
+            for callbacks, callback in ((callback_handler.start_callbacks, start),
+                                        (callback_handler.end_callbacks, end)):
+                if callback in callbacks:
+                    callbacks.remove(callback)
+
+
+def not_running_s(start: float, end: float) -> float:
+    """Seconds of ``start``..``end`` (``time.monotonic``) in which this process could not run what it timed: waiting
+    for the token, or, in the compiling role, stopped by a measuring kernel's pause (``paused_beside.pauses``): the
+    union of both, so that a wait while stopped counts once. 0 where it uses no token. A compile's figure takes
+    them out: neither is what the compile costs."""
+    if _current is None or end <= start:
+        return 0.0
+    spans = list(_current.waits)
+    if _current.role == COMPILING:
+        spans += pauses(_current.path.with_name(PAUSE_FOLDER))
+    return covered_s(spans, start, end)
+
+
+def covered_s(spans: Iterable[tuple[float, float]], start: float, end: float) -> float:
+    """The length of ``start``..``end`` that the union of ``spans`` covers."""
+    total, reached = 0.0, start
+    for span_start, span_end in sorted(spans):
+        span_start, span_end = max(span_start, reached), min(span_end, end)
+        if span_end > span_start:
+            total += span_end - span_start
+            reached = span_end
+    return total
 
 
 def waited_s() -> float:

@@ -11,12 +11,17 @@ The processes are files in a folder (``<pid>``), which the runner writes as it s
 the window's marker (``paused``) says a window is open, and one lock around "mark and stop" and "register and
 stop if marked" leaves no process running through a window. A kernel that dies inside a window leaves its processes
 stopped: the runner lets them go after every kernel (``resume``).
+
+Each window's pause is one line of ``pauses.log`` in the folder (its start and end on ``CLOCK_MONOTONIC``, one clock
+for every process): a stopped compile process makes no progress, and what it measures of its own compile takes
+its pauses out (``pauses``, ``gpu_token.not_running_s``).
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
 import fcntl
+import json
 import os
 from pathlib import Path
 import signal
@@ -25,7 +30,7 @@ from typing import Iterator
 
 import psutil
 
-LOCK, MARKER = "pause.lock", "paused"
+LOCK, MARKER, PAUSES_LOG = "pause.lock", "paused", "pauses.log"
 STOP_WAIT_S = 0.5   # at most, for the processes a window stopped to be stopped
 
 
@@ -59,6 +64,7 @@ class PausedBeside:
         """Every registered process (and its children) stopped for the block, then let go on."""
         self.folder.mkdir(parents=True, exist_ok=True)
         with self._locked():
+            started = time.monotonic()  # from the first signal: a process may stop before the others are signalled
             (self.folder / MARKER).touch()
             self.stopped_last = _signal_trees(self.registered(), signal.SIGSTOP)
         _until_stopped(self.stopped_last)
@@ -67,6 +73,8 @@ class PausedBeside:
             yield
         finally:
             self.resume()
+            with open(self.folder / PAUSES_LOG, "a", encoding="utf-8") as log:  # one line, one write: never torn
+                log.write(json.dumps({"start": started, "end": time.monotonic()}) + "\n")
 
     def resume(self) -> None:
         """No window open: every registered process (and its children) let go on (a stopped one or not)."""
@@ -84,6 +92,22 @@ class PausedBeside:
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def pauses(folder: str | os.PathLike) -> list[tuple[float, float]]:
+    """The windows' pauses logged in ``folder``, as (start, end) on ``CLOCK_MONOTONIC`` (a torn line left out)."""
+    found = []
+    try:
+        lines = (Path(folder) / PAUSES_LOG).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        try:
+            entry = json.loads(line)
+            found.append((float(entry["start"]), float(entry["end"])))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return found
 
 
 def _until_stopped(pids: list[int], wait_s: float = STOP_WAIT_S) -> None:

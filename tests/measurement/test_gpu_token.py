@@ -158,3 +158,31 @@ def test_with_torchs_hook_the_lock_is_given_to_it():
     benchmarking = types.SimpleNamespace(set_gpu_benchmark_lock_context=given.append, benchmarker=_Benchmarker())
     assert gpu_token.lock_inductor_benchmarks(benchmarking, LOCK) == "hook"
     assert given == [LOCK] and "benchmark_gpu" not in vars(benchmarking.benchmarker)
+
+
+def test_covered_seconds_count_overlapping_spans_once_and_only_inside_the_interval():
+    assert gpu_token.covered_s([], 0, 10) == 0
+    assert gpu_token.covered_s([(1, 3), (2, 5), (7, 8)], 0, 10) == 5  # 1..5 and 7..8
+    assert gpu_token.covered_s([(-5, 2), (9, 20)], 0, 10) == 3         # clipped at both ends
+    assert gpu_token.covered_s([(4, 6), (1, 2)], 3, 5) == 1            # unsorted; one outside
+
+
+def test_a_compile_process_counts_its_pauses_and_token_waits_as_not_running_a_measuring_kernel_its_waits(tmp_path):
+    path = tmp_path / gpu_token.TOKEN_FILE
+    beside = PausedBeside(tmp_path / gpu_token.PAUSE_FOLDER)
+    try:
+        gpu_token.use(path, COMPILING)
+        start = time.monotonic()
+        with beside.paused():  # a measuring kernel's pause, as the compile process reads it from the log
+            time.sleep(0.1)
+        with gpu_token.window("compiling calls"):
+            pass
+        gpu_token._current.waits.append((start + 0.05, start + 0.15))  # a wait that overlaps the pause
+        end = start + 0.3
+        assert 0.14 <= gpu_token.not_running_s(start, end) <= 0.16  # the pause's ~0.1 s, the wait's 0.05 s more
+        assert gpu_token.not_running_s(end, end + 1) == 0.0
+        gpu_token.use(path, MEASURING)  # the measuring kernel: the pauses are its own, not time it was stopped
+        assert gpu_token.not_running_s(start, end) == 0.0
+    finally:
+        gpu_token.use(None, MEASURING)
+    assert gpu_token.not_running_s(0, 10) == 0.0

@@ -92,3 +92,21 @@ def test_a_process_gone_meanwhile_is_left_out(tmp_path):
     beside.register(gone.pid)
     with beside.paused():
         assert beside.stopped_last == []
+
+
+def test_each_windows_pause_is_logged_on_the_monotonic_clock_and_read_back(tmp_path):
+    from bench_utils.measurement.paused_beside import PAUSES_LOG, pauses
+
+    beside = PausedBeside(tmp_path / "b")
+    before = time.monotonic()
+    with beside.paused():
+        time.sleep(0.05)
+    with beside.paused():
+        pass
+    after = time.monotonic()
+    logged = pauses(tmp_path / "b")
+    assert len(logged) == 2 and before <= logged[0][0] and logged[0][1] - logged[0][0] >= 0.05
+    assert logged[0][1] <= logged[1][0] <= logged[1][1] <= after
+    with open(tmp_path / "b" / PAUSES_LOG, "a") as log:
+        log.write('{"start": 1.0, "en')  # a kernel killed mid-write: its half line left out
+    assert pauses(tmp_path / "b") == logged and pauses(tmp_path / "none") == []

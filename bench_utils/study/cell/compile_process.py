@@ -7,8 +7,9 @@ float32 math and Inductor configuration) and compiles each of its cells cold, ex
 (``variants.kept_caches``). Its cold figures go into ``cold.json``, named by the process that measured them; the
 kernel then finds them and compiles the cell warm (its record: ``compile.cold_measured_in``).
 
-The GPU is shared by a token (``measurement.gpu_token``): this process holds it through its compiler warm-up, the
-model's and inputs' move to the device, an eager call, and its compiling calls (the compiled code's runs, the eager
+The GPU is shared by a token (``measurement.gpu_token``): this process holds it through the running parts of its compiler
+warm-up, the model's and inputs' move to the device (the model built on the host first, without it), an eager call,
+and its compiling calls (the compiled code's runs, the eager
 code between graph breaks, Triton's autotuning, a CUDA graph's recording), letting it go from the start to the end
 of each of dynamo's compilations (tracing, code generation: most of a compile, the CPU's work), in which Inductor's
 GPU benchmarks take it themselves (torch's hook for a harness's GPU lock,
@@ -24,51 +25,19 @@ Run as ``python -m bench_utils.study.cell.compile_process JOB.json`` (the job: `
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 import json
 import os
 import sys
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, ContextManager
 
 from ...measurement import gpu_token
 from ..compile_job import CompileJob
 
 
-@contextmanager
-def _token_let_go_while_dynamo_compiles() -> Iterator[None]:
-    """Inside a window: the token let go from each of dynamo's compilations' start to its end (tracing, code
-    generation: the CPU's work; Inductor's GPU benchmarks in it take the token themselves), held for the rest (the
-    compiled code's runs, the eager code between graph breaks, a CUDA graph's recording). Registered after the
-    dynamo reset that precedes the compile: a reset clears dynamo's callbacks."""
-    from torch._dynamo.callback import callback_handler
-
-    open_: list[Any] = []
-
-    def start(_: Any) -> None:
-        released = gpu_token.let_go()
-        released.__enter__()
-        open_.append(released)
-
-    def end(_: Any) -> None:
-        if open_:
-            open_.pop().__exit__(None, None, None)
-
-    callback_handler.register_start_callback(start)
-    callback_handler.register_end_callback(end)
-    try:
-        yield
-    finally:
-        for callbacks, callback in ((callback_handler.start_callbacks, start), (callback_handler.end_callbacks, end)):
-            if callback in callbacks:
-                callbacks.remove(callback)
-
-
-@contextmanager
-def _compiling_calls() -> Iterator[None]:
+def _compiling_calls() -> ContextManager[None]:
     """The compiling calls under the token, let go while dynamo compiles."""
-    with gpu_token.window("compiling calls"), _token_let_go_while_dynamo_compiles():
-        yield
+    return gpu_token.window_between_compiles("compiling calls")
 
 
 def compile_cells(job: CompileJob, say: Callable[[dict[str, Any]], None]) -> None:
@@ -83,18 +52,22 @@ def compile_cells(job: CompileJob, say: Callable[[dict[str, Any]], None]) -> Non
     from ...variants.inductor_config import inductor_configuration
     from ...variants.kept_caches import KeptCaches, kept_cell
     from ...variants.precision import configure_fp32_math
-    from ...zoo.loading import load
+    from ...zoo.loading import built_on_host, placed
 
     settings = Settings.from_parameters(job.settings).checked()
     configure_fp32_math(settings.tf32)  # part of the cache key: as the kernel sets it
     device = torch.device(job.device)
     gpu_token.compile_beside(job.token, job.device)
     caches = KeptCaches(job.caches)
-    with gpu_token.window("compiler warm-up"):  # this process's one-off costs, out of its first cell's figure
+    # this process's one-off costs, out of its first cell's figure; the token only while it runs code (the first
+    # pipelined H200 lease: held through the whole warm-up, it kept the measuring kernel waiting)
+    with gpu_token.window_between_compiles("compiler warm-up"):
         warm_up_compiler(device, settings.backend)
-    with gpu_token.window("model load"):
-        loaded = load(job.model, weights=settings.weights, dtype=job.dtype, device=job.device, task=job.task,
-                      seed=settings.seed, memory_format=settings.memory_format)
+    # built on the host without the token (the CPU's work: seconds for a large model), then placed under it
+    host = built_on_host(job.model, weights=settings.weights, dtype=job.dtype, device=job.device, task=job.task,
+                         seed=settings.seed, memory_format=settings.memory_format)
+    with gpu_token.window("model placement"):
+        loaded = placed(host)
     for mode, batch_size in job.cells:
         kept = kept_cell(caches, job.task, job.model, int(batch_size), mode, settings, job.dtype, job.device)
         started = time.perf_counter()

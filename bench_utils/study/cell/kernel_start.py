@@ -71,7 +71,9 @@ def ready_ahead(token: Path, config: dict[str, Any], gpu_memory_gib: float | Non
     card's again, before it lets go. The compiler warm-up is then off the GPU's path too."""
     token.parent.mkdir(parents=True, exist_ok=True)  # the runner's compile processes' folder, made by now or here
     gpu_token.compile_beside(token, device)
-    with gpu_token.window("kernel started ahead: memory cap and compiler warm-up"):
+    # the token let go while dynamo compiles the warm-up's tiny model (the CPU's work): the first pipelined H200
+    # lease's kernels waited on it
+    with gpu_token.window_between_compiles("kernel started ahead: memory cap and compiler warm-up"):
         ready_the_device(config, gpu_memory_gib, backend, device, compiles)
 
 
