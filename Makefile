@@ -137,7 +137,8 @@ lab: setup
 	@echo "[lab] JupyterLab on $(CURDIR), kernel \"Python (bench-utils)\"; open the URL below."
 	@echo "[lab] on a remote machine: ssh -N -L $(LAB_PORT):localhost:$(LAB_PORT) USER@HOST from yours first."
 	$(PY) -m jupyterlab --no-browser --ip=127.0.0.1 --port=$(LAB_PORT) --ServerApp.root_dir="$(CURDIR)" \
-		--MultiKernelManager.default_kernel_name=bench-utils $(if $(filter 0,$(shell id -u)),--allow-root)
+		--MultiKernelManager.default_kernel_name=bench-utils $(if $(filter 0,$(shell id -u)),--allow-root) \
+		--ServerApp.jpserver_extensions bench_utils.lab_sessions=True
 
 env: setup
 	$(PY) -m bench_utils env

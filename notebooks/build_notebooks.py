@@ -121,18 +121,19 @@ explore.metadata = dict(METADATA)
 explore.cells = [
     new_markdown_cell(
         "# Explore torch.compile study results\n\n"
-        "Point `results_paths` at one or more study folders (`reports/<study>/`) or `results.jsonl` "
-        "files; several are merged, the latest record of each cell winning. The notebook shows a "
-        "summary, then one slice (device, batch size, compile mode and dtype): latency, speed-up "
-        "with its 95 % interval, compile cost and memory; then two environments (two GPUs, or two "
-        "torch versions) side by side, with the regressions in red.\n\n"
-        "In JupyterLab, the controls under each view redraw it; under papermill, the parameters "
-        "name the slice (`papermill notebooks/explore.ipynb out.ipynb -p results_paths "
-        "reports/a,reports/b -p batch_size 16`). The default is a small example checked in with "
-        "the project, so that Run All works on a fresh clone. All logic lives in "
-        "`bench_utils.report.explorer`."),
+        "Run all cells (Run > Run All Cells). Then pick the studies to look at in the **Studies** list above the "
+        "summary: the example, every study under `reports/` (the published ones and those your `make report` "
+        "wrote), several at once to merge them (Ctrl- or Shift-click), the latest record of each cell winning. "
+        "The notebook shows a summary, then one slice (device, batch size, compile mode and dtype): latency, "
+        "speed-up with its 95 % interval, compile cost and memory; then two environments (two GPUs, or two torch "
+        "versions) side by side, with the regressions in red.\n\n"
+        "The controls under each view redraw it, and offer only what was measured. Under papermill, the "
+        "parameters name the studies and the slice (`papermill notebooks/explore.ipynb out.ipynb -p "
+        "results_paths reports/a,reports/b -p batch_size 16`). The default is a small example checked in with "
+        "the project (two models, two batch sizes, two compiled modes, two dtypes, measured on a CPU), so that "
+        "every control can be tried on a fresh clone. All logic lives in `bench_utils.report.explorer`."),
     new_code_cell(
-        'results_paths: list = ["notebooks/examples/cpu-quick.jsonl"]  # study folders or results.jsonl files, relative to the project root (several merge; also "a,b")\n'
+        'results_paths: list = ["notebooks/examples/explore-example.jsonl"]  # study folders or results.jsonl files, relative to the project root (several merge; also "a,b"); the Studies list picks others\n'
         'environment: str = ""  # device to show, as the summary names it (with the torch version where several); empty: the first\n'
         "batch_size: int = 0  # batch size to show; 0: the smallest measured\n"
         'compile_mode: str = ""  # compiled mode shown against eager (default, reduce-overhead, max-autotune, ...); empty: the first of those measured\n'
@@ -140,18 +141,19 @@ explore.cells = [
         'baseline: str = ""  # environment the comparison starts from; empty: the first\n'
         'candidate: str = ""  # environment compared with it; empty: the next one\n'
         "tolerance: float = 0.10  # a lower speed-up is a regression only beyond this fraction (and outside its interval)\n"
-        "controls: bool = True  # ipywidgets under each view to pick another (a live kernel); papermill draws what the parameters name (False: no inert controls saved)\n",
+        'language: str = "en"  # the tables\' words: en, ar or es\n'
+        "controls: bool = True  # the study picker and ipywidgets under each view (a live kernel); papermill draws what the parameters name (False: no inert controls saved)\n",
         metadata={"tags": ["parameters"]}),
     new_code_cell(
         "from bench_utils.report.explorer import Explorer\n\n"
-        "explorer = Explorer(results_paths)\n"
-        "explorer.summary()"),
+        "explorer = Explorer(results_paths, language)\n"
+        "explorer.summary(controls=controls)"),
     new_markdown_cell("## One slice\n\nLatencies are means of the timed runs; the speed-up is measured "
-                      "against eager in random-order pairs of blocks, with its paired 95 % interval; `parity` is the "
-                      "accuracy gate."),
+                      "against eager in random-order pairs of blocks, with its paired 95 % interval; the accuracy "
+                      "gate compares the compiled outputs with eager's and a float64 reference."),
     new_code_cell("explorer.show(environment or None, batch_size or None, compile_mode or None, dtype or None,\n"
                   "              controls=controls)"),
-    new_markdown_cell("## Two environments\n\nShown when the results hold more than one device or torch "
+    new_markdown_cell("## Two environments\n\nShown when the studies picked hold more than one device or torch "
                       "version."),
     new_code_cell("explorer.compare(baseline or None, candidate or None, tolerance, controls=controls)"),
 ]

@@ -1,20 +1,25 @@
-"""What ``notebooks/explore.ipynb`` shows: one or more studies, a slice picked by the reader,
-and two environments compared.
+"""What ``notebooks/explore.ipynb`` shows: one or more studies picked by the reader, a slice of them, and two
+environments compared.
 
 Each view is drawn as one HTML output with a display id. Under papermill that output is the
-whole story (the slice the parameters name); in a live kernel, ipywidgets controls below it
-redraw it in place, so the notebook reads the same either way and needs no detection of who
-runs it. Selection logic is in ``selection``, the comparison in ``regressions``.
+whole story (the slice the parameters name); in a live kernel, ipywidgets controls redraw it in
+place: a study picker above the summary (``study_choices``: the published studies, the user's, the
+examples) redraws every view, and the controls under a view redraw that view. So the notebook reads
+the same either way and needs no detection of who runs it. A control offers only what draws something
+(``selection.options``). Selection logic is in ``selection``, the tables' words in ``explorer_tables``,
+the comparison in ``regressions``.
 """
 
 from __future__ import annotations
 
 import base64
 from collections import Counter
+from dataclasses import replace
 import html
 import os
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
+import warnings
 
 from IPython.display import HTML, display
 from matplotlib.figure import Figure
@@ -22,14 +27,15 @@ import numpy as np
 import pandas as pd
 
 from ..errors import UserError
-from ..records.results_file import skipped_lines_said
-from . import geometric_means, plots, regressions, selection as slices, tables, why
-from ..records.results_file import check_readable
-from .frame import frame, latest_records, project_paths, results_files
+from ..records.results_file import check_readable, skipped_lines_said
+from . import explorer_tables as views, geometric_means, plots, regressions, selection as slices, why
+from .frame import DuplicateCellWarning, frame, latest_records, project_paths, results_files
 from .i18n import Catalog
 from .markdown import markdown_html
+from .study_choices import relative, study_choices
 
 FIELDS = ("environment", "batch_size", "mode", "dtype")
+FIELD_HEADERS = {"environment": "col_environment", "batch_size": "col_batch", "mode": "col_mode", "dtype": "col_dtype"}
 
 
 def speedup_figure(table: pd.DataFrame, title: str) -> Figure:
@@ -54,49 +60,112 @@ def speedup_figure(table: pd.DataFrame, title: str) -> Figure:
 
 
 def figure_html(figure: Figure) -> str:
-    return f'<img src="data:image/png;base64,{base64.b64encode(plots.png_bytes(figure)).decode()}"/>'
-
-
-def table_html(table: pd.DataFrame) -> str:
-    if table.empty:
-        return "<p>nothing measured here</p>"
-    # escape: its names are the records' (a Styler shows its cells as HTML otherwise)
-    return table.style.format(precision=3, na_rep="–", escape="html").hide(axis="index").to_html()
+    return (f'<img style="max-width: 100%" '
+            f'src="data:image/png;base64,{base64.b64encode(plots.png_bytes(figure)).decode()}"/>')
 
 
 class Explorer:
-    """The records of the given study folders or results.jsonl files (latest record per cell)."""
+    """The records of the given study folders or results.jsonl files (latest record per cell), its views' words in
+    ``language`` (a catalog of the report's: en, ar, es)."""
 
-    def __init__(self, results_paths: Iterable[str | os.PathLike] | str | os.PathLike) -> None:
-        self.paths = project_paths(results_paths)
-        check_readable(results_files(self.paths))  # one line, not a KeyError's traceback
-        with skipped_lines_said() as skipped:  # each listed below the cell that reads them, counted in the summary
-            self.data = frame(latest_records(self.paths))
-        self.skipped = skipped
+    def __init__(self, results_paths: Iterable[str | os.PathLike] | str | os.PathLike, language: str = "en") -> None:
+        self.catalog = Catalog(language)
+        self._redraws: list[Callable[[], None]] = []  # each live view's, run when the studies change
+        self.load(results_paths)
+
+    def load(self, results_paths: Iterable[str | os.PathLike] | str | os.PathLike) -> None:
+        """Read these studies instead (the views already drawn are redrawn by the picker that calls it)."""
+        paths = project_paths(results_paths)
+        check_readable(results_files(paths))  # one line, not a KeyError's traceback
+        # each skipped line listed below the cell that reads them and counted in the summary; two records of one
+        # row said once there, in the notebook's words, not as a warning per row under the cell
+        with warnings.catch_warnings(record=True) as caught, skipped_lines_said() as skipped:
+            warnings.simplefilter("always", DuplicateCellWarning)
+            data = frame(latest_records(paths))
+        for warning in caught:
+            if not issubclass(warning.category, DuplicateCellWarning):
+                warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+        self.paths, self.data, self.skipped = paths, data, skipped
+        self.duplicates = [getattr(warning.message, "cell", "") for warning in caught
+                           if issubclass(warning.category, DuplicateCellWarning)]
+
+    # --- the studies, and their summary ---
 
     def summary_html(self) -> str:
+        catalog = self.catalog
         sources = ", ".join(html.escape(f"{p.parent.name}/{p.name}" if p.is_file() else p.name) for p in self.paths)
+        said = catalog.plural("explore_cells_from", len(self.data), count=catalog.number(len(self.data), 0),
+                              sources=sources)
         skipped = "".join(f"<p><b>Lines of {html.escape(name)} skipped as unreadable: {count}</b> (torn, corrupt or "
                           "of another schema version; this cell's output lists them).</p>"
                           for name, count in Counter(f"{Path(line.path).parent.name}/{Path(line.path).name}"
                                                      for line in self.skipped).items())
-        return (f"<h2>Summary</h2><p>{len(self.data)} cells from {sources}.</p>" + skipped
-                + table_html(slices.summary_table(self.data))
-                + "<h3>Geometric-mean speed-up</h3>"
-                + markdown_html(geometric_means.geomean_table(self.data, Catalog("en"))))
+        duplicates = ""
+        if self.duplicates:
+            duplicates = "<p>" + html.escape(catalog.plural(
+                "explore_duplicates", len(self.duplicates), count=catalog.number(len(self.duplicates), 0),
+                cells="; ".join(self.duplicates))) + "</p>"
+        return (f"<h2>{html.escape(catalog.t('summary_heading'))}</h2><p>{said}</p>" + skipped + duplicates
+                + views.table_html(views.summary_view(slices.summary_table(self.data), catalog), catalog)
+                + f"<h3>{html.escape(catalog.t('explore_geomean_heading'))}</h3>"
+                + markdown_html(geometric_means.geomean_table(self.data, catalog)))
 
-    def summary(self) -> None:
-        display(HTML(self.summary_html()))
+    def summary(self, controls: bool = False) -> None:
+        """The summary; with ``controls``, the study picker above it (a live kernel)."""
+        if controls:
+            display(self.study_picker())
+        handle = display(HTML(self.summary_html()), display_id=True)
+        self._redraws.append(lambda: handle.update(HTML(self.summary_html())))
+
+    def study_picker(self) -> Any:
+        """Every study the project holds (``study_choices``), the ones shown picked; picking others reads them
+        and redraws every view."""
+        import ipywidgets as widgets
+
+        current = [relative(path) for path in self.paths]
+        choices = study_choices(current)
+        picker = widgets.SelectMultiple(options=[(choice.label, choice.path) for choice in choices],
+                                        value=tuple(current), rows=min(8, max(2, len(choices))),
+                                        description=self.catalog.t("explore_studies"),
+                                        style={"description_width": "initial"},
+                                        layout=widgets.Layout(width="min(100%, 40em)"))
+        hint = self.catalog.t("explore_studies_hint")
+        note = widgets.HTML(f"<small>{html.escape(hint)}</small>")
+
+        def changed(_change: Any) -> None:
+            if not picker.value:
+                note.value = f"<small>{html.escape(self.catalog.t('explore_studies_none'))}</small>"
+                return
+            try:
+                self.load(list(picker.value))
+            except UserError as problem:  # an unreadable file: said here, the views keep what they showed
+                note.value = f"<b>{html.escape(str(problem))}</b>"
+                return
+            note.value = f"<small>{html.escape(hint)}</small>"
+            for redraw in self._redraws:
+                redraw()
+
+        picker.observe(changed, names="value")
+        return widgets.VBox([picker, note])
+
+    # --- one slice ---
 
     def slice_html(self, selection: slices.Selection) -> str:
         """Latency table, speed-up plot, compile cost and memory of one resolved selection."""
-        where = (f"{selection.environment}, batch {selection.batch_size}, {selection.mode} "
-                 f"vs eager, {selection.dtype}")
+        catalog = self.catalog
+        mode = str(selection.mode)
+        where = catalog.t("explore_slice_title", environment=selection.environment, batch=selection.batch_size,
+                          mode=catalog.mode_name(mode), dtype=selection.dtype)
         latency = slices.latency_table(self.data, selection)
-        return (f"<h2>{html.escape(where)}</h2><h3>Latency (ms) and speed-up</h3>" + table_html(latency)
+        return (f"<h2>{html.escape(where)}</h2><h3>{html.escape(catalog.t('explore_latency_heading'))}</h3>"
+                + views.table_html(views.latency_view(latency, catalog, mode), catalog,
+                                   wrapping=(catalog.t("col_flags"),))
                 + figure_html(speedup_figure(latency, where))
-                + "<h3>Compile cost</h3>" + table_html(slices.compile_table(self.data, selection))
-                + "<h3>Peak memory</h3>" + table_html(slices.memory_table(self.data, selection))
+                + f"<h3>{html.escape(catalog.t('compile_heading'))}</h3>"
+                + views.table_html(views.compile_view(slices.compile_table(self.data, selection), catalog), catalog)
+                + f"<h3>{html.escape(catalog.t('explore_memory_heading'))}</h3>"
+                + views.table_html(views.memory_view(slices.memory_table(self.data, selection), catalog), catalog,
+                                   wrapping=(catalog.t("col_measured_by"),))
                 + self.why_html(selection))
 
     def why_html(self, selection: slices.Selection) -> str:
@@ -105,7 +174,7 @@ class Explorer:
         rows = why.profiled(self.data)
         rows = rows[(rows["environment"] == selection.environment) & (rows["batch_size"] == selection.batch_size)
                     & (rows["mode"] == selection.mode) & (rows["dtype"] == selection.dtype)]
-        catalog = Catalog("en")
+        catalog = self.catalog
         if rows.empty:
             return f"<h3>{catalog.t('why_heading')}</h3><p>{html.escape(catalog.t('why_none'))}</p>"
         sentences = "".join(f"<li>{markdown_html(why.sentence(row, catalog))}</li>" for _, row in rows.iterrows())
@@ -119,38 +188,74 @@ class Explorer:
         chosen = slices.resolve(self.data, slices.Selection(environment, batch_size, mode, dtype))
         handle = display(HTML(self.slice_html(chosen)), display_id=True)
         if controls:
-            display(self.slice_controls(chosen, lambda picked: handle.update(HTML(self.slice_html(picked)))))
+            display(self.slice_controls(chosen, lambda picked: handle.update(HTML(self.slice_html(picked))),
+                                        lambda problem: handle.update(HTML(f"<p>{html.escape(problem)}</p>"))))
+        else:
+            self._redraws.append(lambda: self._redraw_slice(chosen, handle))
 
-    def slice_controls(self, chosen: slices.Selection, redraw: Callable[[slices.Selection], None]):
-        """Dropdowns for the four fields; a change redraws, and an environment change offers
-        that environment's batch sizes, modes and dtypes."""
+    def _redraw_slice(self, chosen: slices.Selection, handle: Any) -> None:
+        """Without controls: the same slice from the studies now picked where they hold it, else their first."""
+        try:
+            picked = slices.resolve(self.data, chosen)
+        except UserError:
+            try:
+                picked = slices.resolve(self.data, slices.Selection())
+            except UserError as problem:
+                handle.update(HTML(f"<p>{html.escape(str(problem))}</p>"))
+                return
+        handle.update(HTML(self.slice_html(picked)))
+
+    def slice_controls(self, chosen: slices.Selection, redraw: Callable[[slices.Selection], None],
+                       say: Callable[[str], None] | None = None) -> Any:
+        """Dropdowns for the four fields; a change redraws once. Each offers only the values that, with the fields
+        before it, draw something (``selection.options``): a change of environment, batch size or mode offers the
+        values measured there, keeping those that still exist. When the studies change, the same."""
         import ipywidgets as widgets
 
-        dropdowns = {name: widgets.Dropdown(description=name.replace("_", " "), value=getattr(chosen, name),
-                                            options=slices.options(self.data, chosen.environment)[name],
+        available = slices.options(self.data, chosen)
+        dropdowns = {name: widgets.Dropdown(description=self.catalog.t(FIELD_HEADERS[name]),
+                                            options=available[name], value=getattr(chosen, name),
                                             style={"description_width": "initial"})
                      for name in FIELDS}
         busy: list[bool] = []  # set while options are being replaced, so one change redraws once
 
-        def changed(_change) -> None:
+        def synced() -> slices.Selection:
+            """The dropdowns' values, each field's options those the fields before it allow."""
+            picked = slices.Selection()
+            for name in FIELDS:
+                offered = slices.options(self.data, picked)[name]
+                dropdown = dropdowns[name]
+                value = dropdown.value
+                if tuple(dropdown.options) != tuple(offered):
+                    dropdown.options = offered
+                dropdown.disabled = len(offered) < 2  # one value: shown, not offered as a choice
+                value = value if value in offered else (offered[0] if offered else None)
+                if dropdown.value != value:
+                    dropdown.value = value
+                picked = replace(picked, **{name: value})
+            return picked
+
+        def changed(_change: Any = None) -> None:
             if busy:
                 return
             busy.append(True)
             try:
-                wanted = slices.Selection(*(dropdowns[name].value for name in FIELDS))
-                available = slices.options(self.data, wanted.environment)
-                for name in FIELDS[1:]:  # keep what still exists, else the first value
-                    if dropdowns[name].options != tuple(available[name]):
-                        value = dropdowns[name].value
-                        dropdowns[name].options = available[name]
-                        dropdowns[name].value = value if value in available[name] else available[name][0]
-                redraw(slices.resolve(self.data, slices.Selection(*(dropdowns[n].value for n in FIELDS))))
+                picked = synced()
+                try:
+                    redraw(slices.resolve(self.data, picked))
+                except UserError as problem:  # studies without a compiled cell
+                    if say is not None:
+                        say(str(problem))
             finally:
                 busy.clear()
 
         for dropdown in dropdowns.values():
+            dropdown.disabled = len(dropdown.options) < 2
             dropdown.observe(changed, names="value")
-        return widgets.HBox(list(dropdowns.values()))
+        self._redraws.append(changed)
+        return widgets.HBox(list(dropdowns.values()), layout=widgets.Layout(flex_flow="row wrap"))
+
+    # --- two environments ---
 
     def comparison_html(self, baseline: str, candidate: str, tolerance: float) -> str:
         table = regressions.compare_environments(self.data, baseline, candidate, tolerance)
@@ -163,33 +268,63 @@ class Explorer:
                 f"below 1. The compiled latency ratio (above 1: slower) is shown, not judged.</p>"
                 + (regressions.highlighted(table).to_html() if not table.empty else "<p>no cell in common</p>"))
 
+    def one_environment_html(self) -> str:
+        environments = slices.options(self.data)["environment"]
+        return (f"<p>One environment only ({html.escape(', '.join(environments) or 'none')}): pick studies of "
+                "another device or torch version above (or give several study folders) to compare.</p>")
+
     def compare(self, baseline: str | None = None, candidate: str | None = None, tolerance: float = 0.10,
                 controls: bool = True) -> None:
-        """Two environments side by side (default: the first two), regressions highlighted."""
+        """Two environments side by side (default: the first two), regressions highlighted; with one environment,
+        a line saying so (and its controls hidden until the studies picked hold two)."""
         environments = slices.options(self.data)["environment"]
-        if len(environments) < 2:
-            if baseline is None and candidate is None:
-                display(HTML(f"<p>One environment only ({html.escape(', '.join(environments) or 'none')}): "
-                             "give several study folders to compare.</p>"))
-                return
+        if len(environments) < 2 and (baseline is not None or candidate is not None):
             raise UserError(f"nothing to compare: the results hold one environment only "
                             f"({', '.join(environments) or 'none'})")
-        baseline = baseline or next(e for e in environments if e != candidate)
-        candidate = candidate or next(e for e in environments if e != baseline)
-        handle = display(HTML(self.comparison_html(baseline, candidate, tolerance)), display_id=True)
-        if controls:
-            import ipywidgets as widgets
+        if len(environments) >= 2:
+            baseline = baseline or next(e for e in environments if e != candidate)
+            candidate = candidate or next(e for e in environments if e != baseline)
+            shown = self.comparison_html(baseline, candidate, tolerance)
+        else:
+            shown = self.one_environment_html()
+        handle = display(HTML(shown), display_id=True)
+        if not controls:
+            return
+        import ipywidgets as widgets
 
-            pick = {"baseline": widgets.Dropdown(description="baseline", options=environments, value=baseline),
-                    "candidate": widgets.Dropdown(description="candidate", options=environments, value=candidate),
-                    "tolerance": widgets.FloatSlider(description="tolerance", value=tolerance, min=0.0,
-                                                     max=0.99, step=0.01)}  # what compare_environments takes
+        pick = {"baseline": widgets.Dropdown(description="baseline", options=environments, value=baseline),
+                "candidate": widgets.Dropdown(description="candidate", options=environments, value=candidate),
+                "tolerance": widgets.FloatSlider(description="tolerance", value=tolerance, min=0.0,
+                                                 max=0.99, step=0.01)}  # what compare_environments takes
+        box = widgets.HBox(list(pick.values()), layout=widgets.Layout(flex_flow="row wrap"))
+        busy: list[bool] = []
 
-            def changed(_change) -> None:
-                if pick["baseline"].value != pick["candidate"].value:
-                    handle.update(HTML(self.comparison_html(pick["baseline"].value, pick["candidate"].value,
-                                                            pick["tolerance"].value)))
+        def changed(_change: Any = None) -> None:
+            if busy:
+                return
+            busy.append(True)
+            try:
+                offered = slices.options(self.data)["environment"]
+                box.layout.display = None if len(offered) >= 2 else "none"  # no control that leads nowhere
+                if len(offered) < 2:
+                    handle.update(HTML(self.one_environment_html()))
+                    return
+                for name in ("baseline", "candidate"):
+                    if tuple(pick[name].options) != tuple(offered):
+                        keep = pick[name].value
+                        pick[name].options = offered
+                        pick[name].value = keep if keep in offered else None
+                first = pick["baseline"].value or next(e for e in offered if e != pick["candidate"].value)
+                pick["baseline"].value = first
+                if pick["candidate"].value in (None, first):
+                    pick["candidate"].value = next(e for e in offered if e != first)
+                handle.update(HTML(self.comparison_html(pick["baseline"].value, pick["candidate"].value,
+                                                        pick["tolerance"].value)))
+            finally:
+                busy.clear()
 
-            for control in pick.values():
-                control.observe(changed, names="value")
-            display(widgets.HBox(list(pick.values())))
+        box.layout.display = None if len(environments) >= 2 else "none"
+        for control in pick.values():
+            control.observe(changed, names="value")
+        self._redraws.append(changed)
+        display(box)

@@ -62,7 +62,12 @@ def results_files(paths: Iterable[str | os.PathLike]) -> list[Path]:
 
 
 class DuplicateCellWarning(UserWarning):
-    """Two records claim the same row of the report; the later one is shown."""
+    """Two records claim the same row of the report; the later one is shown. ``cell`` names the row (a view that
+    says it in its own words lists them: the exploration notebook)."""
+
+    def __init__(self, message: str, cell: str = "") -> None:
+        super().__init__(message)
+        self.cell = cell
 
 
 def latest_records(paths: Iterable[str | os.PathLike]) -> list[Record]:
@@ -82,10 +87,10 @@ def latest_records(paths: Iterable[str | os.PathLike]) -> list[Record]:
                cell.shapes, cell.inductor, cell.replicate, device, record.environment.torch_version)
         if row in shown:
             earlier = shown[row]
-            warnings.warn(f"two records claim one cell ({cell.model}, batch {cell.batch_size}, "
-                          f"{cell.compile_mode}, {device}): {_where(earlier)} and {_where(record)} "
-                          "differ in their settings or host; the later is shown", DuplicateCellWarning,
-                          stacklevel=2)
+            named = f"{cell.model}, batch {cell.batch_size}, {cell.compile_mode}, {device}"
+            warnings.warn(DuplicateCellWarning(
+                f"two records claim one cell ({named}): {_where(earlier)} and {_where(record)} differ in their "
+                "settings or host; the later is shown", cell=named), stacklevel=2)
         shown[row] = record
     return list(shown.values())
 

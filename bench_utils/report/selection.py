@@ -14,13 +14,9 @@ import pandas as pd
 from ..errors import UserError
 from ..measurement import stats
 from .frame import compiled_modes
-from .region_memory import CPU_ALLOCATOR, CUDA_RESERVED, NOT_MEASURABLE, RESIDENT
 from ..vocabulary import CompileMode
 
 MIB = 2 ** 20
-# region_memory.region_memory's methods, as the memory table names them
-MEASURED_BY = {CUDA_RESERVED: "CUDA allocator (reserved)", CPU_ALLOCATOR: "CPU allocator (torch.profiler)",
-               RESIDENT: "resident memory", NOT_MEASURABLE: "not measurable here", None: "not measured"}
 
 
 @dataclass(frozen=True)
@@ -33,16 +29,35 @@ class Selection:
     dtype: str | None = None
 
 
-def options(data: pd.DataFrame, environment: str | None = None) -> dict[str, list]:
-    """The values each field of a selection can take, in display order (batch sizes, modes and
-    dtypes are those of ``environment`` when given)."""
+def options(data: pd.DataFrame, selection: Selection | None = None) -> dict[str, list]:
+    """The values each field of a selection can take, in display order, each given the fields before it as
+    ``selection`` has them (None there: the first value): the environments; that environment's batch sizes with a
+    compiled cell; the compiled modes measured at that batch size; the dtypes of that mode there. So no choice
+    offered draws an empty slice (a control that leads nowhere), and a field with one value has one option."""
+    empty: dict[str, list] = {"environment": [], "batch_size": [], "mode": [], "dtype": []}
     if data.empty:
-        return {"environment": [], "batch_size": [], "mode": [], "dtype": []}
-    on = data[data["environment"] == environment] if environment in set(data["environment"]) else data
-    return {"environment": sorted(data["environment"].unique()),
-            "batch_size": sorted(int(b) for b in on["batch_size"].unique()),
-            "mode": compiled_modes(on),
-            "dtype": sorted(on["dtype"].unique())}
+        return empty
+    selection = selection or Selection()
+    found = dict(empty, environment=sorted(data["environment"].unique()))
+    environment = selection.environment if selection.environment in found["environment"] else found["environment"][0]
+    on = data[data["environment"] == environment]
+    compiled = on[on["mode"] != CompileMode.EAGER]
+    found["batch_size"] = sorted(int(b) for b in (compiled if not compiled.empty else on)["batch_size"].unique())
+    batch = _int_or_none(selection.batch_size)
+    batch = batch if batch in found["batch_size"] else found["batch_size"][0]
+    at_batch = compiled[compiled["batch_size"] == batch]
+    found["mode"] = compiled_modes(at_batch)
+    mode = selection.mode if selection.mode in found["mode"] else (found["mode"] or [None])[0]
+    # float32 first, as the guide measured: the first slice a reader sees is the guide's
+    found["dtype"] = sorted(at_batch[at_batch["mode"] == mode]["dtype"].unique(), key=lambda d: (d != "float32", d))
+    return found
+
+
+def _int_or_none(value: object) -> int | None:
+    try:
+        return int(value)  # type: ignore[call-overload]  # papermill -p batch_size "1"
+    except (TypeError, ValueError):
+        return None
 
 
 def resolve(data: pd.DataFrame, selection: Selection) -> Selection:
@@ -51,8 +66,8 @@ def resolve(data: pd.DataFrame, selection: Selection) -> Selection:
     if data.empty:
         raise UserError("the results hold no records")
     resolved = selection
-    for field in fields(Selection):  # environment first: the others depend on it
-        available = options(data, resolved.environment)[field.name]
+    for field in fields(Selection):  # environment first: the others depend on those before them
+        available = options(data, resolved)[field.name]
         value = getattr(resolved, field.name)
         if field.name == "batch_size" and value is not None:
             value = int(value)
@@ -116,20 +131,17 @@ def compile_table(data: pd.DataFrame, selection: Selection) -> pd.DataFrame:
 
 def memory_table(data: pd.DataFrame, selection: Selection) -> pd.DataFrame:
     """Peak memory of the compiled model against eager's (the dynamo harness's memory ratio), and which
-    figure both are (``region_memory.region_memory``). A ratio is only taken between two figures of one kind."""
+    figure each is (``region_memory.region_memory``'s method, None where not measured). A ratio is only taken
+    between two figures of one kind."""
     compiled, _ = cells(data, selection)
     table = pd.DataFrame({"model": compiled["label"],
                           "eager_peak_mib": compiled["eager_peak_bytes"].astype(float) / MIB,
                           "compiled_peak_mib": compiled["peak_bytes"].astype(float) / MIB})
     like_for_like = (compiled["eager_peak_method"] == compiled["peak_method"]) & (table["eager_peak_mib"] > 0)
     table["memory_ratio"] = table["compiled_peak_mib"] / table["eager_peak_mib"].where(like_for_like)
-    sides = zip(map(_measured_by, compiled["eager_peak_method"]), map(_measured_by, compiled["peak_method"]))
-    table["measured_by"] = [eager if eager == other else f"eager: {eager}, compiled: {other}" for eager, other in sides]
+    table["eager_method"] = [None if pd.isna(method) else method for method in compiled["eager_peak_method"]]
+    table["compiled_method"] = [None if pd.isna(method) else method for method in compiled["peak_method"]]
     return table.reset_index(drop=True)
-
-
-def _measured_by(method: str | None) -> str:
-    return MEASURED_BY[None if pd.isna(method) else method]
 
 
 def summary_table(data: pd.DataFrame) -> pd.DataFrame:

@@ -79,7 +79,8 @@ def test_two_environments_are_compared_and_the_tolerance_control_redraws(shown, 
 
 def test_one_environment_says_there_is_nothing_to_compare(shown):
     Explorer([EXAMPLE]).compare()
-    assert "One environment only" in html_of(shown[0]) and len(shown) == 1
+    assert "One environment only" in html_of(shown[0])
+    assert len(shown) == 2 and shown[1][1].layout.display == "none"  # its controls would lead nowhere: hidden
 
 
 def test_an_environment_with_other_batch_sizes_offers_its_own(shown, tmp_path):
@@ -127,3 +128,86 @@ def test_a_records_markup_is_text_in_every_view(shown, tmp_path):
         elements, text = dom(html_of(output))
         assert_no_element_of_a_record(elements, "explorer")
     assert any(payload("environment.cpu_model") in dom(html_of(output))[1] for output in shown)
+
+
+RAW_NAMES = ("eager_ms", "ci_low", "ci_high", "compiled_status", "eager_cell_ms", "eager_drift", "cold_compile_s",
+             "measured_by", "batch_sizes", "compiled_p99_ms", "memory_ratio", "break_even_calls")
+
+
+def test_every_table_has_the_reports_readable_headers_in_the_notebooks_language(shown):
+    for language, words in (("en", ("Latency (ms) and speed-up", "Eager beside default (ms)", "95 % CI",
+                                    "Accuracy gate", "Compile, cold (s)", "Measured by", "Batch sizes")),
+                            ("es", ("Latencia (ms) y aceleración", "Tamaños de lote", "Medido con"))):
+        shown.clear()
+        explorer = Explorer([EXAMPLE], language=language)
+        explorer.summary()
+        explorer.show(controls=False)
+        page = "".join(html_of(output) for output in shown)
+        assert all(word in page for word in words), [word for word in words if word not in page]
+        assert not [name for name in RAW_NAMES if f">{name}<" in page]  # no field name as a header
+
+
+def test_two_records_of_one_row_are_said_once_in_the_summary_and_warn_nothing(shown, tmp_path):
+    import warnings
+
+    from bench_utils.report.frame import DuplicateCellWarning
+    from explore_data import example_records
+
+    again = example_records()
+    for record in again:  # the same cells, same torch, measured with other settings: they claim the same rows
+        record["config"]["runs"] = record["config"]["runs"] + 1
+        record["environment"]["timestamp_utc"] = "2026-12-01T00:00:00+00:00"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DuplicateCellWarning)  # none reaches the notebook's stderr
+        explorer = Explorer([EXAMPLE, write_study(tmp_path / "again", again)])
+    explorer.summary()
+    page = html_of(shown[0])
+    assert page.count("are claimed by two records") == 1 and "resnet, batch 1, default" in page
+    assert len(explorer.duplicates) == len(again)
+
+
+def test_the_study_picker_offers_every_study_and_a_pick_redraws_every_view(shown, tmp_path, monkeypatch):
+    from bench_utils.report import study_choices
+
+    root = tmp_path / "project"
+    first = write_study(root / "reports" / "first", [*__import__("explore_data").example_records()])
+    write_study(root / "reports" / "second", remeasured({"segformer": 1.2}))
+    write_study(root / "reports" / "_scratch", remeasured({}))  # a scratch folder: not a study to offer
+    monkeypatch.setattr(study_choices, "PROJECT_ROOT", root)
+    monkeypatch.setattr("bench_utils.report.frame.PROJECT_ROOT", root)  # where the notebook's paths start
+    monkeypatch.setattr(explorer_module, "study_choices",
+                        lambda given: study_choices.study_choices(given, root=root))
+    monkeypatch.setattr(explorer_module, "relative", lambda path: study_choices.relative(path, root=root))
+    explorer = Explorer([first])
+    explorer.summary(controls=True)
+    explorer.show()
+    explorer.compare()
+    picker = shown[0][1].children[0]
+    assert shown[3][1].children[0].disabled  # one environment: shown, not offered as a choice
+    assert [value for _, value in picker.options] == ["reports/first", "reports/second"]
+    assert picker.value == ("reports/first",)
+    compare_controls = shown[-1][1]
+    assert compare_controls.layout.display == "none"  # one environment: nothing to compare yet
+    picker.value = ("reports/first", "reports/second")  # a reader's pick of both
+    updates = [html_of(output) for output in shown if output[0] == "update"]
+    assert len(updates) == 3  # the summary, the slice and the comparison, once each
+    assert "12 cells from first, second" in updates[0]
+    assert "1 regressions (red)" in updates[2] and compare_controls.layout.display is None
+    environment = shown[3][1].children[0]  # the slice's controls offer the new environment
+    assert len(environment.options) == 2 and not environment.disabled
+    picker.value = ()
+    assert "No study picked" in shown[0][1].children[1].value and len(
+        [output for output in shown if output[0] == "update"]) == 3
+
+
+def test_the_notebooks_example_lets_every_slice_control_be_tried():
+    from bench_utils.paths import PROJECT_ROOT
+    from bench_utils.report import selection
+
+    example = Explorer([PROJECT_ROOT / "notebooks" / "examples" / "explore-example.jsonl"])
+    offered = selection.options(example.data)
+    assert all(len(offered[field]) >= 2 for field in ("batch_size", "mode", "dtype")), offered
+    for batch in offered["batch_size"]:  # and every value of each stays a choice whatever the others are
+        at_batch = selection.options(example.data, selection.Selection(batch_size=batch))
+        assert len(at_batch["mode"]) >= 2 and len(at_batch["dtype"]) >= 2
+    assert offered["dtype"][0] == "float32"  # the guide's dtype first

@@ -67,7 +67,7 @@ def test_a_correction_file_that_is_not_a_list_of_entries_is_refused_naming_it(tm
 
 @pytest.mark.parametrize("entry, message", [
     ("- field: environment.git_commit\n  records: all\n  reason: <script>alert(1)</script>",
-     "entry 0: reason must be one the report can say (enclosing_repository, study_outputs), got '<script>alert(1)</script>'"),
+     "entry 0: reason must be one the report can say (enclosing_repository, stopped_through_windows, study_outputs), got '<script>alert(1)</script>'"),
     ("- field: '<b>x</b>'\n  records: all\n  reason: enclosing_repository",
      "entry 0: field must be a record field such as environment.git_commit, got '<b>x</b>'"),
     ("- field: environment.git_commit\n  records: [1, 2]\n  reason: enclosing_repository",

@@ -77,3 +77,23 @@ def test_options_and_summary_follow_each_environment(tmp_path, data):
     summary = selection.summary_table(merged).set_index("environment")
     assert list(summary["cells"]) == [6, 6] and list(summary["ok"]) == [6, 6]
     assert set(summary["modes"]) == {"eager, default"} and set(summary["weights"]) == {"random"}
+
+
+def test_each_control_offers_only_what_draws_something_given_the_fields_before_it(data):
+    # as on the H200: reduce-overhead measured at batch 1 only, bfloat16 at batch 4 only, eager alone at batch 8
+    compiled = data[data["mode"] == "default"]
+    rows = [data, compiled.assign(mode="reduce-overhead"), compiled.assign(batch_size=4, dtype="bfloat16"),
+            data[data["mode"] == "eager"].assign(batch_size=8)]
+    grid = pd.concat(rows, ignore_index=True)
+    assert selection.options(grid)["batch_size"] == [1, 4]  # batch 8 has no compiled cell: nothing to compare
+    assert selection.options(grid, Selection(batch_size=1))["mode"] == ["default", "reduce-overhead"]
+    at_4 = selection.options(grid, Selection(batch_size=4))
+    assert at_4["mode"] == ["default"] and at_4["dtype"] == ["bfloat16"]
+    assert selection.options(grid, Selection(batch_size="4", mode="default"))["dtype"] == ["bfloat16"]
+    with pytest.raises(ValueError, match="mode 'reduce-overhead' is not in the results; they hold: default"):
+        selection.resolve(grid, Selection(batch_size=4, mode="reduce-overhead"))
+    for batch in (1, 4):  # every combination offered draws a compiled row
+        for mode in selection.options(grid, Selection(batch_size=batch))["mode"]:
+            for dtype in selection.options(grid, Selection(batch_size=batch, mode=mode))["dtype"]:
+                compiled_rows, _ = selection.cells(grid, selection.resolve(grid, Selection(None, batch, mode, dtype)))
+                assert not compiled_rows.empty

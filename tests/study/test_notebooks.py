@@ -69,7 +69,7 @@ def test_the_explore_notebook_is_stripped_and_documented():
     assert nb.cells[0].source.startswith("# Explore torch.compile study results")
     documented = papermill.inspect_notebook("notebooks/explore.ipynb")
     assert list(documented) == ["results_paths", "environment", "batch_size", "compile_mode", "dtype",
-                                "baseline", "candidate", "tolerance", "controls"]
+                                "baseline", "candidate", "tolerance", "language", "controls"]
     assert all(parameter["help"] for parameter in documented.values())
 
 

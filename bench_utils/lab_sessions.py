@@ -1,0 +1,42 @@
+"""``make lab``'s server extension: the exploration notebook's kernel started with the server, before a reader opens it.
+
+JupyterLab runs a cell only once the notebook's session has a kernel. Cells run before that (Run > Run All Cells
+while the status bar reads "Initializing", a cold first open's first seconds) are dropped without a word: their
+prompts stay empty (jupyterlab/jupyterlab#8490; JupyterLab 4.6 still clears them in ``runCell``). A notebook
+whose path already has a running session is connected to it as it opens, so its kernel is there within the two
+requests that find it, not after a kernel's start. So the server starts a session for ``notebooks/explore.ipynb``
+(the newcomer's notebook) as soon as it runs, with the project's kernel. Nothing else changes: another notebook
+starts its kernel as usual, and a reader who shuts this one down gets a new one as usual.
+
+Enabled on ``make lab``'s command line (``--ServerApp.jpserver_extensions bench_utils.lab_sessions=True``), not
+for every server of the environment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+PRESTARTED = ("notebooks/explore.ipynb",)  # from the server's root (the project)
+KERNEL = "bench-utils"                     # make setup's kernelspec
+
+
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    return [{"module": "bench_utils.lab_sessions"}]
+
+
+def _load_jupyter_server_extension(serverapp: Any) -> None:
+    async def start_sessions() -> None:
+        for path in PRESTARTED:
+            try:
+                await serverapp.session_manager.create_session(path=path, name=path.rsplit("/", 1)[-1],
+                                                               type="notebook", kernel_name=KERNEL)
+                serverapp.log.info("bench_utils: started the kernel of %s ahead of its opening", path)
+            except Exception as problem:  # the notebook then starts its kernel as it opens, as Lab does
+                serverapp.log.warning("bench_utils: could not start the kernel of %s ahead: %s", path, problem)
+
+    loop = asyncio.get_event_loop()
+    if loop.is_running():  # a server already serving: as soon as it can
+        serverapp.io_loop.add_callback(start_sessions)
+    else:  # make lab: before the server serves (and prints its URL), so that the page always finds the kernel
+        loop.run_until_complete(start_sessions())

@@ -1,0 +1,150 @@
+"""The exploration notebook's tables as a reader sees them: the report's localized headers, figures formatted
+(a speed-up as 1.23×, its interval as one "1.10–1.36" column), the flags in words, and HTML whose headers wrap
+so that a table fits JupyterLab's output area (968 px at a 1400 px window) instead of being cut off at its right.
+
+``selection`` keeps the tables' figures as numbers under field names (what tests and papermill users read);
+this module only names and formats them, in the catalog's language.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import pandas as pd
+
+from .i18n import Catalog
+
+NOT_AVAILABLE = "–"
+# every table: headers wrap (a header is words, not one line), cells keep a figure on one line, and the table
+# never grows past its output area
+TABLE_STYLES = [
+    {"selector": "", "props": "max-width: 100%; font-size: 0.95em;"},
+    {"selector": "th", "props": "white-space: normal; max-width: 9em; vertical-align: bottom; text-align: right;"},
+    {"selector": "td", "props": "white-space: nowrap; text-align: right;"},
+    {"selector": "td.col0, th.col_heading.col0", "props": "text-align: left;"},
+]
+FLAGS_CELL = "white-space: normal; max-width: 16em; text-align: left;"  # words, which wrap
+
+
+def table_html(table: pd.DataFrame, catalog: Catalog, wrapping: tuple[str, ...] = ()) -> str:
+    """``table`` (already readable: strings and numbers) as HTML that fits; ``wrapping``: columns of words."""
+    if table.empty:
+        return f"<p>{html.escape(catalog.t('explore_nothing_here'))}</p>"
+    styler = (table.style.format(precision=2, na_rep=NOT_AVAILABLE, escape="html").hide(axis="index")
+              .set_table_styles(TABLE_STYLES))
+    for column in wrapping:
+        if column in table.columns:
+            styler = styler.set_properties(subset=[column], **_props(FLAGS_CELL))
+    direction = ' dir="rtl"' if catalog.direction == "rtl" else ""
+    return f"<div{direction}>{styler.to_html()}</div>"
+
+
+def _props(css: str) -> dict[str, str]:
+    pairs = (part.strip().split(": ", 1) for part in css.strip(";").split(";"))
+    return {name: value for name, value in pairs}
+
+
+def _number(catalog: Catalog, value: Any, digits: int = 2) -> str | None:
+    return None if value is None or pd.isna(value) else catalog.number(float(value), digits)
+
+
+def _speedup(catalog: Catalog, value: Any) -> str | None:
+    return None if value is None or pd.isna(value) else f"{catalog.number(float(value), 2)}×"
+
+
+def _interval(catalog: Catalog, low: Any, high: Any) -> str | None:
+    if low is None or high is None or pd.isna(low) or pd.isna(high):
+        return None
+    return f"{catalog.number(float(low), 2)}–{catalog.number(float(high), 2)}"
+
+
+def _status(catalog: Catalog, status: Any) -> str | None:
+    if status is None or pd.isna(status):
+        return None
+    key = f"status_{status}"
+    return catalog.t(key) if key in catalog.messages else str(status)
+
+
+def _parity(catalog: Catalog, parity: Any) -> str | None:
+    if parity is None or pd.isna(parity):
+        return None
+    key = f"parity_{parity}"
+    return catalog.t(key) if key in catalog.messages else str(parity)
+
+
+def latency_view(table: pd.DataFrame, catalog: Catalog, mode: str) -> pd.DataFrame:
+    """``selection.latency_table`` with the report's headers for ``mode``: model, eager beside it, compiled, p99,
+    the speed-up and its interval, the accuracy gate, and the flags (a cell not ok, eager's own cell where it
+    drifted from the eager the speed-up was measured against, or where it is not ok)."""
+    name = catalog.mode_name(mode)
+    flags = []
+    for row in table.itertuples(index=False):
+        said = []
+        status = getattr(row, "compiled_status", None)
+        if isinstance(status, str) and status != "ok":
+            said.append(_status(catalog, status))
+        if getattr(row, "eager_drift", None) is True:
+            said.append(catalog.t("flag_eager_cell_drift", value=_number(catalog, row.eager_cell_ms)))
+        eager_status = getattr(row, "eager_cell_status", None)
+        if isinstance(eager_status, str) and eager_status != "ok":
+            said.append(catalog.t("flag_eager_cell", status=_status(catalog, eager_status)))
+        flags.append(", ".join(filter(None, said)))
+    return pd.DataFrame({
+        catalog.t("col_model"): table["model"],
+        catalog.t("col_eager_beside_ms", mode=name): [_number(catalog, v) for v in table["eager_ms"]],
+        catalog.t("col_compiled_ms", mode=name): [_number(catalog, v) for v in table["compiled_ms"]],
+        catalog.t("col_p99_of", mode=name): [_number(catalog, v) for v in table["compiled_p99_ms"]],
+        catalog.t("col_speedup", mode=name): [_speedup(catalog, v) for v in table["speedup"]],
+        catalog.t("col_ci95"): [_interval(catalog, low, high) for low, high in zip(table["ci_low"], table["ci_high"])],
+        catalog.t("col_parity"): [_parity(catalog, v) for v in table["parity"]],
+        catalog.t("col_flags"): flags,
+    })
+
+
+def compile_view(table: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
+    """``selection.compile_table`` with the report's headers."""
+    def count(value: Any) -> str | None:
+        return None if value is None or pd.isna(value) else catalog.number(int(value), 0)
+
+    return pd.DataFrame({
+        catalog.t("col_model"): table["model"],
+        catalog.t("col_compile_s"): [_number(catalog, v, 1) for v in table["cold_compile_s"]],
+        catalog.t("col_compile_warm_s"): [_number(catalog, v, 1) for v in table["warm_compile_s"]],
+        catalog.t("col_graphs"): [count(v) for v in table["graphs"]],
+        catalog.t("col_breaks"): [count(v) for v in table["graph_breaks"]],
+        catalog.t("col_recompiles"): [count(v) for v in table["recompiles"]],
+        catalog.t("col_break_even"): [count(v) if v is not None and not pd.isna(v) and v >= 0 else None
+                                      for v in table["break_even_calls"]],
+    })
+
+
+def measured_by(catalog: Catalog, eager: Any, compiled: Any) -> str:
+    """Which figure a memory row's two peaks are, in words: one name where both are of one kind."""
+    def said(method: Any) -> str:
+        return catalog.t(f"measured_by_{'none' if method is None or pd.isna(method) else method}")
+
+    eager, compiled = (None if method is None or pd.isna(method) else method for method in (eager, compiled))
+
+    return said(eager) if eager == compiled else catalog.t("measured_by_sides", eager=said(eager),
+                                                           compiled=said(compiled))
+
+
+def memory_view(table: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
+    """``selection.memory_table`` with readable headers and its figures' kinds in words."""
+    return pd.DataFrame({
+        catalog.t("col_model"): table["model"],
+        catalog.t("col_peak_eager"): [_number(catalog, v, 1) for v in table["eager_peak_mib"]],
+        catalog.t("col_peak_compiled"): [_number(catalog, v, 1) for v in table["compiled_peak_mib"]],
+        catalog.t("col_memory_ratio"): [_number(catalog, v) for v in table["memory_ratio"]],
+        catalog.t("col_measured_by"): [measured_by(catalog, eager, compiled)
+                                       for eager, compiled in zip(table["eager_method"], table["compiled_method"])],
+    })
+
+
+def summary_view(table: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
+    """``selection.summary_table`` with readable headers: a status column per status found, named in words."""
+    named = {"environment": catalog.t("col_environment"), "cells": catalog.t("col_cells"),
+             "models": catalog.t("col_models"), "batch_sizes": catalog.t("col_batch_sizes"),
+             "modes": catalog.t("col_modes"), "dtypes": catalog.t("col_dtypes"), "weights": catalog.t("col_weights")}
+    return table.rename(columns={column: named.get(column) or _status(catalog, column) for column in table.columns})
