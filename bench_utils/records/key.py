@@ -100,6 +100,16 @@ def latest_per_key(records: Iterable[Record]) -> list[Record]:
     return list(latest.values())
 
 
+def latest_per_cell(records: Iterable[Record]) -> list[Record]:
+    """Each cell's latest record on each machine (``environment_key``), whatever settings measured it: a cell
+    measured again with other settings (a later design, another lease's) replaces its earlier record, as the
+    page shows it (``report.frame.latest_records``)."""
+    latest: dict[RecordKey, Record] = {}
+    for record in sorted(records, key=lambda record: record.timestamp):
+        latest[record_key(record).without_study()._replace(settings_hash="")] = record
+    return list(latest.values())
+
+
 def cell_variant(record: Record) -> tuple[str, ...]:
     """A record's variant values (``VARIANT_FIELDS``' order)."""
     return tuple(getattr(record.cell, name) for name in VARIANT_FIELDS)

@@ -1,7 +1,7 @@
 import json
 from pathlib import Path
 
-from bench_utils.records.key import (CellIdentity, RecordKey, cell_identity, environment_key, latest_per_key,
+from bench_utils.records.key import (CellIdentity, RecordKey, cell_identity, environment_key, latest_per_cell, latest_per_key,
                                     record_key, settings_hash)
 from bench_utils.records.build import measurement_settings
 from bench_utils.settings import Settings
@@ -143,6 +143,20 @@ def test_a_cell_measured_again_keeps_only_its_latest_record_whatever_the_study_o
     other = at("2026-11-26T00:00:00Z", batch_size=16)
     kept = {record.record_id for record in latest_per_key(Rs([later, other, earlier]))}
     assert kept == {later["record_id"], other["record_id"]}
+
+
+def test_a_cell_measured_again_with_other_settings_keeps_its_latest_record_per_machine():
+    # the fourth H200 lease measured ViT again in 100-run replicates; the first lease's 300-run record is superseded
+    def at(timestamp, runs, cores=2):
+        record = ok_record(config={"weights": "random", "seed": 0, "runs": runs})
+        record["environment"] = {**record["environment"], "timestamp_utc": timestamp, "cpu_count_logical": cores}
+        return record
+
+    first, again = at("2026-11-26T01:00:00Z", 300), at("2026-11-27T01:00:00Z", 100)
+    elsewhere = at("2026-11-25T01:00:00Z", 300, cores=16)  # another machine's: its own
+    assert len(latest_per_key(Rs([first, again]))) == 2  # two measurements
+    kept = {record.record_id for record in latest_per_cell(Rs([again, elsewhere, first]))}
+    assert kept == {again["record_id"], elsewhere["record_id"]}
 
 
 def test_a_setting_read_back_from_a_record_hashes_as_the_grid_gave_it():

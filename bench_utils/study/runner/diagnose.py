@@ -21,7 +21,7 @@ import yaml
 
 from ...errors import UserError
 from ...measurement.slowdown import REMEDY_STUDY_SUFFIX, Variant, diagnosable, measurable, remedies, rules_fired
-from ...records.key import latest_per_key
+from ...records.key import latest_per_cell
 from ...records.results_file import check_readable, read_records
 from ...records.schema import Record
 from ...vocabulary import InductorConfig, MemoryFormat
@@ -34,9 +34,10 @@ def _variant(record: Record) -> Variant:
 
 
 def slow_cells(records: list[Record]) -> list[Record]:
-    """Each measurement's latest ``ok`` record that ``measurement.slowdown.diagnosable`` says to diagnose."""
+    """Each cell's latest ``ok`` record that ``measurement.slowdown.diagnosable`` says to diagnose: a cell measured
+    again (another lease, other settings) is diagnosed on its latest record only, as its page shows it."""
     slow = []
-    for record in latest_per_key(records):
+    for record in latest_per_cell(records):
         speedup, cell = record.speedup, record.cell
         if not record.ok or speedup is None:
             continue

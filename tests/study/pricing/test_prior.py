@@ -292,8 +292,8 @@ def test_a_cold_compile_follows_the_eager_operators_as_on_the_h200_host():
         for line in (PROJECT_ROOT / "reports" / study / "results.jsonl").read_text().splitlines():
             record = json.loads(line)
             mode = record["cell"]["compile_mode"]
-            if mode == "eager":
-                continue
+            if mode == "eager" or record["compile"].get("cold_measured_in"):
+                continue  # a cold compile beside others (compiled ahead): not the lone host's figure
             row, cold = prior.costs[record["cell"]["model"]], record["compile"]["cold_ms"] / 1e3
             low, point, high = (Prior.compile_seconds(row, mode, ends) for ends in ENDS)
             assert low <= cold <= high and 0.5 < cold / point < 2, (record["cell"], cold, point)
