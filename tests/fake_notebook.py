@@ -43,7 +43,8 @@ class FakeNotebook:
         log.write_text("line one\nSegmentation fault (core dumped)\n")
         oom_at = {}
         try:
-            if self.no_start:  # dies before it begins any cell (a broken environment, say)
+            # dies before it begins any cell (a broken environment, say): every kernel, or those of the models named
+            if self.no_start is True or (self.no_start and group.cells[0].model in self.no_start):
                 return 1, log
             for cell in ordered:
                 write_progress(PROJECT_ROOT / parameters["progress_file"], cell.compile_mode, cell.batch_size)

@@ -59,6 +59,7 @@ from .clean_stop import RunningProcesses, StopOnSignal
 from .compile_ahead import MIN_CORES, CompileAhead, wanted
 from .interference_check import pause_wanted
 from .kernel_ahead import KernelsAhead
+from .start_failures import StartFailures
 from ...vocabulary import Status
 from ...zoo.hub import expected_weights
 
@@ -110,6 +111,7 @@ class Runner:
         self.ahead: CompileAhead | None = None  # compile processes beside the kernel (``compile_ahead``), while on
         self.kernels_ahead: KernelsAhead | None = None  # the next group's kernel booting meanwhile (``kernel_ahead``)
         self._lock = threading.Lock()
+        self.start_failures = StartFailures()  # kernel groups in a row that failed to start: the run stops
 
     def workers(self, kind: str) -> list[str]:
         return workers_of(self.grid, self.devices, kind)
@@ -319,6 +321,8 @@ class Runner:
         watch.read_new_records()
         ending, cell = watch.ending(returncode)
         progress_path.unlink(missing_ok=True)
+        if ending in (DONE, STOPPED) or cell is not None:
+            self.start_failures.began()
         if ending in (DONE, STOPPED):
             return watch.remaining
         died = _KernelEnd(group.group_id, device, returncode, cell, watch.remaining, time.monotonic() - watch.last_event,
@@ -345,6 +349,10 @@ class Runner:
                                  f"its start fails. Last lines of its log:\n{died.tail}", died.log)
             self._finish(Outcome(cell, Status.ERROR, died.seconds, died.device, "the kernel did not start"),
                          tally, progress)
+        if (why := self.start_failures.failed(died.group_id, died.tail)) is not None:
+            with self._lock:
+                tally.worker_errors.append(why)
+            self.stop.stop_now()  # the groups left are not started
         return []
 
     def _host_oom(self, died: _KernelEnd, cell: Cell, tally: RunOutcome, progress: ProgressView) -> list[Cell]:

@@ -94,6 +94,30 @@ def test_a_kernel_that_never_begins_a_cell_is_tried_twice_then_its_cells_are_err
     assert summary.counts() == {"error": 7}
 
 
+FOUR_MODELS = {**GRID, "grids": [{"models": ["resnet", "segformer", "vit", "detr"], "batch_sizes": [1],
+                                   "compile_modes": ["eager"]}]}
+
+
+def test_when_three_groups_in_a_row_fail_to_start_the_run_stops_and_leaves_the_rest_unrecorded(tmp_path):
+    # the first pipelined H200 lease: every kernel died on the same missing torch hook, for 8 of its 9 minutes
+    notebook = FakeNotebook(no_start=True)
+    runner = Runner(parse_grid(FOUR_MODELS), tmp_path, executor=notebook)
+    summary = runner.run()
+    assert len({kernel[0] for kernel in notebook.kernels}) == 3 and len(notebook.kernels) == 6  # each tried twice
+    recorded = {record.cell.model for record in read_records(tmp_path / "results.jsonl")}
+    started = {kernel[0].split("__")[1] for kernel in notebook.kernels}
+    assert recorded == started and len(runner.pending().cells) == 4  # the fourth: no kernel, no record, left to a later run
+    assert summary.exit_status() == 1 and "3 kernel groups in a row" in summary.worker_errors[0]
+    assert "Segmentation fault" in summary.worker_errors[0]  # the last kernel's log
+    assert "3 kernel groups in a row" in format_run_outcome(summary, tmp_path / "results.jsonl")
+
+
+def test_a_kernel_that_begins_a_cell_starts_the_count_of_failed_starts_again(tmp_path):
+    notebook = FakeNotebook(no_start={"resnet", "segformer", "detr"})  # vit, third of four, starts
+    summary = Runner(parse_grid(FOUR_MODELS), tmp_path, executor=notebook).run()
+    assert summary.counts() == {"error": 3, "ok": 1} and not summary.worker_errors
+
+
 def test_a_cell_that_records_nothing_for_the_timeout_is_stopped_and_the_group_goes_on(tmp_path):
     notebook = FakeNotebook(hang={("resnet", 4)})
     summary, runner = run(tmp_path, notebook, timeout=1)
