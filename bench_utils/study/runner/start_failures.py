@@ -2,8 +2,8 @@
 
 A kernel that ends before it begins any cell is tried again, then its group's cells are errors (``grid_runner``).
 When that happens to several groups in a row, no cell is at fault: a package the image lacks, an API its torch
-lacks, a full disk. The first pipelined H200 lease spent 8 of its 9 minutes starting 36 kernels that each died on
-the same missing torch hook, and wrote 60 error records. So after ``GROUPS_IN_A_ROW`` such groups the run stops:
+lacks, a full disk. The first pipelined H200 lease spent the 5.5 minutes after its checks starting 22 kernels (11
+groups) that each died on the same missing torch hook, and wrote 60 error records. So after ``GROUPS_IN_A_ROW`` such groups the run stops:
 the cells left are not recorded (a later run, once the cause is fixed, measures them), and the run's output ends
 with why. Any kernel that begins a cell starts the count again.
 """
