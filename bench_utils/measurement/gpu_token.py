@@ -46,8 +46,7 @@ class GpuToken:
                  pause: PausedBeside | None = None) -> None:
         self.path, self.role, self.before_release = Path(path), role, before_release
         self.pause = pause                  # the processes beside, stopped through each timed window (``PAUSED_FOR``)
-        self.waited_s = 0.0                 # in all, waiting for another process to release it
-        self.waits: list[tuple[float, float]] = []  # each wait's start and end (``CLOCK_MONOTONIC``)
+        self.waits: list[tuple[float, float]] = []  # each wait for another process's release: start, end (monotonic)
         self._thread = threading.RLock()    # one thread of the process holds it at a time, for its whole holding
         self._local = threading.local()     # per thread: how deep in windows, and the open holding
         self._handle: Any = None
@@ -100,7 +99,6 @@ class GpuToken:
         asked = time.monotonic()
         fcntl.flock(self._handle, fcntl.LOCK_EX)
         start = time.monotonic()
-        self.waited_s += start - asked
         self.waits.append((asked, start))
         self._holding = {"role": self.role, "pid": os.getpid(), "what": what, "waited_s": round(start - asked, 6),
                          "start": start}
@@ -259,12 +257,6 @@ def covered_s(spans: Iterable[tuple[float, float]], start: float, end: float) ->
             total += span_end - span_start
             reached = span_end
     return total
-
-
-def waited_s() -> float:
-    """Seconds this process has waited for the token so far (0 where it uses none): a wait inside a timed call is
-    no part of what the call costs (``variants.compile_cost``)."""
-    return _current.waited_s if _current is not None else 0.0
 
 
 def holdings(log_path: str | os.PathLike) -> list[dict[str, Any]]:

@@ -187,23 +187,9 @@ class Explorer:
         pick another when ``controls`` (they need a live kernel; under papermill they are inert)."""
         chosen = slices.resolve(self.data, slices.Selection(environment, batch_size, mode, dtype))
         handle = display(HTML(self.slice_html(chosen)), display_id=True)
-        if controls:
+        if controls:  # a view without them shows its slice only (papermill's): the picker does not redraw it
             display(self.slice_controls(chosen, lambda picked: handle.update(HTML(self.slice_html(picked))),
                                         lambda problem: handle.update(HTML(f"<p>{html.escape(problem)}</p>"))))
-        else:
-            self._redraws.append(lambda: self._redraw_slice(chosen, handle))
-
-    def _redraw_slice(self, chosen: slices.Selection, handle: Any) -> None:
-        """Without controls: the same slice from the studies now picked where they hold it, else their first."""
-        try:
-            picked = slices.resolve(self.data, chosen)
-        except UserError:
-            try:
-                picked = slices.resolve(self.data, slices.Selection())
-            except UserError as problem:
-                handle.update(HTML(f"<p>{html.escape(str(problem))}</p>"))
-                return
-        handle.update(HTML(self.slice_html(picked)))
 
     def slice_controls(self, chosen: slices.Selection, redraw: Callable[[slices.Selection], None],
                        say: Callable[[str], None] | None = None) -> Any:

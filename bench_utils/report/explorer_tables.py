@@ -24,7 +24,7 @@ TABLE_STYLES = [
     {"selector": "td", "props": "white-space: nowrap; text-align: right;"},
     {"selector": "td.col0, th.col_heading.col0", "props": "text-align: left;"},
 ]
-FLAGS_CELL = "white-space: normal; max-width: 16em; text-align: left;"  # words, which wrap
+WORDS_CELL = {"white-space": "normal", "max-width": "16em", "text-align": "left"}  # a column of words: it wraps
 
 
 def table_html(table: pd.DataFrame, catalog: Catalog, wrapping: tuple[str, ...] = ()) -> str:
@@ -35,14 +35,9 @@ def table_html(table: pd.DataFrame, catalog: Catalog, wrapping: tuple[str, ...] 
               .set_table_styles(TABLE_STYLES))
     for column in wrapping:
         if column in table.columns:
-            styler = styler.set_properties(subset=[column], **_props(FLAGS_CELL))
+            styler = styler.set_properties(subset=[column], **WORDS_CELL)
     direction = ' dir="rtl"' if catalog.direction == "rtl" else ""
     return f"<div{direction}>{styler.to_html()}</div>"
-
-
-def _props(css: str) -> dict[str, str]:
-    pairs = (part.strip().split(": ", 1) for part in css.strip(";").split(";"))
-    return {name: value for name, value in pairs}
 
 
 def _number(catalog: Catalog, value: Any, digits: int = 2) -> str | None:

@@ -131,7 +131,7 @@ def compile_table(data: pd.DataFrame, selection: Selection) -> pd.DataFrame:
 
 def memory_table(data: pd.DataFrame, selection: Selection) -> pd.DataFrame:
     """Peak memory of the compiled model against eager's (the dynamo harness's memory ratio), and which
-    figure each is (``region_memory.region_memory``'s method, None where not measured). A ratio is only taken
+    figure each is (``region_memory.region_memory``'s method, missing where not measured). A ratio is only taken
     between two figures of one kind."""
     compiled, _ = cells(data, selection)
     table = pd.DataFrame({"model": compiled["label"],
@@ -139,8 +139,7 @@ def memory_table(data: pd.DataFrame, selection: Selection) -> pd.DataFrame:
                           "compiled_peak_mib": compiled["peak_bytes"].astype(float) / MIB})
     like_for_like = (compiled["eager_peak_method"] == compiled["peak_method"]) & (table["eager_peak_mib"] > 0)
     table["memory_ratio"] = table["compiled_peak_mib"] / table["eager_peak_mib"].where(like_for_like)
-    table["eager_method"] = [None if pd.isna(method) else method for method in compiled["eager_peak_method"]]
-    table["compiled_method"] = [None if pd.isna(method) else method for method in compiled["peak_method"]]
+    table["eager_method"], table["compiled_method"] = compiled["eager_peak_method"].values, compiled["peak_method"].values
     return table.reset_index(drop=True)
 
 

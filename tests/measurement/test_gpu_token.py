@@ -60,11 +60,11 @@ def test_without_a_token_a_window_holds_nothing_and_waits_nothing(tmp_path):
     gpu_token.use(None, MEASURING)  # a kernel without compile processes beside it: no token from now on
     with gpu_token.window("timed runs"):
         pass
-    assert gpu_token.waited_s() == 0.0 and not (tmp_path / "used").exists() and not (tmp_path / "used.log").exists()
+    assert gpu_token.not_running_s(0.0, time.monotonic()) == 0.0 and not (tmp_path / "used").exists() and not (tmp_path / "used.log").exists()
     token = GpuToken(tmp_path / "t", COMPILING)
     with token.held("a"):
         pass
-    assert [entry["what"] for entry in holdings(token.log_path)] == ["a"] and token.waited_s < 0.5
+    assert [entry["what"] for entry in holdings(token.log_path)] == ["a"] and gpu_token.covered_s(token.waits, 0.0, time.monotonic()) < 0.5
     (tmp_path / "t.log").write_text('{"role": "compiling", "what": "b", "start": 1, "end": 2}\n{"role": "meas')
     assert len(holdings(token.log_path)) == 1  # a holder killed mid-write leaves half a line: left out
 

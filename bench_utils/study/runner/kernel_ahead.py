@@ -63,8 +63,8 @@ class KernelsAhead:
     is ended when the next kernel starts, or at the end of the ``with`` block (``end_all``)."""
 
     def __init__(self, out_dir: Path, running: RunningProcesses, ahead_cpus: set[int], measuring_cpus: set[int],
-                 next_group: Callable[[], KernelGroup | None] = lambda: None, beside: PausedBeside | None = None,
-                 parameters: Callable[[KernelGroup, Path], dict[str, Any]] | None = None):
+                 parameters: Callable[[KernelGroup, Path], dict[str, Any]],
+                 next_group: Callable[[], KernelGroup | None] = lambda: None, beside: PausedBeside | None = None):
         self.out_dir, self.running = out_dir, running
         # the runner's notebook parameters of a group's first kernel (``Runner.parameters``), for the one started ahead
         self.parameters = parameters
@@ -81,8 +81,8 @@ class KernelsAhead:
                parameters: Callable[[KernelGroup, Path], dict[str, Any]]) -> "KernelsAhead":
         """Kernels started ahead on the compile processes' cores, run on the measuring kernel's, with the runner's
         ``parameters``."""
-        return cls(out_dir, running, set().union(*ahead.compile_cpus), ahead.measuring_cpus, beside=ahead.beside,
-                   parameters=parameters)
+        return cls(out_dir, running, set().union(*ahead.compile_cpus), ahead.measuring_cpus, parameters,
+                   beside=ahead.beside)
 
     def __enter__(self) -> "KernelsAhead":
         return self
@@ -143,8 +143,6 @@ class KernelsAhead:
                 return
         gate = gate_path(out_dir, following.group_id)
         gate.unlink(missing_ok=True)
-        if self.parameters is None:
-            return
         nested = self.parameters(following, out_dir / "logs" / f"{following.group_id}.1.progress")
         nested["start_gate"] = os.path.relpath(gate, PROJECT_ROOT)
         started = start_papermill(following, device, nested, out_dir, cpus=self.ahead_cpus, running=self.running)

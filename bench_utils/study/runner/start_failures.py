@@ -31,8 +31,9 @@ class StartFailures:
         """A group none of whose kernels began a cell; where it makes ``limit`` in a row, why the run stops."""
         with self._lock:
             self.in_a_row += 1
-            if self.in_a_row < self.limit:
-                return None
-        return (f"{self.in_a_row} kernel groups in a row (the last: {group_id}) ended before they began any cell: "
+            in_a_row = self.in_a_row
+        if in_a_row < self.limit:
+            return None
+        return (f"{in_a_row} kernel groups in a row (the last: {group_id}) ended before they began any cell: "
                 "the environment fails, not a cell, so the run stops; the cells left are not recorded, and a later "
                 f"run measures them once the cause is fixed. Last lines of the last kernel's log:\n{tail}")

@@ -68,7 +68,7 @@ def test_a_kernel_started_ahead_and_not_used_is_ended_and_its_log_named_apart(tm
     process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     running = RunningProcesses()
     running.add(process)
-    with KernelsAhead(tmp_path, running, {1}, {0}) as ahead:
+    with KernelsAhead(tmp_path, running, {1}, {0}, lambda group, progress: {}) as ahead:
         ahead._started["g"] = StartedKernel(process, executed, log)
     assert process.poll() is not None and not executed.exists() and not log.exists()
     assert (tmp_path / "logs" / UNUSED_LOG.format(group="g")).read_text() == "booting in ..\n"
@@ -110,8 +110,8 @@ def test_until_its_gate_opens_a_kernel_started_ahead_is_paused_with_the_compile_
     monkeypatch.setattr(kernel_ahead, "wait_for_papermill", lambda *args, **kwargs: (0, started.log_path))
     beside = PausedBeside(tmp_path / "beside")
     parameters = {"only_cells": [["eager", 1]]}
-    ahead = KernelsAhead(tmp_path, RunningProcesses(), {1}, {0}, next_group=lambda: second, beside=beside,
-                         parameters=lambda group, progress: dict(parameters))
+    ahead = KernelsAhead(tmp_path, RunningProcesses(), {1}, {0}, lambda group, progress: dict(parameters),
+                         next_group=lambda: second, beside=beside)
     try:
         ahead.execute(first, "cpu", parameters, tmp_path, lambda: False, 1)  # the first kernel starts the next's
         assert beside.registered() == [booting.pid]  # one more process beside the measuring kernel, for now
