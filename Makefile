@@ -131,6 +131,8 @@ endif
 
 # JupyterLab on this machine only (127.0.0.1; as root too, as in containers); from elsewhere, tunnel the port:
 #   ssh -N -L 8888:localhost:8888 USER@GPU-HOST   then open the URL it prints, on your own machine.
+# bench_utils/lab_settings: Lab's own settings for this server (a Run All before the notebook has found its kernel
+# says so, instead of dropping the cells); bench_utils.lab_sessions: the explore notebook's kernel started with it.
 LAB_PORT ?= 8888
 
 lab: setup
@@ -138,7 +140,8 @@ lab: setup
 	@echo "[lab] on a remote machine: ssh -N -L $(LAB_PORT):localhost:$(LAB_PORT) USER@HOST from yours first."
 	$(PY) -m jupyterlab --no-browser --ip=127.0.0.1 --port=$(LAB_PORT) --ServerApp.root_dir="$(CURDIR)" \
 		--MultiKernelManager.default_kernel_name=bench-utils $(if $(filter 0,$(shell id -u)),--allow-root) \
-		--ServerApp.jpserver_extensions bench_utils.lab_sessions=True
+		--ServerApp.jpserver_extensions bench_utils.lab_sessions=True \
+		--LabApp.app_settings_dir="$(CURDIR)/bench_utils/lab_settings"
 
 env: setup
 	$(PY) -m bench_utils env

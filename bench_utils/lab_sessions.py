@@ -8,6 +8,11 @@ requests that find it, not after a kernel's start. So the server starts a sessio
 (the newcomer's notebook) as soon as it runs, with the project's kernel. Nothing else changes: another notebook
 starts its kernel as usual, and a reader who shuts this one down gets a new one as usual.
 
+That leaves the second or so between the notebook showing and it finding this session: a Run All then would
+still start a second kernel and shut this one down. ``make lab`` also runs Lab with ``lab_settings/overrides.json``
+(``enableKernelInitNotification``), under which such a Run All says that the kernel is initializing and runs
+nothing.
+
 Enabled on ``make lab``'s command line (``--ServerApp.jpserver_extensions bench_utils.lab_sessions=True``), not
 for every server of the environment.
 """
