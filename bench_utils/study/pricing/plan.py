@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .device_prices import device_prior, prior_figures, span_of
+from .pipeline import Waits
+from .pipeline_prices import pipeline_waits
 from .prior import Prior, Span, warm_share
 from .recorded import (estimate_cell_seconds, estimate_kernel_start_seconds, records_of_environment, results_files,
                        start_and_load)
@@ -66,6 +68,11 @@ class Plan:
     devices: list[str] = field(default_factory=list)
     prior: Prior | None = None                     # --device-model: the a-priori estimate's device
     compile_ahead: bool = False                    # compile processes beside the kernels (``runner.compile_ahead``)
+    compile_processes: int = 0                     # how many
+    # --device-model, compile ahead: the kernel's waits for the processes and its own cold compiles (``pipeline``),
+    # seconds at the prior's low, point and high ends, and what the point's simulation found
+    pipeline: Span | None = None
+    pipeline_at_point: Waits | None = None
 
     @property
     def cells_to_run(self) -> int:
@@ -90,23 +97,27 @@ class Plan:
         return sum(kernel.known_seconds for kernel in self.kernels)
 
     def span(self) -> tuple[Span | None, int]:
-        """Priced for a GPU: the sum over kernels (one worker's time), and the cells nothing priced."""
+        """Priced for a GPU: the sum over kernels (one worker's time) and what the pipeline adds to it, and the
+        cells nothing priced."""
         total, unknown = None, 0
         for kernel in self.kernels:
             span, missing = kernel.span()
             unknown += missing
             if span is not None:
                 total = span if total is None else total + span
+        if total is not None and self.pipeline is not None:
+            total = total + self.pipeline
         return total, unknown
 
 
 def plan_run(pending: Pending, grid: Grid, *, results_path: Path, environment: dict[str, Any], devices: list[str],
              reports_dir: str | os.PathLike | None = None, device_model: str | None = None,
-             compile_ahead: bool = False) -> Plan:
+             compile_ahead: bool = False, compile_processes: int = 0) -> Plan:
     """The plan of ``pending`` (``Runner.pending()``: the cells of ``grid`` the study folder of ``results_path``
     lacks) by kernel, estimated from earlier records of ``environment`` in the study's results file and every
     ``reports/*/results.jsonl``; with ``device_model``, from the records of that GPU, and the rest a priori
-    (``device_prices``); ``compile_ahead``: compile processes beside the kernels compile their cells cold.
+    (``device_prices``); ``compile_ahead``: ``compile_processes`` compile processes beside the kernels compile their
+    cells cold, and with a prior the kernel's waits for them are simulated (``pipeline_prices``).
     """
     from ...paths import REPORTS_DIR
     from ..grid.kernel_groups import kernel_groups
@@ -131,7 +142,9 @@ def plan_run(pending: Pending, grid: Grid, *, results_path: Path, environment: d
                                                                    kernel.start_includes_load, prior, compile_ahead,
                                                                    started_ahead=ahead)
         kernels.append(kernel)
+    waits = pipeline_waits(kernels, prior, compile_processes) if prior and compile_ahead else None
     return Plan(study=grid.study, grid_path=str(grid.path), results_path=results_path,
                 cells_in_grid=len(grid.cells), already_measured=pending.resumed, skipped_after_oom=skipped,
                 kernels=kernels, records_used=len(records), devices=devices, prior=prior,
-                compile_ahead=compile_ahead)
+                compile_ahead=compile_ahead, compile_processes=compile_processes if compile_ahead else 0,
+                pipeline=waits[0] if waits else None, pipeline_at_point=waits[1] if waits else None)

@@ -118,11 +118,18 @@ def total_lines(plan: Plan) -> list[str]:
              f"  {recorded} cell{'' if recorded == 1 else 's'} from records on {prior.device}; the prior "
              f"{basis} (bench_utils/study/pricing/prior.py says how it is derived)"]
     if plan.compile_ahead:
-        lines.append("  compile processes beside the kernels: a first replicate's static torch.compile cells priced "
-                     "at a warm compile, as if the processes kept ahead and nothing they do slowed the kernel; every "
-                     "kernel but the first started ahead, its start priced at what follows its gate (the "
-                     "environment's capture, prior.Assumptions.ahead_start_s, then the model build) (neither "
-                     "measured on a GPU yet: the next lease's records calibrate them)")
+        lines.append(f"  {plan.compile_processes} compile process(es) beside the kernels: a first replicate's static "
+                     "torch.compile cells priced at a warm compile; every kernel but the first started ahead, its "
+                     "start priced at what follows its gate (the environment's capture, "
+                     "prior.Assumptions.ahead_start_s, then the model build)")
+        if plan.pipeline is not None and plan.pipeline_at_point is not None:
+            point = plan.pipeline_at_point
+            lines.append(f"  of the total, the kernel waiting for the compile processes and compiling cold itself "
+                         f"where none was there yet: {minutes(plan.pipeline)}; at the point, {len(point.waits)} "
+                         f"wait(s), {point.wait_s / 60:.1f} min, and {len(point.compiled_by_kernel)} cold compile(s) "
+                         "by the kernel (simulated in the run's order, bench_utils/study/pricing/pipeline.py; a cold "
+                         "compile beside the kernel and a process's boot are the first pipelined lease's, "
+                         "prior.Assumptions.beside_compile_factor and process_setup_s, until the next lease's)")
     if unknown:
         lines.append(f"  {unknown} cell{'' if unknown == 1 else 's'} without figures (a model outside "
                      "bench_utils/study/pricing/data/model_costs.json, or a dtype the GPU lacks): not included")

@@ -84,7 +84,8 @@ def estimate_cell_seconds(cell: Cell, records: list[Record], shares_pairs: bool 
             scale = 0.0
         else:  # a record without its calls has no repeated part here (it was passed over above)
             scale = (cell.settings.runs + cell.settings.warmup) / calls if repeated and calls else 1.0
-        seconds = _phase(record, "cell_s") - repeated + repeated * scale
+        # a wait for a compile process is the pipeline's, priced apart (``pipeline``), not the cell's
+        seconds = _phase(record, "cell_s") - _phase(record, "compile_wait_s") - repeated + repeated * scale
         return seconds if warm_share is None else seconds - _cold_saved(record, warm_share)
     return None
 

@@ -56,7 +56,7 @@ from .progress_display import Outcome, Progress, ProgressView, RunOutcome
 from .resume import oom_batches, read_done
 from .unsteady import keeps_compiles, once_more
 from .clean_stop import RunningProcesses, StopOnSignal
-from .compile_ahead import MIN_CORES, CompileAhead, wanted
+from .compile_ahead import COMPILE_PROCESSES, MIN_CORES, CompileAhead, wanted
 from .interference_check import pause_wanted
 from .kernel_ahead import KernelsAhead
 from .start_failures import StartFailures
@@ -160,7 +160,7 @@ class Runner:
                        len(self.devices or self.grid.devices))
         return plan_run(pending, self.grid, results_path=self.results_path, environment=self.environment,
                         devices=list(self.devices or self.grid.devices), reports_dir=reports_dir,
-                        device_model=device_model, compile_ahead=ahead)
+                        device_model=device_model, compile_ahead=ahead, compile_processes=COMPILE_PROCESSES)
 
     def run(self, announce: Callable[[], None] | None = None) -> RunOutcome:
         """Run the pending cells; ``announce`` is called once this runner holds the study folder (a runner

@@ -56,6 +56,12 @@ def test_the_timed_and_warmup_part_is_scaled_to_the_cells_calls():
     assert estimate_cell_seconds(cell, Rs([same_calls])) == pytest.approx(10.0)
 
 
+def test_a_records_wait_for_a_compile_process_is_not_the_cells_cost():
+    cell = cells()[("resnet", "default", 4)]
+    waited = record(cell, ENV, {"cell_s": 19.0, "compile_wait_s": 10.5, "timed_s": 4.0, "warmup_s": 2.0})
+    assert estimate_cell_seconds(cell, Rs([waited])) == pytest.approx(8.5)  # the pipeline's wait is priced apart
+
+
 def test_the_most_recent_record_of_the_same_cell_wins():
     grid = cells()
     cell = grid[("resnet", "default", 4)]
@@ -279,7 +285,8 @@ def test_a_device_model_prices_unrecorded_cells_a_priori_and_recorded_ones_by_th
     assert "  estimate: a-priori for H100 SXM: ~" in text and "1 cell from records on H100 SXM" in text
     assert "a-priori estimate for H100 SXM (a model, not a measurement): ~" in text
     assert "for 7 of 7 cells, 2 kernel starts included" in text and "calibrated on 1 cell recorded there" in text
-    assert "compile processes beside the kernels" in text and "neither measured on a GPU yet" in text
+    assert "compile process(es) beside the kernels" in text
+    assert "the kernel waiting for the compile processes and compiling cold itself" in text
 
 
 def test_with_compile_ahead_every_kernel_but_the_first_pays_only_what_follows_its_gate(tmp_path):
@@ -298,9 +305,41 @@ def test_with_compile_ahead_every_kernel_but_the_first_pays_only_what_follows_it
     assert saved == pytest.approx([ends.start_s + build * ends.build_factor - ends.ahead_start_s
                                    for ends in ENDS])  # its boot and its model's build on the host, off the path
     assert all(value > 0 for value in saved)
-    # the total: its cells (priced warm where compiled ahead) and the starts, the second's boot gone
+    # the total: its cells (priced warm where compiled ahead) and the starts, the second's boot gone, and what the
+    # pipeline adds (the kernel's waits for the processes, its own cold compiles): none without compile processes
     cells = sum(span.point for span in second.prior_cells + first.prior_cells)
-    assert plans[True].span()[0].point == pytest.approx(cells + first.prior_start.point + second.prior_start.point)
+    pipeline = plans[True].pipeline
+    assert plans[False].pipeline is None and pipeline is not None and pipeline.point > 0
+    assert plans[True].span()[0].point == pytest.approx(cells + first.prior_start.point + second.prior_start.point
+                                                        + pipeline.point)
+    # the point's simulation: on its own figures, what it adds is what it found
+    at_point = plans[True].pipeline_at_point
+    assert at_point.total_s - (cells + first.prior_start.point + second.prior_start.point) == pytest.approx(
+        pipeline.point)
+
+
+def test_the_pipeline_is_simulated_on_the_cells_compile_processes_take_at_the_priors_figures(tmp_path):
+    from bench_utils.study.pricing.pipeline_prices import kernel_runs
+    from bench_utils.study.pricing.prior import ENDS
+
+    plan = Runner(parse_grid({**GRID, "devices": ["cuda"], "replicates": 2, "blocks": 2, "compile_ahead": True}),
+                  tmp_path / "study").plan(reports_dir=tmp_path / "reports", device_model="H100")
+    prior = plan.prior
+    for end, ends in enumerate(ENDS):
+        runs = kernel_runs(plan.kernels, prior, end)
+        for kernel, run in zip(plan.kernels, runs):
+            cells = kernel.group.cells
+            # a first replicate's compiled cells, none of the second's and no eager cell
+            assert sorted(run.ahead) == [i for i, cell in enumerate(cells) if cell.compile_mode != "eager"
+                                         and cell.settings.replicate == "r1"]
+            row = prior.costs[cells[0].model]
+            for i, ahead in run.ahead.items():
+                alone = prior.compile_seconds(row, cells[i].compile_mode, ends)
+                assert (ahead.own_cold_s, ahead.cold_s) == pytest.approx((alone, alone * ends.beside_compile_factor))
+            assert run.process_setup_s == pytest.approx(ends.process_setup_s + row["build_s_cpu"] * ends.build_factor)
+            assert run.cells_s == [(span.low, span.point, span.high)[end] for span in kernel.prior_cells]
+    assert any(run.ahead for run in kernel_runs(plan.kernels, prior, 1))
+    assert not all(run.ahead for run in kernel_runs(plan.kernels, prior, 1))  # the second replicates' kernels
 
 
 def test_a_kernel_started_ahead_is_estimated_from_kernels_started_ahead_only(tmp_path):

@@ -143,6 +143,15 @@ def test_calibration_moves_the_prior_toward_the_cells_recorded_on_the_device():
                                                             2.5 * raw.point + energy.high))
 
 
+def test_a_wait_for_a_compile_process_calibrates_nothing():
+    # the first pipelined H200 lease's cells waited 10.5 to 16.6 s for compile processes: the pipeline's time
+    # (``pricing.pipeline``), which scaled into the cell's work would be counted again in every cell priced from it
+    prior = Prior("H100 SXM", costs={"m": ROW})
+    work = prior.parts(shape(batch=4), False, True)[0].point
+    waited = record_on(H100_ENV, 4, 2 * work + 12.0, compile_wait_s=12.0)
+    assert prior.calibrate(Rs([waited])).model_ratios["m"] == [pytest.approx(2.0)]
+
+
 def test_a_model_with_recorded_cells_is_calibrated_by_its_own_others_by_all():
     # the H200: Mask2Former took twice its prior where the other models took about it
     prior = Prior("H100 SXM", costs={"m": ROW, "big": ROW})

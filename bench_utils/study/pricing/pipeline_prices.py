@@ -1,0 +1,58 @@
+"""The compile processes' pipeline priced for a GPU: ``pipeline.simulate`` on the prior's figures, at each end.
+
+A dry run with compile processes beside the kernels prices each cell compiled ahead at a warm compile: right only
+where a process kept its cold compile before the kernel reached it. This replays the run's order on the same
+figures (the kernels' starts and cells as priced, each cell compiled ahead at the prior's cold compile times
+``Assumptions.beside_compile_factor`` in a process that boots in ``process_setup_s`` and builds the model) and
+adds what the kernel loses: its waits, and the cold compiles it does itself where no process was there yet.
+No torch is imported here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...variants.cell_plan import compiles_ahead
+from ...vocabulary import Replicate
+from .pipeline import AheadCell, KernelRun, Waits, simulate
+from .prior import ENDS, Prior, Span
+
+if TYPE_CHECKING:
+    from .plan import KernelPlan
+
+
+def kernel_runs(kernels: list[KernelPlan], prior: Prior, end: int) -> list[KernelRun]:
+    """The kernels as ``simulate`` takes them, at the prior's ``end`` (0: low, 1: point, 2: high)."""
+    ends = ENDS[end]
+
+    def at_end(span: Span | None) -> float:
+        return 0.0 if span is None else (span.low, span.point, span.high)[end]
+
+    runs = []
+    for kernel in kernels:
+        row = prior.costs.get(kernel.group.first.model)
+        ahead = {}
+        for index, cell in enumerate(kernel.group.cells):
+            settings = cell.settings
+            if row is not None and compiles_ahead(cell.compile_mode, settings.shapes,
+                                                  settings.replicate == Replicate.R1,
+                                                  settings.gpu_memory_gib is not None):
+                alone = prior.compile_seconds(row, cell.compile_mode, ends)
+                ahead[index] = AheadCell(cold_s=alone * ends.beside_compile_factor, own_cold_s=alone)
+        setup = ends.process_setup_s + (row["build_s_cpu"] * ends.build_factor if row is not None else 0.0)
+        runs.append(KernelRun(at_end(kernel.prior_start), [at_end(span) for span in kernel.prior_cells], ahead,
+                              setup))
+    return runs
+
+
+def pipeline_waits(kernels: list[KernelPlan], prior: Prior, processes: int) -> tuple[Span, Waits]:
+    """What the pipeline adds to the kernels' priced sum, low, point and high (each end simulated on its own
+    figures; a wait need not grow with them, so low and high are the least and most of the three), and the point's
+    simulation."""
+    added, simulated = [], []
+    for end in range(len(ENDS)):
+        runs = kernel_runs(kernels, prior, end)
+        waits = simulate(runs, processes)
+        added.append(waits.total_s - sum(run.start_s + sum(run.cells_s) for run in runs))
+        simulated.append(waits)
+    return Span(min(added), added[1], max(added)), simulated[1]
