@@ -51,7 +51,7 @@ class Waits:
 @dataclass
 class _Process:
     free_at: float = 0.0           # when it takes its next job (or claims its next cell)
-    job: int | None = None         # the kernel whose cells it compiles
+    job: int = -1                  # the kernel whose cells it compiles (none yet)
     queue: list[int] = field(default_factory=list)  # that kernel's cells left to it
 
 
