@@ -212,14 +212,41 @@ def split_over_replicates(path: str, where: str, settings: Settings, device_kind
     return replace(settings, replicates=count, runs=settings.runs // count, blocks=blocks // count)
 
 
+# A kernel's next replicate waits for the first replicates of this many other kernels (at least 1: its first keeps
+# the cold compiles it compiles warm from).
+REPLICATE_LAG = 2
+
+
+def kernel_key(cell: Cell) -> tuple:
+    """What the cells of one kernel share: all but batch size and compile mode (``kernel_groups``)."""
+    return (cell.study, cell.task, cell.model, cell.dtype, cell.device, cell.settings)
+
+
 def replicated(cells: list[Cell]) -> list[Cell]:
-    """Every cell's replicates after it: all first replicates (r1, as the grid gives them), then all second ones,
-    and so on, so that a study stopped early has every cell once before any twice, and a cell's replicates run
-    minutes apart, in fresh kernels (a replicate is part of the kernel's settings)."""
+    """Every cell's replicates, staggered by kernel: kernel k's second replicate comes after the first replicates of
+    kernels k+1 and k+2 (``REPLICATE_LAG``), its third after the first of k+4, each step's later replicates before
+    its first one. Why: a first replicate's cold compiles are done by compile processes beside the kernel
+    (``runner.compile_ahead``), and later replicates need none, so the kernel measures them while the processes
+    compile ahead. With every first replicate before any second, 2 processes fell behind the guide's first
+    replicates on the H200 (~6 min of the kernel waiting, ``pricing.pipeline``; ~0.6 staggered). A study stopped
+    early then has its first kernels' cells in every replicate, and a cell's replicates run minutes apart, in fresh
+    kernels (a replicate is part of the kernel's settings), another model's kernel at least between them."""
     most = max((cell.settings.replicates or 1 for cell in cells), default=1)
-    later = [replace(cell, settings=replace(cell.settings, replicate=Replicate(f"r{index}").value))
-             for index in range(2, most + 1) for cell in cells if (cell.settings.replicates or 1) >= index]
-    return [*cells, *later]
+    if most == 1:
+        return list(cells)
+    kernels: dict[tuple, list[Cell]] = {}
+    for cell in cells:
+        kernels.setdefault(kernel_key(cell), []).append(cell)
+    firsts = list(kernels.values())
+    ordered: list[Cell] = []
+    for step in range(len(firsts) + (most - 1) * REPLICATE_LAG):
+        for index in range(most, 0, -1):  # the later replicates of earlier kernels, then this step's first one
+            kernel = step - (index - 1) * REPLICATE_LAG
+            if 0 <= kernel < len(firsts):
+                ordered += [cell if index == 1 else
+                            replace(cell, settings=replace(cell.settings, replicate=Replicate(f"r{index}").value))
+                            for cell in firsts[kernel] if (cell.settings.replicates or 1) >= index]
+    return ordered
 
 
 def _check_keys(path: str, where: str, mapping: dict, known: dict) -> None:

@@ -19,15 +19,10 @@ from typing import Iterable
 
 from ...variants.cell_plan import eager_side_stands
 from ...vocabulary import Shapes
-from .grid_file import Cell
+from .grid_file import Cell, kernel_key
 
 EAGER = "eager"
 STATIC = Shapes.STATIC.value
-
-
-def kernel_key(cell: Cell) -> tuple:
-    """What the cells of one kernel share: all but batch size and compile mode."""
-    return (cell.study, cell.task, cell.model, cell.dtype, cell.device, cell.settings)
 
 
 def execution_order(pairs: Iterable[tuple[str, int]], by_batch: bool = True) -> list[tuple[str, int]]:

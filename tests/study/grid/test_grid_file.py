@@ -35,9 +35,16 @@ def test_expansion_orders_cells_and_fills_defaults(tmp_path):
 
 def test_repo_grids_are_valid():
     guide = load_grid("params/hf-guide.yaml")
-    # on a GPU each cell is 3 replicates (fresh kernels), all first ones before any second
+    # on a GPU each cell is 3 replicates (fresh kernels), staggered (``replicated``): a kernel's next replicate
+    # after two other kernels' first ones, a step's later replicates before its first
     assert len(guide.cells) == (12 * 3 * 2 + 4 * 2) * 3
-    assert [c.settings.replicate for c in guide.cells[::80]] == ["r1", "r2", "r3"]
+    order = [f"{group.first.settings.replicate} {group.first.model}" for group in kernel_groups(guide.cells)]
+    assert order[:9] == ["r1 vit", "r1 beit", "r2 vit", "r1 convnext", "r2 beit", "r1 resnet", "r3 vit",
+                         "r2 convnext", "r1 segformer"]
+    assert len(order) == 36 and order[-1] == "r3 conditional-detr"
+    for model in {c.model for c in guide.cells}:  # each kernel's replicates in turn, another kernel between
+        where = [order.index(f"r{i} {model}") for i in (1, 2, 3)]
+        assert where[0] + 1 < where[1] and where[1] + 1 < where[2], (model, where)
     assert {c.compile_mode for c in guide.cells} == {"eager", "default", "reduce-overhead"}
     # the guide ran PyTorch's defaults (cuDNN TF32 on, matmul TF32 off), 300 runs: 30 pairs of 10 runs, here
     # 10 pairs of 10 in each of the 3 replicates
