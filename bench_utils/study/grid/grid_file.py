@@ -212,8 +212,8 @@ def split_over_replicates(path: str, where: str, settings: Settings, device_kind
     return replace(settings, replicates=count, runs=settings.runs // count, blocks=blocks // count)
 
 
-# A kernel's next replicate waits for the first replicates of this many other kernels (at least 1: its first keeps
-# the cold compiles it compiles warm from).
+# Steps between a kernel's replicates (at least 1: its first keeps the cold compiles its next compiles warm from):
+# with 2, another kernel's first replicate runs between them.
 REPLICATE_LAG = 2
 
 
@@ -223,14 +223,15 @@ def kernel_key(cell: Cell) -> tuple:
 
 
 def replicated(cells: list[Cell]) -> list[Cell]:
-    """Every cell's replicates, staggered by kernel: kernel k's second replicate comes after the first replicates of
-    kernels k+1 and k+2 (``REPLICATE_LAG``), its third after the first of k+4, each step's later replicates before
-    its first one. Why: a first replicate's cold compiles are done by compile processes beside the kernel
+    """Every cell's replicates, staggered by kernel: kernel k's second replicate after kernel k+1's first, its third
+    after kernel k+3's first (``REPLICATE_LAG`` steps apart; in each step the later replicates come before the new
+    first one). Why: a first replicate's cold compiles are done by compile processes beside the kernel
     (``runner.compile_ahead``), and later replicates need none, so the kernel measures them while the processes
     compile ahead. With every first replicate before any second, 2 processes fell behind the guide's first
-    replicates on the H200 (~6 min of the kernel waiting, ``pricing.pipeline``; ~0.6 staggered). A study stopped
-    early then has its first kernels' cells in every replicate, and a cell's replicates run minutes apart, in fresh
-    kernels (a replicate is part of the kernel's settings), another model's kernel at least between them."""
+    replicates on the H200: ~7.7 min of the kernel waiting on the whole grid at the prior's point, ~3.8 staggered
+    (``pricing.pipeline``). A study stopped early then has its first kernels' cells in every replicate, and a cell's
+    replicates run minutes apart, in fresh kernels (a replicate is part of the kernel's settings), another kernel
+    between them. Several workers side by side reorder them (``kernel_groups.for_workers``)."""
     most = max((cell.settings.replicates or 1 for cell in cells), default=1)
     if most == 1:
         return list(cells)

@@ -98,3 +98,13 @@ def kernel_groups(cells: Iterable[Cell]) -> list[KernelGroup]:
         used.add(group_id)
         groups.append(KernelGroup(group_id, _ordered(members)))
     return groups
+
+
+def for_workers(groups: list[KernelGroup], workers: int) -> list[KernelGroup]:
+    """``groups`` in the order ``workers`` workers on one queue take them. One worker takes the grid's order, its
+    replicates staggered (``grid_file.replicated``); several run kernels side by side, where a kernel's next
+    replicate, two groups behind its first, could start while its first still runs (its kept caches not yet
+    kept, its out-of-memory errors not yet recorded): there every first replicate goes before any second."""
+    if workers <= 1:
+        return list(groups)
+    return sorted(groups, key=lambda group: int(group.first.settings.replicate[1:]))

@@ -10,9 +10,12 @@ cold compile (17 to 37 s beside the kernel) longer than the kernel's cell (10 to
 
 So the price of a pipelined run is not the sum of its cells priced warm: this replays the run's order, every
 duration given (the prior's, or a lease's measured ones), and returns each wait and the cells the kernel compiles
-itself. It is exact for the durations it is given; what it is worth rests on them (``prior``: a cold compile beside
-the kernel is the prior's cold compile times ``Assumptions.beside_compile_factor``, calibrated by the records
-of compiles measured beside a kernel). No torch is imported here.
+itself. It is exact for the durations it is given; what it is worth rests on them (``pipeline_prices``: a cold
+compile beside the kernel is the prior's cold compile, calibrated as the model's cells are, times
+``Assumptions.beside_compile_factor``). Left out: the GPU token's waits (each a fraction of a second, the
+kernel's windows first), a process paused through the kernel's timed windows (in the factor, as measured) but
+not while the kernel waits for it, and cells an out-of-memory error rules out (a process compiles them all the
+same). No torch is imported here.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ class AheadCell:
 
     cold_s: float      # its cold compile in a compile process, beside the kernel (claim to kept)
     own_cold_s: float  # what the kernel adds where it compiles the cell cold itself (no process reached it)
+    row: int | None = None  # its row (``study.cell.measured_row``: a batch size's compile modes, claimed together)
 
 
 @dataclass(frozen=True)
@@ -83,16 +87,25 @@ def simulate(kernels: list[KernelRun], processes: int) -> Waits:
     now, waits = 0.0, {}
     for k, kernel in enumerate(kernels):
         now += kernel.start_s
+        settled: set[int] = set()
         for i, seconds in enumerate(kernel.cells_s):
             ahead = kernel.ahead.get(i)
-            if ahead is not None:
-                advance(now)
-                kept = claimed.get((k, i))
-                if kept is None:  # no process on it: the kernel compiles it cold, and the processes skip it
-                    by_kernel.add((k, i))
-                    now += ahead.own_cold_s
-                elif kept > now:
-                    waits[(k, i)] = kept - now
-                    now = kept
+            if ahead is not None and i not in settled:
+                # the row's cells claimed one after another at its first (``kept_caches.all_claimed``): each held
+                # by a process waited for, the others claimed by the kernel, which compiles them cold after
+                row = [j for j in sorted(kernel.ahead) if j not in settled and (
+                    j == i or ahead.row is not None and kernel.ahead[j].row == ahead.row)]
+                own = 0.0
+                for j in row:
+                    advance(now)
+                    kept = claimed.get((k, j))
+                    if kept is None:  # no process on it: the kernel compiles it cold, and the processes skip it
+                        by_kernel.add((k, j))
+                        own += kernel.ahead[j].own_cold_s
+                    elif kept > now:
+                        waits[(k, j)] = kept - now
+                        now = kept
+                    settled.add(j)
+                now += own
             now += seconds
     return Waits(now, sum(waits.values()), waits, sorted(by_kernel))

@@ -3,8 +3,9 @@
 A dry run with compile processes beside the kernels prices each cell compiled ahead at a warm compile: right only
 where a process kept its cold compile before the kernel reached it. This replays the run's order on the same
 figures (the kernels' starts and cells as priced, each cell compiled ahead at the prior's cold compile times
-``Assumptions.beside_compile_factor`` in a process that boots in ``process_setup_s`` and builds the model) and
-adds what the kernel loses: its waits, and the cold compiles it does itself where no process was there yet.
+``Assumptions.beside_compile_factor`` in a process that boots in ``process_setup_s`` and builds the model, the
+cold compile calibrated as the model's cells are) and adds what the kernel loses: its waits, and the cold compiles
+it does itself where no process was there yet.
 No torch is imported here.
 """
 
@@ -30,15 +31,23 @@ def kernel_runs(kernels: list[KernelPlan], prior: Prior, end: int) -> list[Kerne
 
     runs = []
     for kernel in kernels:
-        row = prior.costs.get(kernel.group.first.model)
-        ahead = {}
+        model = kernel.group.first.model
+        row = prior.costs.get(model)
+        ratio = at_end(prior.work_ratio(model))  # as the model's cells are calibrated (Mask2Former: ~2 on the H200)
+        ahead, modes = {}, set()
         for index, cell in enumerate(kernel.group.cells):
             settings = cell.settings
+            first_of_mode = cell.compile_mode not in modes  # compiles warm too where it compiles cold itself
+            modes.add(cell.compile_mode)
             if row is not None and compiles_ahead(cell.compile_mode, settings.shapes,
                                                   settings.replicate == Replicate.R1,
                                                   settings.gpu_memory_gib is not None):
-                alone = prior.compile_seconds(row, cell.compile_mode, ends)
-                ahead[index] = AheadCell(cold_s=alone * ends.beside_compile_factor, own_cold_s=alone)
+                alone = prior.compile_seconds(row, cell.compile_mode, ends) * ratio
+                # priced at a warm compile: compiling cold itself adds the cold one, less the warm one where that
+                # goes (``cell_plan``: a cell compiled cold compiles warm at its mode's first batch size only)
+                own = alone if first_of_mode else alone * (1 - ends.warm_compile_share)
+                ahead[index] = AheadCell(cold_s=alone * ends.beside_compile_factor, own_cold_s=own,
+                                         row=cell.batch_size)
         setup = ends.process_setup_s + (row["build_s_cpu"] * ends.build_factor if row is not None else 0.0)
         runs.append(KernelRun(at_end(kernel.prior_start), [at_end(span) for span in kernel.prior_cells], ahead,
                               setup))

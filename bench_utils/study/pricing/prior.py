@@ -109,8 +109,9 @@ class Assumptions:
     ahead_start_s: float = 1.0
     # A compile process beside the kernel (``pricing.pipeline``): a cell's cold compile there, claim to kept, over the
     # prior's cold compile alone: 1.7 to 2.7 on the first pipelined H200 lease (ViT 2.2 and 1.7, BEiT 2.7, 2.1 and
-    # 2.0: its logs/compile-ahead.log against the earlier leases' compiles alone), with the token then held through
-    # dynamo's compiles, since let go; and its boot before its first cell, the model's build apart (that lease's ViT
+    # 2.0: its logs/compile-ahead.log against the earlier leases' compiles alone), paused through the kernel's timed
+    # windows (no interference check had passed) and the token then held through dynamo's compiles, since let go;
+    # and its boot before its first cell, the model's build apart (that lease's ViT
     # process: 26 s, its warm-up holding the token). Assumptions until the next lease's log.
     beside_compile_factor: float = 2.0
     process_setup_s: float = 20.0
@@ -352,6 +353,10 @@ class Prior:
         parts = self.parts(shape, shares_pairs, warm)
         ratios = self.model_ratios.get(shape.model) or self.cell_ratios
         return None if parts is None else _calibrated(parts[0], ratios) + parts[1]
+
+    def work_ratio(self, model: str) -> Span:
+        """The factors ``cell`` scales a cell's work of ``model`` by at each end (1 where nothing calibrates it)."""
+        return _calibrated(Span.exact(1.0), self.model_ratios.get(model) or self.cell_ratios)
 
     def start(self, model: str, ahead: bool = False) -> Span | None:
         """``raw_start`` calibrated by the recorded starts of its kind (started ahead or not): a kernel started ahead by

@@ -46,7 +46,7 @@ from ...records.schema import Record
 from .device_lock import device_lock, split_cpus
 from .papermill_execution import execute_with_papermill, log_tail, notebook_parameters
 from ..grid.grid_file import Cell, Grid, keep_grid_copy
-from ..grid.kernel_groups import KernelGroup, kernel_groups
+from ..grid.kernel_groups import KernelGroup, for_workers, kernel_groups
 from ..grid.pending import Pending
 from .device_workers import check_workers, workers_of
 from .kernel_watch import DONE, OOM_KILLED, STOPPED, TIMED_OUT, KernelWatch, default_cell_timeout
@@ -220,9 +220,13 @@ class Runner:
         progress = self.progress(len(cells), self.stream)
         if self.time_limit is not None:
             progress.limit_left = self.time_limit.left
-        queues: dict[str, queue.Queue] = defaultdict(queue.Queue)
+        by_kind: dict[str, list[KernelGroup]] = defaultdict(list)
         for group in kernel_groups(cells):
-            queues[group.device].put(group)
+            by_kind[group.device].append(group)
+        queues: dict[str, queue.Queue] = defaultdict(queue.Queue)
+        for kind, groups in by_kind.items():
+            for group in for_workers(groups, len(self.workers(kind))):
+                queues[kind].put(group)
         threads = [threading.Thread(target=self._work, args=(queues[kind], device, tally, progress),
                                     name=f"worker-{device}")
                    for kind in queues for device in self.workers(kind)]

@@ -35,8 +35,8 @@ def test_expansion_orders_cells_and_fills_defaults(tmp_path):
 
 def test_repo_grids_are_valid():
     guide = load_grid("params/hf-guide.yaml")
-    # on a GPU each cell is 3 replicates (fresh kernels), staggered (``replicated``): a kernel's next replicate
-    # after two other kernels' first ones, a step's later replicates before its first
+    # on a GPU each cell is 3 replicates (fresh kernels), staggered (``replicated``): a kernel's second replicate
+    # after the next kernel's first, its third after the first of the kernel three on
     assert len(guide.cells) == (12 * 3 * 2 + 4 * 2) * 3
     order = [f"{group.first.settings.replicate} {group.first.model}" for group in kernel_groups(guide.cells)]
     assert order[:9] == ["r1 vit", "r1 beit", "r2 vit", "r1 convnext", "r2 beit", "r1 resnet", "r3 vit",
@@ -53,6 +53,8 @@ def test_repo_grids_are_valid():
     quick = load_grid("params/cpu-quick.yaml")
     assert {c.task for c in quick.cells} == {"image-classification", "image-segmentation", "object-detection"}
     assert {c.compile_mode for c in quick.cells} == {"eager", "default", "reduce-overhead"}  # a row of two modes
+    # every cell in 3 replicates, so that make report's intervals include the spread between runs
+    assert {c.settings.replicates for c in quick.cells} == {3} and len(quick.cells) == 7 * 3
     assert load_grid("params/smoke.yaml").cells
     fleet = load_grid("params/hf-guide-fleet.yaml")  # the guide's grid on three kinds of a cluster
     assert fleet.accelerators == ["H100", "A100", "L4"] and [

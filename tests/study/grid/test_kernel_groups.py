@@ -59,3 +59,18 @@ def test_an_eager_cell_shares_only_the_pairs_of_a_compiled_cell_that_warmed_up_a
     with_default = {**graphs_only, "grids": [{**graphs_only["grids"][0],
                                               "compile_modes": ["eager", "reduce-overhead", "default"]}]}
     assert sharing(with_default) == {("eager", 1)}
+
+
+def test_several_workers_take_every_first_replicate_before_any_second():
+    from bench_utils.study.grid.kernel_groups import for_workers
+
+    grid = parse_grid({"study": "s", "runs": 30, "blocks": 3, "replicates": 3, "grids": [
+        {"models": ["resnet", "vit", "beit"], "batch_sizes": [1], "compile_modes": ["eager", "default"]}]})
+    groups = kernel_groups(grid.cells)
+    named = lambda order: [f"{g.first.settings.replicate} {g.first.model}" for g in order]  # noqa: E731
+    # one worker: the grid's staggered order, a kernel's next replicate after another kernel's first
+    assert named(for_workers(groups, 1)) == ["r1 resnet", "r1 vit", "r2 resnet", "r1 beit", "r2 vit", "r3 resnet",
+                                             "r2 beit", "r3 vit", "r3 beit"]
+    # two side by side: r2 resnet two groups behind r1 resnet could start while it runs
+    assert named(for_workers(groups, 2)) == ["r1 resnet", "r1 vit", "r1 beit", "r2 resnet", "r2 vit", "r2 beit",
+                                             "r3 resnet", "r3 vit", "r3 beit"]

@@ -137,6 +137,9 @@ def test_calibration_moves_the_prior_toward_the_cells_recorded_on_the_device():
     assert span.point == pytest.approx(3 * raw.point + energy.point)
     assert span.low == pytest.approx(2 * raw.point + energy.low) and span.high == pytest.approx(4 * raw.point + energy.high)
     assert calibrated.start("m").point == pytest.approx(50.0)  # the one recorded kernel start
+    # the factors themselves (the pipeline's cold compiles take them too), and none before calibration
+    ratio = calibrated.work_ratio("m")
+    assert (ratio.low, ratio.point, ratio.high) == pytest.approx((2, 3, 4)) and prior.work_ratio("m").point == 1.0
     # one recorded cell: its ratio, with at least +-25 % around it
     one = prior.calibrate(Rs(recorded[:1])).cell(shape(batch=4))
     assert (one.low, one.point, one.high) == pytest.approx((1.6 * raw.point + energy.low, 2 * raw.point + energy.point,
