@@ -271,6 +271,18 @@ def test_two_devices_never_overlap_and_both_work(tmp_path):
     assert all(r.cell.device == "cuda" for r in read_records(tmp_path / "results.jsonl"))
 
 
+def test_two_devices_start_every_first_replicate_before_any_second(tmp_path):
+    # staggered (one worker), resnet's r2 is two kernels behind its r1: side by side it could start beside it
+    grid = dict(GRID, devices=["cuda:0", "cuda:1"], replicates=2, runs=4, blocks=2, grids=[
+        {"models": ["resnet", "segformer", "vit"], "batch_sizes": [1], "compile_modes": ["eager"]}])
+    notebook = FakeNotebook(delay=0.05)
+    two_gpus = {**capture_environment(), "gpu_count": 2,
+                "gpus": [{"index": 0, "name": "Fake GPU"}, {"index": 1, "name": "Fake GPU"}]}
+    Runner(parse_grid(grid), tmp_path, executor=notebook, environment=two_gpus).run()
+    started = [group_id for group_id, *_ in notebook.kernels]
+    assert len(started) == 6 and ["__r2__" in group_id for group_id in started] == [False] * 3 + [True] * 3
+
+
 def test_a_gpu_memory_cap_reaches_the_kernel_and_is_a_setting_of_its_own(tmp_path, monkeypatch):
     import bench_utils.records.build as records_module
     import bench_utils.study.runner.grid_runner as runner_module
