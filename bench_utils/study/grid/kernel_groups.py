@@ -13,7 +13,7 @@ so there each mode's batch sizes come in a run, mode after mode, eager last.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 import re
 from typing import Iterable
 
@@ -107,4 +107,21 @@ def for_workers(groups: list[KernelGroup], workers: int) -> list[KernelGroup]:
     kept, its out-of-memory errors not yet recorded): there every first replicate goes before any second."""
     if workers <= 1:
         return list(groups)
-    return sorted(groups, key=lambda group: int(group.first.settings.replicate[1:]))
+    return sorted(groups, key=lambda group: replicate_number(group.first))
+
+
+def replicate_number(cell: Cell) -> int:
+    """1 for a cell's first replicate (``r1``), 2 for its second..."""
+    return int(cell.settings.replicate[1:])
+
+
+def first_replicates_in(cells: Iterable[Cell]) -> set[Cell]:
+    """Those of ``cells`` that are the first of their cell's replicates among them: every first replicate, and a
+    later one whose earlier ones are not there (measured by an earlier run, maybe on another machine: a GPU
+    lease's kept caches go with it, so there this one compiles cold, ``variants.kept_caches``)."""
+    first: dict[Cell, Cell] = {}
+    for cell in cells:
+        same = replace(cell, settings=replace(cell.settings, replicate="r1"))
+        if same not in first or replicate_number(cell) < replicate_number(first[same]):
+            first[same] = cell
+    return set(first.values())

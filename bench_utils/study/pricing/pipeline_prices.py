@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...variants.cell_plan import compiles_ahead
-from ...vocabulary import Replicate
 from .pipeline import AheadCell, KernelRun, Waits, simulate
 from .prior import ENDS, Prior, Span
 
@@ -29,7 +28,9 @@ def kernel_runs(kernels: list[KernelPlan], prior: Prior, end: int) -> list[Kerne
     def at_end(span: Span | None) -> float:
         return 0.0 if span is None else (span.low, span.point, span.high)[end]
 
-    runs = []
+    from ..grid.kernel_groups import first_replicates_in  # the grid imports torch: not at this module's import
+
+    runs, firsts = [], first_replicates_in(cell for kernel in kernels for cell in kernel.group.cells)
     for kernel in kernels:
         model = kernel.group.first.model
         row = prior.costs.get(model)
@@ -39,9 +40,9 @@ def kernel_runs(kernels: list[KernelPlan], prior: Prior, end: int) -> list[Kerne
             settings = cell.settings
             first_of_mode = cell.compile_mode not in modes  # compiles warm too where it compiles cold itself
             modes.add(cell.compile_mode)
-            if row is not None and compiles_ahead(cell.compile_mode, settings.shapes,
-                                                  settings.replicate == Replicate.R1,
-                                                  settings.gpu_memory_gib is not None):
+            # as ``runner.compile_ahead.jobs_for`` picks them: the first of their replicates in the run
+            if row is not None and cell in firsts and compiles_ahead(cell.compile_mode, settings.shapes, True,
+                                                                     settings.gpu_memory_gib is not None):
                 alone = prior.compile_seconds(row, cell.compile_mode, ends) * ratio
                 # priced at a warm compile: compiling cold itself adds the cold one, less the warm one where that
                 # goes (``cell_plan``: a cell compiled cold compiles warm at its mode's first batch size only)

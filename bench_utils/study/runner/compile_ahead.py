@@ -17,8 +17,9 @@ cold itself, as before.
 - **Switched by the machine**: on where the device is a GPU and the host has at least ``MIN_CORES`` cores, off on a
   CPU study (compiling beside timing there would share the cores, caches and memory bandwidth the timing uses);
   ``compile_ahead: true`` or ``false`` at a grid's top forces either way.
-- Only a static torch.compile cell's first replicate is compiled ahead (its later replicates find it kept), and
-  none held to a share of the GPU's memory (``gpu_memory_gib``: a compile process's memory would be outside it).
+- Only a static torch.compile cell's first replicate in the run is compiled ahead (its later replicates find it
+  kept; a later one whose first an earlier run measured is the first here), and none held to a share of the GPU's
+  memory (``gpu_memory_gib``: a compile process's memory would be outside it).
 """
 
 from __future__ import annotations
@@ -37,12 +38,11 @@ from ...measurement.gpu_token import MEASURING, PAUSE_FOLDER, TOKEN_FILE, holdin
 from ...measurement.paused_beside import PausedBeside
 from ...kernel import end_tree
 from ...paths import PROJECT_ROOT
-from ...variants.cell_plan import timed_in_rows
+from ...variants.cell_plan import compiles_ahead
 from ...variants.kept_caches import default_root
-from ...vocabulary import Replicate
 from ..compile_job import CompileJob
 from ..grid.grid_file import Cell
-from ..grid.kernel_groups import KernelGroup, kernel_groups
+from ..grid.kernel_groups import KernelGroup, first_replicates_in, kernel_groups
 from .device_lock import split_cpus
 from .papermill_execution import die_with_parent, visible_devices_for
 
@@ -65,11 +65,13 @@ def wanted(cells: Sequence[Cell], cpus: set[int], devices: int = 1) -> bool:
 
 
 def jobs_for(cells: Sequence[Cell]) -> list[tuple[KernelGroup, list[list[Any]]]]:
-    """Each kernel group's cells a compile process compiles, in the order the kernel will reach them."""
-    jobs = []
+    """Each kernel group's cells a compile process compiles, in the order the kernel will reach them: the static
+    torch.compile cells that are the first of their replicates in the run (``first_replicates_in``: a later
+    replicate whose first an earlier run measured, on a fresh GPU lease, finds no kept caches)."""
+    jobs, firsts = [], first_replicates_in(cells)
     for group in kernel_groups(list(cells)):
-        ahead = [cell for cell in group.cells if cell.settings.replicate == Replicate.R1
-                 and timed_in_rows(cell.compile_mode, cell.settings.shapes) and cell.settings.gpu_memory_gib is None]
+        ahead = [cell for cell in group.cells if cell in firsts and compiles_ahead(
+                 cell.compile_mode, cell.settings.shapes, True, cell.settings.gpu_memory_gib is not None)]
         if ahead:
             jobs.append((group, [[cell.compile_mode, cell.batch_size] for cell in ahead]))
     return jobs

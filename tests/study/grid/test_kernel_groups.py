@@ -74,3 +74,15 @@ def test_several_workers_take_every_first_replicate_before_any_second():
     # two side by side: r2 resnet two groups behind r1 resnet could start while it runs
     assert named(for_workers(groups, 2)) == ["r1 resnet", "r1 vit", "r1 beit", "r2 resnet", "r2 vit", "r2 beit",
                                              "r3 resnet", "r3 vit", "r3 beit"]
+
+
+def test_the_first_replicate_in_a_run_is_its_first_or_the_earliest_left():
+    from bench_utils.study.grid.kernel_groups import first_replicates_in
+
+    cells = parse_grid({"study": "s", "runs": 30, "blocks": 3, "replicates": 3, "grids": [
+        {"models": ["resnet", "vit"], "batch_sizes": [1], "compile_modes": ["default"]}]}).cells
+    named = lambda chosen: sorted(f"{c.settings.replicate} {c.model}" for c in chosen)  # noqa: E731
+    assert named(first_replicates_in(cells)) == ["r1 resnet", "r1 vit"]
+    # resnet's first measured by an earlier run, vit's first two
+    left = [c for c in cells if (c.model, c.settings.replicate) not in {("resnet", "r1"), ("vit", "r1"), ("vit", "r2")}]
+    assert named(first_replicates_in(left)) == ["r2 resnet", "r3 vit"]

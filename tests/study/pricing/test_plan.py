@@ -346,6 +346,10 @@ def test_the_pipeline_is_simulated_on_the_cells_compile_processes_take_at_the_pr
             assert run.cells_s == [(span.low, span.point, span.high)[end] for span in kernel.prior_cells]
     assert any(run.ahead for run in kernel_runs(plan.kernels, prior, 1))
     assert not all(run.ahead for run in kernel_runs(plan.kernels, prior, 1))  # the second replicates' kernels
+    # the second replicates alone (their firsts measured by an earlier run): compiled ahead, as the runner does
+    later = [kernel for kernel in plan.kernels if kernel.group.first.settings.replicate == "r2"]
+    assert [sorted(run.ahead) for run in kernel_runs(later, prior, 1)] == [
+        [i for i, cell in enumerate(kernel.group.cells) if cell.compile_mode != "eager"] for kernel in later]
 
 
 def test_a_kernel_started_ahead_is_estimated_from_kernels_started_ahead_only(tmp_path):

@@ -45,6 +45,12 @@ def test_only_a_static_torch_compile_cells_first_replicate_is_compiled_ahead_in_
         ("detr", [["default", 1]])]  # not aot-inductor, not a dynamic batch, not r2 (it finds r1's kept)
     capped = parse_grid({**GRID, "devices": ["cuda"], "gpu_memory_gib": 16}).cells
     assert jobs_for(capped) == []  # a compile process's memory would be outside the share
+    # a run whose first replicates an earlier run measured (a lease before this one: its kept caches went with
+    # it): the second replicates are the first here, and compiled ahead
+    later = [cell for cell in parse_grid(GRID).cells if cell.settings.replicate == "r2"]
+    assert [(group.first.settings.replicate, group.first.model, cells) for group, cells in jobs_for(later)] == [
+        ("r2", "resnet", [["default", 1], ["reduce-overhead", 1], ["default", 4], ["reduce-overhead", 4]]),
+        ("r2", "detr", [["default", 1]])]
 
 
 def test_the_measuring_kernel_and_the_compile_processes_get_disjoint_cores(tmp_path):
