@@ -208,7 +208,7 @@ def test_the_host_side_of_the_study_loads_no_torch_and_never_the_kernels_side():
 
 
 # pricing, one way: each module imports only the ones before it
-PRICING = ["recorded", "prior", "device_prices", "plan", "plan_text", "cell_costs"]
+PRICING = ["recorded", "prior", "pipeline", "device_prices", "pipeline_prices", "plan", "plan_text", "cell_costs"]
 
 
 def test_pricing_imports_run_one_way_inside_its_folder():

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from ...records.key import as_environment
 from ...records.schema import Record
-from .prior import SHARED_EAGER_S, CellShape, Prior, Span, device_key, records_on_device, warm_share
+from .device_prices import records_on_device
+from .prior import SHARED_EAGER_S, CellShape, Prior, Span, device_key, warm_share
 from .recorded import estimate_cell_seconds, estimate_kernel_start_seconds
 
 if TYPE_CHECKING:

@@ -12,12 +12,20 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
+from ...measurement.peaks import gpu_key
 from ...records.results_file import read_records
 from ...records.schema import Record
-from .prior import ZERO, CellShape, Prior, Span, device_key, records_on_device
+from .prior import ZERO, CellShape, Prior, Span, device_key
 
 if TYPE_CHECKING:
     from ..grid.kernel_groups import KernelGroup
+
+
+def records_on_device(records: Iterable[Record], device: str) -> list[Record]:
+    """The ``ok`` CUDA records with ``phases`` that were measured on a GPU of ``device``'s key."""
+    return [record for record in records
+            if record.ok and record.phases is not None and record.cell.device_kind == "cuda"
+            and gpu_key(record.environment.gpu_name("cuda:0")) == device]
 
 
 def device_prior(device_model: str, files: Iterable[str | os.PathLike]) -> tuple[Prior, list[Record]]:

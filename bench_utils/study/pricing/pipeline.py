@@ -12,7 +12,7 @@ So the price of a pipelined run is not the sum of its cells priced warm: this re
 duration given (the prior's, or a lease's measured ones), and returns each wait and the cells the kernel compiles
 itself. It is exact for the durations it is given; what it is worth rests on them (``pipeline_prices``: a cold
 compile beside the kernel is the prior's cold compile, calibrated as the model's cells are, times
-``Assumptions.beside_compile_factor``). Left out: the GPU token's waits (each a fraction of a second, the
+``BESIDE_COMPILE_FACTOR``). Left out: the GPU token's waits (each a fraction of a second, the
 kernel's windows first), a process paused through the kernel's timed windows (in the factor, as measured) but
 not while the kernel waits for it, and cells an out-of-memory error rules out (a process compiles them all the
 same). No torch is imported here.

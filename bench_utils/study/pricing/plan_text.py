@@ -129,7 +129,7 @@ def total_lines(plan: Plan) -> list[str]:
                          f"wait(s), {point.wait_s / 60:.1f} min, and {len(point.compiled_by_kernel)} cold compile(s) "
                          "by the kernel (simulated in the run's order, bench_utils/study/pricing/pipeline.py; a cold "
                          "compile beside the kernel and a process's boot are the first pipelined lease's, "
-                         "prior.Assumptions.beside_compile_factor and process_setup_s, until the next lease's)")
+                         "pipeline_prices.BESIDE_COMPILE_FACTOR and PROCESS_SETUP_S, until the next lease's)")
     if unknown:
         lines.append(f"  {unknown} cell{'' if unknown == 1 else 's'} without figures (a model outside "
                      "bench_utils/study/pricing/data/model_costs.json, or a dtype the GPU lacks): not included")

@@ -107,14 +107,6 @@ class Assumptions:
     # its boot is off the path. An assumption, to be calibrated on the next lease's records
     # (``phases.startup_s`` of those with ``started_ahead_s``).
     ahead_start_s: float = 1.0
-    # A compile process beside the kernel (``pricing.pipeline``): a cell's cold compile there, claim to kept, over the
-    # prior's cold compile alone: 1.7 to 2.7 on the first pipelined H200 lease (ViT 2.2 and 1.7, BEiT 2.7, 2.1 and
-    # 2.0: its logs/compile-ahead.log against the earlier leases' compiles alone), paused through the kernel's timed
-    # windows (no interference check had passed) and the token then held through dynamo's compiles, since let go;
-    # and its boot before its first cell, the model's build apart (that lease's ViT
-    # process: 26 s, its warm-up holding the token). Assumptions until the next lease's log.
-    beside_compile_factor: float = 2.0
-    process_setup_s: float = 20.0
 
 
 # Rates: the guide's published A100, V100 and T4 latencies (torch 2.0.1; ResNet-50 at batch 1 eager: 6.5 ms
@@ -129,10 +121,9 @@ class Assumptions:
 # (0.12 to 0.27); a kernel's boot 5.7 to 8.0 s and its model build 3.0 to 4.7 s whatever the table's CPU took
 # (0.1 to 4.5 s), so a fixed start and a small share of the build. The range: 0.6 to twice as long. Energy windows: the fewest
 # steps to the most, the point a step above the fewest (an assumption until records of ``energy.*.steps``).
-OPTIMISTIC = Assumptions(0.7, 0.8, 8e-6, 0.3, 0.03, 2e-6, 0.35, 0.6, 0.12, 7.0, 0.2, ENERGY_STEPS_MIN, 0.5, 1.2, 10.0)
-TYPICAL = Assumptions(0.35, 0.6, 20e-6, 0.5, 0.08, 4e-6, 0.5, 1.0, 0.2, 9.5, 0.3, ENERGY_STEPS_MIN + 1, 1.0, 2.0, 20.0)
-PESSIMISTIC = Assumptions(0.15, 0.35, 35e-6, 0.8, 0.2, 8e-6, 0.7, 2.0, 0.3, 20.0, 1.0, ENERGY_STEPS_MAX, 3.0, 2.7,
-                          30.0)
+OPTIMISTIC = Assumptions(0.7, 0.8, 8e-6, 0.3, 0.03, 2e-6, 0.35, 0.6, 0.12, 7.0, 0.2, ENERGY_STEPS_MIN, 0.5)
+TYPICAL = Assumptions(0.35, 0.6, 20e-6, 0.5, 0.08, 4e-6, 0.5, 1.0, 0.2, 9.5, 0.3, ENERGY_STEPS_MIN + 1, 1.0)
+PESSIMISTIC = Assumptions(0.15, 0.35, 35e-6, 0.8, 0.2, 8e-6, 0.7, 2.0, 0.3, 20.0, 1.0, ENERGY_STEPS_MAX, 3.0)
 ENDS = (OPTIMISTIC, TYPICAL, PESSIMISTIC)
 
 
@@ -376,7 +367,7 @@ class Prior:
     def calibrate(self, records: Iterable[Record]) -> "Prior":
         """A copy scaled by ``records`` (ok records of this device with ``phases``): recorded / prior, for the
         work apart from the energy windows on both sides (the first H200 records spent 10.8 s a cell in
-        5-second windows that later cells no longer take)."""
+        5-second windows that later cells no longer take) and from a wait for a compile process (``pipeline``'s)."""
         starts: list[float] = []
         ahead_starts: list[float] = []
         by_model: dict[str, list[float]] = {}
@@ -384,7 +375,6 @@ class Prior:
             phases, shape = record.phases or PhasesBlock(), CellShape.of_record(record)
             shared = measured_as_eager_side(record)  # an eager cell on a compiled cell's pairs: its record only
             parts = self.parts(shape, shared, record.compile is not None and record.compile.warm_ms is not None)
-            # the wait for a compile process is the pipeline's (``pipeline``), not the cell's work
             work = float(phases.cell_s or 0) - float(phases.energy_s or 0) - float(phases.compile_wait_s or 0)
             if parts is not None and work > 0 and not shared:
                 by_model.setdefault(shape.model, []).append(work / parts[0].point)
@@ -402,10 +392,3 @@ def _calibrated(prior: Span, ratios: list[float]) -> Span:
     median = statistics.median(ratios)
     low, high = min(min(ratios), median / RATIO_SPREAD), max(max(ratios), median * RATIO_SPREAD)
     return Span(prior.point * low, prior.point * median, prior.point * high)
-
-
-def records_on_device(records: Iterable[Record], device: str) -> list[Record]:
-    """The ``ok`` CUDA records with ``phases`` that were measured on a GPU of ``device``'s key."""
-    return [record for record in records
-            if record.ok and record.phases is not None and record.cell.device_kind == "cuda"
-            and gpu_key(record.environment.gpu_name("cuda:0")) == device]

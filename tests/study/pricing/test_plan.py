@@ -319,7 +319,7 @@ def test_with_compile_ahead_every_kernel_but_the_first_pays_only_what_follows_it
 
 
 def test_the_pipeline_is_simulated_on_the_cells_compile_processes_take_at_the_priors_figures(tmp_path):
-    from bench_utils.study.pricing.pipeline_prices import kernel_runs
+    from bench_utils.study.pricing.pipeline_prices import BESIDE_COMPILE_FACTOR, PROCESS_SETUP_S, kernel_runs
     from bench_utils.study.pricing.prior import ENDS
 
     plan = Runner(parse_grid({**GRID, "devices": ["cuda"], "replicates": 2, "blocks": 2, "compile_ahead": True}),
@@ -340,9 +340,9 @@ def test_the_pipeline_is_simulated_on_the_cells_compile_processes_take_at_the_pr
                 # batch size of its mode
                 own = alone * (1 - ends.warm_compile_share) if cells[i].compile_mode in modes else alone
                 modes.add(cells[i].compile_mode)
-                assert (ahead.own_cold_s, ahead.cold_s) == pytest.approx((own, alone * ends.beside_compile_factor))
+                assert (ahead.own_cold_s, ahead.cold_s) == pytest.approx((own, alone * BESIDE_COMPILE_FACTOR[end]))
                 assert ahead.row == cells[i].batch_size
-            assert run.process_setup_s == pytest.approx(ends.process_setup_s + row["build_s_cpu"] * ends.build_factor)
+            assert run.process_setup_s == pytest.approx(PROCESS_SETUP_S[end] + row["build_s_cpu"] * ends.build_factor)
             assert run.cells_s == [(span.low, span.point, span.high)[end] for span in kernel.prior_cells]
     assert any(run.ahead for run in kernel_runs(plan.kernels, prior, 1))
     assert not all(run.ahead for run in kernel_runs(plan.kernels, prior, 1))  # the second replicates' kernels

@@ -8,8 +8,9 @@ from bench_utils.measurement.timing import Measurement
 from bench_utils.paths import PROJECT_ROOT
 from bench_utils.records.build import make_record, measurement_settings
 from bench_utils.study.pricing import prior as prior_module
+from bench_utils.study.pricing.device_prices import records_on_device
 from bench_utils.study.pricing.prior import (ENDS, OPTIMISTIC, PESSIMISTIC, SYNC_S, TYPICAL, Assumptions, CellShape,
-                                              Prior, Span, device_key, load_model_costs, records_on_device)
+                                              Prior, Span, device_key, load_model_costs)
 from sample_records import R, Rs, ok_record
 
 # A model of round figures: 134 GFLOPs of matmuls per image, 1,675 MB of eager traffic per image, 100 kernels.
