@@ -271,16 +271,28 @@ def test_two_devices_never_overlap_and_both_work(tmp_path):
     assert all(r.cell.device == "cuda" for r in read_records(tmp_path / "results.jsonl"))
 
 
-def test_two_devices_start_every_first_replicate_before_any_second(tmp_path):
+def test_two_devices_take_every_first_replicate_before_any_second(tmp_path, monkeypatch):
     # staggered (one worker), resnet's r2 is two kernels behind its r1: side by side it could start beside it
+    import bench_utils.study.runner.grid_runner as runner_module
+
+    queued = []  # what the workers' queue gets, in order (which worker starts first among two is the threads')
+    real = runner_module.for_workers
+
+    def spied(groups, workers):
+        ordered = real(groups, workers)
+        queued.append((workers, [f"{group.first.settings.replicate} {group.first.model}" for group in ordered]))
+        return ordered
+
+    monkeypatch.setattr(runner_module, "for_workers", spied)
     grid = dict(GRID, devices=["cuda:0", "cuda:1"], replicates=2, runs=4, blocks=2, grids=[
         {"models": ["resnet", "segformer", "vit"], "batch_sizes": [1], "compile_modes": ["eager"]}])
     notebook = FakeNotebook(delay=0.05)
     two_gpus = {**capture_environment(), "gpu_count": 2,
                 "gpus": [{"index": 0, "name": "Fake GPU"}, {"index": 1, "name": "Fake GPU"}]}
     Runner(parse_grid(grid), tmp_path, executor=notebook, environment=two_gpus).run()
+    assert queued == [(2, ["r1 resnet", "r1 segformer", "r1 vit", "r2 resnet", "r2 segformer", "r2 vit"])]
     started = [group_id for group_id, *_ in notebook.kernels]
-    assert len(started) == 6 and ["__r2__" in group_id for group_id in started] == [False] * 3 + [True] * 3
+    assert len(started) == 6 and not any("__r2__" in group_id for group_id in started[:2])
 
 
 def test_a_gpu_memory_cap_reaches_the_kernel_and_is_a_setting_of_its_own(tmp_path, monkeypatch):
