@@ -70,7 +70,8 @@ class Explorer:
 
     def __init__(self, results_paths: Iterable[str | os.PathLike] | str | os.PathLike, language: str = "en") -> None:
         self.catalog = Catalog(language)
-        self._redraws: list[Callable[[], None]] = []  # each live view's, run when the studies change
+        # each live view's, run when the studies change; a view's cell run again replaces its own
+        self._redraws: dict[str, Callable[[], None]] = {}
         self.load(results_paths)
 
     def load(self, results_paths: Iterable[str | os.PathLike] | str | os.PathLike) -> None:
@@ -115,7 +116,7 @@ class Explorer:
         if controls:
             display(self.study_picker())
         handle = display(HTML(self.summary_html()), display_id=True)
-        self._redraws.append(lambda: handle.update(HTML(self.summary_html())))
+        self._redraws["summary"] = lambda: handle.update(HTML(self.summary_html()))
 
     def study_picker(self) -> Any:
         """Every study the project holds (``study_choices``), the ones shown picked; picking others reads them
@@ -142,7 +143,7 @@ class Explorer:
                 note.value = f"<b>{html.escape(str(problem))}</b>"
                 return
             note.value = f"<small>{html.escape(hint)}</small>"
-            for redraw in self._redraws:
+            for redraw in self._redraws.values():
                 redraw()
 
         picker.observe(changed, names="value")
@@ -238,7 +239,7 @@ class Explorer:
         for dropdown in dropdowns.values():
             dropdown.disabled = len(dropdown.options) < 2
             dropdown.observe(changed, names="value")
-        self._redraws.append(changed)
+        self._redraws["slice"] = changed
         return widgets.HBox(list(dropdowns.values()), layout=widgets.Layout(flex_flow="row wrap"))
 
     # --- two environments ---
@@ -312,5 +313,5 @@ class Explorer:
         box.layout.display = None if len(environments) >= 2 else "none"
         for control in pick.values():
             control.observe(changed, names="value")
-        self._redraws.append(changed)
+        self._redraws["comparison"] = changed
         display(box)

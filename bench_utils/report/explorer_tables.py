@@ -13,7 +13,9 @@ from typing import Any
 
 import pandas as pd
 
+from .diagnosis import parity_word
 from .i18n import Catalog
+from .markdown import integer, isolated, number, speedup_cells
 
 NOT_AVAILABLE = "–"
 # every table: headers wrap (a header is words, not one line), cells keep a figure on one line, and the table
@@ -41,17 +43,8 @@ def table_html(table: pd.DataFrame, catalog: Catalog, wrapping: tuple[str, ...] 
 
 
 def _number(catalog: Catalog, value: Any, digits: int = 2) -> str | None:
-    return None if value is None or pd.isna(value) else catalog.number(float(value), digits)
-
-
-def _speedup(catalog: Catalog, value: Any) -> str | None:
-    return None if value is None or pd.isna(value) else f"{catalog.number(float(value), 2)}×"
-
-
-def _interval(catalog: Catalog, low: Any, high: Any) -> str | None:
-    if low is None or high is None or pd.isna(low) or pd.isna(high):
-        return None
-    return f"{catalog.number(float(low), 2)}–{catalog.number(float(high), 2)}"
+    """``markdown.number`` (kept left-to-right in Arabic); None where nothing was measured (the table's dash)."""
+    return None if value is None or pd.isna(value) else number(value, digits, catalog)
 
 
 def _status(catalog: Catalog, status: Any) -> str | None:
@@ -59,13 +52,6 @@ def _status(catalog: Catalog, status: Any) -> str | None:
         return None
     key = f"status_{status}"
     return catalog.t(key) if key in catalog.messages else str(status)
-
-
-def _parity(catalog: Catalog, parity: Any) -> str | None:
-    if parity is None or pd.isna(parity):
-        return None
-    key = f"parity_{parity}"
-    return catalog.t(key) if key in catalog.messages else str(parity)
 
 
 def latency_view(table: pd.DataFrame, catalog: Catalog, mode: str) -> pd.DataFrame:
@@ -85,14 +71,17 @@ def latency_view(table: pd.DataFrame, catalog: Catalog, mode: str) -> pd.DataFra
         if isinstance(eager_status, str) and eager_status != "ok":
             said.append(catalog.t("flag_eager_cell", status=_status(catalog, eager_status)))
         flags.append(", ".join(filter(None, said)))
+    # the report's own cells: a speed-up and its interval, the gate's verdict (a gate that could not fail is no pass)
+    speedups = [speedup_cells(row, catalog) for _, row in table.iterrows()]
+    gates = [None if pd.isna(row["parity"]) else parity_word(row, catalog) for _, row in table.iterrows()]
     return pd.DataFrame({
-        catalog.t("col_model"): table["model"],
+        catalog.t("col_model"): [isolated(model, catalog) for model in table["model"]],
         catalog.t("col_eager_beside_ms", mode=name): [_number(catalog, v) for v in table["eager_ms"]],
         catalog.t("col_compiled_ms", mode=name): [_number(catalog, v) for v in table["compiled_ms"]],
         catalog.t("col_p99_of", mode=name): [_number(catalog, v) for v in table["compiled_p99_ms"]],
-        catalog.t("col_speedup", mode=name): [_speedup(catalog, v) for v in table["speedup"]],
-        catalog.t("col_ci95"): [_interval(catalog, low, high) for low, high in zip(table["ci_low"], table["ci_high"])],
-        catalog.t("col_parity"): [_parity(catalog, v) for v in table["parity"]],
+        catalog.t("col_speedup", mode=name): [value for value, _ in speedups],
+        catalog.t("col_ci95"): [interval for _, interval in speedups],
+        catalog.t("col_parity"): gates,
         catalog.t("col_flags"): flags,
     })
 
@@ -100,10 +89,10 @@ def latency_view(table: pd.DataFrame, catalog: Catalog, mode: str) -> pd.DataFra
 def compile_view(table: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
     """``selection.compile_table`` with the report's headers."""
     def count(value: Any) -> str | None:
-        return None if value is None or pd.isna(value) else catalog.number(int(value), 0)
+        return None if value is None or pd.isna(value) else integer(value, catalog)
 
     return pd.DataFrame({
-        catalog.t("col_model"): table["model"],
+        catalog.t("col_model"): [isolated(model, catalog) for model in table["model"]],
         catalog.t("col_compile_s"): [_number(catalog, v, 1) for v in table["cold_compile_s"]],
         catalog.t("col_compile_warm_s"): [_number(catalog, v, 1) for v in table["warm_compile_s"]],
         catalog.t("col_graphs"): [count(v) for v in table["graphs"]],
@@ -128,7 +117,7 @@ def measured_by(catalog: Catalog, eager: Any, compiled: Any) -> str:
 def memory_view(table: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
     """``selection.memory_table`` with readable headers and its figures' kinds in words."""
     return pd.DataFrame({
-        catalog.t("col_model"): table["model"],
+        catalog.t("col_model"): [isolated(model, catalog) for model in table["model"]],
         catalog.t("col_peak_eager"): [_number(catalog, v, 1) for v in table["eager_peak_mib"]],
         catalog.t("col_peak_compiled"): [_number(catalog, v, 1) for v in table["compiled_peak_mib"]],
         catalog.t("col_memory_ratio"): [_number(catalog, v) for v in table["memory_ratio"]],

@@ -101,7 +101,7 @@ def latency_table(data: pd.DataFrame, selection: Selection) -> pd.DataFrame:
     compiled, eager = cells(data, selection)
     table = pd.merge(eager[["task_rank", "label", "mean_ms", "status"]],
                      compiled[["task_rank", "label", "eager_interleaved_ms", "mean_ms", "p99_ms", "speedup",
-                               "ci_low", "ci_high", "parity", "status", "error"]],
+                               "ci_low", "ci_high", "parity", "parity_blind", "status", "error"]],
                      on=["task_rank", "label"], how="outer", suffixes=("_eager", "_compiled"))
     table = table.sort_values(["task_rank", "label"]).drop(columns="task_rank")
     table["eager_drift"] = [stats.drifted(alone, paired) if pd.notna(alone) and pd.notna(paired) else pd.NA

@@ -30,8 +30,10 @@ class StudyChoice:
         return f"{self.path} ({self.records})"
 
 
-def relative(path: str | os.PathLike, root: Path = PROJECT_ROOT) -> str:
-    """``path`` from ``root`` where it lies under it (the notebook's paths are the project's), else absolute."""
+def relative(path: str | os.PathLike, root: Path | None = None) -> str:
+    """``path`` from ``root`` (the project's, by default) where it lies under it (the notebook's paths are the
+    project's), else absolute."""
+    root = PROJECT_ROOT if root is None else root
     resolved = (root / path).resolve()
     try:
         return resolved.relative_to(root.resolve()).as_posix()
@@ -39,9 +41,11 @@ def relative(path: str | os.PathLike, root: Path = PROJECT_ROOT) -> str:
         return resolved.as_posix()
 
 
-def study_choices(given: Iterable[str | os.PathLike] = (), root: Path = PROJECT_ROOT) -> list[StudyChoice]:
-    """The examples first, then the study folders under ``reports/`` by name, then the ``given`` paths not among
-    them; a folder whose name starts with "_" or "." (scratch) is left out, as is one without records."""
+def study_choices(given: Iterable[str | os.PathLike] = (), root: Path | None = None) -> list[StudyChoice]:
+    """The examples first, then the study folders under ``reports/`` (of ``root``, the project by default) by name,
+    then the ``given`` paths not among them; a folder whose name starts with "_" or "." (scratch) is left out, as is
+    one without records."""
+    root = PROJECT_ROOT if root is None else root
     found: dict[str, Path] = {}
     for example in sorted((root / EXAMPLES).glob("*.jsonl")):
         found[relative(example, root)] = example

@@ -173,11 +173,8 @@ def test_the_study_picker_offers_every_study_and_a_pick_redraws_every_view(shown
     first = write_study(root / "reports" / "first", [*__import__("explore_data").example_records()])
     write_study(root / "reports" / "second", remeasured({"segformer": 1.2}))
     write_study(root / "reports" / "_scratch", remeasured({}))  # a scratch folder: not a study to offer
-    monkeypatch.setattr(study_choices, "PROJECT_ROOT", root)
+    monkeypatch.setattr(study_choices, "PROJECT_ROOT", root)  # the project the picker looks in
     monkeypatch.setattr("bench_utils.report.frame.PROJECT_ROOT", root)  # where the notebook's paths start
-    monkeypatch.setattr(explorer_module, "study_choices",
-                        lambda given: study_choices.study_choices(given, root=root))
-    monkeypatch.setattr(explorer_module, "relative", lambda path: study_choices.relative(path, root=root))
     explorer = Explorer([first])
     explorer.summary(controls=True)
     explorer.show()

@@ -19,6 +19,7 @@ def test_the_latency_view_formats_the_speedup_its_interval_and_says_the_flags():
     table = latency()
     table.loc[0, ["eager_drift", "eager_cell_ms"]] = [True, 12.346]
     table.loc[1, "compiled_status"] = "error"
+    table.loc[2, ["parity", "parity_blind"]] = ["pass", True]  # a gate that could not have failed
     view = views.latency_view(table, Catalog("en"), "default")
     assert list(view.columns) == ["Model", "Eager beside default (ms)", "Compiled, default (ms)", "p99, default (ms)",
                                   "Speed-up, default", "95 % CI", "Accuracy gate", "Flags"]
@@ -26,7 +27,8 @@ def test_the_latency_view_formats_the_speedup_its_interval_and_says_the_flags():
     assert first["Speed-up, default"] == f"{table.loc[0, 'speedup']:.2f}×"
     assert first["95 % CI"] == f"{table.loc[0, 'ci_low']:.2f}–{table.loc[0, 'ci_high']:.2f}"
     assert first["Flags"] == "drift: eager cell 12.35 ms" and view.iloc[1]["Flags"] == "error"
-    assert view.iloc[2]["Flags"] == "" and first["Accuracy gate"] in ("pass", "gate not informative")
+    assert view.iloc[2]["Flags"] == "" and view.iloc[2]["Accuracy gate"] == Catalog("en").t("parity_blind")
+    assert table.loc[0, "parity"] == "pass" and first["Accuracy gate"] == "pass"
 
 
 def test_numbers_and_headers_follow_the_locale_and_arabic_reads_right_to_left():
@@ -34,8 +36,12 @@ def test_numbers_and_headers_follow_the_locale_and_arabic_reads_right_to_left():
     spanish = views.latency_view(table, Catalog("es"), "default")
     assert spanish.columns[0] == "Modelo" and spanish.columns[4].startswith("Aceleración, ")
     assert "," in spanish.iloc[0, 1]  # decimal comma
-    page = views.table_html(views.latency_view(table, Catalog("ar"), "default"), Catalog("ar"))
+    arabic = views.latency_view(table, Catalog("ar"), "default")
+    page = views.table_html(arabic, Catalog("ar"))
     assert page.startswith('<div dir="rtl">')
+    # figures kept left-to-right inside the right-to-left table (an interval read "1.36–1.10" without the marks)
+    interval = arabic.iloc[0, 5]
+    assert interval.startswith("\u2066") and interval.endswith("\u2069") and interval in page
 
 
 def test_memory_figures_of_two_kinds_are_named_each_and_empty_tables_say_so():

@@ -35,7 +35,7 @@ def kernel_runs(kernels: list[KernelPlan], prior: Prior, end: int) -> list[Kerne
     ends = ENDS[end]
 
     def at_end(span: Span | None) -> float:
-        return 0.0 if span is None else (span.low, span.point, span.high)[end]
+        return 0.0 if span is None else span.at(end)
 
     from ..grid.kernel_groups import first_replicates_in  # the grid imports torch: not at this module's import
 
@@ -43,7 +43,7 @@ def kernel_runs(kernels: list[KernelPlan], prior: Prior, end: int) -> list[Kerne
     for kernel in kernels:
         model = kernel.group.first.model
         row = prior.costs.get(model)
-        ratio = at_end(prior.work_ratio(model))  # as the model's cells are calibrated (Mask2Former: ~2 on the H200)
+        ratio = prior.work_ratio(model).at(end)  # as the model's cells are calibrated (Mask2Former: ~2 on the H200)
         ahead, modes = {}, set()
         for index, cell in enumerate(kernel.group.cells):
             settings = cell.settings

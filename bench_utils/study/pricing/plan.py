@@ -112,7 +112,7 @@ class Plan:
 
 def plan_run(pending: Pending, grid: Grid, *, results_path: Path, environment: dict[str, Any], devices: list[str],
              reports_dir: str | os.PathLike | None = None, device_model: str | None = None,
-             compile_ahead: bool = False, compile_processes: int | None = None) -> Plan:
+             compile_ahead: bool = False, compile_processes: int = 0) -> Plan:
     """The plan of ``pending`` (``Runner.pending()``: the cells of ``grid`` the study folder of ``results_path``
     lacks) by kernel, estimated from earlier records of ``environment`` in the study's results file and every
     ``reports/*/results.jsonl``; with ``device_model``, from the records of that GPU, and the rest a priori
@@ -142,11 +142,11 @@ def plan_run(pending: Pending, grid: Grid, *, results_path: Path, environment: d
                                                                    kernel.start_includes_load, prior, compile_ahead,
                                                                    started_ahead=ahead)
         kernels.append(kernel)
-    if compile_ahead and not compile_processes:
+    if compile_ahead and compile_processes < 1:
         raise ValueError("compile_ahead needs the number of compile processes (runner.compile_ahead.COMPILE_PROCESSES)")
-    waits = pipeline_waits(kernels, prior, compile_processes or 0) if prior and compile_ahead else None
+    waits = pipeline_waits(kernels, prior, compile_processes) if prior and compile_ahead else None
     return Plan(study=grid.study, grid_path=str(grid.path), results_path=results_path,
                 cells_in_grid=len(grid.cells), already_measured=pending.resumed, skipped_after_oom=skipped,
                 kernels=kernels, records_used=len(records), devices=devices, prior=prior,
-                compile_ahead=compile_ahead, compile_processes=compile_processes or 0 if compile_ahead else 0,
+                compile_ahead=compile_ahead, compile_processes=compile_processes if compile_ahead else 0,
                 pipeline=waits[0] if waits else None, pipeline_at_point=waits[1] if waits else None)

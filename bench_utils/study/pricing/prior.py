@@ -77,6 +77,10 @@ class Span:
     def __add__(self, other: "Span") -> "Span":
         return Span(self.low + other.low, self.point + other.point, self.high + other.high)
 
+    def at(self, end: int) -> float:
+        """The figure at one end: 0 low, 1 point, 2 high (``ENDS``' order)."""
+        return (self.low, self.point, self.high)[end]
+
     @classmethod
     def exact(cls, seconds: float) -> "Span":
         return cls(seconds, seconds, seconds)

@@ -343,7 +343,7 @@ def test_the_pipeline_is_simulated_on_the_cells_compile_processes_take_at_the_pr
                 assert (ahead.own_cold_s, ahead.cold_s) == pytest.approx((own, alone * BESIDE_COMPILE_FACTOR[end]))
                 assert ahead.row == cells[i].batch_size
             assert run.process_setup_s == pytest.approx(PROCESS_SETUP_S[end] + row["build_s_cpu"] * ends.build_factor)
-            assert run.cells_s == [(span.low, span.point, span.high)[end] for span in kernel.prior_cells]
+            assert run.cells_s == [span.at(end) for span in kernel.prior_cells]
     assert any(run.ahead for run in kernel_runs(plan.kernels, prior, 1))
     assert not all(run.ahead for run in kernel_runs(plan.kernels, prior, 1))  # the second replicates' kernels
     # the second replicates alone (their firsts measured by an earlier run): compiled ahead, as the runner does
