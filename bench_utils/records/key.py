@@ -13,7 +13,7 @@ import re
 from dataclasses import Field
 import hashlib
 import json
-from typing import Any, Iterable, Mapping, NamedTuple
+from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 from .schema import CELL_FIELDS, VARIANT_FIELDS, ConfigBlock, EnvironmentBlock, Record
 from ..settings import COMPILE, HASHED, WHEN_SET, setting_fields
@@ -86,28 +86,32 @@ class RecordKey(NamedTuple):
         """The same measurement in any study folder (the report keeps one record per such key)."""
         return self._replace(identity=self.identity.without_study())
 
+    def without_settings(self) -> RecordKey:
+        """The cell on its machine whatever settings measured it (and whatever study)."""
+        return self._replace(identity=self.identity.without_study(), settings_hash="")
+
     def without_batch_size(self) -> RecordKey:
         """The cells an out-of-memory error ties together: the same but for their batch size."""
         return self._replace(identity=self.identity._replace(batch_size=None))
 
 
-def latest_per_key(records: Iterable[Record]) -> list[Record]:
-    """Each measurement's latest record (``record_key`` without the study: a study folder is the study), by its
-    environment's timestamp: a cell measured again replaces its earlier record, an error included."""
-    latest: dict[RecordKey, Record] = {}
+def latest_per_key(records: Iterable[Record],
+                   key: Callable[[RecordKey], Any] = RecordKey.without_study) -> list[Record]:
+    """Each measurement's latest record (``key`` of its ``record_key``; by default without the study: a study folder
+    is the study), by its environment's timestamp: a cell measured again replaces its earlier record, an error
+    included. In time order: where several keys fill one row (``report.frame.latest_records``), the later is last."""
+    latest: dict[Any, Record] = {}
     for record in sorted(records, key=lambda record: record.timestamp):
-        latest[record_key(record).without_study()] = record
+        found = key(record_key(record))
+        latest.pop(found, None)  # a record measured again goes where its time puts it, not where its first was
+        latest[found] = record
     return list(latest.values())
 
 
 def latest_per_cell(records: Iterable[Record]) -> list[Record]:
     """Each cell's latest record on each machine (``environment_key``), whatever settings measured it: a cell
-    measured again with other settings (a later design, another lease's) replaces its earlier record, as the
-    page shows it (``report.frame.latest_records``)."""
-    latest: dict[RecordKey, Record] = {}
-    for record in sorted(records, key=lambda record: record.timestamp):
-        latest[record_key(record).without_study()._replace(settings_hash="")] = record
-    return list(latest.values())
+    measured again with other settings (a later design, another lease's) replaces its earlier record."""
+    return latest_per_key(records, RecordKey.without_settings)
 
 
 def cell_variant(record: Record) -> tuple[str, ...]:

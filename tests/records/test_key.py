@@ -1,8 +1,8 @@
 import json
 from pathlib import Path
 
-from bench_utils.records.key import (CellIdentity, RecordKey, cell_identity, environment_key, latest_per_cell, latest_per_key,
-                                    record_key, settings_hash)
+from bench_utils.records.key import (CellIdentity, RecordKey, cell_identity, environment_key, latest_per_cell,
+                                    latest_per_key, record_key, settings_hash)
 from bench_utils.records.build import measurement_settings
 from bench_utils.settings import Settings
 from sample_records import ok_record, R, Rs
@@ -157,6 +157,33 @@ def test_a_cell_measured_again_with_other_settings_keeps_its_latest_record_per_m
     assert len(latest_per_key(Rs([first, again]))) == 2  # two measurements
     kept = {record.record_id for record in latest_per_cell(Rs([again, elsewhere, first]))}
     assert kept == {again["record_id"], elsewhere["record_id"]}
+
+
+def test_the_latest_records_are_in_time_order_so_that_a_row_shows_the_later_measurement():
+    # settings A at 1, B at 2, A again at 3: two measurements, A's latest the newest of all; the page keeps the later
+    # of the two in its row by their order (report.frame.latest_records), so A's must come last
+    def at(timestamp, runs):
+        record = ok_record(config={"weights": "random", "seed": 0, "runs": runs})
+        record["environment"] = {**record["environment"], "timestamp_utc": timestamp}
+        return record
+
+    a1, b2, a3 = at("2026-11-26T01:00:00Z", 300), at("2026-11-26T02:00:00Z", 100), at("2026-11-26T03:00:00Z", 300)
+    assert [record.record_id for record in latest_per_key(Rs([a1, b2, a3]))] == [b2["record_id"], a3["record_id"]]
+    from bench_utils.report.frame import latest_records
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # two records claim one row: said, and the later shown
+        assert [r.record_id for r in latest_records_of(latest_records, [a1, b2, a3])] == [a3["record_id"]]
+
+
+def latest_records_of(latest_records, records):
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "results.jsonl"
+        path.write_text("".join(json.dumps(record) + "\n" for record in records))
+        return latest_records([path])
 
 
 def test_a_setting_read_back_from_a_record_hashes_as_the_grid_gave_it():

@@ -59,8 +59,10 @@ def _sub_grid(record: Record, variant: Variant) -> dict[str, Any]:
 def remedy_grid(slow: list[Record]) -> tuple[dict[str, Any], list[str]]:
     """The grid of every slow cell's remedies (a grid file's mapping; no sub-grid where none can be measured), and
     a line per slow cell saying which rules its profile fired, what they chose, and what its backend cannot
-    measure (``measurement.slowdown.measurable``). The study-wide settings are the first slow cell's."""
-    first = slow[0].config
+    measure (``measurement.slowdown.measurable``). The study-wide settings are those of the slow cell measured last
+    (the study's latest design: a cell measured again on a later lease in fewer runs a replicate, say)."""
+    lead = max(slow, key=lambda record: record.timestamp)
+    first = lead.config
     lines, grids, kinds = [], [], []
     for record in slow:
         cell, profile = record.cell, record.profile
@@ -76,7 +78,7 @@ def remedy_grid(slow: list[Record]) -> tuple[dict[str, Any], list[str]]:
             + (f"; left out, needing the inductor backend (this study's is {backend}): "
                + ", ".join(_name(remedy.variant) for remedy in left_out) if left_out else "")))
         grids += [_sub_grid(record, remedy.variant) for remedy in chosen]
-    study = slow[0].cell.study
+    study = lead.cell.study
     count = first.replicates or 1
     grid = {"study": f"{study}{REMEDY_STUDY_SUFFIX}",
             "description": f"remedies of the compiled cells compile made slower in {study} (bench_utils diagnose)",

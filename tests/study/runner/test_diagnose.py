@@ -31,10 +31,11 @@ def test_the_slow_cells_of_the_h200_study_as_its_page_shows_them_and_their_remed
             ("mobilenet", 16, "default", "contiguous", "no-layout-optimization"),
             ("mobilenet", 16, "default", "channels_last", "default"),
             ("mobilenet", 16, "max-autotune-no-cudagraphs", "contiguous", "default")}
-    # the first slow cell's own settings, as measured: the fourth lease's 100 runs in 10 pairs of blocks
+    # the settings of the slow cell measured last (ViT's, on the fourth lease): 100 runs in 10 pairs of blocks
     cell = grid.cells[0]
     assert (cell.settings.runs, cell.settings.warmup, cell.settings.blocks) == (100, 10, 10)
-    assert lines[0].startswith("vit batch 1 default on cuda: speed-up 0.77x; rules: host-bound, fusion-costly")
+    assert any(line.startswith("vit batch 1 default on cuda: speed-up 0.77x; rules: host-bound, fusion-costly")
+               for line in lines)
 
 
 def test_a_dry_run_plans_the_remedies_writes_nothing_and_a_study_with_no_slow_cell_has_nothing_to_do(tmp_path):
