@@ -82,6 +82,11 @@ class Replicate(StrEnum):
     R8 = "r8"
     R9 = "r9"
 
+    @property
+    def number(self) -> int:
+        """1 for ``r1``, 2 for ``r2``..."""
+        return int(self.value[1:])
+
 
 MAX_REPLICATES = len(Replicate)
 

@@ -102,6 +102,14 @@ class Cell:
         return CellIdentity(self.study, self.task, self.model, self.batch_size, self.compile_mode,
                             self.dtype, self.settings.variant_values(), self.device)
 
+    @property
+    def replicate(self) -> Replicate:
+        return Replicate(self.settings.replicate)
+
+    def as_replicate(self, number: int) -> Cell:
+        """The same cell, its ``number``-th replicate (1: the first)."""
+        return replace(self, settings=replace(self.settings, replicate=Replicate(f"r{number}").value))
+
     def to_parameters(self) -> dict[str, Any]:
         """The cell as flat names and values (a Ray task carries it so); ``from_parameters`` reads it back."""
         return {**{name: getattr(self, name) for name in CELL_FIELDS}, **self.settings.to_parameters()}
@@ -227,9 +235,9 @@ def replicated(cells: list[Cell]) -> list[Cell]:
     after kernel k+3's first (``REPLICATE_LAG`` steps apart; in each step the later replicates come before the new
     first one). Why: a first replicate's cold compiles are done by compile processes beside the kernel
     (``runner.compile_ahead``), and later replicates need none, so the kernel measures them while the processes
-    compile ahead. With every first replicate before any second, 2 processes fell behind the guide's first
-    replicates on the H200: ~7.7 min of the kernel waiting on the whole grid at the prior's point, ~3.8 staggered
-    (``pricing.pipeline``). A study stopped early then has its first kernels' cells in every replicate, and a cell's
+    compile ahead. With every first replicate before any second, the dry run's replay of the pipeline
+    (``pricing.pipeline``, a model: not measured) prices the kernel waiting for 2 processes on the guide's H200 grid
+    at ~7.7 min (0.1-70), staggered at ~3.8 (0.1-48). A study stopped early then has its first kernels' cells in every replicate, and a cell's
     replicates run minutes apart, in fresh kernels (a replicate is part of the kernel's settings), another kernel
     between them. Several workers side by side reorder them (``kernel_groups.for_workers``)."""
     most = max((cell.settings.replicates or 1 for cell in cells), default=1)
@@ -244,9 +252,8 @@ def replicated(cells: list[Cell]) -> list[Cell]:
         for index in range(most, 0, -1):  # the later replicates of earlier kernels, then this step's first one
             kernel = step - (index - 1) * REPLICATE_LAG
             if 0 <= kernel < len(firsts):
-                ordered += [cell if index == 1 else
-                            replace(cell, settings=replace(cell.settings, replicate=Replicate(f"r{index}").value))
-                            for cell in firsts[kernel] if (cell.settings.replicates or 1) >= index]
+                ordered += [cell.as_replicate(index) for cell in firsts[kernel]
+                            if (cell.settings.replicates or 1) >= index]
     return ordered
 
 

@@ -13,11 +13,11 @@ so there each mode's batch sizes come in a run, mode after mode, eager last.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 import re
-from typing import Iterable
+from typing import Any, Iterable
 
-from ...variants.cell_plan import eager_side_stands
+from ...variants.cell_plan import compiles_ahead, eager_side_stands
 from ...vocabulary import Shapes
 from .grid_file import Cell, kernel_key
 
@@ -107,21 +107,24 @@ def for_workers(groups: list[KernelGroup], workers: int) -> list[KernelGroup]:
     kept, its out-of-memory errors not yet recorded): there every first replicate goes before any second."""
     if workers <= 1:
         return list(groups)
-    return sorted(groups, key=lambda group: replicate_number(group.first))
-
-
-def replicate_number(cell: Cell) -> int:
-    """1 for a cell's first replicate (``r1``), 2 for its second..."""
-    return int(cell.settings.replicate[1:])
+    return sorted(groups, key=lambda group: group.first.replicate.number)
 
 
 def first_replicates_in(cells: Iterable[Cell]) -> set[Cell]:
     """Those of ``cells`` that are the first of their cell's replicates among them: every first replicate, and a
     later one whose earlier ones are not there (measured by an earlier run, maybe on another machine: a GPU
     lease's kept caches go with it, so there this one compiles cold, ``variants.kept_caches``)."""
-    first: dict[Cell, Cell] = {}
+    first: dict[Any, Cell] = {}
     for cell in cells:
-        same = replace(cell, settings=replace(cell.settings, replicate="r1"))
-        if same not in first or replicate_number(cell) < replicate_number(first[same]):
+        same = cell.identity().without_replicate()
+        if same not in first or cell.replicate.number < first[same].replicate.number:
             first[same] = cell
     return set(first.values())
+
+
+def compiled_ahead(cells: Iterable[Cell]) -> set[Cell]:
+    """The cells of a run that compile processes compile cold ahead of their kernel (``runner.compile_ahead``, and
+    the dry run's replay of it): the first of their replicates in the run (``first_replicates_in``) that
+    ``variants.cell_plan.compiles_ahead`` allows."""
+    return {cell for cell in first_replicates_in(cells)
+            if compiles_ahead(cell.compile_mode, cell.settings.shapes, True, cell.settings.gpu_memory_gib is not None)}

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...variants.cell_plan import compiles_ahead
 from .pipeline import AheadCell, KernelRun, Waits, simulate
 from .prior import ENDS, Prior, Span
 
@@ -37,21 +36,18 @@ def kernel_runs(kernels: list[KernelPlan], prior: Prior, end: int) -> list[Kerne
     def at_end(span: Span | None) -> float:
         return 0.0 if span is None else span.at(end)
 
-    from ..grid.kernel_groups import first_replicates_in  # the grid imports torch: not at this module's import
+    from ..grid.kernel_groups import compiled_ahead  # the grid imports torch: not at this module's import
 
-    runs, firsts = [], first_replicates_in(cell for kernel in kernels for cell in kernel.group.cells)
+    runs, ahead_of_kernels = [], compiled_ahead(cell for kernel in kernels for cell in kernel.group.cells)
     for kernel in kernels:
         model = kernel.group.first.model
         row = prior.costs.get(model)
         ratio = prior.work_ratio(model).at(end)  # as the model's cells are calibrated (Mask2Former: ~2 on the H200)
         ahead, modes = {}, set()
         for index, cell in enumerate(kernel.group.cells):
-            settings = cell.settings
             first_of_mode = cell.compile_mode not in modes  # compiles warm too where it compiles cold itself
             modes.add(cell.compile_mode)
-            # as ``runner.compile_ahead.jobs_for`` picks them: the first of their replicates in the run
-            if row is not None and cell in firsts and compiles_ahead(cell.compile_mode, settings.shapes, True,
-                                                                     settings.gpu_memory_gib is not None):
+            if row is not None and cell in ahead_of_kernels:  # as ``runner.compile_ahead.jobs_for`` picks them
                 alone = prior.compile_seconds(row, cell.compile_mode, ends) * ratio
                 # priced at a warm compile: compiling cold itself adds the cold one, less the warm one where that
                 # goes (``cell_plan``: a cell compiled cold compiles warm at its mode's first batch size only)

@@ -67,12 +67,15 @@ class Plan:
     records_used: int                              # earlier records of this environment with phases
     devices: list[str] = field(default_factory=list)
     prior: Prior | None = None                     # --device-model: the a-priori estimate's device
-    compile_ahead: bool = False                    # compile processes beside the kernels (``runner.compile_ahead``)
-    compile_processes: int = 0                     # how many
+    compile_processes: int = 0                     # beside the kernels (``runner.compile_ahead``); 0: none
     # --device-model, compile ahead: the kernel's waits for the processes and its own cold compiles (``pipeline``),
     # seconds at the prior's low, point and high ends, and what the point's simulation found
     pipeline: Span | None = None
     pipeline_at_point: Waits | None = None
+
+    @property
+    def compile_ahead(self) -> bool:
+        return self.compile_processes > 0
 
     @property
     def cells_to_run(self) -> int:
@@ -112,16 +115,17 @@ class Plan:
 
 def plan_run(pending: Pending, grid: Grid, *, results_path: Path, environment: dict[str, Any], devices: list[str],
              reports_dir: str | os.PathLike | None = None, device_model: str | None = None,
-             compile_ahead: bool = False, compile_processes: int = 0) -> Plan:
+             compile_processes: int = 0) -> Plan:
     """The plan of ``pending`` (``Runner.pending()``: the cells of ``grid`` the study folder of ``results_path``
     lacks) by kernel, estimated from earlier records of ``environment`` in the study's results file and every
     ``reports/*/results.jsonl``; with ``device_model``, from the records of that GPU, and the rest a priori
-    (``device_prices``); ``compile_ahead``: ``compile_processes`` compile processes beside the kernels compile their
-    cells cold, and with a prior the kernel's waits for them are simulated (``pipeline_prices``).
+    (``device_prices``); ``compile_processes`` (0: none) beside the kernels compile their cells cold, and with a prior
+    the kernel's waits for them are simulated (``pipeline_prices``).
     """
     from ...paths import REPORTS_DIR
     from ..grid.kernel_groups import kernel_groups
 
+    compile_ahead = compile_processes > 0
     skipped = list(pending.ruled_out)  # as the runner does: larger batches than an earlier OOM are not run
     files = results_files(results_path, Path(reports_dir or REPORTS_DIR))
     prior, on_device = device_prior(device_model, files) if device_model else (None, [])
@@ -142,11 +146,9 @@ def plan_run(pending: Pending, grid: Grid, *, results_path: Path, environment: d
                                                                    kernel.start_includes_load, prior, compile_ahead,
                                                                    started_ahead=ahead)
         kernels.append(kernel)
-    if compile_ahead and compile_processes < 1:
-        raise ValueError("compile_ahead needs the number of compile processes (runner.compile_ahead.COMPILE_PROCESSES)")
     waits = pipeline_waits(kernels, prior, compile_processes) if prior and compile_ahead else None
     return Plan(study=grid.study, grid_path=str(grid.path), results_path=results_path,
                 cells_in_grid=len(grid.cells), already_measured=pending.resumed, skipped_after_oom=skipped,
                 kernels=kernels, records_used=len(records), devices=devices, prior=prior,
-                compile_ahead=compile_ahead, compile_processes=compile_processes if compile_ahead else 0,
+                compile_processes=compile_processes,
                 pipeline=waits[0] if waits else None, pipeline_at_point=waits[1] if waits else None)

@@ -38,11 +38,10 @@ from ...measurement.gpu_token import MEASURING, PAUSE_FOLDER, TOKEN_FILE, holdin
 from ...measurement.paused_beside import PausedBeside
 from ...kernel import end_tree
 from ...paths import PROJECT_ROOT
-from ...variants.cell_plan import compiles_ahead
 from ...variants.kept_caches import default_root
 from ..compile_job import CompileJob
 from ..grid.grid_file import Cell
-from ..grid.kernel_groups import KernelGroup, first_replicates_in, kernel_groups
+from ..grid.kernel_groups import KernelGroup, compiled_ahead, kernel_groups
 from .device_lock import split_cpus
 from .papermill_execution import die_with_parent, visible_devices_for
 
@@ -68,10 +67,9 @@ def jobs_for(cells: Sequence[Cell]) -> list[tuple[KernelGroup, list[list[Any]]]]
     """Each kernel group's cells a compile process compiles, in the order the kernel will reach them: the static
     torch.compile cells that are the first of their replicates in the run (``first_replicates_in``: a later
     replicate whose first an earlier run measured, on a fresh GPU lease, finds no kept caches)."""
-    jobs, firsts = [], first_replicates_in(cells)
+    jobs, ahead_of_kernels = [], compiled_ahead(cells)
     for group in kernel_groups(list(cells)):
-        ahead = [cell for cell in group.cells if cell in firsts and compiles_ahead(
-                 cell.compile_mode, cell.settings.shapes, True, cell.settings.gpu_memory_gib is not None)]
+        ahead = [cell for cell in group.cells if cell in ahead_of_kernels]
         if ahead:
             jobs.append((group, [[cell.compile_mode, cell.batch_size] for cell in ahead]))
     return jobs

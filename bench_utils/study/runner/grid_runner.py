@@ -160,12 +160,13 @@ class Runner:
                        len(self.devices or self.grid.devices))
         return plan_run(pending, self.grid, results_path=self.results_path, environment=self.environment,
                         devices=list(self.devices or self.grid.devices), reports_dir=reports_dir,
-                        device_model=device_model, compile_ahead=ahead, compile_processes=COMPILE_PROCESSES)
+                        device_model=device_model, compile_processes=COMPILE_PROCESSES if ahead else 0)
 
     def run(self, announce: Callable[[], None] | None = None) -> RunOutcome:
         """Run the pending cells; ``announce`` is called once this runner holds the study folder (a runner
         refused it says only why)."""
         workers = self.check_devices()
+        self.start_failures = StartFailures()  # each run counts its own (a runner may run again after a stop)
         if len(workers) > 1:  # disjoint cores per worker: two kernels never share one
             self.affinity = dict(zip(workers, split_cpus(os.sched_getaffinity(0), len(workers))))
         if self.uses_papermill:

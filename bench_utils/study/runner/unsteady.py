@@ -17,7 +17,7 @@ from typing import Callable, Iterable
 from ...measurement.regime import RegimeShift, block_regime
 from ...records.key import RecordKey, record_key
 from ...records.schema import Record
-from ...vocabulary import MAX_REPLICATES, Replicate
+from ...vocabulary import MAX_REPLICATES
 from ..grid.grid_file import Cell
 
 
@@ -57,7 +57,7 @@ def once_more(cells: Iterable[Cell], records: Iterable[Record], key: Callable[[C
         row = set(record.speedup.timed_with or []) if record.speedup else set()
         for member in [cell] + [other for other in grid if other.compile_mode in row and _same_row(other, cell)]:
             count = member.settings.replicates or 1
-            extra = _replicate(member, count + 1)
+            extra = member.as_replicate(count + 1)
             if count < MAX_REPLICATES and key(extra).without_study() not in by_key:
                 found.setdefault(key(extra).without_study(), (grid.index(member), extra))
     return [extra for _, extra in sorted(found.values(), key=lambda item: item[0])]
@@ -66,7 +66,3 @@ def once_more(cells: Iterable[Cell], records: Iterable[Record], key: Callable[[C
 def _same_row(one: Cell, other: Cell) -> bool:
     """The same cell but for its compile mode (a row's modes), of the same replicate."""
     return dataclasses.replace(one, compile_mode=other.compile_mode) == other
-
-
-def _replicate(cell: Cell, index: int) -> Cell:
-    return dataclasses.replace(cell, settings=dataclasses.replace(cell.settings, replicate=Replicate(f"r{index}").value))
