@@ -72,6 +72,7 @@ class CellCosts:
         records, prior = self._records()
         prior = prior if group.device.startswith("cuda") else None  # a GPU's prior prices no CPU cell
         sharing = Group(group.group_id, tuple(cells)).eager_sharing_pairs()
+        kept = {cell: self._kept_here(cell) for cell in cells}
         start = estimate_kernel_start_seconds(cells[0], records, ahead=started_ahead)
         if start is None and started_ahead and prior is None:  # no record of a kernel started ahead: as a cold one
             start = estimate_kernel_start_seconds(cells[0], records)
@@ -79,7 +80,7 @@ class CellCosts:
             start = _pick(prior.start(cells[0].model, started_ahead) if prior else None, figure, UNKNOWN_START_S)
         seconds, modes = [], set()
         for cell in cells:
-            known = estimate_cell_seconds(cell, records, cell in sharing, warm_share(cell, self.compile_ahead))
+            known = estimate_cell_seconds(cell, records, cell in sharing, warm_share(cell, self.compile_ahead, kept[cell]))
             if known is None and prior is None and cell in sharing:
                 # it runs nothing (its plan has no step) and kernels go batch by batch: an unpriced one would
                 # hold back every cell after it
@@ -87,10 +88,25 @@ class CellCosts:
             warm = cell.compile_mode not in modes
             modes.add(cell.compile_mode)
             seconds.append(known if known is not None else _pick(
-                prior.cell(CellShape.of_cell(cell, self.compile_ahead), cell in sharing, warm) if prior else None,
+                prior.cell(CellShape.of_cell(cell, self.compile_ahead, kept[cell]), cell in sharing, warm)
+                if prior else None,
                 figure,
                 UNKNOWN_CELL_S))
         return start, seconds
+
+
+    def _kept_here(self, cell: Cell) -> bool:
+        """Whether this machine's kept caches of the study hold the cell's cold compile now
+        (``variants.kept_caches``): a later replicate whose first an earlier run measured, elsewhere or on a lease
+        since ended, finds none, and compiles cold."""
+        from ...variants.cell_plan import timed_in_rows
+        from ...variants.kept_caches import KeptCaches, default_root, kept_cell
+
+        if not timed_in_rows(cell.compile_mode, cell.settings.shapes):
+            return False
+        caches = KeptCaches(default_root(Path(self.results_path).parent))
+        return kept_cell(caches, cell.task, cell.model, cell.batch_size, cell.compile_mode, cell.settings,
+                         cell.dtype, cell.device).cold() is not None
 
 
 def _pick(span: Span | None, figure: str, unknown: float) -> float:

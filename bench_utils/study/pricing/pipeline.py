@@ -50,6 +50,9 @@ class Waits:
     wait_s: float                   # of it, waiting for compile processes
     waits: dict[tuple[int, int], float]  # (kernel, cell) -> seconds waited, where the kernel waited
     compiled_by_kernel: list[tuple[int, int]]  # cells no process had claimed when the kernel reached them
+    kernel_work_s: float = 0.0      # the kernel's own: its starts and cells, no wait
+    process_work_s: float = 0.0     # each process's share of theirs, were it even: every boot and cold compile
+                                    # ahead over the processes (they keep pace only where it is below the kernel's)
 
 
 @dataclass
@@ -108,4 +111,8 @@ def simulate(kernels: list[KernelRun], processes: int) -> Waits:
                     settled.add(j)
                 now += own
             now += seconds
-    return Waits(now, sum(waits.values()), waits, sorted(by_kernel))
+    own = sum(kernel.start_s + sum(kernel.cells_s) for kernel in kernels)
+    ahead_work = sum(kernel.process_setup_s + sum(cell.cold_s for cell in kernel.ahead.values())
+                     for kernel in kernels if kernel.ahead)
+    return Waits(now, sum(waits.values()), waits, sorted(by_kernel), own,
+                 ahead_work / processes if processes > 0 else 0.0)

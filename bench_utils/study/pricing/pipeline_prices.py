@@ -60,14 +60,15 @@ def kernel_runs(kernels: list[KernelPlan], prior: Prior, end: int) -> list[Kerne
     return runs
 
 
-def pipeline_waits(kernels: list[KernelPlan], prior: Prior, processes: int) -> tuple[Span, Waits]:
+def pipeline_waits(kernels: list[KernelPlan], prior: Prior, processes: int) -> tuple[Span, Waits, Span]:
     """What the pipeline adds to the kernels' priced sum, low, point and high (each end simulated on its own
-    figures; a wait need not grow with them, so low and high are the least and most of the three), and the point's
-    simulation."""
+    figures; a wait need not grow with them, so low and high are the least and most of the three), the point's
+    simulation, and each compile process's share of their work at the three ends (``Waits.process_work_s``)."""
     added, simulated = [], []
     for end in range(len(ENDS)):
         runs = kernel_runs(kernels, prior, end)
         waits = simulate(runs, processes)
-        added.append(waits.total_s - sum(run.start_s + sum(run.cells_s) for run in runs))
+        added.append(waits.total_s - waits.kernel_work_s)
         simulated.append(waits)
-    return Span(min(added), added[1], max(added)), simulated[1]
+    work = [waits.process_work_s for waits in simulated]
+    return Span(min(added), added[1], max(added)), simulated[1], Span(*work)

@@ -72,6 +72,7 @@ class Plan:
     # seconds at the prior's low, point and high ends, and what the point's simulation found
     pipeline: Span | None = None
     pipeline_at_point: Waits | None = None
+    process_work: Span | None = None    # each compile process's share of their boots and cold compiles (``Waits``)
 
     @property
     def compile_ahead(self) -> bool:
@@ -99,15 +100,20 @@ class Plan:
         """The sum over kernels of what is known: one worker's time, unknown parts left out."""
         return sum(kernel.known_seconds for kernel in self.kernels)
 
-    def span(self) -> tuple[Span | None, int]:
-        """Priced for a GPU: the sum over kernels (one worker's time) and what the pipeline adds to it, and the
-        cells nothing priced."""
+    def kernel_work(self) -> tuple[Span | None, int]:
+        """Priced for a GPU: the sum over kernels (one worker's time, no wait for a compile process), and the cells
+        nothing priced."""
         total, unknown = None, 0
         for kernel in self.kernels:
             span, missing = kernel.span()
             unknown += missing
             if span is not None:
                 total = span if total is None else total + span
+        return total, unknown
+
+    def span(self) -> tuple[Span | None, int]:
+        """Priced for a GPU: ``kernel_work`` and what the pipeline adds to it, and the cells nothing priced."""
+        total, unknown = self.kernel_work()
         if total is not None and self.pipeline is not None:
             total = total + self.pipeline
         return total, unknown
@@ -123,9 +129,11 @@ def plan_run(pending: Pending, grid: Grid, *, results_path: Path, environment: d
     the kernel's waits for them are simulated (``pipeline_prices``).
     """
     from ...paths import REPORTS_DIR
-    from ..grid.kernel_groups import kernel_groups
+    from ..grid.kernel_groups import first_replicates_in, kernel_groups
 
     compile_ahead = compile_processes > 0
+    # a later replicate whose first an earlier run measured finds no kept caches (a fresh machine): it compiles cold
+    firsts = first_replicates_in(pending.cells)
     skipped = list(pending.ruled_out)  # as the runner does: larger batches than an earlier OOM are not run
     files = results_files(results_path, Path(reports_dir or REPORTS_DIR))
     prior, on_device = device_prior(device_model, files) if device_model else (None, [])
@@ -138,17 +146,19 @@ def plan_run(pending: Pending, grid: Grid, *, results_path: Path, environment: d
         ahead = compile_ahead and bool(kernels)  # every kernel but the first started ahead (``runner.kernel_ahead``)
         start = estimate_kernel_start_seconds(group.first, records, ahead)
         sharing = group.eager_sharing_pairs()
-        kernel = KernelPlan(group, [estimate_cell_seconds(cell, records, cell in sharing, warm_share(cell, compile_ahead))
+        kernel = KernelPlan(group, [estimate_cell_seconds(cell, records, cell in sharing,
+                                                          warm_share(cell, compile_ahead, cell not in firsts))
                                     for cell in group.cells],
                             start, bool(start_and_load(group.first, records, ahead)))
         if prior:
             kernel.prior_cells, kernel.prior_start = prior_figures(group, kernel.cell_seconds, kernel.start_seconds,
                                                                    kernel.start_includes_load, prior, compile_ahead,
-                                                                   started_ahead=ahead)
+                                                                   started_ahead=ahead, firsts=firsts)
         kernels.append(kernel)
     waits = pipeline_waits(kernels, prior, compile_processes) if prior and compile_ahead else None
     return Plan(study=grid.study, grid_path=str(grid.path), results_path=results_path,
                 cells_in_grid=len(grid.cells), already_measured=pending.resumed, skipped_after_oom=skipped,
                 kernels=kernels, records_used=len(records), devices=devices, prior=prior,
                 compile_processes=compile_processes,
-                pipeline=waits[0] if waits else None, pipeline_at_point=waits[1] if waits else None)
+                pipeline=waits[0] if waits else None, pipeline_at_point=waits[1] if waits else None,
+                process_work=waits[2] if waits else None)

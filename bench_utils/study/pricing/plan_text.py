@@ -130,6 +130,12 @@ def total_lines(plan: Plan) -> list[str]:
                          "by the kernel (simulated in the run's order, bench_utils/study/pricing/pipeline.py; a cold "
                          "compile beside the kernel and a process's boot are the first pipelined lease's, "
                          "pipeline_prices.BESIDE_COMPILE_FACTOR and PROCESS_SETUP_S, until the next lease's)")
+        own, _ = plan.kernel_work()
+        if own is not None and plan.process_work is not None:
+            lines.append(f"  the work to share: the kernel's own {minutes(own)}, its waits apart; each compile "
+                         f"process's {minutes(plan.process_work)}, their boots and every cold compile ahead beside "
+                         f"the kernel over {plan.compile_processes} process(es). The run ends no sooner than the "
+                         "kernel's own, and the processes keep pace only where theirs is the shorter")
     if unknown:
         lines.append(f"  {unknown} cell{'' if unknown == 1 else 's'} without figures (a model outside "
                      "bench_utils/study/pricing/data/model_costs.json, or a dtype the GPU lacks): not included")

@@ -149,13 +149,16 @@ class CellShape:
     first_replicate: bool = True  # a later one leaves the figures taken once per cell to the first (``cell_plan``)
 
     @classmethod
-    def of_cell(cls, cell: Any, ahead: bool = False) -> "CellShape":
-        """A grid's cell; a later replicate's cold compile kept by its first (which the grid runs before it), and
-        with ``ahead`` (compile processes beside the kernel) a first replicate's kept by them where they take it."""
+    def of_cell(cls, cell: Any, ahead: bool = False, kept_before: bool | None = None) -> "CellShape":
+        """A grid's cell; its cold compile kept where ``kept_before`` (an earlier replicate of the run kept it; None:
+        a later replicate, whose first the grid runs before it) and, with ``ahead`` (compile processes beside the
+        kernel), where they take it: the first of its replicates in the run (``kernel_groups.compiled_ahead``). A
+        later replicate whose first an earlier run measured finds nothing kept on a fresh machine: it compiles
+        cold unless a compile process takes it."""
         settings = cell.settings
         first = settings.replicate == Replicate.R1
-        kept = not first or ahead and plan.compiles_ahead(cell.compile_mode, settings.shapes, first,
-                                                          settings.gpu_memory_gib is not None)
+        kept = (not first if kept_before is None else kept_before) or ahead and plan.compiles_ahead(
+            cell.compile_mode, settings.shapes, True, settings.gpu_memory_gib is not None)
         return cls(cell.model, cell.batch_size, cell.compile_mode, cell.dtype, settings.tf32, settings.runs,
                    settings.warmup, settings.profile, settings.shapes, settings.portable_cache, cold_kept=kept,
                    first_replicate=first)
@@ -185,11 +188,11 @@ class CellShape:
                               first_replicate=self.first_replicate)
 
 
-def warm_share(cell: Any, ahead: bool) -> float | None:
+def warm_share(cell: Any, ahead: bool, kept_before: bool | None = None) -> float | None:
     """The share of a cold compile a grid's ``cell`` pays, where another process keeps its cold compile
     (``CellShape.of_cell``: a later replicate, or a cell compiled ahead): a warm compile's, 0.19 of the cold on the
     H200 (``TYPICAL``); None where it compiles as its records did (``recorded.estimate_cell_seconds``)."""
-    return TYPICAL.warm_compile_share if CellShape.of_cell(cell, ahead).cold_kept else None
+    return TYPICAL.warm_compile_share if CellShape.of_cell(cell, ahead, kept_before).cold_kept else None
 
 
 def known_devices() -> list[str]:

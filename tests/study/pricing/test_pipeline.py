@@ -15,6 +15,19 @@ def test_a_process_ahead_of_the_kernel_leaves_it_no_wait():
     assert waits.total_s == 25.0 and waits.wait_s == 0.0 and waits.compiled_by_kernel == []
 
 
+def test_the_work_to_share_is_the_kernels_own_and_each_processs_even_share_of_theirs():
+    # the kernel: starts of 1 and 2 s and cells of 3, 4 and 5: 15 s; the processes: a boot of 4 s for each kernel
+    # with cells ahead (the second has none) and cold compiles of 6, 8 and 10 s: 28 s, 14 each over two
+    kernels = [KernelRun(1.0, [3.0, 4.0], {0: AheadCell(6.0, 1.0), 1: AheadCell(8.0, 1.0)}, process_setup_s=4.0),
+               KernelRun(2.0, [5.0], {}, process_setup_s=4.0),
+               KernelRun(0.0, [0.0], {0: AheadCell(10.0, 1.0)}, process_setup_s=0.0)]
+    waits = simulate(kernels, processes=2)
+    assert waits.kernel_work_s == 15.0 and waits.process_work_s == 14.0
+    assert waits.total_s == waits.kernel_work_s + waits.wait_s + sum(  # what the kernel adds: waits, own colds
+        kernels[k].ahead[i].own_cold_s for k, i in waits.compiled_by_kernel)
+    assert simulate(kernels, processes=0).process_work_s == 0.0  # none to share it
+
+
 def test_a_slower_process_makes_the_kernel_wait_for_each_cell_in_turn():
     # claims at 0, 8, 16 (kept at 8, 16, 24); the kernel reaches cell 0 at 1 (claimed: waits 7), cell 1 at 9
     # (waits 7), cell 2 at 17 (waits 7), then ends at 25

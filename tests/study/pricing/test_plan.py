@@ -287,6 +287,61 @@ def test_a_device_model_prices_unrecorded_cells_a_priori_and_recorded_ones_by_th
     assert "for 7 of 7 cells, 2 kernel starts included" in text and "calibrated on 1 cell recorded there" in text
     assert "compile process(es) beside the kernels" in text
     assert "the kernel waiting for the compile processes and compiling cold itself" in text
+    own, _ = plan.kernel_work()
+    assert plan.span()[0].point == pytest.approx(own.point + plan.pipeline.point)
+    assert plan.process_work is not None and 0 < plan.process_work.low <= plan.process_work.point
+    assert f"the work to share: the kernel's own ~{own.point / 60:.1f} min" in text
+
+
+def test_a_later_replicate_whose_first_an_earlier_run_measured_is_priced_with_its_cold_compile(tmp_path):
+    from bench_utils.study.pricing.prior import CellShape
+
+    grid = parse_grid({**GRID, "devices": ["cuda"], "replicates": 2, "blocks": 2, "compile_ahead": False})
+    by_name = {(c.model, c.compile_mode, c.batch_size, c.settings.replicate): c for c in grid.cells}
+    runner = Runner(grid, tmp_path / "study", environment=H100)
+
+    def price(plan, cell):
+        kernel = next(k for k in plan.kernels if cell in k.group.cells)
+        return kernel.prior_cells[kernel.group.cells.index(cell)]
+
+    later = by_name[("resnet", "default", 4, "r2")]
+    both = runner.plan(reports_dir=tmp_path / "reports", device_model="H100")
+    # the first replicate measured, by an earlier run (no kept caches on a fresh machine): the second compiles cold
+    write(runner.results_path, *(record(cell, H100) for cell in grid.cells if cell.settings.replicate == "r1"))
+    alone = runner.plan(reports_dir=tmp_path / "reports", device_model="H100")
+    assert later in [c for k in alone.kernels for c in k.group.cells] and alone.cells_to_run < both.cells_to_run
+    prior = alone.prior
+    assert price(both, later).point == pytest.approx(prior.cell(CellShape.of_cell(later), False, True).point)
+    cold = prior.cell(CellShape.of_cell(later, kept_before=False), False, False).point  # not its mode's first batch
+    assert price(alone, later).point == pytest.approx(cold) and cold > price(both, later).point + 1.0
+
+
+def test_the_time_limit_prices_a_later_replicate_warm_only_where_its_cold_compile_is_kept_here(tmp_path):
+    from bench_utils.study.pricing.cell_costs import CellCosts
+    from bench_utils.study.pricing.prior import Prior
+    from bench_utils.study.grid.kernel_groups import kernel_groups
+    from bench_utils.variants.kept_caches import KeptCaches, default_root, kept_cell
+
+    grid = parse_grid({**GRID, "devices": ["cuda"], "replicates": 2, "blocks": 2, "compile_ahead": False})
+    later = [c for c in grid.cells if c.model == "resnet" and c.settings.replicate == "r2"]
+    group = next(g for g in kernel_groups(later))
+    results = tmp_path / "study" / "results.jsonl"
+    costs = CellCosts(results, H100, Prior("H100 SXM"), reports_dir=tmp_path / "reports")
+    default_4 = next(i for i, c in enumerate(group.cells) if (c.compile_mode, c.batch_size) == ("default", 4))
+    cold = costs.of_kernel(group, list(group.cells))[1][default_4]
+    cell = group.cells[default_4]
+    caches = KeptCaches(default_root(results.parent))
+    kept = kept_cell(caches, cell.task, cell.model, cell.batch_size, cell.compile_mode, cell.settings, cell.dtype,
+                     cell.device)
+    kept.folder.mkdir(parents=True)
+    try:
+        kept.keep([1000.0], {"graphs": 1}, "replicate r1")  # its first replicate measured here, earlier in this run
+        warm = costs.of_kernel(group, list(group.cells))[1][default_4]
+    finally:
+        import shutil
+
+        shutil.rmtree(caches.root, ignore_errors=True)
+    assert cold > warm + 1.0
 
 
 def test_with_compile_ahead_every_kernel_but_the_first_pays_only_what_follows_its_gate(tmp_path):

@@ -214,6 +214,11 @@ def test_a_later_replicate_pays_a_warm_compile_not_a_cold_one(monkeypatch):
     cell = SimpleNamespace(model="m", batch_size=1, compile_mode="default", dtype="float32",
                            settings=Settings(replicate="r2"))
     assert CellShape.of_cell(cell).cold_kept and not CellShape.of_cell(replace_settings(cell, "r1")).cold_kept
+    # a later replicate whose first an earlier run measured (on a lease since ended) finds nothing kept: cold, unless
+    # a compile process takes it, as it takes the first of a cell's replicates in the run
+    assert not CellShape.of_cell(cell, kept_before=False).cold_kept
+    assert CellShape.of_cell(cell, ahead=True, kept_before=False).cold_kept
+    assert CellShape.of_cell(replace_settings(cell, "r1"), kept_before=True).cold_kept  # measured again, say
     # nor the figures taken once per cell: its energy windows, memory probes and profile
     assert CellShape.of_cell(cell).first_replicate is False
     assert prior.raw_cell(replace(shape(), cold_kept=True, first_replicate=False), warm=False).point < later - 2.0
