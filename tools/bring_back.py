@@ -5,6 +5,9 @@
 
 The archive is what ``tools/gpu_lease.sh`` packs: ``study/<name>/`` (measured in ``/tmp/study/<name>`` on the
 host, shown as ``<study>``) and ``lease/`` (the lease's checks and logs, copied into ``<destination>/<lease>``).
+The records are merged: the destination's lines stay as they are, and the source's lines it lacks follow them in
+their order. A host that started from the committed study (the guide) holds them all, and the merge is its file; a
+lease's anchors, measured afresh in an empty study, join the earlier leases' instead of replacing them.
 
 A GPU host writes its own absolute paths into what it logs: its study folder (``/tmp/hfg``), its image's
 site-packages in warnings and tracebacks, pytest's ``/tmp/pytest-of-<user>``. Published reports name none
@@ -68,12 +71,28 @@ def copy_scrubbed(source: Path, destination: Path, study_folder: str | None = No
             continue
         target = destination / path.relative_to(source)
         target.parent.mkdir(parents=True, exist_ok=True)
-        if path.name == RECORDS or path.suffix not in TEXT_SUFFIXES:
+        if path.name == RECORDS and target.is_file():
+            merge_records(path, target)
+        elif path.name == RECORDS or path.suffix not in TEXT_SUFFIXES:
             shutil.copyfile(path, target)  # as measured
         else:
             target.write_text(scrub_host_paths(path.read_text(encoding="utf-8"), study_folder), encoding="utf-8")
         written.append(target)
     return written
+
+
+def merge_records(source: Path, target: Path) -> None:
+    """``target``'s records, then those of ``source`` it lacks, each line byte for byte (written whole, then moved)."""
+    kept = target.read_bytes()
+    if kept and not kept.endswith(b"\n"):
+        raise SystemExit(f"error: {target} ends in a partial line: mend it before bringing records back")
+    have = set(kept.splitlines(keepends=True))
+    new = [line for line in source.read_bytes().splitlines(keepends=True) if line not in have]
+    if new and not new[-1].endswith(b"\n"):
+        new[-1] += b"\n"  # a host's partial last line (a kernel killed while writing) stays apart from the next
+    partial = target.with_name(target.name + ".partial")
+    partial.write_bytes(kept + b"".join(new))
+    partial.replace(target)
 
 
 @contextmanager

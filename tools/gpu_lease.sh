@@ -48,6 +48,11 @@ pack() {
 PACKER=$!
 trap 'kill $PACKER 2>/dev/null; wait $PACKER 2>/dev/null; pack; rm -f "$OUT"/.packing-*; ls -l "$OUT"' EXIT
 trap 'exit 143' TERM INT
+if [ ! -d "$STUDY" ] && [ "$STEP" = experiments ]; then
+  # every lease measures its own anchors: copied in, the committed ones (the same image, the same record keys) would
+  # be resumed, and a later lease would measure none; bring_back.py appends this lease's records to them
+  mkdir -p "$STUDY"
+fi
 [ -d "$STUDY" ] || cp -r "reports/$NAME" "$STUDY" 2>/dev/null || mkdir -p "$STUDY"
 if [ ! -d "$T/site" ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$T/site" .whl/*.whl || exit 1

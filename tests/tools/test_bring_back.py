@@ -35,6 +35,23 @@ def test_records_travel_byte_for_byte_and_every_other_text_loses_the_hosts_paths
     assert (destination / "notebooks" / "k.ipynb").read_text() == '{"text": "~/.cache/x"}'
 
 
+def test_records_are_merged_the_destinations_kept_and_the_sources_new_ones_after_them(tmp_path):
+    source, destination = tmp_path / "out" / "anchors", tmp_path / "reports" / "anchors-h200"
+    source.mkdir(parents=True)
+    destination.mkdir(parents=True)
+    earlier = '{"lease": 1, "cell": "b1"}\n{"lease": 1, "cell": "b4"}\n'
+    (destination / "results.jsonl").write_text(earlier)
+    # a lease's anchors measured in an empty study: they join the earlier leases' records
+    (source / "results.jsonl").write_text('{"lease": 2, "cell": "b1"}\n{"lease": 2, "cell": "b4"}\n')
+    bring_back.bring_back(source, destination)
+    assert (destination / "results.jsonl").read_text() == earlier + '{"lease": 2, "cell": "b1"}\n{"lease": 2, "cell": "b4"}\n'
+    # a host that started from the committed study holds them all, in order: the merge is its file, once each
+    (source / "results.jsonl").write_text((destination / "results.jsonl").read_text() + '{"lease": 2, "cell": "b16"}')
+    bring_back.bring_back(source, destination)
+    assert (destination / "results.jsonl").read_text() == (source / "results.jsonl").read_text() + "\n"
+    assert not list(destination.glob("*.partial"))
+
+
 def test_a_folder_without_records_is_refused(tmp_path):
     with pytest.raises(SystemExit, match="holds no results.jsonl"):
         bring_back.bring_back(tmp_path, tmp_path / "dest")

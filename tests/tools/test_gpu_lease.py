@@ -48,6 +48,8 @@ def host(tmp_path):
     (study / "en").mkdir(parents=True)
     (study / "en" / "index.html").write_text("<html>the committed page</html>")
     (study / "results.jsonl").write_text('{"record": 0}\n')
+    (committed / "reports" / "anchors-h200").mkdir()  # an earlier lease's anchors, on the same image
+    (committed / "reports" / "anchors-h200" / "results.jsonl").write_text('{"anchor": "an earlier lease"}\n')
     (tmp_path / "keep").mkdir()
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "GPU_LEASE_TMP": str(tmp_path / "keep"),
            "FAKE_LOG": str(tmp_path)}
@@ -142,7 +144,8 @@ def test_the_experiments_step_measures_the_anchors_in_a_study_of_their_own_then_
         records = tar.extractfile("study/anchors-h200/results.jsonl").read().decode().splitlines()
         log = next(name for name in tar.getnames() if name.startswith("lease/experiments-"))
         log_text = tar.extractfile(log).read().decode()
-    assert records == ['{"record": 1}', '{"record": 2}']  # measured afresh: no committed anchors copied in
+    # measured afresh: the committed anchors, copied in, would be resumed (the same record keys on the same image)
+    assert records == ['{"record": 1}', '{"record": 2}']
     assert "anchors exit 0" in log_text
     assert "fake tools/lease_experiments.py run" in log_text and "experiments exit 0" in log_text
 
