@@ -80,7 +80,8 @@ class CellCosts:
             start = _pick(prior.start(cells[0].model, started_ahead) if prior else None, figure, UNKNOWN_START_S)
         seconds, modes = [], set()
         for cell in cells:
-            known = estimate_cell_seconds(cell, records, cell in sharing, warm_share(cell, self.compile_ahead, kept[cell]))
+            known = estimate_cell_seconds(cell, records, cell in sharing,
+                                          warm_share(cell, self.compile_ahead, kept[cell]))
             if known is None and prior is None and cell in sharing:
                 # it runs nothing (its plan has no step) and kernels go batch by batch: an unpriced one would
                 # hold back every cell after it
@@ -96,9 +97,10 @@ class CellCosts:
 
 
     def _kept_here(self, cell: Cell) -> bool:
-        """Whether this machine's kept caches of the study hold the cell's cold compile now
+        """Whether this machine's kept caches of the study hold the cell's cold compile before its kernel starts
         (``variants.kept_caches``): a later replicate whose first an earlier run measured, elsewhere or on a lease
-        since ended, finds none, and compiles cold."""
+        since ended, finds none, and compiles cold where no compile process keeps it (``prior.CellShape.of_cell``:
+        with them, a cell not kept yet is priced as one they keep, as the dry run prices it)."""
         from ...variants.cell_plan import timed_in_rows
         from ...variants.kept_caches import KeptCaches, default_root, kept_cell
 

@@ -118,8 +118,9 @@ def total_lines(plan: Plan) -> list[str]:
              f"  {recorded} cell{'' if recorded == 1 else 's'} from records on {prior.device}; the prior "
              f"{basis} (bench_utils/study/pricing/prior.py says how it is derived)"]
     if plan.compile_ahead:
-        lines.append(f"  {plan.compile_processes} compile process(es) beside the kernels: a first replicate's static "
-                     "torch.compile cells priced at a warm compile; every kernel but the first started ahead, its "
+        lines.append(f"  {plan.compile_processes} compile process(es) beside the kernels: the first of each cell's "
+                     "replicates in the run, a static torch.compile cell, priced at a warm compile (as its later "
+                     "ones are); every kernel but the first started ahead, its "
                      "start priced at what follows its gate (the environment's capture, "
                      "prior.Assumptions.ahead_start_s, then the model build)")
         if plan.pipeline is not None and plan.pipeline_at_point is not None:

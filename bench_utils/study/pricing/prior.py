@@ -150,15 +150,17 @@ class CellShape:
 
     @classmethod
     def of_cell(cls, cell: Any, ahead: bool = False, kept_before: bool | None = None) -> "CellShape":
-        """A grid's cell; its cold compile kept where ``kept_before`` (an earlier replicate of the run kept it; None:
-        a later replicate, whose first the grid runs before it) and, with ``ahead`` (compile processes beside the
-        kernel), where they take it: the first of its replicates in the run (``kernel_groups.compiled_ahead``). A
-        later replicate whose first an earlier run measured finds nothing kept on a fresh machine: it compiles
-        cold unless a compile process takes it."""
+        """A grid's cell; its cold compile kept (a static torch.compile cell's only, ``cell_plan.timed_in_rows``)
+        where ``kept_before`` says it is kept for it already (by an earlier replicate; None: where it is a later
+        replicate, whose first the grid runs before it) and, with ``ahead`` (compile processes beside the kernel),
+        where they keep it: they take the first of a cell's replicates in the run (``kernel_groups.compiled_ahead``),
+        and its later ones share that folder. A later replicate whose first an earlier run measured finds nothing
+        kept on a fresh machine: it compiles cold unless a compile process takes it."""
         settings = cell.settings
         first = settings.replicate == Replicate.R1
-        kept = (not first if kept_before is None else kept_before) or ahead and plan.compiles_ahead(
-            cell.compile_mode, settings.shapes, True, settings.gpu_memory_gib is not None)
+        kept = plan.timed_in_rows(cell.compile_mode, settings.shapes) and (
+            (not first if kept_before is None else kept_before) or ahead and plan.compiles_ahead(
+                cell.compile_mode, settings.shapes, True, settings.gpu_memory_gib is not None))
         return cls(cell.model, cell.batch_size, cell.compile_mode, cell.dtype, settings.tf32, settings.runs,
                    settings.warmup, settings.profile, settings.shapes, settings.portable_cache, cold_kept=kept,
                    first_replicate=first)

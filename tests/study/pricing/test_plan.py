@@ -8,7 +8,7 @@ from bench_utils.measurement.timing import Measurement
 from bench_utils.paths import PROJECT_ROOT
 from bench_utils.records.build import failure_record, make_record, measurement_settings
 from bench_utils.records.results_file import append_record
-from bench_utils.study.pricing.plan_text import format_plan
+from bench_utils.study.pricing.plan_text import format_plan, minutes
 from bench_utils.study.pricing.recorded import (estimate_cell_seconds, estimate_kernel_start_seconds,
                                                 records_of_environment)
 from bench_utils.study.grid.grid_file import load_grid, parse_grid
@@ -288,9 +288,11 @@ def test_a_device_model_prices_unrecorded_cells_a_priori_and_recorded_ones_by_th
     assert "compile process(es) beside the kernels" in text
     assert "the kernel waiting for the compile processes and compiling cold itself" in text
     own, _ = plan.kernel_work()
-    assert plan.span()[0].point == pytest.approx(own.point + plan.pipeline.point)
-    assert plan.process_work is not None and 0 < plan.process_work.low <= plan.process_work.point
-    assert f"the work to share: the kernel's own ~{own.point / 60:.1f} min" in text
+    assert own.point == pytest.approx(plan.pipeline_at_point.kernel_work_s)  # the replay's kernel: the cells priced
+    shared = plan.process_work.point
+    assert shared == pytest.approx(plan.pipeline_at_point.process_work_s) and shared > 0
+    assert (f"the work to share: the kernel's own {minutes(own)}, its waits apart; each compile process's "
+            f"{minutes(plan.process_work)}") in text
 
 
 def test_a_later_replicate_whose_first_an_earlier_run_measured_is_priced_with_its_cold_compile(tmp_path):
@@ -316,7 +318,9 @@ def test_a_later_replicate_whose_first_an_earlier_run_measured_is_priced_with_it
     assert price(alone, later).point == pytest.approx(cold) and cold > price(both, later).point + 1.0
 
 
-def test_the_time_limit_prices_a_later_replicate_warm_only_where_its_cold_compile_is_kept_here(tmp_path):
+def test_the_time_limit_prices_a_later_replicate_warm_only_where_its_cold_compile_is_kept_here(tmp_path, monkeypatch):
+    import tempfile
+
     from bench_utils.study.pricing.cell_costs import CellCosts
     from bench_utils.study.pricing.prior import Prior
     from bench_utils.study.grid.kernel_groups import kernel_groups
@@ -325,6 +329,8 @@ def test_the_time_limit_prices_a_later_replicate_warm_only_where_its_cold_compil
     grid = parse_grid({**GRID, "devices": ["cuda"], "replicates": 2, "blocks": 2, "compile_ahead": False})
     later = [c for c in grid.cells if c.model == "resnet" and c.settings.replicate == "r2"]
     group = next(g for g in kernel_groups(later))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # the kept caches' root, this test's own
+    (tmp_path / "tmp").mkdir()
     results = tmp_path / "study" / "results.jsonl"
     costs = CellCosts(results, H100, Prior("H100 SXM"), reports_dir=tmp_path / "reports")
     default_4 = next(i for i, c in enumerate(group.cells) if (c.compile_mode, c.batch_size) == ("default", 4))
@@ -333,14 +339,10 @@ def test_the_time_limit_prices_a_later_replicate_warm_only_where_its_cold_compil
     caches = KeptCaches(default_root(results.parent))
     kept = kept_cell(caches, cell.task, cell.model, cell.batch_size, cell.compile_mode, cell.settings, cell.dtype,
                      cell.device)
+    assert caches.root.is_relative_to(tmp_path)
     kept.folder.mkdir(parents=True)
-    try:
-        kept.keep([1000.0], {"graphs": 1}, "replicate r1")  # its first replicate measured here, earlier in this run
-        warm = costs.of_kernel(group, list(group.cells))[1][default_4]
-    finally:
-        import shutil
-
-        shutil.rmtree(caches.root, ignore_errors=True)
+    kept.keep([1000.0], {"graphs": 1}, "replicate r1")  # its first replicate measured here, earlier in this run
+    warm = costs.of_kernel(group, list(group.cells))[1][default_4]
     assert cold > warm + 1.0
 
 

@@ -219,6 +219,11 @@ def test_a_later_replicate_pays_a_warm_compile_not_a_cold_one(monkeypatch):
     assert not CellShape.of_cell(cell, kept_before=False).cold_kept
     assert CellShape.of_cell(cell, ahead=True, kept_before=False).cold_kept
     assert CellShape.of_cell(replace_settings(cell, "r1"), kept_before=True).cold_kept  # measured again, say
+    # a dynamic batch and an AOTInductor package keep nothing between processes (``task._kept``): cold in each
+    dynamic = SimpleNamespace(**{**vars(cell), "settings": replace(cell.settings, shapes="dynamic")})
+    aot = SimpleNamespace(**{**vars(cell), "compile_mode": "aot-inductor"})
+    for other in (dynamic, aot):
+        assert not CellShape.of_cell(other).cold_kept and not CellShape.of_cell(other, ahead=True).cold_kept
     # nor the figures taken once per cell: its energy windows, memory probes and profile
     assert CellShape.of_cell(cell).first_replicate is False
     assert prior.raw_cell(replace(shape(), cold_kept=True, first_replicate=False), warm=False).point < later - 2.0
