@@ -60,6 +60,9 @@ def bring_back(source: Path, destination: Path, study_folder: str | None = None)
     """Copy ``source`` into ``destination``; return the files written."""
     if not (source / RECORDS).is_file():
         raise SystemExit(f"error: {source} holds no {RECORDS}: not a study folder")
+    kept = destination / RECORDS
+    if kept.is_file() and kept.stat().st_size and not kept.read_bytes().endswith(b"\n"):  # before anything is copied
+        raise SystemExit(f"error: {kept} ends in a partial line: mend it before bringing records back")
     return copy_scrubbed(source, destination, study_folder)
 
 
@@ -82,16 +85,17 @@ def copy_scrubbed(source: Path, destination: Path, study_folder: str | None = No
 
 
 def merge_records(source: Path, target: Path) -> None:
-    """``target``'s records, then those of ``source`` it lacks, each line byte for byte (written whole, then moved)."""
+    """``target``'s records, then those of ``source`` it lacks, each line byte for byte (written whole, then moved).
+    A last line of ``source`` without its end is no record (a kernel killed while it wrote): left out, and said, so
+    that the whole line a later archive brings is the one kept."""
     kept = target.read_bytes()
-    if kept and not kept.endswith(b"\n"):
-        raise SystemExit(f"error: {target} ends in a partial line: mend it before bringing records back")
     have = set(kept.splitlines(keepends=True))
-    new = [line for line in source.read_bytes().splitlines(keepends=True) if line not in have]
-    if new and not new[-1].endswith(b"\n"):
-        new[-1] += b"\n"  # a host's partial last line (a kernel killed while writing) stays apart from the next
+    lines = source.read_bytes().splitlines(keepends=True)
+    if lines and not lines[-1].endswith(b"\n"):
+        print(f"left out: {source}'s last line, unfinished ({len(lines[-1])} bytes)", file=sys.stderr)
+        lines.pop()
     partial = target.with_name(target.name + ".partial")
-    partial.write_bytes(kept + b"".join(new))
+    partial.write_bytes(kept + b"".join(line for line in lines if line not in have))
     partial.replace(target)
 
 

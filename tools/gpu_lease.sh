@@ -75,6 +75,9 @@ if [ ! -f "$LEASE/checks-done" ]; then
   cp "$LEASE/interference_check.json" "$STUDY/" 2>/dev/null
   touch "$LEASE/checks-done"
 fi
+for check in timer_check.json interference_check.json; do  # a study first measured by a later command (anchors)
+  [ -f "$STUDY/$check" ] || cp "$LEASE/$check" "$STUDY/" 2>/dev/null
+done
 LEFT=$(( BUDGET - ($(date +%s) - START) - 30 ))  # 30 s for the dry run and the archive
 LOG="$LEASE/$STEP-$TAG.log"
 if [ "$LEFT" -gt 60 ] && [ "$STEP" = diagnose ]; then

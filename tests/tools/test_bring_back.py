@@ -45,11 +45,28 @@ def test_records_are_merged_the_destinations_kept_and_the_sources_new_ones_after
     (source / "results.jsonl").write_text('{"lease": 2, "cell": "b1"}\n{"lease": 2, "cell": "b4"}\n')
     bring_back.bring_back(source, destination)
     assert (destination / "results.jsonl").read_text() == earlier + '{"lease": 2, "cell": "b1"}\n{"lease": 2, "cell": "b4"}\n'
-    # a host that started from the committed study holds them all, in order: the merge is its file, once each
-    (source / "results.jsonl").write_text((destination / "results.jsonl").read_text() + '{"lease": 2, "cell": "b16"}')
+    # a host that started from the committed study holds them all, in order: the merge is its file, once each; a
+    # last line a killed kernel left unfinished is no record, and the whole one a later archive brings is kept
+    host = (destination / "results.jsonl").read_text() + '{"lease": 2, "cell": "b16"}\n'
+    (source / "results.jsonl").write_text(host + '{"lease": 2, "cell": "b1", "x')
     bring_back.bring_back(source, destination)
-    assert (destination / "results.jsonl").read_text() == (source / "results.jsonl").read_text() + "\n"
+    assert (destination / "results.jsonl").read_text() == host
+    (source / "results.jsonl").write_text(host + '{"lease": 2, "cell": "b1", "x": 2}\n')
+    bring_back.bring_back(source, destination)
+    assert (destination / "results.jsonl").read_text() == (source / "results.jsonl").read_text()
     assert not list(destination.glob("*.partial"))
+
+
+def test_a_destination_whose_records_end_in_a_partial_line_is_refused_before_anything_is_copied(tmp_path):
+    source, destination = tmp_path / "out" / "study", tmp_path / "reports" / "study"
+    (source / "logs").mkdir(parents=True)
+    (source / "results.jsonl").write_text('{"record": 2}\n')
+    (source / "logs" / "k.log").write_text("a log\n")
+    destination.mkdir(parents=True)
+    (destination / "results.jsonl").write_text('{"record": 1}\n{"rec')
+    with pytest.raises(SystemExit, match="ends in a partial line"):
+        bring_back.bring_back(source, destination)
+    assert [path.name for path in destination.rglob("*")] == ["results.jsonl"]
 
 
 def test_a_folder_without_records_is_refused(tmp_path):

@@ -150,6 +150,23 @@ def test_the_experiments_step_measures_the_anchors_in_a_study_of_their_own_then_
     assert "fake tools/lease_experiments.py run" in log_text and "experiments exit 0" in log_text
 
 
+def test_the_anchors_measured_by_a_warm_machines_second_command_get_the_leases_checks(host):
+    """The experiments step after another on the same machine: its anchors study, begun empty, has the checks the
+    first command ran (the runner reads the interference check from the study folder)."""
+    tmp_path = host[0]
+    first = command(host, 1)  # the guide first: the lease's checks run once, here
+    first.communicate(timeout=30)
+    assert first.returncode == 0
+    process = command(host, 2, step="experiments")
+    process.communicate(timeout=30)
+    assert process.returncode == 0
+    (archive,) = (tmp_path / "out2").glob("experiments-*.tgz")
+    with tarfile.open(archive) as tar:
+        names = set(tar.getnames())
+    assert {"study/anchors-h200/timer_check.json", "study/anchors-h200/interference_check.json"} <= names
+    assert (tmp_path / "checks").read_text().count("x") == 1
+
+
 @pytest.mark.parametrize("paused", [False, True])
 def test_the_packer_packs_every_interval_unless_an_experiment_pauses_it(host, paused):
     tmp_path = host[0]
