@@ -150,12 +150,9 @@ class CellShape:
 
     @classmethod
     def of_cell(cls, cell: Any, ahead: bool = False, kept_before: bool | None = None) -> "CellShape":
-        """A grid's cell; its cold compile kept (a static torch.compile cell's only, ``cell_plan.timed_in_rows``)
-        where ``kept_before`` says it is kept for it already (by an earlier replicate; None: where it is a later
-        replicate, whose first the grid runs before it) and, with ``ahead`` (compile processes beside the kernel),
-        where they keep it: they take the first of a cell's replicates in the run (``kernel_groups.compiled_ahead``),
-        and its later ones share that folder. A later replicate whose first an earlier run measured finds nothing
-        kept on a fresh machine: it compiles cold unless a compile process takes it."""
+        """A grid's cell; a static torch.compile cell's cold compile kept where ``kept_before`` (None: a later
+        replicate's first ran before it) and, with ``ahead``, where compile processes keep it: the first of its
+        replicates in the run (``kernel_groups.compiled_ahead``), whose folder the later ones share."""
         settings = cell.settings
         first = settings.replicate == Replicate.R1
         kept = plan.timed_in_rows(cell.compile_mode, settings.shapes) and (
