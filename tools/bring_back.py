@@ -22,6 +22,7 @@ import argparse
 from collections.abc import Iterator
 from contextlib import contextmanager
 import datetime
+import os
 from pathlib import Path
 import re
 import shutil
@@ -61,8 +62,11 @@ def bring_back(source: Path, destination: Path, study_folder: str | None = None)
     if not (source / RECORDS).is_file():
         raise SystemExit(f"error: {source} holds no {RECORDS}: not a study folder")
     kept = destination / RECORDS
-    if kept.is_file() and kept.stat().st_size and not kept.read_bytes().endswith(b"\n"):  # before anything is copied
-        raise SystemExit(f"error: {kept} ends in a partial line: mend it before bringing records back")
+    if kept.is_file() and kept.stat().st_size:  # checked before anything is copied
+        with kept.open("rb") as records:
+            records.seek(-1, os.SEEK_END)
+            if records.read() != b"\n":
+                raise SystemExit(f"error: {kept} ends in a partial line: mend it before bringing records back")
     return copy_scrubbed(source, destination, study_folder)
 
 
@@ -74,10 +78,10 @@ def copy_scrubbed(source: Path, destination: Path, study_folder: str | None = No
             continue
         target = destination / path.relative_to(source)
         target.parent.mkdir(parents=True, exist_ok=True)
-        if path.name == RECORDS and target.is_file():
+        if path.name == RECORDS:
             merge_records(path, target)
-        elif path.name == RECORDS or path.suffix not in TEXT_SUFFIXES:
-            shutil.copyfile(path, target)  # as measured
+        elif path.suffix not in TEXT_SUFFIXES:
+            shutil.copyfile(path, target)  # as it is
         else:
             target.write_text(scrub_host_paths(path.read_text(encoding="utf-8"), study_folder), encoding="utf-8")
         written.append(target)
@@ -85,10 +89,10 @@ def copy_scrubbed(source: Path, destination: Path, study_folder: str | None = No
 
 
 def merge_records(source: Path, target: Path) -> None:
-    """``target``'s records, then those of ``source`` it lacks, each line byte for byte (written whole, then moved).
-    A last line of ``source`` without its end is no record (a kernel killed while it wrote): left out, and said, so
-    that the whole line a later archive brings is the one kept."""
-    kept = target.read_bytes()
+    """``target``'s records (none where it is new), then those of ``source`` it lacks, each line byte for byte
+    (written whole, then moved). A last line of ``source`` without its end is no record (a kernel killed while it
+    wrote): left out, and said, so that the whole line a later archive brings is the one kept."""
+    kept = target.read_bytes() if target.is_file() else b""
     have = set(kept.splitlines(keepends=True))
     lines = source.read_bytes().splitlines(keepends=True)
     if lines and not lines[-1].endswith(b"\n"):

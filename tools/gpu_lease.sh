@@ -52,8 +52,9 @@ if [ ! -d "$STUDY" ] && [ "$STEP" = experiments ]; then
   # every lease measures its own anchors: copied in, the committed ones (the same image, the same record keys) would
   # be resumed, and a later lease would measure none; bring_back.py appends this lease's records to them
   mkdir -p "$STUDY"
+elif [ ! -d "$STUDY" ]; then
+  cp -r "reports/$NAME" "$STUDY" 2>/dev/null || mkdir -p "$STUDY"
 fi
-[ -d "$STUDY" ] || cp -r "reports/$NAME" "$STUDY" 2>/dev/null || mkdir -p "$STUDY"
 if [ ! -d "$T/site" ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$T/site" .whl/*.whl || exit 1
 fi
@@ -67,16 +68,17 @@ if [ ! -f "$LEASE/checks-done" ]; then
     > "$LEASE/cuda-tests.txt" 2>&1
   timeout 120 python3 -m bench_utils validate-timer --device cuda --out "$LEASE/timer_check.json" \
     > "$LEASE/timer.txt" 2>&1
-  cp "$LEASE/timer_check.json" "$STUDY/" 2>/dev/null
   # whether compile processes may compile through the kernel's timed windows on this host (else the runner pauses
   # them through every window): the study folder's interference_check.json decides
   timeout 200 python3 -m bench_utils check-interference --device cuda --out "$LEASE/interference_check.json" \
     > "$LEASE/interference.txt" 2>&1
-  cp "$LEASE/interference_check.json" "$STUDY/" 2>/dev/null
   touch "$LEASE/checks-done"
+  CHECKED=1
 fi
-for check in timer_check.json interference_check.json; do  # a study first measured by a later command (anchors)
-  [ -f "$STUDY/$check" ] || cp "$LEASE/$check" "$STUDY/" 2>/dev/null
+# the lease's checks into the study folder: the ones just run replace the committed ones; a study a later command
+# measures first (the anchors) gets those an earlier command ran
+for check in timer_check.json interference_check.json; do
+  if [ -n "${CHECKED:-}" ] || [ ! -f "$STUDY/$check" ]; then cp "$LEASE/$check" "$STUDY/" 2>/dev/null; fi
 done
 LEFT=$(( BUDGET - ($(date +%s) - START) - 30 ))  # 30 s for the dry run and the archive
 LOG="$LEASE/$STEP-$TAG.log"

@@ -57,6 +57,14 @@ def test_records_are_merged_the_destinations_kept_and_the_sources_new_ones_after
     assert not list(destination.glob("*.partial"))
 
 
+def test_a_new_destination_gets_the_whole_records_only(tmp_path):
+    source, destination = tmp_path / "out" / "study", tmp_path / "reports" / "study"
+    source.mkdir(parents=True)
+    (source / "results.jsonl").write_text('{"record": 1}\n{"rec')  # a kernel killed while it wrote its second
+    bring_back.bring_back(source, destination)
+    assert (destination / "results.jsonl").read_text() == '{"record": 1}\n'
+
+
 def test_a_destination_whose_records_end_in_a_partial_line_is_refused_before_anything_is_copied(tmp_path):
     source, destination = tmp_path / "out" / "study", tmp_path / "reports" / "study"
     (source / "logs").mkdir(parents=True)

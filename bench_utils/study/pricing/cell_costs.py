@@ -95,17 +95,14 @@ class CellCosts:
                 UNKNOWN_CELL_S))
         return start, seconds
 
-
     def _kept_here(self, cell: Cell) -> bool:
-        """Whether this machine's kept caches of the study hold the cell's cold compile before its kernel starts
-        (``variants.kept_caches``): a later replicate whose first an earlier run measured, elsewhere or on a lease
-        since ended, finds none, and compiles cold where no compile process keeps it (``prior.CellShape.of_cell``:
-        with them, a cell not kept yet is priced as one they keep, as the dry run prices it)."""
-        from ...variants.cell_plan import timed_in_rows
+        """Whether this machine's kept caches of the study (the runner's, ``kept_caches.default_root``) hold the
+        cell's cold compile before its kernel starts: a later replicate whose first an earlier run measured,
+        elsewhere or on a lease since ended, finds none, and compiles cold where no compile process keeps it
+        (``prior.CellShape.of_cell``, which also says which cells keep anything: with compile processes, a cell not
+        kept yet is priced as one they keep, as the dry run prices it)."""
         from ...variants.kept_caches import KeptCaches, default_root, kept_cell
 
-        if not timed_in_rows(cell.compile_mode, cell.settings.shapes):
-            return False
         caches = KeptCaches(default_root(Path(self.results_path).parent))
         return kept_cell(caches, cell.task, cell.model, cell.batch_size, cell.compile_mode, cell.settings,
                          cell.dtype, cell.device).cold() is not None
