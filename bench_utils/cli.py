@@ -1,8 +1,7 @@
 """``python -m bench_utils``: the command line of the study.
 
 Sub-commands: ``env`` (this machine's environment), ``validate-timer`` (our timer
-against torch.utils.benchmark and triton's do_bench), ``check-interference`` (whether compiling beside the
-kernel moves what it times, ``study.runner.interference_check``), ``models`` (the model zoo),
+against torch.utils.benchmark and triton's do_bench), ``models`` (the model zoo),
 ``cell`` (measure one model, batch size and compile mode, eager vs compiled),
 ``run`` (a whole study grid through the task notebooks, resumable) and ``report``
 (the localized HTML and Markdown report of one or more studies).
@@ -50,26 +49,6 @@ def _cmd_validate_timer(args: argparse.Namespace) -> int:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     return 1 if args.strict and not result["within_tolerance"] else 0
-
-
-def _cmd_check_interference(args: argparse.Namespace) -> int:
-    from .measurement.devices import resolve_device
-    from .study.runner.device_lock import device_lock
-    from .study.runner.interference_check import check_interference
-
-    device = str(resolve_device(args.device))
-    say = lambda line: print(f"[check-interference] {line}", file=sys.stderr, flush=True)  # noqa: E731
-    with device_lock(device, say=say):  # never beside another measurement of this device
-        result = check_interference(device, model=args.model, batch_size=args.batch, rounds=args.rounds,
-                                    runs=args.runs, beside=tuple(args.beside.split(",")), say=say)
-    effects = "; ".join(f"{side} x{found['ratio']:.4f} ({found['ci95'][0]:.4f}-{found['ci95'][1]:.4f}) "
-                        f"{found['judged']}" for side, found in result["effects"].items())
-    print(f"interference check on {result['machine']}: {result['verdict'].upper()}: compiling over paused, "
-          f"{effects or result.get('reason')}; token overlaps {result['token_overlaps']}")
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    return 1 if args.strict and result["verdict"] != "pass" else 0
 
 
 def _cmd_models(args: argparse.Namespace) -> int:
@@ -286,22 +265,6 @@ def _add_validate_timer_command(commands: argparse._SubParsersAction) -> None:
     check.set_defaults(handler=_cmd_validate_timer)
 
 
-def _add_check_interference_command(commands: argparse._SubParsersAction) -> None:
-    check = commands.add_parser("check-interference", help="time a cell beside compile processes, paused and "
-                                "compiling: whether compile ahead may compile through the timed windows here")
-    check.add_argument("--device", default=None, help="cpu or cuda[:N] (default: cuda if available)")
-    check.add_argument("--model", default="resnet", help="the cell timed (default resnet: launch-bound at batch 1)")
-    check.add_argument("--batch", type=_positive_int, default=1, help="its batch size")
-    check.add_argument("--rounds", type=_positive_int, default=6, help="rounds of both conditions (two or more)")
-    check.add_argument("--runs", type=_positive_int, default=100, help="timed runs a side per condition and round")
-    check.add_argument("--beside", default="mask2former,maskformer",
-                       help="models the compile processes compile cold, comma-separated")
-    check.add_argument("--out", type=_path, default=None,
-                       help="write the check as JSON here (a study folder's interference_check.json)")
-    check.add_argument("--strict", action="store_true", help="exit 1 unless the check passes")
-    check.set_defaults(handler=_cmd_check_interference)
-
-
 def _add_models_command(commands: argparse._SubParsersAction) -> None:
     models = commands.add_parser("models", help="list the model zoo with parameter counts")
     models.add_argument("--verify", action="store_true",
@@ -400,7 +363,6 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_env_command(commands)
     _add_validate_timer_command(commands)
-    _add_check_interference_command(commands)
     _add_models_command(commands)
     _add_cell_command(commands)
     _add_run_command(commands)

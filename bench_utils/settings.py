@@ -143,14 +143,6 @@ class Settings:
                                               "after the grid, as one more replicate (None: on a GPU, not on a CPU)",
                                               check=_optional_flag, accepts=(bool, type(None)), grid=TOP, record=None,
                                               flag=False)
-    compile_ahead: bool | None = setting(None, "compile the next cells cold in processes beside the measuring kernel, "
-                                         "on cores of their own, the GPU shared by a token (None: on a GPU with 8 "
-                                         "cores or more, not on a CPU)", check=_optional_flag,
-                                         accepts=(bool, type(None)), grid=TOP, record=None, flag=False)
-    pause_compiles: bool | None = setting(None, "stop the compile processes beside the kernel through its timed "
-                                          "windows (None: unless the study folder's interference check passed on this "
-                                          "GPU: python -m bench_utils check-interference)", check=_optional_flag,
-                                          accepts=(bool, type(None)), grid=TOP, record=None, flag=False)
     replicate: str = setting(Replicate.R1.value, "which of the cell's replicates this is (r1: the first, or the only "
                              "one); the grid sets it", check=lambda value: str(check_replicate(value)), accepts=str,
                              grid=None, record=IDENTITY, choices=names(Replicate), flag=False)

@@ -50,9 +50,7 @@ for name, (task, title, models, batches, runs, guide_models) in TASKS.items():
             'progress_file: str = ""  # set by the grid runner: the kernel names the cell it begins here\n'
             "runner_pid: int = 0  # set by the grid runner; 0 when run by hand\n"
             'run_id: str = ""  # set by the grid runner\n'
-            "keep_compiles: bool = False  # set by the grid runner: cold compiles kept (in the temporary folder) for the cells' next replicates\n"
-            "compile_ahead: bool = False  # set by the grid runner: compile processes beside this kernel; its measuring windows hold the GPU's token\n"
-            'start_gate: str = ""  # set by the grid runner for a kernel started ahead: host work first, then the device once this file says which cells\n',
+            "keep_compiles: bool = False  # set by the grid runner: cold compiles kept (in the temporary folder) for the cells' next replicates\n",
             metadata={"tags": ["parameters"]}),
         new_code_cell(
             "from bench_utils.study.cell import task\n\n"
@@ -60,7 +58,7 @@ for name, (task, title, models, batches, runs, guide_models) in TASKS.items():
             "                   compile_modes=compile_modes, dtypes=dtypes, device=device, settings=settings,\n"
             "                   results_path=results_path, only_cells=only_cells,\n"
             "                   progress_file=progress_file, runner_pid=runner_pid, run_id=run_id,\n"
-            "                   keep_compiles=keep_compiles, compile_ahead=compile_ahead, start_gate=start_gate)"),
+            "                   keep_compiles=keep_compiles)"),
         new_code_cell("if show:  # a grid run skips drawing (and importing pandas and matplotlib)\n"
                       "    from bench_utils.report.sections import show_records\n\n"
                       "    show_records(records)"),

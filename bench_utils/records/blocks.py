@@ -349,9 +349,10 @@ class EnergyBlock(Block):
 class PhasesBlock(Block):
     """Seconds inside the kernel (``study.cell.time_by_phase``); ``startup_s`` and ``load_s`` where that cell paid them."""
 
-    startup_s: NonNegative | None = None          # a kernel started ahead (``study.cell.kernel_start``): after its gate,
-    started_ahead_s: NonNegative | None = None    # its boot before the gate opened,
-    gate_wait_s: NonNegative | None = None        # and its wait at the gate
+    startup_s: NonNegative | None = None          # the kernel's first record (``study.cell.kernel_start``): its boot,
+    ready_s: NonNegative | None = None            # then the device's preparation, to its first cell
+    started_ahead_s: NonNegative | None = None    # records of a kernel started ahead (removed): its boot before its
+    gate_wait_s: NonNegative | None = None        # start gate opened, and its wait there (startup_s: after the gate)
     load_s: NonNegative | None = None
     cell_s: NonNegative | None = None
     compile_s: NonNegative | None = None
@@ -362,7 +363,7 @@ class PhasesBlock(Block):
     flops_s: NonNegative | None = None
     energy_s: NonNegative | None = None
     profile_s: NonNegative | None = None          # why it got faster: both sides profiled
-    compile_wait_s: NonNegative | None = None     # waiting for a compile process compiling the cell ahead
+    compile_wait_s: NonNegative | None = None     # records of compile ahead (removed): waiting for a compile process
     host_steal_s: NonNegative | None = None       # CPU seconds the hypervisor took from the host's cores meanwhile
 
 

@@ -133,27 +133,6 @@ def cudnn_version_text(value: object) -> str:
     return f"{major}.{rest // 100}.{rest % 100}"
 
 
-def interference_check_text(paths: Iterable[str | os.PathLike], catalog: Catalog) -> str | None:
-    """The interference check saved in a study folder (interference_check.json, ``runner.interference_check``), in
-    words: each figure's effect (compiling over paused) with its interval, and the verdict; None if absent."""
-    for path in map(Path, paths):
-        saved = (path if path.is_dir() else path.parent) / "interference_check.json"
-        if not saved.exists():
-            continue
-        check = json.loads(saved.read_text(encoding="utf-8"))
-        effects = check.get("effects") or {}
-        found = catalog.list_of([catalog.t(
-            f"interference_{side}", ratio=ltr(catalog.number(effect["ratio"], 3), catalog),
-            low=ltr(catalog.number(effect["ci95"][0], 3), catalog),
-            high=ltr(catalog.number(effect["ci95"][1], 3), catalog)) for side, effect in effects.items()])
-        return catalog.t("interference_check_text", model=ltr(str(check["model"]), catalog),
-                         batch=ltr(str(check["batch_size"]), catalog), machine=ltr(str(check["machine"]), catalog),
-                         rounds=ltr(str(check.get("rounds_counted", len(check.get("rounds", [])))), catalog),
-                         beside=ltr(", ".join(check.get("beside", [])), catalog),
-                         effects=found) + " " + catalog.t(f"interference_{check['verdict']}")
-    return None
-
-
 def timer_check_text(paths: Iterable[str | os.PathLike], catalog: Catalog) -> str | None:
     """The timer check saved in a study folder (timer_check.json), in words; None if absent."""
     for path in map(Path, paths):

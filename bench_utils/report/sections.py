@@ -205,9 +205,6 @@ class ReportView:
         timer_check = context.timer_check_text(self.paths, self.catalog)
         if timer_check:
             parts.append(f"### {t('timer_check_heading')}\n\n{timer_check}")
-        interference = context.interference_check_text(self.paths, self.catalog)
-        if interference:
-            parts.append(f"### {t('interference_check_heading')}\n\n{interference}")
         parts.append(f"### {t('environment_heading')}")
         for device, table in context.environment_tables(self.records, self.catalog):
             parts.append(f"#### {device}\n\n{table}")

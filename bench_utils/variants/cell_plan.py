@@ -138,12 +138,6 @@ def timed_in_rows(mode: str, shapes: str) -> bool:
     return mode != CompileMode.EAGER and mode not in AOT_MODES and shapes == Shapes.STATIC
 
 
-def compiles_ahead(mode: str, shapes: str, first_replicate: bool, memory_capped: bool) -> bool:
-    """Whether a compile process may compile a cell cold for its kernel (``study.runner.compile_ahead``): a static
-    torch.compile cell's first replicate (its later ones find it kept), none held to a share of the GPU's memory."""
-    return timed_in_rows(mode, shapes) and first_replicate and not memory_capped
-
-
 def plan_cell(mode: str, *, warmup: int, runs: int, cuda: bool, profile: bool = True, shapes: str = Shapes.STATIC,
               portable_cache: bool = False, warm_compile: bool = True, reuses_compilation: bool = False,
               shares_pairs: bool = False, cold_kept: bool = False, first_replicate: bool = True) -> CellPlan:

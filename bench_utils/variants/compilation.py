@@ -133,10 +133,12 @@ class ColdThenWarm(Compilation):
         cold = self.kept.cold()
         if cold is not None:
             with cache_folder(self.kept.folder):
+                portable.loaded(self.kept.artifacts())  # a folder carried from another host holds no more
                 return compile_warm(model, self.mode, make_forward, self.device, cold, **options)
         with self.kept.emptied() as folder, cache_folder(folder):
             compiled = compile_cold_then_warm(model, self.mode, make_forward, self.device, warm=warm, **options)
-        self.kept.keep(compiled.cold_calls_ms, compiled.cold_stats, f"replicate {self.settings.replicate}")
+        self.kept.keep(compiled.cold_calls_ms, compiled.cold_stats, f"replicate {self.settings.replicate}",
+                       portable.saved_artifacts())
         return compiled
 
     def graph_stats(self, compiled: CompiledCell) -> dict[str, Any]:

@@ -25,15 +25,13 @@ CUDA graph recorded (or skipped) there (``RerecordedDuringTiming``).
 
 from __future__ import annotations
 
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 import os
-import time
-from typing import Any, Callable, ContextManager, Iterator
+from typing import Any, Callable, Iterator
 
 import torch
 
-from ..measurement import gpu_token
 from ..measurement.timing import time_first_call
 from . import compile_workers, cuda_graph_checks, modes
 from .cell_plan import compiling_calls  # the cell's plan counts them
@@ -125,32 +123,22 @@ def _time_compiling_calls(forward: Callable[[], Any], mode: str,
     times = []
     with cuda_graph_checks.watch() as graphs:
         for _ in range(compiling_calls(mode)):
-            with gpu_token.window("compiling call"):  # where compile processes work beside: none of theirs on the GPU
-                started = time.monotonic()
-                elapsed_ms = time_first_call(forward, device)
-                # a compile process, which lets the token go while dynamo compiles, waits for it again, and is
-                # stopped through the measuring kernel's timed windows where it pauses: neither is a compile's cost
-                times.append(elapsed_ms - gpu_token.not_running_s(started, time.monotonic()) * 1e3)
+            times.append(time_first_call(forward, device))
     return times, graphs.report()
 
 
 def _compile_and_time(model: torch.nn.Module, mode: str, make_forward: Callable, device: torch.device,
-                      options: dict[str, Any], around_calls: Callable[[], ContextManager[Any]] = nullcontext,
-                      ) -> tuple[Callable[[], Any], list[float], dict[str, Any]]:
+                      options: dict[str, Any]) -> tuple[Callable[[], Any], list[float], dict[str, Any]]:
     modes.reset()
-    with around_calls():  # after the reset, which clears dynamo's compile callbacks
-        return compile_again(model, mode, make_forward, device, **options)
+    return compile_again(model, mode, make_forward, device, **options)
 
 
 def compile_cold_then_warm(model: torch.nn.Module, mode: str, make_forward: Callable,
                            device: torch.device, *, backend: str = "inductor", fullgraph: bool = False,
-                           dynamic: bool | None = None, warm: bool = True,
-                           around_calls: Callable[[], ContextManager[Any]] = nullcontext) -> CompiledCell:
+                           dynamic: bool | None = None, warm: bool = True) -> CompiledCell:
     """Compile ``model`` cold, then warm; ``make_forward(compiled)`` gives the zero-argument call.
 
-    With ``warm`` False the cold compilation is the one returned, and none is made warm. ``around_calls()``: what
-    the cold compilation's calls run inside, after its dynamo reset (a compile process's token,
-    ``study.cell.compile_process``).
+    With ``warm`` False the cold compilation is the one returned, and none is made warm.
 
     Call it inside ``fresh_caches()`` (kept open for the whole cell, so that a later
     compilation never falls back to the shared cache folder).
@@ -158,7 +146,7 @@ def compile_cold_then_warm(model: torch.nn.Module, mode: str, make_forward: Call
     options = {"backend": backend, "fullgraph": fullgraph, "dynamic": dynamic}
     clear_in_memory_caches()
     workers = compile_workers.ready(backend)  # its start is no part of the cold compile (the warm one follows)
-    cold_forward, cold_ms, cold_stats = _compile_and_time(model, mode, make_forward, device, options, around_calls)
+    cold_forward, cold_ms, cold_stats = _compile_and_time(model, mode, make_forward, device, options)
     if not warm:
         return CompiledCell(forward=cold_forward, cold_calls_ms=cold_ms, warm_calls_ms=None,
                             cold_stats=cold_stats, warm_stats=None, after_warm=modes.dynamo_snapshot(),

@@ -15,10 +15,16 @@ replicate failed before it; another machine, whose temporary folder is empty) th
 folder is emptied before the next cold compile), so a folder without it never serves as warm. Inductor's own
 cache keys decide a hit: a warm compile that misses compiles anew, and its record's cache hits say so.
 
-Compile processes fill the same folders ahead of the kernel (``study.cell.compile_process``): whoever compiles a cell
-cold holds its claim (``KeptCell.claimed``, an ``flock`` released when its holder dies), so a kernel that reaches a
-cell a compile process is compiling waits for it, then compiles warm, and a compile process passes over a cell
-the kernel has claimed.
+Two kernels may reach one cell at once (its replicates on two devices): whoever compiles it cold holds its claim
+(``KeptCell.claimed``, an ``flock`` released when its holder dies), and the other compiles it cold itself, without
+keeping it; nobody waits.
+
+**Caches that travel.** ``keep`` also writes ``artifacts.bin``: the cold compilation's portable cache artifacts
+(``torch.compiler.save_cache_artifacts``, ``variants.portable_cache``). Before a warm compile they are loaded
+(``torch.compiler.load_cache_artifacts``) into the folder, so that a folder carried to another host of the same image
+(``cold.json`` and ``artifacts.bin`` only: a GPU lease brings them back, the next one carries them in,
+docs/testing.md) serves there as it does here. ``BENCH_UTILS_COMPILE_CACHES`` names the root the kept folders go
+under (default: the machine's temporary folder).
 """
 
 from __future__ import annotations
@@ -32,7 +38,6 @@ import os
 from pathlib import Path
 import shutil
 import tempfile
-import time
 from typing import Any, Iterable, Iterator
 
 from ..records.key import cell_file_name
@@ -40,10 +45,10 @@ from ..settings import Settings
 from ..vocabulary import Replicate
 
 COLD_FILE = "cold.json"
-# how the runner schedules a cell, not what it compiles: the kernel is told them, a compile process is not, and the
-# two must find one folder (a kernel told to pause the compile processes missed every cache they kept)
-NOT_KEYED = ("compile_ahead", "pause_compiles", "remeasure_unsteady")
-CLAIM_WAIT_S = 900.0   # the longest a kernel waits for another process's cold compile (a hung compile process)
+ARTIFACTS_FILE = "artifacts.bin"   # the portable cache artifacts: what travels, with COLD_FILE
+ROOT_ENV = "BENCH_UTILS_COMPILE_CACHES"
+# how the runner schedules a cell, not what it compiles: one folder either way
+NOT_KEYED = ("remeasure_unsteady",)
 
 
 @dataclass(frozen=True)
@@ -79,28 +84,33 @@ class KeptCell:
         yield self.folder
 
     @contextmanager
-    def claimed(self, wait: bool = True, wait_s: float = CLAIM_WAIT_S) -> Iterator[bool]:
-        """The cell claimed by this process for the block (True), waited for while another holds it, at most
-        ``wait_s``; with ``wait`` False, or after ``wait_s``, False (the block then compiles nothing here)."""
+    def claimed(self) -> Iterator[bool]:
+        """The cell claimed by this process for the block (True), or held by another (False: the block keeps
+        nothing here)."""
         self.folder.parent.mkdir(parents=True, exist_ok=True)
         with open(self.folder.with_name(self.folder.name + ".claim"), "a+b") as handle:
-            deadline = time.monotonic() + (wait_s if wait else 0.0)
-            while True:
-                try:
-                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        yield False
-                        return
-                    time.sleep(0.1)
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
             try:
                 yield True
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
-    def keep(self, calls_ms: list[float], stats: dict[str, Any], measured_in: str) -> None:
-        """Record the cold compilation that just filled the folder, so that later processes compile warm here."""
+    def artifacts(self) -> bytes | None:
+        """The cold compilation's portable cache artifacts, where it kept them."""
+        try:
+            return (self.folder / ARTIFACTS_FILE).read_bytes() or None
+        except OSError:
+            return None
+
+    def keep(self, calls_ms: list[float], stats: dict[str, Any], measured_in: str, artifacts: bytes | None) -> None:
+        """Record the cold compilation that just filled the folder, with its portable artifacts, so that later
+        processes compile warm here, on this host or another."""
+        if artifacts:
+            (self.folder / ARTIFACTS_FILE).write_bytes(artifacts)
         data = {"calls_ms": list(calls_ms), "stats": _json_safe(stats), "measured_in": measured_in}
         partial = self.folder / (COLD_FILE + ".partial")
         partial.write_text(json.dumps(data), encoding="utf-8")
@@ -126,14 +136,10 @@ class KeptCaches:
 
 
 @contextmanager
-def all_claimed(cells: Iterable[KeptCell], wait_s: float = CLAIM_WAIT_S) -> Iterator[list[KeptCell]]:
-    """The cells claimed by this process for the block, one after another in their order (a row's modes: the
-    same order wherever they are claimed), each waited for while another process holds it, at most ``wait_s`` in
-    all: those claimed (one another process held longer compiles without its kept folder, cold)."""
-    deadline = time.monotonic() + wait_s
+def all_claimed(cells: Iterable[KeptCell]) -> Iterator[list[KeptCell]]:
+    """The cells claimed by this process for the block, in their order: those no other process holds."""
     with ExitStack() as stack:
-        yield [cell for cell in cells
-               if stack.enter_context(cell.claimed(wait_s=max(0.0, deadline - time.monotonic())))]
+        yield [cell for cell in cells if stack.enter_context(cell.claimed())]
 
 
 def kept_cell(caches: KeptCaches, task: str, model: str, batch_size: int, mode: str, settings: Settings, dtype: str,
@@ -146,8 +152,11 @@ def kept_cell(caches: KeptCaches, task: str, model: str, batch_size: int, mode: 
 
 
 def default_root(study_folder: str | os.PathLike) -> Path:
-    """Where a study's kept caches go by default: the machine's temporary folder (a GPU lease keeps it between its
-    commands, and nothing there is published), one folder per study folder."""
+    """Where a study's kept caches go: under ``BENCH_UTILS_COMPILE_CACHES`` where set (a GPU lease's carried folder:
+    one folder per study name, whatever path the study has on the host), else the machine's temporary folder (a
+    GPU lease keeps it between its commands, and nothing there is published), one folder per study folder."""
     study = Path(study_folder).resolve()
+    if os.environ.get(ROOT_ENV):
+        return Path(os.environ[ROOT_ENV]) / study.name
     digest = hashlib.sha256(str(study).encode()).hexdigest()[:12]
     return Path(tempfile.gettempdir()) / "bench_utils-compile-caches" / f"{study.name}-{digest}"

@@ -98,6 +98,13 @@ def saved_artifacts() -> bytes | None:
     return None if saved is None else saved[0]
 
 
+def loaded(artifacts: bytes | None) -> None:
+    """``artifacts`` hot-loaded into the cache folders in force (``torch.compiler.load_cache_artifacts``), where
+    given; torch only warns of bytes it cannot read, and the compile that follows then misses and says so."""
+    if artifacts:
+        torch.compiler.load_cache_artifacts(artifacts)
+
+
 def _math() -> dict[str, Any]:
     """This process's float32 math settings (``precision.configure_fp32_math`` sets them): a process
     that sets them differently, even to the same values through the legacy flags, gets other cache

@@ -28,7 +28,6 @@ from typing import Any, Callable, NamedTuple
 import torch
 
 from ...errors import UserError
-from ...measurement import gpu_token
 from ...measurement.block_clocks import BlockClocks
 from ...measurement.compare import Comparison, compare
 from ...measurement.devices import quiet_toolchain_logs
@@ -182,7 +181,7 @@ def run_cell(loaded: LoadedModel, batch_size: int, mode: str, settings: Settings
 def _eager_cell(cell: CellContext) -> CellResult:
     """An eager cell: timed alone, then its memory and energy."""
     settings, plan = cell.settings, cell.plan
-    with gpu_token.window("timed runs"), EnergyProbe(cell.device) as clocks:  # clocks, throttling at start and end
+    with EnergyProbe(cell.device) as clocks:  # clocks, throttling at start and end
         start = time.perf_counter()
         measurement = measure(cell.eager_fn, warmup=plan.warmup, runs=plan.runs, device=cell.device,
                               sync=settings.sync)
@@ -282,7 +281,7 @@ def _timed_pairs(cell: CellContext, compiled: CompiledCell) -> Timed:
     """Compiled against eager in random-order pairs of blocks, no recompile allowed."""
     settings, plan = cell.settings, cell.plan
     # the GPU's clock after every block: what moves between the sides shows in the record
-    with gpu_token.window("timed runs"), BlockClocks(cell.device) as block_clocks, no_recompile(), \
+    with BlockClocks(cell.device) as block_clocks, no_recompile(), \
             EnergyProbe(cell.device) as clocks:
         start = time.perf_counter()
         comparison = compare(cell.eager_fn, compiled.forward, warmup=plan.warmup, runs=plan.runs,
@@ -323,7 +322,7 @@ def after_timing(cell: CellContext, timed: Timed, references: References,
     at_end = compile_module.dynamo_snapshot()
     profile = None
     if plan.has(PROFILE):
-        with cell.phases.timing("profile"), no_recompile(), gpu_token.window("profile"):
+        with cell.phases.timing("profile"), no_recompile():
             profile = cell.outside_timing("profile", lambda: profile_block(
                 cell.eager_fn, compiled_fn, cuda=cell.device.type == "cuda", trace_prefix=cell.trace_prefix))
     elif PROFILE in plan.not_taken:

@@ -21,7 +21,6 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
-from ...measurement import gpu_token
 from ...measurement.block_clocks import BlockClocks
 from ...measurement.compare import compare_many
 from ...measurement.devices import quiet_toolchain_logs
@@ -147,7 +146,7 @@ def _timed_row(cells: dict[str, CellContext], compiled: dict[str, CompiledCell])
     lead = next(iter(cells.values()))
     settings = lead.settings
     warmup = max(cell.plan.warmup for cell in cells.values())  # a CUDA-graph mode's longer warm-up, for every side
-    with gpu_token.window("timed runs"), BlockClocks(lead.device) as block_clocks, no_recompile(), \
+    with BlockClocks(lead.device) as block_clocks, no_recompile(), \
             EnergyProbe(lead.device) as clocks:
         start = time.perf_counter()
         row = compare_many(lead.eager_fn, {mode: compiled[mode].forward for mode in cells}, baseline_name=EAGER_SIDE,

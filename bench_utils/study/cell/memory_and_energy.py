@@ -13,7 +13,6 @@ from typing import Any, Callable
 
 import torch
 
-from ...measurement import gpu_token
 from ...measurement.cpu_activation import FIELDS as CPU_ACTIVATION_FIELDS, cpu_activation_peak
 from ...measurement.energy_window import WindowRule, energy_window
 from ...measurement.memory import MemoryProbe
@@ -57,7 +56,7 @@ def memory_of(fn: Callable[[], Any], device: torch.device, loaded: LoadedModel,
               inputs: dict[str, torch.Tensor], phases: Phases, calls: int = MEMORY_CALLS) -> dict[str, Any]:
     """The memory probe's report over ``calls`` calls of ``fn`` (the cell's plan's) and, on a CPU, the activation
     memory of one more call under torch's profiler (``measurement/cpu_activation.py``; None elsewhere)."""
-    with phases.timing("memory"), gpu_token.window("memory probe"):  # no compile process's work in its figures
+    with phases.timing("memory"):
         with MemoryProbe(device, model=loaded.model, inputs=inputs) as probe:
             for _ in range(calls):
                 fn()
@@ -82,8 +81,7 @@ def energy_per_inference(device: torch.device, sides: dict[str, tuple[Callable[[
     energy: dict[str, Any] = {"timed_runs": clocks}
     timer = make_timer(device, sync)
     for side, (fn, mean_ms) in sides.items():
-        with gpu_token.window(f"energy window ({side})"):  # the board's power is this process's alone
-            energy[side] = _energy_of(device, timer, fn, mean_ms)
+        energy[side] = _energy_of(device, timer, fn, mean_ms)
     return energy
 
 

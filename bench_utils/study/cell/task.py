@@ -41,7 +41,6 @@ from tqdm.auto import tqdm
 
 from ...errors import UserError
 from ...environment.capture import capture_environment
-from ...measurement import gpu_token
 from ...paths import PROJECT_ROOT
 from ...records.key import cell_file_name
 from ...records.build import JsonBlock, failure_record, measurement_settings, skipped_after_oom, with_phases
@@ -51,12 +50,11 @@ from ...variants.precision import configure_fp32_math, parse_dtype
 from ...variants.batch_shapes import SharedCompilation
 from ...variants.cell_plan import timed_in_rows
 from ...variants.kept_caches import KeptCaches, KeptCell, all_claimed, default_root, kept_cell
-from ...zoo.loading import LoadedModel, load, placed
+from ...zoo.loading import LoadedModel, load
 from .measured_cell import CellResult, run_cell
 from .measured_row import run_row
 from .cell_record import cell_record
-from .kernel_start import (Kernel, built_ahead, model_request, process_age_s, ready_ahead, ready_the_device,
-                           wait_at_gate)
+from .kernel_start import Kernel, process_age_s, ready_the_device
 from ..grid.kernel_groups import execution_order
 from ...parameters import positive_int_list, text_list
 from .time_by_phase import Phases
@@ -114,8 +112,7 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
         results_path: str | os.PathLike, settings: Settings | Mapping[str, Any] | None = None,
         only_cells: Iterable[Sequence] | None = None, progress_file: str | os.PathLike | None = None,
         runner_pid: int | None = None, run_id: str | None = None, keep_compiles: bool = False,
-        compile_ahead: bool = False, compile_caches: str | os.PathLike | None = None,
-        start_gate: str | os.PathLike | None = None, **setting_values: Any) -> list[dict[str, Any]]:
+        compile_caches: str | os.PathLike | None = None, **setting_values: Any) -> list[dict[str, Any]]:
     """Measure every cell of models x dtypes x modes x batch sizes; return their records.
 
     ``settings`` say how (``bench_utils.settings.Settings``, or a mapping of its fields, as the
@@ -125,11 +122,8 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
     in ``groups.execution_order``: compiled modes first, eager last, batch sizes ascending.
     ``progress_file``, if given, names the cell being begun (the grid runner reads it). With ``keep_compiles``
     cells keep their cold compile's caches for their next replicates, which compile warm from them
-    (``variants.kept_caches``), in the study folder's kept caches or in ``compile_caches`` where given. With
-    ``compile_ahead`` compile processes fill them beside this kernel, whose measuring windows then hold the GPU's
-    token (``measurement.gpu_token``). With ``start_gate`` (a kernel the runner started ahead,
-    ``kernel_start``) it does the host's work, then waits for the gate before it touches the device, and
-    measures the gate's cells.
+    (``variants.kept_caches``), in the study folder's kept caches or in ``compile_caches`` where given. The
+    first record carries the kernel's own cost (``kernel_start``).
     """
     started = time.perf_counter()
     base = settings.to_parameters() if isinstance(settings, Settings) else dict(settings or {})
@@ -147,42 +141,18 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
     pairs = execution_order(_cell_pairs(only_cells) if only_cells else
                             [(mode, batch) for mode in compile_modes for batch in batch_sizes],
                             by_batch=settings.shapes == Shapes.STATIC.value)
-    # Set once for the whole run (global torch state); every record carries the settings. The host's part first:
-    # a kernel started ahead does it while the kernel before it measures.
+    # Set once for the whole run (global torch state); every record carries the settings.
     startup_s = process_age_s() - (time.perf_counter() - started)  # at the task's start: boot and imports
     config = {**measurement_settings(settings),
               **configure_fp32_math(settings.tf32)}  # the policy's name, and what it set
     compiles = any(mode != CompileMode.EAGER for mode, _ in pairs)
     if compiles:  # once per kernel: no cold compile pays its start
         compile_workers.ready(settings.backend)
+    ready_the_device(config, settings.gpu_memory_gib, settings.backend, device, compiles)
     caches = _absolute(compile_caches) if compile_caches else default_root(results_path.parent)
-    token = caches / gpu_token.TOKEN_FILE if compile_ahead else None
-    ready = False  # the memory cap set and the compiler warmed up
-    if start_gate and token is not None:  # started ahead beside compile processes: off the GPU's path, with the token
-        ready_ahead(token, config, settings.gpu_memory_gib, settings.backend, device, compiles)
-        ready = True
-    gate, host_models = None, {}
-    if start_gate:  # the device is the kernel before's until the runner opens the gate: its cells, now
-        host_models = built_ahead(models, dtypes, task, settings, device)  # the models on the host meanwhile
-        gate = wait_at_gate(_absolute(start_gate))
-        if not set(gate.cells) <= set(pairs):
-            raise UserError(f"{start_gate}: cells this kernel was not started for: "
-                            f"{sorted(set(gate.cells) - set(pairs))}")
-        pairs = execution_order(gate.cells, by_batch=settings.shapes == Shapes.STATIC.value)
-        if not pairs:
-            return []
-    if not ready:
-        ready_the_device(config, settings.gpu_memory_gib, settings.backend, device,
-                         compiles and any(mode != CompileMode.EAGER for mode, _ in pairs))
-    beside = gpu_token.measure_beside_compiles(token, device, pause=bool(settings.pause_compiles))
-    if beside is not None:  # how the kernel timed: beside compile processes compiling, or with them paused
-        config["beside_compiles"] = beside
-    kernel = Kernel(environment=capture_environment(),
-                    start_phases={"startup_s": max(0.0, startup_s)} if runner_pid else {},
-                    kept_caches=KeptCaches(caches) if keep_compiles or compile_ahead else None)
-    kernel.host_models = host_models
-    if gate is not None:  # on the device's path: only what followed the gate
-        kernel.start_phases = gate.phases(time.time())
+    kernel = Kernel(environment=capture_environment(), kept_caches=KeptCaches(caches) if keep_compiles else None,
+                    start_phases={"startup_s": max(0.0, startup_s),
+                                  "ready_s": time.perf_counter() - started} if runner_pid else {})
     written = []
     # A person running the notebook sees a bar over its cells (tqdm's widget in JupyterLab, text
     # elsewhere); under the grid runner, which shows its own progress, none.
@@ -289,11 +259,8 @@ class _ModelCells:
             raise self.load_error
         try:
             settings = self.settings
-            host = self.kernel.host_models.pop(model_request(self.model, settings, self.dtype, self.task), None)
-            # built on the host before the kernel's gate opened (a kernel started ahead): only its move on the path
-            self.loaded = placed(host) if host is not None else load(
-                self.model, weights=settings.weights, dtype=self.dtype, device=self.device, task=self.task,
-                seed=settings.seed, memory_format=settings.memory_format)
+            self.loaded = load(self.model, weights=settings.weights, dtype=self.dtype, device=self.device,
+                               task=self.task, seed=settings.seed, memory_format=settings.memory_format)
         except Exception as exc:
             self.load_error = exc
             raise
@@ -323,17 +290,13 @@ class _ModelCells:
             pending = [other for other in row if (other, batch_size) not in self.row_results]
             try:
                 kept = {other: cell for other in pending if (cell := self._kept(other, batch_size, settings))}
-                asked = time.perf_counter()
-                with all_claimed(kept.values()) as claimed:  # a compile process compiling one ahead: waited for
-                    waited = time.perf_counter() - asked
+                with all_claimed(kept.values()) as claimed:  # one another kernel holds: compiled here, not kept
                     kept = {other: cell for other, cell in kept.items() if cell in claimed}
                     results: dict[str, CellResult | Exception] = run_row(
                         loaded, batch_size, pending, settings, math_settings=self.config,
                         warm_modes=[other for other in pending if other not in self.warm_measured],
                         trace_prefixes={other: self._trace_prefix(other, batch_size, settings) for other in pending},
                         kept=kept)
-                if isinstance(lead := results.get(pending[0]), CellResult) and lead.phases.cell_s is not None:
-                    lead.phases.seconds["compile_wait"], lead.phases.cell_s = waited, lead.phases.cell_s + waited
             except Exception as exc:
                 if not _device_usable(self.device):
                     raise  # a lasting device error (an illegal address, say): each mode alone would fail on it
@@ -358,9 +321,8 @@ class _ModelCells:
                        phases: Phases) -> CellResult:
         # the first batch size of a mode also compiles warm, and times a portable cache (the cell's plan)
         kept = self._kept(mode, batch_size, settings)
-        with ExitStack() as claims:
-            with phases.timing("compile_wait"):  # for a compile process compiling it ahead
-                kept = next(iter(claims.enter_context(all_claimed([kept] if kept else []))), None)
+        with ExitStack() as claims:  # one another kernel holds: compiled here, not kept
+            kept = next(iter(claims.enter_context(all_claimed([kept] if kept else []))), None)
             result = run_cell(loaded, batch_size=batch_size, mode=mode, settings=settings, math_settings=self.config,
                               warm_compile=mode not in self.warm_measured, phases=phases,
                               compilation=self.compilation, trace_prefix=self._trace_prefix(mode, batch_size, settings),

@@ -2,11 +2,11 @@
 
 The study-cost benchmark (``benchmarks/study_cost.py``) subtracts these from the
 runner's wall time per cell; what is left is overhead. Keys, all in seconds:
-``startup_s`` (the kernel's start to the task's: imports, kernel boot; in the first
-record a kernel writes), ``load_s`` (building the model; in the record of the cell
+``startup_s`` (the kernel's start to the task's: imports, kernel boot) and ``ready_s`` (the task's start to its
+first cell: the device prepared, the compile-worker pool, the environment; both in the first record a kernel writes,
+``study.cell.kernel_start``), ``load_s`` (building the model; in the record of the cell
 that built it), ``cell_s`` (the cell itself) and its parts ``compile_s``,
-``warmup_s``, ``timed_s``, ``parity_s``, ``memory_s``, ``flops_s``, ``energy_s``, ``profile_s``, and
-``compile_wait_s``: waiting for a compile process that compiles the cell ahead (``study.runner.compile_ahead``).
+``warmup_s``, ``timed_s``, ``parity_s``, ``memory_s``, ``flops_s``, ``energy_s``, ``profile_s``.
 Beside them ``host_steal_s``: the CPU seconds the hypervisor took from the host's cores (all of them) while the
 cell ran (``psutil.cpu_times().steal``; where the cell keeps its own clock, not a row's mode, and the host says).
 """
@@ -19,7 +19,7 @@ import time
 import psutil
 from typing import Iterator
 
-PARTS = ("compile", "warmup", "timed", "parity", "memory", "flops", "energy", "profile", "compile_wait")
+PARTS = ("compile", "warmup", "timed", "parity", "memory", "flops", "energy", "profile")
 
 
 class Phases:

@@ -233,11 +233,8 @@ def kernel_key(cell: Cell) -> tuple:
 def replicated(cells: list[Cell]) -> list[Cell]:
     """Every cell's replicates, staggered by kernel: kernel k's second replicate after kernel k+1's first, its third
     after kernel k+3's first (``REPLICATE_LAG`` steps apart; in each step the later replicates come before the new
-    first one). Why: a first replicate's cold compiles are done by compile processes beside the kernel
-    (``runner.compile_ahead``), and later replicates need none, so the kernel measures them while the processes
-    compile ahead. With every first replicate before any second, the dry run's replay of the pipeline
-    (``pricing.pipeline``, a model: not measured) prices the kernel waiting for 2 processes on the guide's H200 grid
-    at ~7.7 min (0.1-70), staggered at ~3.8 (0.1-48). A study stopped early then has its first kernels' cells in every replicate, and a cell's
+    first one). Why: a study stopped early (a GPU lease's time limit) then has its first kernels' cells in every
+    replicate, the later ones compiling warm from the first's kept caches, and a cell's
     replicates run minutes apart, in fresh kernels (a replicate is part of the kernel's settings), another kernel
     between them. Several workers side by side reorder them (``kernel_groups.for_workers``)."""
     most = max((cell.settings.replicates or 1 for cell in cells), default=1)

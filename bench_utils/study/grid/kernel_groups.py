@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import re
 from typing import Any, Iterable
 
-from ...variants.cell_plan import compiles_ahead, eager_side_stands
+from ...variants.cell_plan import eager_side_stands
 from ...vocabulary import Shapes
 from .grid_file import Cell, kernel_key
 
@@ -120,11 +120,3 @@ def first_replicates_in(cells: Iterable[Cell]) -> set[Cell]:
         if same not in first or cell.replicate.number < first[same].replicate.number:
             first[same] = cell
     return set(first.values())
-
-
-def compiled_ahead(cells: Iterable[Cell]) -> set[Cell]:
-    """The cells of a run that compile processes compile cold ahead of their kernel (``runner.compile_ahead``, and
-    the dry run's replay of it): the first of their replicates in the run (``first_replicates_in``) that
-    ``variants.cell_plan.compiles_ahead`` allows."""
-    return {cell for cell in first_replicates_in(cells)
-            if compiles_ahead(cell.compile_mode, cell.settings.shapes, True, cell.settings.gpu_memory_gib is not None)}

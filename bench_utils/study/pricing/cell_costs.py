@@ -44,11 +44,11 @@ class CellCosts:
     """Seconds of a kernel's start and of its cells, read afresh from the records before each kernel."""
 
     def __init__(self, results_path: Path, environment: dict[str, Any], prior: Prior | None,
-                 reports_dir: str | os.PathLike | None = None, compile_ahead: bool = False) -> None:
+                 reports_dir: str | os.PathLike | None = None) -> None:
         """Priced from the records of ``environment`` in ``results_path`` and every study under ``reports_dir``
-        (``reports/``), else by ``prior``; ``compile_ahead``: compile processes beside the kernels."""
+        (``reports/``), else by ``prior``."""
         self.results_path, self.environment, self.prior = results_path, environment, prior
-        self.reports_dir, self.compile_ahead = reports_dir, compile_ahead
+        self.reports_dir = reports_dir
 
     def _records(self) -> tuple[list[Record], Prior | None]:
         from ...paths import REPORTS_DIR
@@ -62,26 +62,21 @@ class CellCosts:
         device = records_on_device(read_records([f for f in files if f.is_file()]), self.prior.device)
         return records, self.prior.calibrate(device)
 
-    def of_kernel(self, group: KernelGroup, cells: list[Cell], figure: str = "high",
-                  started_ahead: bool = False) -> tuple[float, list[float]]:
-        """The kernel's start and each cell's seconds, as the limit counts them (a prior's ``figure``);
-        ``started_ahead``: the kernel booted while the one before it measured (``runner.kernel_ahead``), its start
-        what follows its gate, from the records of such kernels or the prior's share for them."""
+    def of_kernel(self, group: KernelGroup, cells: list[Cell], figure: str = "high") -> tuple[float, list[float]]:
+        """The kernel's start and each cell's seconds, as the limit counts them (a prior's ``figure``)."""
         from ..grid.kernel_groups import KernelGroup as Group
 
         records, prior = self._records()
         prior = prior if group.device.startswith("cuda") else None  # a GPU's prior prices no CPU cell
         sharing = Group(group.group_id, tuple(cells)).eager_sharing_pairs()
         kept = {cell: self._kept_here(cell) for cell in cells}
-        start = estimate_kernel_start_seconds(cells[0], records, ahead=started_ahead)
-        if start is None and started_ahead and prior is None:  # no record of a kernel started ahead: as a cold one
-            start = estimate_kernel_start_seconds(cells[0], records)
+        start = estimate_kernel_start_seconds(cells[0], records)
         if start is None:
-            start = _pick(prior.start(cells[0].model, started_ahead) if prior else None, figure, UNKNOWN_START_S)
+            start = _pick(prior.start(cells[0].model) if prior else None, figure, UNKNOWN_START_S)
         seconds, modes = [], set()
         for cell in cells:
             known = estimate_cell_seconds(cell, records, cell in sharing,
-                                          warm_share(cell, self.compile_ahead, kept[cell]))
+                                          warm_share(cell, kept[cell]))
             if known is None and prior is None and cell in sharing:
                 # it runs nothing (its plan has no step) and kernels go batch by batch: an unpriced one would
                 # hold back every cell after it
@@ -89,7 +84,7 @@ class CellCosts:
             warm = cell.compile_mode not in modes
             modes.add(cell.compile_mode)
             seconds.append(known if known is not None else _pick(
-                prior.cell(CellShape.of_cell(cell, self.compile_ahead, kept[cell]), cell in sharing, warm)
+                prior.cell(CellShape.of_cell(cell, kept[cell]), cell in sharing, warm)
                 if prior else None,
                 figure,
                 UNKNOWN_CELL_S))
@@ -97,10 +92,9 @@ class CellCosts:
 
     def _kept_here(self, cell: Cell) -> bool:
         """Whether this machine's kept caches of the study (the runner's, ``kept_caches.default_root``) hold the
-        cell's cold compile before its kernel starts: a later replicate whose first an earlier run measured,
-        elsewhere or on a lease since ended, finds none, and compiles cold where no compile process keeps it
-        (``prior.CellShape.of_cell``, which also says which cells keep anything: with compile processes, a cell not
-        kept yet is priced as one they keep, as the dry run prices it)."""
+        cell's cold compile before its kernel starts (carried in from another host, or kept by an earlier run here):
+        a later replicate whose first an earlier run measured on a lease since ended, with no caches carried in,
+        finds none, and compiles cold (``prior.CellShape.of_cell`` says which cells keep anything)."""
         from ...variants.kept_caches import KeptCaches, default_root, kept_cell
 
         caches = KeptCaches(default_root(Path(self.results_path).parent))

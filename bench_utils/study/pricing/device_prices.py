@@ -46,14 +46,11 @@ def device_environment(results_path: str | os.PathLike, device_model: str) -> di
 
 
 def prior_figures(group: KernelGroup, cell_seconds: list[float | None], start_seconds: float | None,
-                  start_includes_load: bool, prior: Prior, ahead: bool = False,
-                  started_ahead: bool = False,
+                  start_includes_load: bool, prior: Prior,
                   firsts: Collection[Cell] | None = None) -> tuple[list[Span | None], Span | None]:
-    """A kernel's cells and start priced: their records where they have some, else the prior (``ahead``: compile
-    processes beside the kernel compile its cells cold, ``CellShape.of_cell``; ``started_ahead``: the kernel was
-    started ahead, its start only what follows its gate; ``firsts``: the run's first replicates of their cells,
-    ``kernel_groups.first_replicates_in``, the others finding their cold compile kept; None: as their replicates
-    say)."""
+    """A kernel's cells and start priced: their records where they have some, else the prior (``firsts``: the run's
+    first replicates of their cells, ``kernel_groups.first_replicates_in``, the others finding their cold compile
+    kept; None: as their replicates say)."""
     sharing = group.eager_sharing_pairs()
     modes: set[str] = set()
     cells = []
@@ -61,10 +58,10 @@ def prior_figures(group: KernelGroup, cell_seconds: list[float | None], start_se
         warm = cell.compile_mode not in modes  # the first batch size of a mode also compiles warm
         modes.add(cell.compile_mode)
         cells.append(Span.exact(seconds) if seconds is not None
-                     else prior.cell(CellShape.of_cell(cell, ahead, None if firsts is None else cell not in firsts),
+                     else prior.cell(CellShape.of_cell(cell, None if firsts is None else cell not in firsts),
                                      cell in sharing, warm))
     start = (Span.exact(start_seconds) if start_seconds is not None and start_includes_load
-             else prior.start(group.first.model, started_ahead))
+             else prior.start(group.first.model))
     return cells, start
 
 

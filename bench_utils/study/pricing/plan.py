@@ -15,8 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .device_prices import device_prior, prior_figures, span_of
-from .pipeline import Waits
-from .pipeline_prices import pipeline_waits
 from .prior import Prior, Span, warm_share
 from .recorded import (estimate_cell_seconds, estimate_kernel_start_seconds, records_of_environment, results_files,
                        start_and_load)
@@ -67,16 +65,6 @@ class Plan:
     records_used: int                              # earlier records of this environment with phases
     devices: list[str] = field(default_factory=list)
     prior: Prior | None = None                     # --device-model: the a-priori estimate's device
-    compile_processes: int = 0                     # beside the kernels (``runner.compile_ahead``); 0: none
-    # --device-model, compile ahead: the kernel's waits for the processes and its own cold compiles (``pipeline``),
-    # seconds at the prior's low, point and high ends, and what the point's simulation found
-    pipeline: Span | None = None
-    pipeline_at_point: Waits | None = None
-    process_work: Span | None = None    # each compile process's share of their boots and cold compiles (``Waits``)
-
-    @property
-    def compile_ahead(self) -> bool:
-        return self.compile_processes > 0
 
     @property
     def cells_to_run(self) -> int:
@@ -100,9 +88,8 @@ class Plan:
         """The sum over kernels of what is known: one worker's time, unknown parts left out."""
         return sum(kernel.known_seconds for kernel in self.kernels)
 
-    def kernel_work(self) -> tuple[Span | None, int]:
-        """Priced for a GPU: the sum over kernels (one worker's time, no wait for a compile process), and the cells
-        nothing priced."""
+    def span(self) -> tuple[Span | None, int]:
+        """Priced for a GPU: the sum over kernels (one worker's time), and the cells nothing priced."""
         total, unknown = None, 0
         for kernel in self.kernels:
             span, missing = kernel.span()
@@ -111,27 +98,17 @@ class Plan:
                 total = span if total is None else total + span
         return total, unknown
 
-    def span(self) -> tuple[Span | None, int]:
-        """Priced for a GPU: ``kernel_work`` and what the pipeline adds to it, and the cells nothing priced."""
-        total, unknown = self.kernel_work()
-        if total is not None and self.pipeline is not None:
-            total = total + self.pipeline
-        return total, unknown
-
 
 def plan_run(pending: Pending, grid: Grid, *, results_path: Path, environment: dict[str, Any], devices: list[str],
-             reports_dir: str | os.PathLike | None = None, device_model: str | None = None,
-             compile_processes: int = 0) -> Plan:
+             reports_dir: str | os.PathLike | None = None, device_model: str | None = None) -> Plan:
     """The plan of ``pending`` (``Runner.pending()``: the cells of ``grid`` the study folder of ``results_path``
     lacks) by kernel, estimated from earlier records of ``environment`` in the study's results file and every
     ``reports/*/results.jsonl``; with ``device_model``, from the records of that GPU, and the rest a priori
-    (``device_prices``); ``compile_processes`` (0: none) beside the kernels compile their cells cold, and with a prior
-    the kernel's waits for them are simulated (``pipeline_prices``).
+    (``device_prices``).
     """
     from ...paths import REPORTS_DIR
     from ..grid.kernel_groups import first_replicates_in, kernel_groups
 
-    compile_ahead = compile_processes > 0
     # a later replicate whose first an earlier run measured finds no kept caches (a fresh machine): it compiles cold
     firsts = first_replicates_in(pending.cells)
     skipped = list(pending.ruled_out)  # as the runner does: larger batches than an earlier OOM are not run
@@ -143,22 +120,16 @@ def plan_run(pending: Pending, grid: Grid, *, results_path: Path, environment: d
         group = group.without(cell for cell, _ in skipped)
         if not group.cells:
             continue  # every cell ruled out: no kernel starts
-        ahead = compile_ahead and bool(kernels)  # every kernel but the first started ahead (``runner.kernel_ahead``)
-        start = estimate_kernel_start_seconds(group.first, records, ahead)
+        start = estimate_kernel_start_seconds(group.first, records)
         sharing = group.eager_sharing_pairs()
         kernel = KernelPlan(group, [estimate_cell_seconds(cell, records, cell in sharing,
-                                                          warm_share(cell, compile_ahead, cell not in firsts))
+                                                          warm_share(cell, cell not in firsts))
                                     for cell in group.cells],
-                            start, bool(start_and_load(group.first, records, ahead)))
+                            start, bool(start_and_load(group.first, records)))
         if prior:
             kernel.prior_cells, kernel.prior_start = prior_figures(group, kernel.cell_seconds, kernel.start_seconds,
-                                                                   kernel.start_includes_load, prior, compile_ahead,
-                                                                   started_ahead=ahead, firsts=firsts)
+                                                                   kernel.start_includes_load, prior, firsts=firsts)
         kernels.append(kernel)
-    waits = pipeline_waits(kernels, prior, compile_processes) if prior and compile_ahead else None
     return Plan(study=grid.study, grid_path=str(grid.path), results_path=results_path,
                 cells_in_grid=len(grid.cells), already_measured=pending.resumed, skipped_after_oom=skipped,
-                kernels=kernels, records_used=len(records), devices=devices, prior=prior,
-                compile_processes=compile_processes,
-                pipeline=waits[0] if waits else None, pipeline_at_point=waits[1] if waits else None,
-                process_work=waits[2] if waits else None)
+                kernels=kernels, records_used=len(records), devices=devices, prior=prior)

@@ -117,26 +117,6 @@ def total_lines(plan: Plan) -> list[str]:
              f"included",
              f"  {recorded} cell{'' if recorded == 1 else 's'} from records on {prior.device}; the prior "
              f"{basis} (bench_utils/study/pricing/prior.py says how it is derived)"]
-    if plan.compile_ahead:
-        lines.append(f"  {plan.compile_processes} compile process(es) beside the kernels: the first of each cell's "
-                     "replicates in the run, a static torch.compile cell, priced at a warm compile (as its later "
-                     "ones are); every kernel but the first started ahead, its "
-                     "start priced at what follows its gate (the environment's capture, "
-                     "prior.Assumptions.ahead_start_s, then the model build)")
-        if plan.pipeline is not None and plan.pipeline_at_point is not None:
-            point = plan.pipeline_at_point
-            lines.append(f"  of the total, the kernel waiting for the compile processes and compiling cold itself "
-                         f"where none was there yet: {minutes(plan.pipeline)}; at the point, {len(point.waits)} "
-                         f"wait(s), {point.wait_s / 60:.1f} min, and {len(point.compiled_by_kernel)} cold compile(s) "
-                         "by the kernel (simulated in the run's order, bench_utils/study/pricing/pipeline.py; a cold "
-                         "compile beside the kernel and a process's boot are the first pipelined lease's, "
-                         "pipeline_prices.BESIDE_COMPILE_FACTOR and PROCESS_SETUP_S, until the next lease's)")
-        own, _ = plan.kernel_work()
-        if own is not None and plan.process_work is not None:
-            lines.append(f"  the work to share: the kernel's own {minutes(own)}, its waits apart; each compile "
-                         f"process's {minutes(plan.process_work)}, their boots and every cold compile ahead beside "
-                         f"the kernel over {plan.compile_processes} process(es). The run ends no sooner than the "
-                         "kernel's own, and the processes keep pace only where theirs is the shorter")
     if unknown:
         lines.append(f"  {unknown} cell{'' if unknown == 1 else 's'} without figures (a model outside "
                      "bench_utils/study/pricing/data/model_costs.json, or a dtype the GPU lacks): not included")

@@ -105,12 +105,6 @@ class Assumptions:
     start_s: float               # kernel boot: papermill, ipykernel, torch import, CUDA context
     build_factor: float          # a GPU host's model build over this CPU's
     energy_steps: float          # counter steps in a side's energy window: 8 where the power is steady, up to 11
-    # A kernel started ahead (``runner.kernel_ahead``): its start's share on the GPU's path, what follows its gate (the
-    # environment's capture, the token, its model's move to the device; its model was built on the host before the
-    # gate and, beside compile processes, its CUDA context and compiler warm-up came before it too, with the token);
-    # its boot is off the path. An assumption, to be calibrated on the next lease's records
-    # (``phases.startup_s`` of those with ``started_ahead_s``).
-    ahead_start_s: float = 1.0
 
 
 # Rates: the guide's published A100, V100 and T4 latencies (torch 2.0.1; ResNet-50 at batch 1 eager: 6.5 ms
@@ -125,9 +119,9 @@ class Assumptions:
 # (0.12 to 0.27); a kernel's boot 5.7 to 8.0 s and its model build 3.0 to 4.7 s whatever the table's CPU took
 # (0.1 to 4.5 s), so a fixed start and a small share of the build. The range: 0.6 to twice as long. Energy windows: the fewest
 # steps to the most, the point a step above the fewest (an assumption until records of ``energy.*.steps``).
-OPTIMISTIC = Assumptions(0.7, 0.8, 8e-6, 0.3, 0.03, 2e-6, 0.35, 0.6, 0.12, 7.0, 0.2, ENERGY_STEPS_MIN, 0.5)
-TYPICAL = Assumptions(0.35, 0.6, 20e-6, 0.5, 0.08, 4e-6, 0.5, 1.0, 0.2, 9.5, 0.3, ENERGY_STEPS_MIN + 1, 1.0)
-PESSIMISTIC = Assumptions(0.15, 0.35, 35e-6, 0.8, 0.2, 8e-6, 0.7, 2.0, 0.3, 20.0, 1.0, ENERGY_STEPS_MAX, 3.0)
+OPTIMISTIC = Assumptions(0.7, 0.8, 8e-6, 0.3, 0.03, 2e-6, 0.35, 0.6, 0.12, 7.0, 0.2, ENERGY_STEPS_MIN)
+TYPICAL = Assumptions(0.35, 0.6, 20e-6, 0.5, 0.08, 4e-6, 0.5, 1.0, 0.2, 9.5, 0.3, ENERGY_STEPS_MIN + 1)
+PESSIMISTIC = Assumptions(0.15, 0.35, 35e-6, 0.8, 0.2, 8e-6, 0.7, 2.0, 0.3, 20.0, 1.0, ENERGY_STEPS_MAX)
 ENDS = (OPTIMISTIC, TYPICAL, PESSIMISTIC)
 
 
@@ -149,15 +143,13 @@ class CellShape:
     first_replicate: bool = True  # a later one leaves the figures taken once per cell to the first (``cell_plan``)
 
     @classmethod
-    def of_cell(cls, cell: Any, ahead: bool = False, kept_before: bool | None = None) -> "CellShape":
+    def of_cell(cls, cell: Any, kept_before: bool | None = None) -> "CellShape":
         """A grid's cell; a static torch.compile cell's cold compile kept where ``kept_before`` (None: a later
-        replicate's first ran before it) and, with ``ahead``, where compile processes keep it: the first of its
-        replicates in the run (``kernel_groups.compiled_ahead``), whose folder the later ones share."""
+        replicate's first ran before it)."""
         settings = cell.settings
         first = settings.replicate == Replicate.R1
         kept = plan.timed_in_rows(cell.compile_mode, settings.shapes) and (
-            (not first if kept_before is None else kept_before) or ahead and plan.compiles_ahead(
-                cell.compile_mode, settings.shapes, True, settings.gpu_memory_gib is not None))
+            not first if kept_before is None else kept_before)
         return cls(cell.model, cell.batch_size, cell.compile_mode, cell.dtype, settings.tf32, settings.runs,
                    settings.warmup, settings.profile, settings.shapes, settings.portable_cache, cold_kept=kept,
                    first_replicate=first)
@@ -187,11 +179,11 @@ class CellShape:
                               first_replicate=self.first_replicate)
 
 
-def warm_share(cell: Any, ahead: bool, kept_before: bool | None = None) -> float | None:
-    """The share of a cold compile a grid's ``cell`` pays, where another process keeps its cold compile
-    (``CellShape.of_cell``: a later replicate, or a cell compiled ahead): a warm compile's, 0.19 of the cold on the
-    H200 (``TYPICAL``); None where it compiles as its records did (``recorded.estimate_cell_seconds``)."""
-    return TYPICAL.warm_compile_share if CellShape.of_cell(cell, ahead, kept_before).cold_kept else None
+def warm_share(cell: Any, kept_before: bool | None = None) -> float | None:
+    """The share of a cold compile a grid's ``cell`` pays, where another process kept its cold compile
+    (``CellShape.of_cell``: a later replicate): a warm compile's, 0.19 of the cold on the H200 (``TYPICAL``); None
+    where it compiles as its records did (``recorded.estimate_cell_seconds``)."""
+    return TYPICAL.warm_compile_share if CellShape.of_cell(cell, kept_before).cold_kept else None
 
 
 def known_devices() -> list[str]:
@@ -220,7 +212,6 @@ class Prior:
     costs: dict[str, dict[str, Any]] = field(default_factory=load_model_costs)
     model_ratios: dict[str, list[float]] = field(default_factory=dict)  # recorded / prior point, per model
     start_ratios: list[float] = field(default_factory=list)   # the same for kernel starts
-    ahead_start_ratios: list[float] = field(default_factory=list)  # ... for kernels started ahead (their own)
 
     # --- one call ---------------------------------------------------------------------
 
@@ -332,15 +323,12 @@ class Prior:
         parts = self.parts(shape, shares_pairs, warm)
         return None if parts is None else parts[0] + parts[1]
 
-    def raw_start(self, model: str, ahead: bool = False) -> Span | None:
-        """A kernel's start and model build; ``ahead``: a kernel started ahead, its boot and its model's build on the
-        host off the GPU's path (``cell.kernel_start``): what follows its gate only, the model's move to the device
-        in it."""
+    def raw_start(self, model: str) -> Span | None:
+        """A kernel's own cost: its start, the device's preparation and the model's build."""
         row = self.costs.get(model)
         if row is None:
             return None
-        low, point, high = ((ends.ahead_start_s if ahead else ends.start_s + row["build_s_cpu"] * ends.build_factor)
-                            for ends in ENDS)
+        low, point, high = (ends.start_s + row["build_s_cpu"] * ends.build_factor for ends in ENDS)
         return Span(low, point, high)
 
     def cell(self, shape: CellShape, shares_pairs: bool = False, warm: bool = True) -> Span | None:
@@ -355,11 +343,10 @@ class Prior:
         """The factors ``cell`` scales a cell's work of ``model`` by at each end (1 where nothing calibrates it)."""
         return _calibrated(Span.exact(1.0), self.model_ratios.get(model) or self.cell_ratios)
 
-    def start(self, model: str, ahead: bool = False) -> Span | None:
-        """``raw_start`` calibrated by the recorded starts of its kind (started ahead or not): a kernel started ahead by
-        none recorded yet is the prior's."""
-        raw = self.raw_start(model, ahead)
-        return None if raw is None else _calibrated(raw, self.ahead_start_ratios if ahead else self.start_ratios)
+    def start(self, model: str) -> Span | None:
+        """``raw_start`` calibrated by the recorded starts."""
+        raw = self.raw_start(model)
+        return None if raw is None else _calibrated(raw, self.start_ratios)
 
     @property
     def calibrated_on(self) -> int:
@@ -373,9 +360,9 @@ class Prior:
     def calibrate(self, records: Iterable[Record]) -> "Prior":
         """A copy scaled by ``records`` (ok records of this device with ``phases``): recorded / prior, for the
         work apart from the energy windows on both sides (the first H200 records spent 10.8 s a cell in
-        5-second windows that later cells no longer take) and from a wait for a compile process (``pipeline``'s)."""
+        5-second windows that later cells no longer take) and from a wait for a compile process (an earlier design's).
+        A kernel started ahead (an earlier design's) recorded only part of its start: not a start's figure."""
         starts: list[float] = []
-        ahead_starts: list[float] = []
         by_model: dict[str, list[float]] = {}
         for record in records:
             phases, shape = record.phases or PhasesBlock(), CellShape.of_record(record)
@@ -384,12 +371,11 @@ class Prior:
             work = float(phases.cell_s or 0) - float(phases.energy_s or 0) - float(phases.compile_wait_s or 0)
             if parts is not None and work > 0 and not shared:
                 by_model.setdefault(shape.model, []).append(work / parts[0].point)
-            started = float(phases.startup_s or 0) + float(phases.load_s or 0)
-            ahead = phases.started_ahead_s is not None  # its startup_s is what followed its gate only
-            start = self.raw_start(shape.model, ahead)
-            if start is not None and phases.startup_s:
-                (ahead_starts if ahead else starts).append(started / start.point)
-        return replace(self, start_ratios=starts, ahead_start_ratios=ahead_starts, model_ratios=by_model)
+            started = float(phases.startup_s or 0) + float(phases.ready_s or 0) + float(phases.load_s or 0)
+            start = self.raw_start(shape.model)
+            if start is not None and phases.startup_s and phases.started_ahead_s is None:
+                starts.append(started / start.point)
+        return replace(self, start_ratios=starts, model_ratios=by_model)
 
 
 def _calibrated(prior: Span, ratios: list[float]) -> Span:

@@ -84,7 +84,7 @@ def estimate_cell_seconds(cell: Cell, records: list[Record], shares_pairs: bool 
             scale = 0.0
         else:  # a record without its calls has no repeated part here (it was passed over above)
             scale = (cell.settings.runs + cell.settings.warmup) / calls if repeated and calls else 1.0
-        # a wait for a compile process is the pipeline's, priced apart (``pipeline``), not the cell's
+        # a wait for a compile process (compile ahead, removed) was no cost of the cell's own
         seconds = _phase(record, "cell_s") - _phase(record, "compile_wait_s") - repeated + repeated * scale
         return seconds if warm_share is None else seconds - _cold_saved(record, warm_share)
     return None
@@ -101,29 +101,32 @@ def _cold_saved(record: Record, warm_share: float) -> float:
 
 
 def started_ahead(record: Record) -> bool:
-    """Whether the record's kernel was started ahead (``runner.kernel_ahead``): its ``startup_s`` is then only what
-    followed its start gate, no cold start's."""
+    """Whether the record's kernel was started ahead (an earlier design's): its ``startup_s`` is then only what
+    followed its start gate, no kernel's whole start."""
     return record.phases is not None and record.phases.started_ahead_s is not None
 
 
-def start_and_load(first: Cell, records: list[Record], ahead: bool = False) -> list[float]:
-    """``startup_s + load_s`` of the records that started a kernel or built ``first``'s model (``ahead``: those
-    of kernels started ahead, else the others)."""
-    seconds = [_phase(record, "startup_s") + _phase(record, "load_s") for record in records
+def kernel_start(record: Record) -> float:
+    """The kernel's own cost a first record says: its boot, the device's preparation (``ready_s``) and the model's
+    build."""
+    return _phase(record, "startup_s") + _phase(record, "ready_s") + _phase(record, "load_s")
+
+
+def start_and_load(first: Cell, records: list[Record]) -> list[float]:
+    """The kernel's own cost of the records that started a kernel of ``first``'s model (``kernel_start``)."""
+    seconds = [kernel_start(record) for record in records
                if record.cell.model == first.model and record.cell.device_kind == _kind(first.device)
-               and started_ahead(record) == ahead]
+               and not started_ahead(record)]
     return [value for value in seconds if value > 0]
 
 
-def estimate_kernel_start_seconds(group_first_cell: Cell, records: list[Record],
-                                  ahead: bool = False) -> float | None:
-    """Seconds from a kernel's start to its first cell: the median start and model build of
-    earlier kernels of the same model and device kind; else the median start of any kernel (the
-    model build then unknown); None when no record started a kernel. ``ahead``: a kernel started ahead, from the
-    records of kernels started ahead only (and the others' from the others)."""
-    known = (start_and_load(group_first_cell, records, ahead)
-             or [value for value in (_phase(record, "startup_s") for record in records
-                                     if started_ahead(record) == ahead) if value > 0])
+def estimate_kernel_start_seconds(group_first_cell: Cell, records: list[Record]) -> float | None:
+    """Seconds from a kernel's start to its first cell: the median own cost of earlier kernels of the same model
+    and device kind; else the median start of any kernel (the model build then unknown); None when no record
+    started a kernel."""
+    known = (start_and_load(group_first_cell, records)
+             or [value for value in (_phase(record, "startup_s") + _phase(record, "ready_s") for record in records
+                                     if not started_ahead(record)) if value > 0])
     return statistics.median(known) if known else None
 
 

@@ -16,8 +16,8 @@ or ``error``; the notebook's own OOM rule skips larger batches), and the runner 
 - one worker per device (CUDA_VISIBLE_DEVICES); with a ``time_limit`` a kernel starts only the cells that fit.
 - after the grid, a compiled cell whose block means changed regime is measured once more, as one more replicate
   (``unsteady``; on a GPU by default), where the time limit lets it start;
-- on a GPU host with cores to spare, compile processes compile the next cells cold beside the kernel, which then
-  compiles them warm (``compile_ahead``), and the next group's kernel boots meanwhile (``kernel_ahead``).
+- nothing runs beside a timed window: one kernel a device, one after another (several devices: each kernel on cores
+  of its own, ``device_lock.split_cpus``).
 
 Executing a notebook is ``papermill_execution``, following it ``kernel_watch``; the person watching sees
 ``progress_display``."""
@@ -25,7 +25,6 @@ Executing a notebook is ``papermill_execution``, following it ``kernel_watch``; 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from contextlib import nullcontext
 import dataclasses
 from dataclasses import dataclass
 import os
@@ -56,9 +55,6 @@ from .progress_display import Outcome, Progress, ProgressView, RunOutcome
 from .resume import oom_batches, read_done
 from .unsteady import keeps_compiles, once_more
 from .clean_stop import RunningProcesses, StopOnSignal
-from .compile_ahead import COMPILE_PROCESSES, MIN_CORES, CompileAhead, wanted
-from .interference_check import pause_wanted
-from .kernel_ahead import KernelsAhead
 from .start_failures import StartFailures
 from ...vocabulary import Status
 from ...zoo.hub import expected_weights
@@ -96,7 +92,7 @@ class Runner:
         self.devices = devices
         # A stuck cell must not stall the grid for ever: bounded by default, from the cells' size.
         self.timeout = timeout or default_cell_timeout(grid)
-        self.uses_papermill = self.starts_ahead = executor is None  # kernels started ahead: papermill's only
+        self.uses_papermill = executor is None
         self.running = RunningProcesses()
         self.affinity: dict[str, set[int]] = {}
         self.executor = executor or (lambda group, device, params, out, poll, attempt: execute_with_papermill(
@@ -108,8 +104,6 @@ class Runner:
         self.time_limit = time_limit  # cells that fit, and the stop at its deadline; None: no limit
         self.stop = StopOnSignal(self.running.end_all, time_limit)  # SIGINT, SIGTERM, the limit: entered by run()
         self.run_id: str | None = None  # the lease's, while run() holds the study folder
-        self.ahead: CompileAhead | None = None  # compile processes beside the kernel (``compile_ahead``), while on
-        self.kernels_ahead: KernelsAhead | None = None  # the next group's kernel booting meanwhile (``kernel_ahead``)
         self._lock = threading.Lock()
         self.start_failures = StartFailures()  # kernel groups in a row that failed to start: the run stops
 
@@ -155,12 +149,9 @@ class Runner:
         """The dry run's plan of what is pending (``pricing.plan.plan_run``)."""
         from ..pricing.plan import plan_run
 
-        pending = self.pending()  # priced for that GPU's host (cores to spare) or, without one, for this machine
-        ahead = wanted(pending.cells, set(range(MIN_CORES)) if device_model else os.sched_getaffinity(0),
-                       len(self.devices or self.grid.devices))
-        return plan_run(pending, self.grid, results_path=self.results_path, environment=self.environment,
+        return plan_run(self.pending(), self.grid, results_path=self.results_path, environment=self.environment,
                         devices=list(self.devices or self.grid.devices), reports_dir=reports_dir,
-                        device_model=device_model, compile_processes=COMPILE_PROCESSES if ahead else 0)
+                        device_model=device_model)
 
     def run(self, announce: Callable[[], None] | None = None) -> RunOutcome:
         """Run the pending cells; ``announce`` is called once this runner holds the study folder (a runner
@@ -184,22 +175,7 @@ class Runner:
             tally = RunOutcome(resumed=pending.resumed, total=len(self.grid.cells))
             if not pending.cells:
                 return tally
-            cpus = os.sched_getaffinity(0)
-            if self.uses_papermill and wanted(pending.cells, cpus, len(workers)):
-                self.ahead = CompileAhead(pending.cells, self.out_dir, cpus, worker=workers[0])
-                self.affinity = {workers[0]: self.ahead.measuring_cpus}  # cores apart from the compile processes
-                self.ahead.pausing, why = pause_wanted(pending.cells, self.out_dir, self.environment)
-                self.stream.write(f"[run] compile ahead: the compile processes {self.ahead.while_timing} through "
-                                  f"the kernel's timed windows: {why}\n")
-                if self.starts_ahead:
-                    self.kernels_ahead = KernelsAhead.beside(self.ahead, self.out_dir, self.running, self.parameters)
-            try:
-                with self.ahead.running() if self.ahead else nullcontext(), self.kernels_ahead or nullcontext():
-                    self._pass(list(pending.cells), tally)
-            finally:
-                if self.ahead:  # cells measured once more: few, and warm from their kept caches
-                    self.stream.write(self.ahead.summary())
-                    self.ahead, self.affinity, self.kernels_ahead = None, {}, None
+            self._pass(list(pending.cells), tally)
             tally.not_run = len(pending.cells) - len(tally.outcomes)
             again = [] if self.stop.requested.is_set() else self.once_more()
             if again:  # unsteady cells (``unsteady``): once more each, where the time limit lets them start
@@ -238,16 +214,11 @@ class Runner:
         progress.close()
 
     def parameters(self, group: KernelGroup, progress_path: Path) -> dict[str, Any]:
-        """The task notebook's parameters for a kernel of ``group`` in this run (``notebook_parameters``): one started
-        now or one started ahead alike."""
+        """The task notebook's parameters for a kernel of ``group`` in this run (``notebook_parameters``)."""
         return notebook_parameters(group, self.results_path, str(self.run_id), progress_path,
-                                   compile_ahead=self.ahead is not None,
-                                   pause_compiles=self.ahead is not None and self.ahead.pausing,
                                    keep_compiles=keeps_compiles(self.grid.cells))
 
     def _work(self, groups: queue.Queue, device: str, tally: RunOutcome, progress: ProgressView) -> None:
-        if self.kernels_ahead:  # the one worker (``compile_ahead.wanted``): its next group's kernel, started ahead
-            self.kernels_ahead.following(groups)
         try:
             while not self.stop.requested.is_set():
                 try:
@@ -286,8 +257,7 @@ class Runner:
         remaining, kills, attempt = list(group.cells), Counter[Cell | None](), 0
         while (remaining := self._rule_out(remaining, device, tally, progress)) and not self.stop.requested.is_set():
             attempt += 1
-            ahead = attempt == 1 and self.kernels_ahead is not None and self.kernels_ahead.started_for(group.group_id)
-            if not (fit := self.time_limit.fitting(group, remaining, ahead) if self.time_limit else remaining):
+            if not (fit := self.time_limit.fitting(group, remaining) if self.time_limit else remaining):
                 return  # none would finish before the time limit: left for a later run
             with device_lock(device, say=lambda line: print(f"[run] {line}", file=self.stream),
                              cancelled=self.stop.requested.is_set) as held:
@@ -317,12 +287,9 @@ class Runner:
         log_path: Path | None
         failure: str | None = None
         try:
-            returncode, log_path = (self.kernels_ahead.execute if self.kernels_ahead else self.executor)(
-                this_kernel, device, parameters, self.out_dir, watch.poll, attempt)
+            returncode, log_path = self.executor(this_kernel, device, parameters, self.out_dir, watch.poll, attempt)
         except Exception as exc:  # the executor itself failed: the cells still get their records
             returncode, log_path, failure = -1, None, f"{type(exc).__name__}: {exc}"
-        if self.ahead is not None:  # a kernel that died inside a timed window left the compile processes stopped
-            self.ahead.resume()
         watch.read_new_records()
         ending, cell = watch.ending(returncode)
         progress_path.unlink(missing_ok=True)

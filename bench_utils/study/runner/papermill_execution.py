@@ -75,8 +75,7 @@ def oom_kill_count() -> int | None:
 
 
 def notebook_parameters(group: KernelGroup, results_path: Path, run_id: str,
-                        progress_path: Path, compile_ahead: bool = False, keep_compiles: bool = True,
-                        pause_compiles: bool = False) -> dict[str, Any]:
+                        progress_path: Path, keep_compiles: bool = True) -> dict[str, Any]:
     """The task notebook's parameters for one kernel group (papermill injects them).
 
     ``only_cells`` lists the group's ``[compile_mode, batch_size]`` pairs in the order the
@@ -84,21 +83,17 @@ def notebook_parameters(group: KernelGroup, results_path: Path, run_id: str,
     ``show`` is off: a grid run draws no table and no plot; the kernel names the cell it begins in
     ``progress_file`` (``study.progress_file``, read by ``kernel_watch``); cold compiles are kept for the cells'
     next replicates where some may come (``keep_compiles``: in the study's folder of ``variants.kept_caches``, which the kernel finds
-    from ``results_path``); with ``compile_ahead``, compile processes work beside it and its measuring windows hold the
-    GPU's token (``runner.compile_ahead``), the compile processes stopped through its timed windows where
-    ``pause_compiles`` (the runner's reading of the interference check, ``runner.interference_check``). Paths are given relative to the project root, which the kernel runs
-    from.
+    from ``results_path``). Paths are given relative to the project root, which the kernel runs from.
     """
     cell = group.first
     return {"study": cell.study, "models": [cell.model],
             "batch_sizes": sorted({c.batch_size for c in group.cells}),
             "compile_modes": list(dict.fromkeys(c.compile_mode for c in group.cells)),
             "only_cells": group.pairs(), "dtypes": [cell.dtype], "device": cell.device,
-            "settings": {**cell.settings.to_parameters(), "pause_compiles": pause_compiles},
+            "settings": cell.settings.to_parameters(),
             "results_path": os.path.relpath(results_path, PROJECT_ROOT), "show": False,
             "progress_file": os.path.relpath(progress_path, PROJECT_ROOT),
-            "runner_pid": os.getpid(), "run_id": run_id, "keep_compiles": keep_compiles,
-            "compile_ahead": compile_ahead}
+            "runner_pid": os.getpid(), "run_id": run_id, "keep_compiles": keep_compiles}
 
 
 @dataclass(frozen=True)
@@ -129,8 +124,7 @@ def execute_with_papermill(group: KernelGroup, device: str, parameters: dict[str
 def start_papermill(group: KernelGroup, device: str, parameters: dict[str, Any], out_dir: Path, *,
                     attempt: int = 1, cpus: set[int] | None = None,
                     running: RunningProcesses | None = None) -> StartedKernel:
-    """The group's notebook started in its own kernel (``execute_with_papermill``'s first half): a kernel started
-    ahead (``kernel_ahead``) is started so, and waited for later."""
+    """The group's notebook started in its own kernel (``execute_with_papermill``'s first half)."""
     name = group.group_id if attempt == 1 else f"{group.group_id}.{attempt}"
     executed = out_dir / "notebooks" / f"{name}.ipynb"
     log_path = out_dir / "logs" / f"{name}.log"

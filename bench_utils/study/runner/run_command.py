@@ -8,12 +8,14 @@ import sys
 import time
 
 from ...environment.capture import capture_environment
-from ...variants.kept_caches import default_root
+from ...variants.kept_caches import ROOT_ENV, default_root
 from ..grid.grid_file import Grid
-from ..pricing.prior import device_key
+from ..pricing.cell_costs import machine_prior
+from ..pricing.plan_text import minutes as span_text
+from ..pricing.prior import Span, device_key
 from .progress_display import format_run_outcome
 from .grid_runner import Runner, study_folder
-from .time_limit import parse_duration, time_limit_for, what_is_left
+from .time_limit import LIMIT_REACHED_EXIT, LIMIT_TOO_SHORT_EXIT, duration_text, parse_duration, time_limit_for
 
 
 def run_locally(grid: Grid, params: os.PathLike | str, *, out=None, force: bool = False,
@@ -50,8 +52,8 @@ def run_locally(grid: Grid, params: os.PathLike | str, *, out=None, force: bool 
               f"({'--timeout' if timeout else 'default from the runs per cell; --timeout to change'})")
     # the banner once the study folder is this run's: a runner refused it (LeaseHeldError) says only why
     outcome = runner.run(announce=lambda: print(banner, file=sys.stderr))
-    if not outcome.worker_errors and not runner.pending().cells:  # every cell recorded: no replicate left to serve
-        shutil.rmtree(default_root(folder), ignore_errors=True)
+    if not outcome.worker_errors and not runner.pending().cells and not os.environ.get(ROOT_ENV):
+        shutil.rmtree(default_root(folder), ignore_errors=True)  # no replicate left to serve; a carried root travels
     print(format_run_outcome(outcome, runner.results_path))
     if runner.time_limit is None:
         return outcome.exit_status()
@@ -59,3 +61,34 @@ def run_locally(grid: Grid, params: os.PathLike | str, *, out=None, force: bool 
     if left:
         print(left)
     return status
+
+
+def what_is_left(runner: Runner, device_model: str | None, outcome, reports_dir=None) -> tuple[str, int]:
+    """After a run under a time limit: the cells left by kernel with their estimate, and the exit status
+    (``LIMIT_REACHED_EXIT`` where the limit left cells and no cell or worker failed)."""
+    limit, status = runner.time_limit, outcome.exit_status()
+    if limit is None or outcome.signal is not None or not (limit.reached or limit.held_back) or not outcome.not_run:
+        return "", status
+    prior = machine_prior(runner.environment, runner.grid, device_model)
+    plan = runner.plan(reports_dir, device_model=prior.device if prior else None)
+    lines, total, unknown = [], Span.exact(0.0), 0
+    for kernel in plan.kernels:
+        if prior:
+            span, missing = kernel.span()
+        else:
+            missing = kernel.unknown_cells + (kernel.start_seconds is None)
+            span = Span.exact(kernel.known_seconds) if kernel.known_seconds else None
+        total, unknown = total + (span or Span.exact(0.0)), unknown + missing
+        order = ", ".join(f"{cell.compile_mode} {cell.batch_size}" for cell in kernel.group.cells)
+        lines.append(f"  kernel {kernel.group.group_id}: {order}: " + (span_text(span) if span else "no estimate"))
+    why = "the limit was reached" if limit.reached else "no other cell would finish before the limit"
+    if not limit.started_any and limit.needs:  # running again would start nothing either
+        why = f"no kernel fits: give --time-limit {duration_text(limit.needs)} at least"
+        status = status or LIMIT_TOO_SHORT_EXIT
+    priced = "no estimate (no record prices them)" if not total.point else (
+        f"estimated {span_text(total)}" + (f", {unknown} cell(s) or kernel start(s) without an estimate not "
+                                           "included" if unknown else ""))
+    head = (f"time limit {duration_text(limit.seconds)}: {why}; left for a later run: {plan.cells_to_run} cell(s) in "
+            f"{len(plan.kernels)} kernel(s), {priced}{' a priori for ' + prior.device if prior else ''}"
+            + ("" if status == LIMIT_TOO_SHORT_EXIT else "; run the same command again to go on"))
+    return "\n".join([head, *lines]), LIMIT_REACHED_EXIT if status == 0 else status

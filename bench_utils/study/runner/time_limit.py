@@ -17,7 +17,6 @@ so they are measured by the next run. The cells left are then listed with their 
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 import time
@@ -25,24 +24,18 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from ...errors import UserError
 from ..pricing.cell_costs import UNKNOWN_CELL_S, CellCosts, machine_prior
-from ..pricing.prior import Span
-from ..pricing.plan_text import minutes as span_text
-from .compile_ahead import wanted
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from ..grid.grid_file import Cell, Grid
     from ..grid.kernel_groups import KernelGroup
-    from .grid_runner import Runner
 
 
 class KernelCosts(Protocol):
-    """A kernel's start and each of its cells' seconds, at an estimate's ``figure`` (``CellCosts.of_kernel``);
-    ``started_ahead``: the kernel was started ahead (``runner.kernel_ahead``), only what follows its gate left."""
+    """A kernel's start and each of its cells' seconds, at an estimate's ``figure`` (``CellCosts.of_kernel``)."""
 
-    def __call__(self, group: KernelGroup, cells: list[Cell], figure: str = "high",
-                 started_ahead: bool = False) -> tuple[float, list[float]]: ...
+    def __call__(self, group: KernelGroup, cells: list[Cell], figure: str = "high") -> tuple[float, list[float]]: ...
 
 LIMIT_REACHED_EXIT = 3    # the run stopped at its time limit with cells left: run it again to go on
 LIMIT_TOO_SHORT_EXIT = 4  # nothing started: the next kernel's start and first cell need a longer limit
@@ -80,12 +73,11 @@ class TimeLimit:
     def left(self) -> float:
         return self.deadline - self.clock()
 
-    def fitting(self, group: KernelGroup, cells: list[Cell], started_ahead: bool = False) -> list[Cell]:
-        """The first of ``cells`` that the kernel can start and finish before the deadline (``started_ahead``: its
-        kernel booted while the one before it measured, and only what follows its gate is left to pay)."""
+    def fitting(self, group: KernelGroup, cells: list[Cell]) -> list[Cell]:
+        """The first of ``cells`` that the kernel can start and finish before the deadline."""
         if not cells:
             return []
-        start, seconds = self.costs(group, cells, started_ahead=started_ahead)
+        start, seconds = self.costs(group, cells)
         budget, total, fit = self.left(), start, []
         for cell, cost in zip(cells, seconds):
             total += cost
@@ -93,7 +85,7 @@ class TimeLimit:
                 break
             fit.append(cell)
         if not fit and not self.started_any:
-            fit = self._first_on_its_point_figure(group, cells, budget, started_ahead)
+            fit = self._first_on_its_point_figure(group, cells, budget)
         self.started_any = self.started_any or bool(fit)
         if len(fit) < len(cells):
             self.held_back = True
@@ -102,11 +94,10 @@ class TimeLimit:
                      "wait for a later run")
         return fit
 
-    def _first_on_its_point_figure(self, group: KernelGroup, cells: list[Cell], budget: float,
-                                   started_ahead: bool) -> list[Cell]:
+    def _first_on_its_point_figure(self, group: KernelGroup, cells: list[Cell], budget: float) -> list[Cell]:
         """The first cell, where the kernel's start and it fit by the estimate's point figure; else none,
         and how long a limit they need."""
-        start, seconds = self.costs(group, cells[:1], figure="point", started_ahead=started_ahead)
+        start, seconds = self.costs(group, cells[:1], figure="point")
         if start + seconds[0] <= budget:
             self.say(f"[run] time limit: {group.group_id}'s first cell fits only by its estimate's point figure "
                      f"({duration_text(start + seconds[0])}): started, so that its record calibrates the estimate")
@@ -137,42 +128,10 @@ def time_limit_for(grid: Grid, results_path: Path, environment: dict[str, Any], 
     """A limit of ``seconds`` from ``started`` (``time.monotonic()``) on a run of ``grid`` into ``results_path`` on
     ``environment`` (what the ``Runner`` is built with), said on ``stream``."""
     prior = machine_prior(environment, grid, device_model)
-    ahead = wanted(grid.cells, os.sched_getaffinity(0), len(grid.devices))  # as the runner decides it here
-    limit = TimeLimit(seconds, CellCosts(results_path, environment, prior, compile_ahead=ahead).of_kernel,
+    limit = TimeLimit(seconds, CellCosts(results_path, environment, prior).of_kernel,
                       started=started, say=lambda line: print(line, file=stream, flush=True))
     source = f"else the a-priori estimate for {prior.device}" if prior else "no a-priori estimate (no known GPU)"
     print(f"[run] time limit {duration_text(seconds)}: a kernel starts only the cells that fit (estimates from "
           f"records, {source}, else {UNKNOWN_CELL_S / 60:.0f} min a cell); the run stops at the limit",
           file=stream, flush=True)
     return limit
-
-
-def what_is_left(runner: Runner, device_model: str | None, outcome, reports_dir=None) -> tuple[str, int]:
-    """After a run under a time limit: the cells left by kernel with their estimate, and the exit status
-    (``LIMIT_REACHED_EXIT`` where the limit left cells and no cell or worker failed)."""
-    limit, status = runner.time_limit, outcome.exit_status()
-    if limit is None or outcome.signal is not None or not (limit.reached or limit.held_back) or not outcome.not_run:
-        return "", status
-    prior = machine_prior(runner.environment, runner.grid, device_model)
-    plan = runner.plan(reports_dir, device_model=prior.device if prior else None)
-    lines, total, unknown = [], Span.exact(0.0), 0
-    for kernel in plan.kernels:
-        if prior:
-            span, missing = kernel.span()
-        else:
-            missing = kernel.unknown_cells + (kernel.start_seconds is None)
-            span = Span.exact(kernel.known_seconds) if kernel.known_seconds else None
-        total, unknown = total + (span or Span.exact(0.0)), unknown + missing
-        order = ", ".join(f"{cell.compile_mode} {cell.batch_size}" for cell in kernel.group.cells)
-        lines.append(f"  kernel {kernel.group.group_id}: {order}: " + (span_text(span) if span else "no estimate"))
-    why = "the limit was reached" if limit.reached else "no other cell would finish before the limit"
-    if not limit.started_any and limit.needs:  # running again would start nothing either
-        why = f"no kernel fits: give --time-limit {duration_text(limit.needs)} at least"
-        status = status or LIMIT_TOO_SHORT_EXIT
-    priced = "no estimate (no record prices them)" if not total.point else (
-        f"estimated {span_text(total)}" + (f", {unknown} cell(s) or kernel start(s) without an estimate not "
-                                           "included" if unknown else ""))
-    head = (f"time limit {duration_text(limit.seconds)}: {why}; left for a later run: {plan.cells_to_run} cell(s) in "
-            f"{len(plan.kernels)} kernel(s), {priced}{' a priori for ' + prior.device if prior else ''}"
-            + ("" if status == LIMIT_TOO_SHORT_EXIT else "; run the same command again to go on"))
-    return "\n".join([head, *lines]), LIMIT_REACHED_EXIT if status == 0 else status
