@@ -190,8 +190,7 @@ def test_the_cell_commands_setting_flags_keep_each_settings_default():
     assert {name: getattr(parsed, name) for name in flags} == {
         name: value for name, value in Settings().to_parameters().items() if name in flags}
     # a grid's business, not one cell's: no --replicates, no --replicate, no --remeasure-unsteady
-    assert set(setting_names()) - set(flags) == {"replicates", "replicate", "remeasure_unsteady", "compile_ahead",
-                                                    "pause_compiles"}
+    assert set(setting_names()) - set(flags) == {"replicates", "replicate", "remeasure_unsteady"}
     assert not hasattr(parsed, "replicates") and not hasattr(parsed, "remeasure_unsteady")
     assert parsed.profile is True and parsed.keep_traces is False  # on by default: --no-profile turns it off
     off = build_parser().parse_args(["cell", "resnet", "--no-profile", "--keep-traces"])

@@ -188,7 +188,7 @@ def test_lease_records_registry_and_report_load_no_torch():
 
 # bench_utils/study/ by where the code runs: the host (grid reading, the runner) and the kernel (the cell)
 HOST_SIDE = ("bench_utils.study.grid", "bench_utils.study.runner", "bench_utils.study.pricing")
-SHARED = ("bench_utils.study.lease", "bench_utils.study.progress_file", "bench_utils.study.start_gate")
+SHARED = ("bench_utils.study.lease", "bench_utils.study.progress_file")
 
 
 def test_the_host_side_of_the_study_loads_no_torch_and_never_the_kernels_side():

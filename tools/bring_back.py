@@ -9,6 +9,12 @@ The records are merged: the destination's lines stay as they are, and the source
 their order. A host that started from the committed study (the guide) holds them all, and the merge is its file; a
 lease's anchors, measured afresh in an empty study, join the earlier leases' instead of replacing them.
 
+A command's compile caches (``caches-<start>-<pid>.tgz``, or its ``.part-aa``, ``.part-ab``... where larger than
+15 MiB) hold each kept cell's ``cold.json`` and ``artifacts.bin`` (``bench_utils.variants.kept_caches``): they are
+unpacked into the destination, ``.compile-caches/`` (ignored by git), which the next lease carries in:
+
+    python tools/bring_back.py <files_at>/caches-<start>-<pid>.tgz .compile-caches
+
 A GPU host writes its own absolute paths into what it logs: its study folder (``/tmp/hfg``), its image's
 site-packages in warnings and tracebacks, pytest's ``/tmp/pytest-of-<user>``. Published reports name none
 (the developers' guide), so every text file but the results is scrubbed as it is copied; ``results.jsonl`` is
@@ -125,16 +131,38 @@ def bring_back_archive(archive: Path, destination: Path, lease_name: str) -> lis
         return written
 
 
+CACHE_FILES = {"cold.json", "artifacts.bin"}
+
+
+def bring_back_caches(source: Path, destination: Path) -> list[Path]:
+    """A caches archive (``source``: the archive, or any of its parts) unpacked into ``destination``: its
+    ``cold.json`` and ``artifacts.bin`` files only, a newer one replacing an older of the same cell."""
+    stem = source.name.split(".part-")[0]
+    parts = sorted(source.parent.glob(stem + ".part-*")) or [source]
+    with tempfile.TemporaryDirectory() as scratch:
+        whole = Path(scratch) / stem
+        with whole.open("wb") as joined:
+            for part in parts:
+                joined.write(part.read_bytes())
+        with tarfile.open(whole) as tar:
+            members = [member for member in tar.getmembers() if member.isfile() and Path(member.name).name in CACHE_FILES]
+            tar.extractall(destination, members=members, filter="data")
+    return [destination / member.name for member in members]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("source", type=Path,
-                        help="the archive gpu_lease.sh left under $OUT, or a study folder as a command left it")
-    parser.add_argument("destination", type=Path, help="reports/<study>")
+                        help="the archive gpu_lease.sh left under $OUT (a caches-* one too), or a study folder as a "
+                        "command left it")
+    parser.add_argument("destination", type=Path, help="reports/<study> (a caches archive: .compile-caches)")
     parser.add_argument("--study-folder", help="the study folder's path on the GPU host (/tmp/hfg), shown as <study>")
     parser.add_argument("--lease", default=f"lease-{datetime.date.today().isoformat()}",
                         help="where in the destination an archive's lease files go (default lease-<today>)")
     args = parser.parse_args(argv)
-    if args.source.is_file():
+    if args.source.name.startswith("caches-"):
+        written = bring_back_caches(args.source, args.destination)
+    elif args.source.is_file():
         written = bring_back_archive(args.source, args.destination, args.lease)
     else:
         written = bring_back(args.source, args.destination, args.study_folder)

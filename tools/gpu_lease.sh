@@ -1,20 +1,30 @@
 #!/usr/bin/env bash
 # One prepared command on a lent GPU machine (docs/testing.md, "On a GPU machine"): install the carried
 # wheelhouse, once per machine the lease's checks (nvidia-smi, env, the image's versions, the CUDA-marked
-# tests, the timer against torch's Timer and do_bench, the interference check of compile ahead), then for what is left of BUDGET seconds (default 540:
+# tests, the timer against torch's Timer and do_bench), then for what is left of BUDGET seconds (default 540:
 # 9 minutes) STEP: "guide" (default: params/hf-guide.yaml, resumed from reports/hf-guide-h200), "diagnose"
 # (the remedies of that study's slower cells, docs/diagnosis.md), "gpu-check" or "oom" (params/gpu-check.yaml,
 # params/guide-oom-16gb.yaml, from their -h200 folders), or "experiments" (issue 47: params/anchors.yaml into
-# anchors-h200, then tools/lease_experiments.py: why the host changes regime, what compiling beside timing costs;
+# anchors-h200, then tools/lease_experiments.py: why the host changes regime;
 # LEASE_EXPERIMENTS_ARGS adds its options, e.g. "--regime-plan warm,warm,study --skip compile-alone").
 #
-# What the device tool taught the second lease: it brings back only a few files per command (so everything
-# leaves as ONE archive, $OUT/<step>-<start>-<pid>.tgz, packed every minute and at the end), and it copies the
-# working tree afresh before every command (so the study is measured in /tmp/study/<name>, which a warm
-# machine keeps: a second command resumes from the first one's records, not from the committed ones).
+# What the device tool taught the second lease: it brings back only a few files per command (so the study leaves
+# as ONE archive, $OUT/<step>-<start>-<pid>.tgz), and it copies the working tree afresh before every command (so
+# the study is measured in /tmp/study/<name>, which a warm machine keeps: a second command resumes from the first
+# one's records, not from the committed ones). Nothing runs beside a timed window: the archive is packed between
+# steps and at the end, never while a kernel measures, and every step is bounded by a timeout of its own (the run
+# stops at its --time-limit; `timeout` ends it a little later if it hangs), so the script reaches its end, and packs,
+# before the device tool's limit.
 #
-#   run: bash tools/gpu_lease.sh 540 [STEP]   carry: [".whl", ".source-commit.json"]   kind: nvidia-h200
+# Compile caches travel between leases (docs/testing.md, "Compile caches"): the kept caches of every study are
+# under $T/compile-caches (BENCH_UTILS_COMPILE_CACHES); a carried .compile-caches/ folder (the earlier leases' cold
+# compiles) is copied in first, and this command's cold.json and artifacts.bin files leave in
+# $OUT/caches-<start>-<pid>.tgz (split into 15 MiB parts where larger).
+#
+#   run: bash tools/gpu_lease.sh 540 [STEP]   carry: [".whl", ".source-commit.json", ".compile-caches"]
+#   kind: nvidia-h200
 #   here, after: python tools/bring_back.py <files_at>/<step>-*.tgz reports/<study> --lease lease-<date>
+#                python tools/bring_back.py --caches <files_at>/caches-*  (into .compile-caches/)
 set -u
 BUDGET=${1:-540}
 STEP=${2:-guide}
@@ -32,21 +42,23 @@ T=${GPU_LEASE_TMP:-/tmp}  # what a warm machine keeps between commands (a test p
 LEASE=$T/lease
 STUDY=$T/study/$NAME
 mkdir -p "$LEASE" "$T/study"
-# Pack the lease's files and the study (the records, logs, notebooks; not the committed pages) into one
-# archive: every minute while the command runs (a command the device tool kills keeps its last archive), and
-# on any exit. Written under another name and renamed, so that $OUT never holds half an archive.
+CACHES=$T/compile-caches
+mkdir -p "$CACHES"
+[ -d .compile-caches ] && cp -rn .compile-caches/. "$CACHES/"  # the earlier leases' cold compiles, where carried
+export BENCH_UTILS_COMPILE_CACHES=$CACHES
+# Pack the lease's files and the study (the records, logs, notebooks; not the committed pages) into one archive,
+# and the kept caches' portable files into another: between steps and on any exit. Written under another name and
+# renamed, so that $OUT never holds half an archive.
 pack() {
-  tar czf "$OUT/.packing-$BASHPID" -C "$T" --exclude="$NAME/en" --exclude="$NAME/ar" --exclude="$NAME/es" \
-    --exclude="$NAME/.runner.lock" lease "study/$NAME" 2>/dev/null && mv -f "$OUT/.packing-$BASHPID" "$OUT/$STEP-$TAG.tgz"
+  tar czf "$OUT/.packing-$$" -C "$T" --exclude="$NAME/en" --exclude="$NAME/ar" --exclude="$NAME/es" \
+    --exclude="$NAME/.runner.lock" lease "study/$NAME" 2>/dev/null && mv -f "$OUT/.packing-$$" "$OUT/$STEP-$TAG.tgz"
+  (cd "$CACHES" && find . \( -name cold.json -o -name artifacts.bin \) -print0 | tar czf "$OUT/.packing-$$" --null -T - \
+    2>/dev/null) && rm -f "$OUT"/caches-"$TAG".tgz* \
+    && if [ "$(stat -c %s "$OUT/.packing-$$")" -gt 15728640 ]; then
+         split -b 15M "$OUT/.packing-$$" "$OUT/caches-$TAG.tgz.part-" && rm -f "$OUT/.packing-$$"
+       else mv -f "$OUT/.packing-$$" "$OUT/caches-$TAG.tgz"; fi
 }
-# wait: a kill ends it at once; /dev/null: its sleep, orphaned then, must not hold the command's output open.
-# An experiment that times without it touches $LEASE/packer-paused; when it packed is in $LEASE/packer.log.
-( while sleep "${GPU_LEASE_PACK_EVERY:-60}" & wait $!; do
-    [ -e "$LEASE/packer-paused" ] && continue
-    echo "$(date +%s.%N) pack" >> "$LEASE/packer.log"; pack; echo "$(date +%s.%N) packed" >> "$LEASE/packer.log"
-  done ) > /dev/null 2>&1 &
-PACKER=$!
-trap 'kill $PACKER 2>/dev/null; wait $PACKER 2>/dev/null; pack; rm -f "$OUT"/.packing-*; ls -l "$OUT"' EXIT
+trap 'pack; rm -f "$OUT"/.packing-*; ls -l "$OUT"' EXIT
 trap 'exit 143' TERM INT
 if [ ! -d "$STUDY" ] && [ "$STEP" = experiments ]; then
   # every lease measures its own anchors: copied in, the committed ones (the same image, the same record keys) would
@@ -68,33 +80,33 @@ if [ ! -f "$LEASE/checks-done" ]; then
     > "$LEASE/cuda-tests.txt" 2>&1
   timeout 120 python3 -m bench_utils validate-timer --device cuda --out "$LEASE/timer_check.json" \
     > "$LEASE/timer.txt" 2>&1
-  # whether compile processes may compile through the kernel's timed windows on this host (else the runner pauses
-  # them through every window): the study folder's interference_check.json decides
-  timeout 200 python3 -m bench_utils check-interference --device cuda --out "$LEASE/interference_check.json" \
-    > "$LEASE/interference.txt" 2>&1
   touch "$LEASE/checks-done"
   CHECKED=1
 fi
 # the lease's checks into the study folder: the ones just run replace the committed ones; a study a later command
 # measures first (the anchors) gets those an earlier command ran
-for check in timer_check.json interference_check.json; do
-  if [ -n "${CHECKED:-}" ] || [ ! -f "$STUDY/$check" ]; then cp "$LEASE/$check" "$STUDY/" 2>/dev/null; fi
-done
+if [ -n "${CHECKED:-}" ] || [ ! -f "$STUDY/timer_check.json" ]; then cp "$LEASE/timer_check.json" "$STUDY/" 2>/dev/null; fi
+pack
 LEFT=$(( BUDGET - ($(date +%s) - START) - 30 ))  # 30 s for the dry run and the archive
+# a step past its limit (a hang): ended by SIGTERM 15 s after, then SIGKILL, and the script still packs; in the
+# script's process group (--foreground), so that a stop of the command reaches it at once
+bounded() { timeout --foreground --kill-after=10 "$(( $1 + 15 ))" "${@:2}"; }
 LOG="$LEASE/$STEP-$TAG.log"
 if [ "$LEFT" -gt 60 ] && [ "$STEP" = diagnose ]; then
-  python3 -m bench_utils diagnose "$STUDY" --time-limit "${LEFT}s" > "$LOG" 2>&1
+  bounded "$LEFT" python3 -m bench_utils diagnose "$STUDY" --time-limit "${LEFT}s" > "$LOG" 2>&1
   echo "diagnose exit $?" >> "$LOG"
 elif [ "$LEFT" -gt 60 ] && [ "$STEP" = experiments ]; then
   # the anchors first (a resumed command finds them measured), then the experiments for the rest of the time
-  python3 -m bench_utils run "$GRID" --out "$STUDY" --time-limit "$(( LEFT < 150 ? LEFT : 150 ))s" > "$LOG" 2>&1
+  ANCHORS=$(( LEFT < 150 ? LEFT : 150 ))
+  bounded "$ANCHORS" python3 -m bench_utils run "$GRID" --out "$STUDY" --time-limit "${ANCHORS}s" > "$LOG" 2>&1
   echo "anchors exit $?" >> "$LOG"
+  pack
   LEFT=$(( BUDGET - ($(date +%s) - START) - 30 ))
-  PYTHONUNBUFFERED=1 python3 tools/lease_experiments.py run --out "$LEASE/experiments" --scratch "$T/scratch" \
-    --deadline-s "$LEFT" --packer-pause "$LEASE/packer-paused" ${LEASE_EXPERIMENTS_ARGS:-} >> "$LOG" 2>&1
+  bounded "$LEFT" env PYTHONUNBUFFERED=1 python3 tools/lease_experiments.py run --out "$LEASE/experiments" \
+    --scratch "$T/scratch" --deadline-s "$LEFT" ${LEASE_EXPERIMENTS_ARGS:-} >> "$LOG" 2>&1
   echo "experiments exit $?" >> "$LOG"
 elif [ "$LEFT" -gt 60 ]; then
-  python3 -m bench_utils run "$GRID" --out "$STUDY" --time-limit "${LEFT}s" > "$LOG" 2>&1
+  bounded "$LEFT" python3 -m bench_utils run "$GRID" --out "$STUDY" --time-limit "${LEFT}s" > "$LOG" 2>&1
   echo "run exit $?" >> "$LOG"
 fi
 tail -4 "$LOG" 2>/dev/null

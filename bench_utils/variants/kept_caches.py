@@ -106,7 +106,8 @@ class KeptCell:
         except OSError:
             return None
 
-    def keep(self, calls_ms: list[float], stats: dict[str, Any], measured_in: str, artifacts: bytes | None) -> None:
+    def keep(self, calls_ms: list[float], stats: dict[str, Any], measured_in: str,
+             artifacts: bytes | None = None) -> None:
         """Record the cold compilation that just filled the folder, with its portable artifacts, so that later
         processes compile warm here, on this host or another."""
         if artifacts:

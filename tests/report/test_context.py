@@ -49,24 +49,6 @@ def test_records_from_two_machines_of_one_name_are_named_each_with_its_count():
     assert "(registros)" not in alone  # one machine: nothing to tell apart
 
 
-def test_the_interference_check_is_told_with_each_effect_and_what_the_compile_processes_did(tmp_path):
-    check = {"machine": "NVIDIA H200", "model": "resnet", "batch_size": 1, "beside": ["mask2former"],
-             "rounds_counted": 6, "verdict": "fail", "effects": {
-                 "eager": {"ratio": 1.031, "ci95": [1.012, 1.05], "judged": "beyond"},
-                 "compiled": {"ratio": 1.0, "ci95": [0.99, 1.01], "judged": "within"},
-                 "speedup": {"ratio": 1.03, "ci95": [1.011, 1.05], "judged": "beyond"}}}
-    (tmp_path / "interference_check.json").write_text(json.dumps(check))
-    for locale in ("en", "ar", "es"):
-        catalog = Catalog(locale)
-        text = context.interference_check_text([tmp_path], catalog)
-        assert ltr(catalog.number(1.031, 3), catalog) in text and ltr(catalog.number(1.012, 3), catalog) in text
-        assert text.endswith(catalog.t("interference_fail"))
-    check["verdict"] = "pass"
-    (tmp_path / "interference_check.json").write_text(json.dumps(check))
-    assert context.interference_check_text([tmp_path], Catalog("en")).endswith(Catalog("en").t("interference_pass"))
-    assert context.interference_check_text([tmp_path / "other" / "results.jsonl"], Catalog("en")) is None
-
-
 def test_the_methodology_counts_the_cells_timed_beside_compile_processes_and_those_timed_with_them_paused():
     import pandas as pd
 

@@ -12,8 +12,7 @@ from bench_utils.settings import Settings
 
 NOTEBOOKS = ["classification", "segmentation", "detection"]
 EXPECTED = ["study", "models", "batch_sizes", "compile_modes", "dtypes", "device", "settings", "results_path",
-            "only_cells", "show", "progress_file", "runner_pid", "run_id", "keep_compiles", "compile_ahead",
-            "start_gate"]
+            "only_cells", "show", "progress_file", "runner_pid", "run_id", "keep_compiles"]
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)

@@ -123,3 +123,28 @@ def test_the_leases_own_packages_and_the_images_python_are_scrubbed_as_what_they
     assert bring_back.scrub_host_paths(text) == ('  File "<site-packages>/papermill/cli.py", line 235\n'
                                                  "popenargs = (['<python>', '-m', 'x'],)\n"
                                                  "<python> -c pass\n/tmp/sitewide stays\n")
+
+
+def test_a_caches_archive_in_parts_is_joined_and_only_its_portable_files_unpacked(tmp_path):
+    import io
+    import tarfile
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, data in (("./hf-guide-h200/vit-bs1-x/cold.json", b"{}"),
+                           ("./hf-guide-h200/vit-bs1-x/artifacts.bin", bytes(range(256)) * 64),
+                           ("./hf-guide-h200/vit-bs1-x/fxgraph/entry", b"a host's own cache")):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    whole = buffer.getvalue()
+    out = tmp_path / "out"
+    out.mkdir()
+    half = len(whole) // 2
+    (out / "caches-1-2.tgz.part-aa").write_bytes(whole[:half])
+    (out / "caches-1-2.tgz.part-ab").write_bytes(whole[half:])
+    destination = tmp_path / ".compile-caches"
+    assert bring_back.main([str(out / "caches-1-2.tgz.part-ab"), str(destination)]) == 0
+    kept = destination / "hf-guide-h200" / "vit-bs1-x"
+    assert (kept / "artifacts.bin").read_bytes() == bytes(range(256)) * 64 and (kept / "cold.json").exists()
+    assert not (kept / "fxgraph").exists()

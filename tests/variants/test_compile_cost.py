@@ -200,30 +200,3 @@ def test_a_cuda_graph_recorded_inside_the_timed_runs_invalidates_the_cell():
             log_cudagraph_skip_and_bump_counter("skipping cudagraph due to function 0 exceeding max re-recording "
                                                 "limit (=50) on cudagraph node 0 due to static input data pointer "
                                                 "changed.")
-
-
-def test_a_compiling_call_of_a_compile_process_leaves_out_the_time_a_measuring_kernel_kept_it_stopped(tmp_path):
-    # the first pipelined H200 lease: compile processes stopped through the kernel's timed windows reported the
-    # stops as compile time (BEiT's cold compile 35 s beside, 22 s alone)
-    import time as clock
-
-    from bench_utils.measurement import gpu_token
-    from bench_utils.measurement.paused_beside import PAUSES_LOG
-    from bench_utils.variants.compile_cost import _time_compiling_calls
-
-    pause_log = tmp_path / gpu_token.PAUSE_FOLDER / PAUSES_LOG
-    pause_log.parent.mkdir()
-
-    def forward():  # 0.3 s of wall, of which a kernel's logged pause covers 0.2 s
-        now = clock.monotonic()
-        pause_log.write_text(f'{{"start": {now}, "end": {now + 0.2}}}\n')
-        clock.sleep(0.3)
-
-    try:
-        gpu_token.use(tmp_path / gpu_token.TOKEN_FILE, gpu_token.COMPILING)
-        times, _ = _time_compiling_calls(forward, "default", torch.device("cpu"))
-    finally:
-        gpu_token.use(None, gpu_token.MEASURING)
-    assert len(times) == 1 and 95 <= times[0] <= 180
-    times, _ = _time_compiling_calls(forward, "default", torch.device("cpu"))  # no token: nothing left out
-    assert times[0] >= 295
