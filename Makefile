@@ -93,6 +93,7 @@ PROFILE_GRID ?= params/cpu-quick.yaml
 bench: setup
 	$(PY) benchmarks/study_cost.py $(BENCH_GRID) $(if $(RESULTS),--results $(RESULTS))
 	$(if $(PROFILE_GRID),$(PY) benchmarks/study_cost.py $(PROFILE_GRID))
+	$(PY) benchmarks/lease_replay.py
 	@echo "[bench] the slow end-to-end tests make test leaves out (every variant through the runner; Ray's exactly-once;"
 	@echo "[bench] a CPU case where compile loses, diagnosed), and the 10 slowest of them:"
 	$(PY) -m pytest -m slow --durations=10

@@ -17,7 +17,9 @@ def test_the_cell_block_is_the_identity_then_the_variant_in_the_order_records_ha
 def test_the_builders_write_the_keys_their_block_types_name():
     assert set(ok_record()["latency"]) == set(LatencyBlock.__annotations__)
     assert set(measurement_settings(Settings())) | {"weights"} <= set(ConfigBlock.__annotations__)
-    assert set(Phases().to_dict()) | {*START_PHASES, "load_s"} == set(PhasesBlock.__annotations__)
+    # what kernels started ahead and compile ahead wrote (an earlier design): read, never written any more
+    written_before = {"started_ahead_s", "gate_wait_s", "compile_wait_s"}
+    assert set(Phases().to_dict()) | {*START_PHASES, "load_s"} == set(PhasesBlock.__annotations__) - written_before
 
 
 def test_a_records_status_is_one_of_the_vocabularys():
