@@ -228,3 +228,28 @@ def test_a_kernel_cut_by_the_limit_leaves_no_larger_batch_to_run_after_an_out_of
                if r.skipped_after_oom is not None]
     assert sorted(skipped) == [("default", 4), ("default", 16), ("eager", 4), ("eager", 16)]
     assert outcome.counts() == {"oom": 2, "skipped": 4, "ok": 1}
+
+
+def test_the_limit_prices_a_later_replicate_warm_only_where_its_cold_compile_is_kept_here(tmp_path, monkeypatch):
+    import tempfile
+
+    from bench_utils.variants.kept_caches import KeptCaches, default_root, kept_cell
+
+    grid = parse_grid({**GRID, "devices": ["cuda"], "replicates": 2, "blocks": 2})
+    later = [c for c in grid.cells if c.model == "resnet" and c.settings.replicate == "r2"]
+    group = kernel_groups(later)[0]
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # the kept caches' root, this test's own
+    (tmp_path / "tmp").mkdir()
+    results = tmp_path / "study" / "results.jsonl"
+    costs = CellCosts(results, capture_environment(), "H100 SXM", reports_dir=tmp_path / "reports")
+    default_4 = next(i for i, c in enumerate(group.cells) if (c.compile_mode, c.batch_size) == ("default", 4))
+    cold = costs.of_kernel(group, list(group.cells))[1][default_4]
+    cell = group.cells[default_4]
+    caches = KeptCaches(default_root(results.parent))
+    kept = kept_cell(caches, cell.task, cell.model, cell.batch_size, cell.compile_mode, cell.settings, cell.dtype,
+                     cell.device)
+    assert caches.root.is_relative_to(tmp_path)
+    kept.folder.mkdir(parents=True)
+    kept.keep([1000.0], {"graphs": 1}, "replicate r1", None)  # its first replicate measured here, earlier in this run
+    warm = costs.of_kernel(group, list(group.cells))[1][default_4]
+    assert cold > warm + 1.0
