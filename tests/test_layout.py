@@ -208,7 +208,7 @@ def test_the_host_side_of_the_study_loads_no_torch_and_never_the_kernels_side():
 
 
 # pricing, one way: each module imports only the ones before it
-PRICING = ["recorded", "prior", "pipeline", "device_prices", "pipeline_prices", "plan", "plan_text", "cell_costs"]
+PRICING = ["prior", "prices", "plan"]
 
 
 def test_pricing_imports_run_one_way_inside_its_folder():
@@ -216,7 +216,7 @@ def test_pricing_imports_run_one_way_inside_its_folder():
                     package_imports(f"bench_utils.study.pricing.{name}", modules()[f"bench_utils.study.pricing.{name}"])
                     if target.startswith("bench_utils.study.pricing.")} for name in PRICING}
     assert all(set(PRICING[:index]) >= found[name] for index, name in enumerate(PRICING)), found
-    assert found["plan_text"] >= {"plan"} and not found["recorded"]
+    assert found["plan"] >= {"prices"} and found["prices"] >= {"prior"} and not found["prior"]
 
 
 def test_the_public_api_still_imports_from_the_top():

@@ -1,10 +1,6 @@
-"""What a run would do, and what it would cost: ``python -m bench_utils run GRID --dry-run``.
-
-The plan lists the kernels the runner would start, the cells each measures in execution order, and the
-cells an earlier out-of-memory error rules out. Each cell and kernel start is priced from earlier records of
-this environment (``recorded``); what no record covers is counted and left out of the total, never guessed.
-With ``--device-model`` the records are that GPU's, and the rest is priced a priori, with a range
-(``device_prices``, ``prior``). ``plan_text`` prints it. No torch and no pandas are imported here.
+"""What a run would do, and what it would cost: ``python -m bench_utils run GRID --dry-run``: the kernels the runner
+would start, each with its cells in execution order priced by ``prices``' one rule, the cells an earlier out-of-memory
+error rules out, the total as minutes with a range; what nothing prices is counted and left out. No torch, no pandas.
 """
 
 from __future__ import annotations
@@ -14,46 +10,37 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .device_prices import device_prior, prior_figures, span_of
-from .prior import Prior, Span, warm_share
-from .recorded import (estimate_cell_seconds, estimate_kernel_start_seconds, records_of_environment, results_files,
-                       start_and_load)
+from .prices import Prices, gpu_of, results_files
+from .prior import ZERO, Span
 
 if TYPE_CHECKING:  # the grid and its groups import the compile variants, and so torch
-    from ..grid.grid_file import Cell
-    from ..grid.grid_file import Grid
+    from ..grid.grid_file import Cell, Grid
     from ..grid.kernel_groups import KernelGroup
     from ..grid.pending import Pending
 
 
 @dataclass
 class KernelPlan:
-    """One kernel the run would start: its cells in execution order, and what they would cost."""
+    """One kernel the run would start: its start and cells (in execution order) priced, None where nothing does."""
 
     group: KernelGroup
-    cell_seconds: list[float | None]     # one per cell of the group; None: no earlier record
-    start_seconds: float | None          # kernel boot and model build; None: no earlier record
-    start_includes_load: bool            # False: only other models' kernel starts were known
-    prior_cells: list[Span | None] = field(default_factory=list)  # --device-model: records, else the prior
-    prior_start: Span | None = None
+    start: Span | None
+    cells: list[Span | None]
+    recorded: int = 0                    # cells priced by their own records
 
     @property
     def unknown_cells(self) -> int:
-        return sum(seconds is None for seconds in self.cell_seconds)
-
-    @property
-    def known_seconds(self) -> float:
-        """The start and the cells that have an estimate; the rest is not included."""
-        return (self.start_seconds or 0.0) + sum(s for s in self.cell_seconds if s is not None)
+        return self.cells.count(None)
 
     def span(self) -> tuple[Span | None, int]:
-        """Priced for a GPU: the start and priced cells, and how many cells nothing priced."""
-        return span_of(self.prior_cells, self.prior_start)
+        """The priced parts' sum (None: nothing priced), and how many cells and starts nothing priced."""
+        priced = [span for span in (self.start, *self.cells) if span is not None]
+        return (sum(priced, ZERO) if priced else None), len(self.cells) + 1 - len(priced)
 
 
 @dataclass
 class Plan:
-    """What ``run`` would do for a grid on this machine, nothing of it done."""
+    """What ``run`` would do for a grid, nothing of it done."""
 
     study: str
     grid_path: str
@@ -62,74 +49,91 @@ class Plan:
     already_measured: int                          # ok or oom on this environment: resumed
     skipped_after_oom: list[tuple[Cell, int]]      # (cell, the batch size that ran out of memory)
     kernels: list[KernelPlan]
-    records_used: int                              # earlier records of this environment with phases
+    records_used: int                              # records of the grid's devices with phases
     devices: list[str] = field(default_factory=list)
-    prior: Prior | None = None                     # --device-model: the a-priori estimate's device
+    gpu: str | None = None                         # the GPU a CUDA cell is priced for
+    calibrated_on: int = 0                         # cells recorded on it
 
     @property
     def cells_to_run(self) -> int:
-        return sum(len(kernel.group.cells) for kernel in self.kernels)
-
-    @property
-    def unknown_cells(self) -> int:
-        return sum(kernel.unknown_cells for kernel in self.kernels)
-
-    @property
-    def unknown_starts(self) -> int:
-        return sum(kernel.start_seconds is None for kernel in self.kernels)
-
-    @property
-    def starts_without_load(self) -> int:
-        return sum(kernel.start_seconds is not None and not kernel.start_includes_load
-                   for kernel in self.kernels)
-
-    @property
-    def estimated_seconds(self) -> float:
-        """The sum over kernels of what is known: one worker's time, unknown parts left out."""
-        return sum(kernel.known_seconds for kernel in self.kernels)
-
-    def span(self) -> tuple[Span | None, int]:
-        """Priced for a GPU: the sum over kernels (one worker's time), and the cells nothing priced."""
-        total, unknown = None, 0
-        for kernel in self.kernels:
-            span, missing = kernel.span()
-            unknown += missing
-            if span is not None:
-                total = span if total is None else total + span
-        return total, unknown
+        return sum(len(kernel.cells) for kernel in self.kernels)
 
 
 def plan_run(pending: Pending, grid: Grid, *, results_path: Path, environment: dict[str, Any], devices: list[str],
              reports_dir: str | os.PathLike | None = None, device_model: str | None = None) -> Plan:
-    """The plan of ``pending`` (``Runner.pending()``: the cells of ``grid`` the study folder of ``results_path``
-    lacks) by kernel, estimated from earlier records of ``environment`` in the study's results file and every
-    ``reports/*/results.jsonl``; with ``device_model``, from the records of that GPU, and the rest a priori
-    (``device_prices``).
-    """
+    """The plan of ``pending`` (the cells of ``grid`` the study folder lacks) by kernel, priced by ``prices`` (a CUDA
+    cell for ``device_model`` or this machine's GPU). A later replicate whose first is not pending (measured earlier,
+    maybe elsewhere) finds no kept caches, as on a fresh machine: it compiles cold."""
     from ...paths import REPORTS_DIR
     from ..grid.kernel_groups import first_replicates_in, kernel_groups
 
-    # a later replicate whose first an earlier run measured finds no kept caches (a fresh machine): it compiles cold
     firsts = first_replicates_in(pending.cells)
     skipped = list(pending.ruled_out)  # as the runner does: larger batches than an earlier OOM are not run
-    files = results_files(results_path, Path(reports_dir or REPORTS_DIR))
-    prior, on_device = device_prior(device_model, files) if device_model else (None, [])
-    records = on_device if prior else records_of_environment(files, environment)
-    kernels: list[KernelPlan] = []
+    files = results_files(results_path, reports_dir or REPORTS_DIR)
+    prices = Prices(files, environment, gpu_of(environment, device_model))
+    kernels = []
     for group in kernel_groups(list(pending.cells)):  # grouped before the skipped leave: the runner's group ids
         group = group.without(cell for cell, _ in skipped)
-        if not group.cells:
-            continue  # every cell ruled out: no kernel starts
-        start = estimate_kernel_start_seconds(group.first, records)
-        sharing = group.eager_sharing_pairs()
-        kernel = KernelPlan(group, [estimate_cell_seconds(cell, records, cell in sharing,
-                                                          warm_share(cell, cell not in firsts))
-                                    for cell in group.cells],
-                            start, bool(start_and_load(group.first, records)))
-        if prior:
-            kernel.prior_cells, kernel.prior_start = prior_figures(group, kernel.cell_seconds, kernel.start_seconds,
-                                                                   kernel.start_includes_load, prior, firsts=firsts)
-        kernels.append(kernel)
+        if group.cells:  # else every cell is ruled out: no kernel starts
+            start, cells, recorded = prices.kernel(list(group.cells), group.eager_sharing_pairs(),
+                                                   lambda cell: cell not in firsts)
+            kernels.append(KernelPlan(group, start, cells, recorded))
+    kinds = {cell.device.split(":")[0] for cell in grid.cells}
     return Plan(study=grid.study, grid_path=str(grid.path), results_path=results_path,
                 cells_in_grid=len(grid.cells), already_measured=pending.resumed, skipped_after_oom=skipped,
-                kernels=kernels, records_used=len(records), devices=devices, prior=prior)
+                kernels=kernels, records_used=sum(len(prices.on_device(kind)) for kind in kinds), devices=devices,
+                gpu=prices.gpu if "cuda" in kinds else None, calibrated_on=prices.calibrated_on)
+
+
+def minutes(span: Span) -> str:
+    def one(seconds: float) -> str:
+        return f"{seconds / 60:.1f}" if seconds < 600 else f"{seconds / 60:.0f}"
+    return f"~{one(span.point)} min ({one(span.low)}-{one(span.high)} min)"
+
+
+def _count(count: int, what: str) -> str:
+    return f"{count} {what}{'' if count == 1 else 's'}"
+
+
+def format_plan(plan: Plan) -> str:
+    """The plan as a terminal listing: header, one block per kernel, skipped cells, the total."""
+    lines = [f"study {plan.study} ({plan.grid_path}): {_count(plan.cells_in_grid, 'cell')} in the grid; "
+             f"results in {plan.results_path}",
+             f"  already measured on this environment (skipped): {plan.already_measured}",
+             f"  skipped after an earlier out-of-memory error: {len(plan.skipped_after_oom)}",
+             f"  to run: {_count(plan.cells_to_run, 'cell')} in {_count(len(plan.kernels), 'kernel')}, priced from "
+             f"{_count(plan.records_used, 'earlier record')} {f'on {plan.gpu}' if plan.gpu else 'of this environment'}"]
+    priced = []
+    for kernel in plan.kernels:
+        span, unknown = kernel.span()
+        priced += [span] if span else []
+        notes = ([f"{_count(kernel.recorded, 'cell')} from their records"] if kernel.recorded else []) + (
+            [f"{unknown} without an estimate (cells, or its start)"] if span and unknown else [])
+        lines += ["", f"kernel {kernel.group.group_id} ({kernel.group.device}): "
+                  + ", ".join(f"{cell.compile_mode} {cell.batch_size}" for cell in kernel.group.cells),
+                  f"  estimate: {minutes(span) if span else 'no estimate'}" + "".join(f"; {note}" for note in notes)]
+    if plan.skipped_after_oom:
+        lines += ["", "recorded as oom without running (a smaller batch ran out of memory earlier):"]
+        lines += [f"  {cell.model} {cell.dtype} {cell.device}: {cell.compile_mode} {cell.batch_size} "
+                  f"(out of memory at batch {oom_at})" for cell, oom_at in plan.skipped_after_oom]
+    cells, starts = sum(k.unknown_cells for k in plan.kernels), sum(k.start is None for k in plan.kernels)
+    lines.append("")
+    if not plan.kernels:
+        lines.append("estimated duration: nothing to run")
+    elif not priced:
+        lines.append(f"no estimate: no record prices these cells{'' if plan.gpu else ' on this environment'}")
+    else:
+        basis = (f"calibrated on {_count(plan.calibrated_on, 'cell')} recorded there" if plan.calibrated_on
+                 else "uncalibrated: no cell recorded there yet")
+        lines += [f"estimated duration: {minutes(sum(priced, ZERO))} for {plan.cells_to_run - cells} of "
+                  f"{plan.cells_to_run} cells and {len(plan.kernels) - starts} of {len(plan.kernels)} kernel starts",
+                  f"  {_count(sum(kernel.recorded for kernel in plan.kernels), 'cell')} from their own records"
+                  + (f"; the rest a priori for {plan.gpu}, a model, not a measurement ({basis}; "
+                     "bench_utils/study/pricing/prior.py says how)" if plan.gpu else "")]
+        if cells or starts:
+            lines.append(f"  not included, without an estimate: {_count(cells, 'cell')}, "
+                         f"{_count(starts, 'kernel start')}")
+    kinds = [device.split(":")[0] for device in plan.devices]
+    if any(kinds.count(kind) > 1 for kind in kinds):  # kernels then run side by side
+        lines.append(f"  one worker per device ({', '.join(plan.devices)}): the run may take less than this sum")
+    return "\n".join(lines)

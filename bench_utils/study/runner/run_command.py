@@ -10,8 +10,7 @@ import time
 from ...environment.capture import capture_environment
 from ...variants.kept_caches import ROOT_ENV, default_root
 from ..grid.grid_file import Grid
-from ..pricing.cell_costs import machine_prior
-from ..pricing.plan_text import minutes as span_text
+from ..pricing.plan import minutes as span_text
 from ..pricing.prior import Span, device_key
 from .progress_display import format_run_outcome
 from .grid_runner import Runner, study_folder
@@ -32,12 +31,12 @@ def run_locally(grid: Grid, params: os.PathLike | str, *, out=None, force: bool 
     results_path = folder / "results.jsonl"
     if dry_run:  # nothing measured, no kernel, no lease, no file written
         from .device_workers import check_workers
-        from ..pricing.plan_text import format_plan
+        from ..pricing.plan import format_plan
 
         # what the run would refuse, the plan refuses (a plan priced for another GPU looks for none here)
         check_workers(grid, devices, environment, this_machine=not device_model)
         if device_model:  # resumed as on that GPU: the cells its records hold are not planned again
-            from ..pricing.device_prices import device_environment
+            from ..pricing.prices import device_environment
 
             environment = device_environment(results_path, device_model) or environment
         runner = Runner(grid, folder, force=force, devices=devices, environment=environment)
@@ -69,15 +68,10 @@ def what_is_left(runner: Runner, device_model: str | None, outcome, reports_dir=
     limit, status = runner.time_limit, outcome.exit_status()
     if limit is None or outcome.signal is not None or not (limit.reached or limit.held_back) or not outcome.not_run:
         return "", status
-    prior = machine_prior(runner.environment, runner.grid, device_model)
-    plan = runner.plan(reports_dir, device_model=prior.device if prior else None)
+    plan = runner.plan(reports_dir, device_model=device_model)
     lines, total, unknown = [], Span.exact(0.0), 0
     for kernel in plan.kernels:
-        if prior:
-            span, missing = kernel.span()
-        else:
-            missing = kernel.unknown_cells + (kernel.start_seconds is None)
-            span = Span.exact(kernel.known_seconds) if kernel.known_seconds else None
+        span, missing = kernel.span()
         total, unknown = total + (span or Span.exact(0.0)), unknown + missing
         order = ", ".join(f"{cell.compile_mode} {cell.batch_size}" for cell in kernel.group.cells)
         lines.append(f"  kernel {kernel.group.group_id}: {order}: " + (span_text(span) if span else "no estimate"))
@@ -89,6 +83,6 @@ def what_is_left(runner: Runner, device_model: str | None, outcome, reports_dir=
         f"estimated {span_text(total)}" + (f", {unknown} cell(s) or kernel start(s) without an estimate not "
                                            "included" if unknown else ""))
     head = (f"time limit {duration_text(limit.seconds)}: {why}; left for a later run: {plan.cells_to_run} cell(s) in "
-            f"{len(plan.kernels)} kernel(s), {priced}{' a priori for ' + prior.device if prior else ''}"
+            f"{len(plan.kernels)} kernel(s), {priced}{' on ' + plan.gpu if plan.gpu else ''}"
             + ("" if status == LIMIT_TOO_SHORT_EXIT else "; run the same command again to go on"))
     return "\n".join([head, *lines]), LIMIT_REACHED_EXIT if status == 0 else status

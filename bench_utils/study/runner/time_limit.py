@@ -2,14 +2,14 @@
 
 Short GPU commands and batch schedulers' wall-time limits both end a run from outside; this ends it
 from inside, cleanly. Before each kernel starts, its cells are cut to those that fit, in execution
-order, in the time left: the kernel's start and each cell priced by ``pricing.cell_costs`` (the
-records of the cell on this environment where there are any; else the a-priori estimate for
-``--device-model`` or the GPU this machine has, calibrated by the cells already recorded on it; else
-a conservative 5 minutes a cell and 2 a kernel start). Cells are priced at the estimate's high
-figure, so that the last one started rarely overruns; but a run that has started nothing yet starts
-a kernel's first cell where its point figure fits (an uncalibrated prior's high figure may exceed any
-short limit, and only a record calibrates it), and where not even that fits, it says how long a limit
-the kernel needs (exit ``LIMIT_TOO_SHORT_EXIT``: running again would not help).
+order, in the time left: the kernel's start and each cell priced by ``pricing.prices`` (the cell's
+records on its device, else the a-priori estimate for ``--device-model`` or the GPU this machine has,
+calibrated by the cells already recorded on it), else a conservative 5 minutes a cell and 2 a kernel
+start (``CellCosts``). Cells are priced at the estimate's high figure, so that the last one started
+rarely overruns; but a run that has started nothing yet starts a kernel's first cell where its point
+figure fits (an uncalibrated prior's high figure may exceed any short limit, and only a record
+calibrates it), and where not even that fits, it says how long a limit the kernel needs (exit
+``LIMIT_TOO_SHORT_EXIT``: running again would not help).
 A kernel group none of whose cells fits is not started; a later, cheaper one may be. At the limit
 itself the run stops as on SIGTERM: the kernels are ended and the cells cut short write no record,
 so they are measured by the next run. The cells left are then listed with their estimate.
@@ -17,17 +17,18 @@ so they are measured by the next run. The cells left are then listed with their 
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 import re
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from ...errors import UserError
-from ..pricing.cell_costs import UNKNOWN_CELL_S, CellCosts, machine_prior
+from ..pricing.prices import Prices, gpu_of, results_files
+from ..pricing.prior import SHARED_EAGER_S
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from ..grid.grid_file import Cell, Grid
     from ..grid.kernel_groups import KernelGroup
 
@@ -37,6 +38,8 @@ class KernelCosts(Protocol):
 
     def __call__(self, group: KernelGroup, cells: list[Cell], figure: str = "high") -> tuple[float, list[float]]: ...
 
+UNKNOWN_CELL_S = 300.0    # a cell nothing prices: more than a guide cell takes on a GPU
+UNKNOWN_START_S = 120.0   # a kernel start nothing prices: boot, imports and the largest model build
 LIMIT_REACHED_EXIT = 3    # the run stopped at its time limit with cells left: run it again to go on
 LIMIT_TOO_SHORT_EXIT = 4  # nothing started: the next kernel's start and first cell need a longer limit
 _UNITS = {"": 1, "s": 1, "m": 60, "min": 60, "h": 3600}
@@ -123,14 +126,44 @@ class TimeLimit:
             self._timer.cancel()
 
 
+class CellCosts:
+    """A kernel's start and cells priced (``pricing.prices``) from the records as they are before each kernel, and this
+    machine's kept caches (a cold compile kept here before the kernel starts: carried in, or an earlier replicate's)."""
+
+    def __init__(self, results_path: Path, environment: dict[str, Any], gpu: str | None,
+                 reports_dir: str | os.PathLike | None = None) -> None:
+        self.results_path, self.environment, self.gpu, self.reports_dir = results_path, environment, gpu, reports_dir
+
+    def of_kernel(self, group: KernelGroup, cells: list[Cell], figure: str = "high") -> tuple[float, list[float]]:
+        """The kernel's start and each cell's seconds at ``figure`` ("high" or "point"), the unknown ones at
+        ``UNKNOWN_START_S`` and ``UNKNOWN_CELL_S``."""
+        from ...paths import REPORTS_DIR
+        from ...variants.kept_caches import KeptCaches, default_root, kept_cell
+        from ..grid.kernel_groups import KernelGroup as Group
+
+        prices = Prices(results_files(self.results_path, self.reports_dir or REPORTS_DIR), self.environment, self.gpu)
+        caches = KeptCaches(default_root(Path(self.results_path).parent))
+
+        def kept(cell: Cell) -> bool:
+            return kept_cell(caches, cell.task, cell.model, cell.batch_size, cell.compile_mode, cell.settings,
+                             cell.dtype, cell.device).cold() is not None
+
+        sharing = Group(group.group_id, tuple(cells)).eager_sharing_pairs()
+        start, spans, _ = prices.kernel(cells, sharing, kept)
+        # an eager cell that takes a compiled cell's pairs runs nothing: an unpriced one would hold back those after it
+        return (UNKNOWN_START_S if start is None else getattr(start, figure),
+                [getattr(span, figure) if span else SHARED_EAGER_S if cell in sharing else UNKNOWN_CELL_S
+                 for cell, span in zip(cells, spans)])
+
+
 def time_limit_for(grid: Grid, results_path: Path, environment: dict[str, Any], seconds: float,
                    device_model: str | None, stream, started: float) -> TimeLimit:
     """A limit of ``seconds`` from ``started`` (``time.monotonic()``) on a run of ``grid`` into ``results_path`` on
     ``environment`` (what the ``Runner`` is built with), said on ``stream``."""
-    prior = machine_prior(environment, grid, device_model)
-    limit = TimeLimit(seconds, CellCosts(results_path, environment, prior).of_kernel,
+    gpu = gpu_of(environment, device_model) if any(cell.device.startswith("cuda") for cell in grid.cells) else None
+    limit = TimeLimit(seconds, CellCosts(results_path, environment, gpu).of_kernel,
                       started=started, say=lambda line: print(line, file=stream, flush=True))
-    source = f"else the a-priori estimate for {prior.device}" if prior else "no a-priori estimate (no known GPU)"
+    source = f"else the a-priori estimate for {gpu}" if gpu else "no a-priori estimate (no known GPU)"
     print(f"[run] time limit {duration_text(seconds)}: a kernel starts only the cells that fit (estimates from "
           f"records, {source}, else {UNKNOWN_CELL_S / 60:.0f} min a cell); the run stops at the limit",
           file=stream, flush=True)

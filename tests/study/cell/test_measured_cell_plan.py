@@ -10,7 +10,7 @@ from bench_utils.settings import Settings
 from bench_utils.study.cell import measured_cell
 from bench_utils.study.cell.measured_cell import run_cell
 from bench_utils.study.cell.time_by_phase import Phases
-from bench_utils.study.pricing.prior import TYPICAL, CellShape, Prior
+from bench_utils.study.pricing.prior import Prior, Shape
 from bench_utils.variants import cell_plan
 from bench_utils.zoo.loading import LoadedModel
 
@@ -70,8 +70,8 @@ def test_the_cell_runs_its_plans_steps_in_the_plans_order(tiny, mode):
 
 def test_a_count_changed_in_the_plan_moves_the_cells_calls_and_the_price_alike(tiny, monkeypatch):
     prior = Prior("H100 SXM", costs={"m": ROW})
-    shape = CellShape("m", 2, "default", "float32", "default", runs=4, warmup=1)
-    before = prior.raw_cell(shape).point
+    shape = Shape("m", 2, "default", runs=4, warmup=1)
+    before = prior.cell(shape).point
 
     real_plan = cell_plan.plan_cell
 
@@ -101,5 +101,5 @@ def test_a_count_changed_in_the_plan_moves_the_cells_calls_and_the_price_alike(t
     assert result.comparison.baseline.warmup == result.comparison.candidate.warmup == 3
     assert probed == [cell_plan.MEMORY_CALLS + 1] * 2 == [5, 5]
     # the price: two more warm-up calls and one more probe call, a side
-    eager, compiled = (prior.call_seconds(shape, side, TYPICAL) for side in ("eager", "default"))
-    assert prior.raw_cell(shape).point - before == pytest.approx(3 * (eager + compiled))
+    eager, compiled = (prior.call(shape, side).point for side in ("eager", "default"))
+    assert prior.cell(shape).point - before == pytest.approx(3 * (eager + compiled))

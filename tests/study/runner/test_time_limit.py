@@ -12,9 +12,9 @@ from bench_utils.records.results_file import append_record, read_records
 from bench_utils.study.grid.grid_file import parse_grid
 from bench_utils.study.grid.kernel_groups import kernel_groups
 from bench_utils.study.runner.grid_runner import Runner
-from bench_utils.study.pricing.cell_costs import UNKNOWN_CELL_S, CellCosts
-from bench_utils.study.runner.time_limit import (LIMIT_REACHED_EXIT, LIMIT_TOO_SHORT_EXIT, TimeLimit, parse_duration,
-                                                 what_is_left)
+from bench_utils.study.runner.run_command import what_is_left
+from bench_utils.study.runner.time_limit import (LIMIT_REACHED_EXIT, LIMIT_TOO_SHORT_EXIT, UNKNOWN_CELL_S, CellCosts,
+                                                 TimeLimit, parse_duration)
 from fake_notebook import FakeNotebook
 from bench_utils.environment.capture import capture_environment
 
@@ -38,7 +38,7 @@ def test_a_bad_duration_is_one_clear_error(text):
 def test_the_cells_that_fit_are_the_first_whose_running_sum_ends_before_the_deadline():
     now, said = [100.0], []
     cells, group = ["a", "b", "c", "d"], SimpleNamespace(group_id="g")
-    limit = TimeLimit(60, lambda group, todo, figure="high", started_ahead=False: (10.0, [20.0, 20.0, 15.0, 1.0][-len(todo):]),
+    limit = TimeLimit(60, lambda group, todo, figure="high": (10.0, [20.0, 20.0, 15.0, 1.0][-len(todo):]),
                       clock=lambda: now[0])
     # a start of 10 s, then 20 + 20: 50 s; c would end at 65 s. d would fit, but it comes after c
     limit.say = said.append
@@ -47,23 +47,12 @@ def test_the_cells_that_fit_are_the_first_whose_running_sum_ends_before_the_dead
                     "the rest wait for a later run"]
     now[0] = 155.0  # 5 s left: not even the kernel's start fits
     assert limit.fitting(group, ["c", "d"]) == []
-    assert TimeLimit(60, lambda group, todo, figure="high", started_ahead=False: (0.0, [1.0]), started=0.0, clock=lambda: 59.5).left() == 0.5
+    assert TimeLimit(60, lambda group, todo, figure="high": (0.0, [1.0]), started=0.0, clock=lambda: 59.5).left() == 0.5
 
 
 def _priced(high: float, point: float):
     """Costs of a kernel start of 10 s and cells of ``high`` s by the high figure, ``point`` s by the point."""
-    return lambda group, todo, figure="high", started_ahead=False: (10.0, [high if figure == "high" else point] * len(todo))
-
-
-def test_a_kernel_started_ahead_is_priced_without_its_boot_so_a_cell_that_fits_is_not_held_back():
-    group = SimpleNamespace(group_id="g")
-
-    def costs(group, todo, figure="high", started_ahead=False):  # a cold start 30 s, one started ahead 1 s
-        return (1.0 if started_ahead else 30.0), [20.0] * len(todo)
-
-    cells = ["a", "b", "c"]
-    assert TimeLimit(60, costs, clock=lambda: 0.0).fitting(group, cells) == ["a"]
-    assert TimeLimit(60, costs, clock=lambda: 0.0).fitting(group, cells, started_ahead=True) == ["a", "b"]
+    return lambda group, todo, figure="high": (10.0, [high if figure == "high" else point] * len(todo))
 
 
 def test_a_first_kernel_priced_over_the_limit_by_its_high_figure_starts_its_first_cell_on_its_point_figure():
@@ -180,39 +169,36 @@ def test_a_bad_limit_and_a_limit_on_a_ray_cluster_are_one_line_and_exit_2():
         "error: --time-limit and --device-model are for the local executor: not with --executor ray"]
 
 
-def test_on_a_known_gpu_unrecorded_cells_cost_the_priors_high_figure_until_a_record_calibrates_it(tmp_path,
-                                                                                                 monkeypatch):
-    from bench_utils.study.pricing.prior import CellShape
-    from bench_utils.study.pricing.cell_costs import machine_prior
+def test_on_a_known_gpu_unrecorded_cells_cost_the_priors_high_figure_until_a_record_calibrates_it(tmp_path):
+    from bench_utils.study.pricing.prices import Prices, gpu_of
+    from bench_utils.study.pricing.prior import Shape
 
     h100 = {**capture_environment(), "gpus": [{"index": 0, "name": "NVIDIA H100 80GB HBM3"}], "driver_version": "1"}
     runner = Runner(parse_grid({**GRID, "devices": ["cuda"], "replicates": 1}), tmp_path / "study",
                     executor=FakeNotebook(), environment=h100)
-    prior = machine_prior(h100, runner.grid, None)
-    assert prior.device == "H100 SXM" and machine_prior(h100, runner.grid, "L4").device == "L4"
-    costs = CellCosts(runner.results_path, h100, prior, reports_dir=tmp_path / "reports")
+    assert gpu_of(h100, None) == "H100 SXM" and gpu_of(h100, "L4") == "L4"
+    costs = CellCosts(runner.results_path, h100, "H100 SXM", reports_dir=tmp_path / "reports")
     group = kernel_groups(runner.grid.cells)[0]
     cells = list(group.cells)
     start, seconds = costs.of_kernel(group, cells)
-    assert [(cell.compile_mode, cell.batch_size) for cell in cells[:3]] == [("default", 1), ("eager", 1), ("default", 4)]
-    default_4 = CellShape.of_cell(cells[2])
-    assert start == prior.start("resnet").high and seconds[2] == prior.cell(default_4, warm=False).high
-    # a kernel started ahead: only what follows its gate, its boot and its model's build off the GPU's path
-    ahead_start, ahead_seconds = costs.of_kernel(group, cells, started_ahead=True)
-    assert ahead_start == prior.start("resnet", ahead=True).high < start and ahead_seconds == seconds
-    # the first cell is recorded on this GPU, at twice the prior's point: the rest now cost twice their point
-    # (a record without a warm compile time is priced as a cell that compiled cold only), the limit counting
-    # the calibrated high figure (one ratio: the point +25 %), so that the last cell started rarely overruns
-    # (the calibration scales the work apart from the energy windows, which are the design's)
-    work, energy = prior.parts(CellShape.of_cell(cells[0]), False, False)
-    first = estimated(cells[0], h100, 2 * work.point + energy.point, energy_s=energy.point)
+    assert [(c.compile_mode, c.batch_size) for c in cells[:3]] == [("default", 1), ("eager", 1), ("default", 4)]
+    prior = Prices([], h100, "H100 SXM").prior
+    assert start == prior.start("resnet").high and seconds[2] == prior.cell(Shape.of_cell(cells[2], warm=False)).high
+    assert seconds[1] == 0.5  # eager 1 takes default 1's pairs: it runs nothing
+    # the first cell is recorded on this GPU at twice the prior's work (its energy windows apart): the rest now cost
+    # twice their work, the limit counting the calibrated high figure (one ratio: +25 %), so that the last cell
+    # started rarely overruns
+    recorded = Shape.of_cell(cells[0], warm=False)  # the record has no warm compile
+    work = (prior.cell(recorded) - prior.energy(recorded)).point
+    first = estimated(cells[0], h100, 2 * work + 3.0, energy_s=3.0)
     first["config"]["runs"] = cells[0].settings.runs  # this grid's own measurement, as the run writes it
     append_record(runner.results_path, first)
+    default_4 = Shape.of_cell(cells[2])  # now the first of its mode in the kernel: it compiles warm too
+    work, energy = prior.cell(default_4) - prior.energy(default_4), prior.energy(default_4)
     _, points = costs.of_kernel(group, cells[2:], figure="point")
-    work, energy = prior.parts(default_4, False, True)
     assert points[0] == pytest.approx(2 * work.point + energy.point)
-    start, seconds = costs.of_kernel(group, cells[2:])
-    assert seconds[0] == pytest.approx(1.25 * 2 * work.point + energy.high)
+    _, highs = costs.of_kernel(group, cells[2:])
+    assert highs[0] == pytest.approx(1.25 * 2 * work.point + energy.high)
 
 
 def test_a_limit_that_starts_no_cell_says_so_rather_than_nothing_to_do(tmp_path):
@@ -242,3 +228,28 @@ def test_a_kernel_cut_by_the_limit_leaves_no_larger_batch_to_run_after_an_out_of
                if r.skipped_after_oom is not None]
     assert sorted(skipped) == [("default", 4), ("default", 16), ("eager", 4), ("eager", 16)]
     assert outcome.counts() == {"oom": 2, "skipped": 4, "ok": 1}
+
+
+def test_the_limit_prices_a_later_replicate_warm_only_where_its_cold_compile_is_kept_here(tmp_path, monkeypatch):
+    import tempfile
+
+    from bench_utils.variants.kept_caches import KeptCaches, default_root, kept_cell
+
+    grid = parse_grid({**GRID, "devices": ["cuda"], "replicates": 2, "blocks": 2})
+    later = [c for c in grid.cells if c.model == "resnet" and c.settings.replicate == "r2"]
+    group = kernel_groups(later)[0]
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # the kept caches' root, this test's own
+    (tmp_path / "tmp").mkdir()
+    results = tmp_path / "study" / "results.jsonl"
+    costs = CellCosts(results, capture_environment(), "H100 SXM", reports_dir=tmp_path / "reports")
+    default_4 = next(i for i, c in enumerate(group.cells) if (c.compile_mode, c.batch_size) == ("default", 4))
+    cold = costs.of_kernel(group, list(group.cells))[1][default_4]
+    cell = group.cells[default_4]
+    caches = KeptCaches(default_root(results.parent))
+    kept = kept_cell(caches, cell.task, cell.model, cell.batch_size, cell.compile_mode, cell.settings, cell.dtype,
+                     cell.device)
+    assert caches.root.is_relative_to(tmp_path)
+    kept.folder.mkdir(parents=True)
+    kept.keep([1000.0], {"graphs": 1}, "replicate r1", None)  # its first replicate measured here, earlier in this run
+    warm = costs.of_kernel(group, list(group.cells))[1][default_4]
+    assert cold > warm + 1.0
