@@ -14,14 +14,11 @@ from __future__ import annotations
 
 import math
 import re
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 from ..parameters import quoted
 from ..vocabulary import Status
 from .value_types import CELL_FIELDS, VARIANT_FIELDS
-
-if TYPE_CHECKING:
-    from .schema import Record
 
 STATUSES = tuple(str(status) for status in Status)
 
@@ -86,8 +83,9 @@ def _non_finite(value: Any, path: str = "record") -> str | None:
     return None
 
 
-def consistency_problem(record: Record) -> str | None:
-    """What types cannot say: an interval's bounds in order, a mean inside its runs."""
+def consistency_problem(record: Any) -> str | None:
+    """What types cannot say of a typed record (``records.schema.Record``, which asks this as it is built, so this
+    module imports it not: the rules come first): an interval's bounds in order, a mean inside its runs."""
     latency = record.latency
     # the mean of equal runs may differ from them in its last bit
     if latency and latency.min is not None and latency.max is not None and not (
