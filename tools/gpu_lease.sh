@@ -87,15 +87,16 @@ fi
 # measures first (the anchors) gets those an earlier command ran
 if [ -n "${CHECKED:-}" ] || [ ! -f "$STUDY/timer_check.json" ]; then cp "$LEASE/timer_check.json" "$STUDY/" 2>/dev/null; fi
 pack
+MIN_STEP=${GPU_LEASE_MIN_STEP_S:-60}  # a step with less left than this is not started
 LEFT=$(( BUDGET - ($(date +%s) - START) - 30 ))  # 30 s for the dry run and the archive
 # a step past its limit (a hang): ended by SIGTERM 15 s after, then SIGKILL, and the script still packs; in the
 # script's process group (--foreground), so that a stop of the command reaches it at once
 bounded() { timeout --foreground --kill-after=10 "$(( $1 + 15 ))" "${@:2}"; }
 LOG="$LEASE/$STEP-$TAG.log"
-if [ "$LEFT" -gt 60 ] && [ "$STEP" = diagnose ]; then
+if [ "$LEFT" -gt "$MIN_STEP" ] && [ "$STEP" = diagnose ]; then
   bounded "$LEFT" python3 -m bench_utils diagnose "$STUDY" --time-limit "${LEFT}s" > "$LOG" 2>&1
   echo "diagnose exit $?" >> "$LOG"
-elif [ "$LEFT" -gt 60 ] && [ "$STEP" = experiments ]; then
+elif [ "$LEFT" -gt "$MIN_STEP" ] && [ "$STEP" = experiments ]; then
   # the anchors first (a resumed command finds them measured), then the experiments for the rest of the time
   ANCHORS=$(( LEFT < 150 ? LEFT : 150 ))
   bounded "$ANCHORS" python3 -m bench_utils run "$GRID" --out "$STUDY" --time-limit "${ANCHORS}s" > "$LOG" 2>&1
@@ -105,7 +106,7 @@ elif [ "$LEFT" -gt 60 ] && [ "$STEP" = experiments ]; then
   bounded "$LEFT" env PYTHONUNBUFFERED=1 python3 tools/lease_experiments.py run --out "$LEASE/experiments" \
     --scratch "$T/scratch" --deadline-s "$LEFT" ${LEASE_EXPERIMENTS_ARGS:-} >> "$LOG" 2>&1
   echo "experiments exit $?" >> "$LOG"
-elif [ "$LEFT" -gt 60 ]; then
+elif [ "$LEFT" -gt "$MIN_STEP" ]; then
   bounded "$LEFT" python3 -m bench_utils run "$GRID" --out "$STUDY" --time-limit "${LEFT}s" > "$LOG" 2>&1
   echo "run exit $?" >> "$LOG"
 fi

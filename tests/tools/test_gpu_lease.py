@@ -61,13 +61,13 @@ def host(tmp_path):
     return tmp_path, committed, env
 
 
-def command(host, number: int, step: str = "guide", **extra_env) -> subprocess.Popen:
+def command(host, number: int, step: str = "guide", budget: int = 120, **extra_env) -> subprocess.Popen:
     """One device command: a fresh copy of the committed tree and an empty $OUT, as the device tool gives."""
     tmp_path, committed, env = host
     tree, out = tmp_path / f"tree{number}", tmp_path / f"out{number}"
     shutil.copytree(committed, tree)
     out.mkdir()
-    return subprocess.Popen(["bash", "tools/gpu_lease.sh", "120", step], cwd=tree, start_new_session=True,
+    return subprocess.Popen(["bash", "tools/gpu_lease.sh", str(budget), step], cwd=tree, start_new_session=True,
                             env={**env, "OUT": str(out), **extra_env}, stdout=subprocess.PIPE, text=True)
 
 
@@ -114,10 +114,10 @@ def test_a_run_that_overruns_its_limit_is_ended_by_the_scripts_own_timeout_and_i
     """Nothing packs beside a timed window: a run that hangs past its time limit is ended by the script's own
     timeout, well before the device tool's, and the archive packed at the end holds what it had recorded."""
     tmp_path = host[0]
-    process = command(host, 1, FAKE_RUN_SLEEP="600")  # the command's budget is 120 s: the run's limit ~90 s
+    process = command(host, 1, budget=45, FAKE_RUN_SLEEP="600", GPU_LEASE_MIN_STEP_S="5")  # the run's limit ~15 s
     started = time.monotonic()
-    process.communicate(timeout=200)
-    assert time.monotonic() - started < 150
+    process.communicate(timeout=120)
+    assert time.monotonic() - started < 60
     with archive_of(tmp_path / "out1") as tar:
         kept = tar.extractfile("study/hf-guide-h200/results.jsonl").read().decode().splitlines()
     assert kept == ['{"record": 0}', '{"record": 1}']
