@@ -336,6 +336,14 @@ def per_kernel(replayed: Replayed) -> str:
     return ", ".join(f"{label} {count}" for label, count in replayed.per_kernel.items() if count)
 
 
+def on_average(whole: Replayed, what: str, knobs: Knobs) -> str:
+    """The whole grid's ``what`` replayed end to end, as commands' worth on average."""
+    if not whole.end_s:
+        return f"  no {what}"
+    return (f"  the whole grid's {whole.count} {what} take {whole.end_s:.0f} s: "
+            f"{whole.count * knobs.COMMAND_S / whole.end_s:.1f} a {knobs.COMMAND_S:.0f}-s command on average")
+
+
 def report(cells: list[Cell], prices: Prices, knobs: Knobs, outcome: Outcome, grid_name: str,
            results_names: list[str]) -> list[str]:
     firsts = [cell for cell in cells if cell.replicate.number == 1]
@@ -381,10 +389,7 @@ def report(cells: list[Cell], prices: Prices, knobs: Knobs, outcome: Outcome, gr
     lines.append(f"new cells, alone and serial: {serial.count} of {outcome.compiled_firsts} in {knobs.COMMAND_S:.0f} s "
                  f"({per_kernel(serial)}; {serial.end_s:.0f} s used)")
     lines.append(f"  where the {serial.end_s:.0f} s go: {where_it_goes(serial)}")
-    whole = outcome.whole_new
-    lines.append(f"  the whole grid's {whole.count} new cells take {whole.end_s:.0f} s: "
-                 f"{whole.count * knobs.COMMAND_S / whole.end_s:.1f} a {knobs.COMMAND_S:.0f}-s command on average"
-                 if whole.end_s else "  no new cell")
+    lines.append(on_average(outcome.whole_new, "new cells", knobs))
     even = (f"it gains a cell up to x{outcome.break_even_factor:.1f}" if outcome.break_even_factor else
             "it gains no cell at any factor from x1.0 to x6.0")
     lines.append(f"new cells, {knobs.PRECOMPILE_K} cold compiles at once first (ASSUMED x{knobs.PRECOMPILE_FACTOR:.1f} "
@@ -399,10 +404,7 @@ def report(cells: list[Cell], prices: Prices, knobs: Knobs, outcome: Outcome, gr
     lines.append(f"later replicates (r2, r3 in the runner's staggered order, caches carried in, lean): {m.count} of "
                  f"{outcome.compiled_later} in {knobs.COMMAND_S:.0f} s ({per_kernel(m)}; {m.end_s:.0f} s used)")
     lines.append(f"  where the {m.end_s:.0f} s go: {where_it_goes(m)}")
-    whole = outcome.whole_later
-    lines.append(f"  the whole grid's {whole.count} later replicates take {whole.end_s:.0f} s: "
-                 f"{whole.count * knobs.COMMAND_S / whole.end_s:.1f} a {knobs.COMMAND_S:.0f}-s command on average"
-                 if whole.end_s else "  no later replicate")
+    lines.append(on_average(outcome.whole_later, "later replicates", knobs))
     lines.append(f"targets: N >= 20 {'met' if outcome.n >= 20 else 'missed'} ({outcome.n}); M >= 45 "
                  f"{'met' if m.count >= 45 else 'missed'} ({m.count})")
     assumed = []

@@ -87,32 +87,7 @@ def load(key: str, *, weights: str = "random", dtype: str | torch.dtype = torch.
          device: str | torch.device = "cpu", task: str | None = None,
          seed: int = 0, memory_format: str = CONTIGUOUS) -> LoadedModel:
     """Build ``key`` with ``weights`` in ``dtype`` on ``device``, in eval mode, its weights and
-    image inputs in ``memory_format`` (``variants.memory_format``)."""
-    return placed(built_on_host(key, weights=weights, dtype=dtype, device=device, task=task, seed=seed,
-                                memory_format=memory_format))
-
-
-@dataclass
-class HostModel:
-    """A model built on the host for a device, not yet on it (``built_on_host``; ``placed`` moves it): what a kernel
-    started ahead builds while the kernel before it has the device."""
-
-    model: torch.nn.Module
-    make_raw_inputs: Callable[[int], dict[str, torch.Tensor]]
-    meta: dict[str, Any]
-    notes: list[str]
-    dtype_name: str
-    torch_dtype: torch.dtype
-    device: torch.device
-    memory_format: str
-    request: tuple[Any, ...]   # what it was built from: (key, weights, dtype, task, seed, memory_format)
-
-
-def built_on_host(key: str, *, weights: str = "random", dtype: str | torch.dtype = torch.float32,
-                  device: str | torch.device = "cpu", task: str | None = None,
-                  seed: int = 0, memory_format: str = CONTIGUOUS) -> HostModel:
-    """``load``'s first part: ``key`` built with ``weights`` on the host (random weights drawn there, as ``load`` has
-    always drawn them), checked for ``device`` but not on it."""
+    image inputs in ``memory_format`` (``variants.memory_format``); random weights are drawn on the host."""
     if weights not in WEIGHTS:
         raise UserError(f"unknown weights {weights!r}: use one of {', '.join(WEIGHTS)}")
     if task is not None and task not in TASKS:
@@ -129,16 +104,8 @@ def built_on_host(key: str, *, weights: str = "random", dtype: str | torch.dtype
         model, make_raw_inputs, meta = _load_timm(key, weights, notes)
     else:
         model, make_raw_inputs, meta = _load_transformers(key, spec, weights, task, notes)
-    return HostModel(model, make_raw_inputs, meta, notes, dtype_name, torch_dtype, device, memory_format,
-                     (key, weights, dtype_name, task, seed, memory_format))
-
-
-def placed(host: HostModel) -> LoadedModel:
-    """``load``'s second part: the host's model on its device, in its dtype and layout, in eval mode."""
-    device, torch_dtype, memory_format = host.device, host.torch_dtype, host.memory_format
-    model = apply_to_model(host.model.to(device=device, dtype=torch_dtype).eval(), memory_format)
+    model = apply_to_model(model.to(device=device, dtype=torch_dtype).eval(), memory_format)
     model.requires_grad_(False)  # inference only: no autograd state in any timing
-    make_raw_inputs, meta = host.make_raw_inputs, host.meta
 
     def make_inputs(batch_size: int) -> dict[str, torch.Tensor]:
         return apply_to_inputs(inputs_module.to_device(make_raw_inputs(batch_size), device, torch_dtype),
@@ -146,9 +113,9 @@ def placed(host: HostModel) -> LoadedModel:
 
     return LoadedModel(
         model=model, key=meta["key"], label=meta["label"], task=meta["task"],
-        checkpoint=meta["checkpoint"], weights=meta["weights"], dtype=host.dtype_name,
+        checkpoint=meta["checkpoint"], weights=meta["weights"], dtype=dtype_name,
         device=str(device), param_count=sum(p.numel() for p in model.parameters()),
-        make_inputs=make_inputs, input_info=meta["input_info"], notes=host.notes, memory_format=memory_format)
+        make_inputs=make_inputs, input_info=meta["input_info"], notes=notes, memory_format=memory_format)
 
 
 def _fallback(checkpoint: str, exc: Exception, notes: list[str]) -> None:

@@ -3,8 +3,8 @@
 A kernel (one task notebook's process under the grid runner) pays, once, for what no cell measures: its start
 (papermill, ipykernel, the imports), then the device's preparation: the memory cap, Inductor's compile-worker pool
 and the process's first compile (``variants.compile_workers``, ``variants.compiler_warmup``), and the environment's
-capture. The H200 leases' run logs showed 15-28 s a kernel that no record's phases held (ResNet's first cell "53 s"
-in the log against 29.1 + 5.8 s in its record), so no replay could price it. Its first record now carries both:
+capture. The H200 leases' run logs showed 11 to 17 s a kernel that no record's phases held (a first cell's wall
+against its record's start, load and cell, ``benchmarks/lease_replay.py``), so no replay could price it. Its first record now carries both:
 ``startup_s``, the process's age when ``task.run`` began, and ``ready_s``, the seconds from then to its first cell
 (the model's build is that cell's ``load_s``).
 """
