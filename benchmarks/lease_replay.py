@@ -62,9 +62,10 @@ class Knobs:
     # compile.compile_workers.start_ms, 6.9-9.3 s on the H200 records), until records with ``ready_s`` measure the
     # kernel as it then is (back to 0 then). Negative: a cost added (the compiler warm-up, which these records predate).
     KERNEL_COST_CUT_S: float = 0.0
-    # The same, in later replicates' kernels only: they compile warm from the carried caches, where the compile-worker
-    # pool (and the compiler warm-up) buy nothing.
-    LATER_KERNEL_CUT_S: float = 0.0
+    # The same, in later replicates' kernels only: they compile warm from the carried caches and start no
+    # compile-worker pool (``task._compiles_warm_only`` sets TORCHINDUCTOR_COMPILE_THREADS=1). None: the pool's
+    # start as the records measured it (the median of compile.compile_workers.start_ms, 7.8 s), 0 where none did.
+    LATER_KERNEL_CUT_S: float | None = None
     # A new cell's energy windows (eager and compiled): None, as each record measured them where its windows were
     # sized from the counter's step (2.1-2.5 s on the H200), the median of those where a record had the old fixed
     # 5-s windows (10.8 s); a number: that, for every new cell.
@@ -194,7 +195,7 @@ def kernel_own(prices: Prices, model: str, knobs: Knobs, later: bool = False) ->
     comes off the unrecorded part first (the compile-worker pool is there), then the others."""
     kernel = prices.kernels[model]
     own = {"unrecorded": kernel.unrecorded_s, "start": kernel.start_s, "first cell": kernel.first_cell_s}
-    cut = knobs.KERNEL_COST_CUT_S + (knobs.LATER_KERNEL_CUT_S if later else 0.0)
+    cut = knobs.KERNEL_COST_CUT_S + (later_cut_s(prices, knobs) if later else 0.0)
     if cut < 0:  # a cost added (a what-if: a compiler warm-up the records predate)
         own["unrecorded"] -= cut
     for name in own:
@@ -202,6 +203,13 @@ def kernel_own(prices: Prices, model: str, knobs: Knobs, later: bool = False) ->
         own[name] -= taken
         cut -= taken
     return {**own, "gap": knobs.KERNEL_GAP_S}
+
+
+def later_cut_s(prices: Prices, knobs: Knobs) -> float:
+    """What a later replicate's kernel does not pay: ``LATER_KERNEL_CUT_S``, else the pool's recorded start."""
+    if knobs.LATER_KERNEL_CUT_S is not None:
+        return knobs.LATER_KERNEL_CUT_S
+    return statistics.median(prices.pool_start_s) if prices.pool_start_s else 0.0
 
 
 def new_cell_kernels(prices: Prices, firsts: list[Cell], knobs: Knobs,
@@ -383,7 +391,8 @@ def report(cells: list[Cell], prices: Prices, knobs: Knobs, outcome: Outcome, gr
         lines.append(f"  {note}")
     lines.append(f"  (kernel s: its own cost, {knobs.KERNEL_GAP_S:.2f} s between kernels included"
                  + (f", {knobs.KERNEL_COST_CUT_S:.1f} s cut" if knobs.KERNEL_COST_CUT_S else "")
-                 + (f", later replicates' {knobs.LATER_KERNEL_CUT_S:.1f} s more" if knobs.LATER_KERNEL_CUT_S else "")
+                 + (f", later replicates' {later_cut_s(prices, knobs):.1f} s less (no compile-worker pool)"
+                    if later_cut_s(prices, knobs) else "")
                  + f"; new cell s and later rep s: a compiled cell's mean, {firsts[0].settings.runs} runs a replicate)")
     serial, variant = outcome.n_serial, outcome.precompiled
     lines.append(f"new cells, alone and serial: {serial.count} of {outcome.compiled_firsts} in {knobs.COMMAND_S:.0f} s "

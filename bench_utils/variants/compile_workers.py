@@ -15,7 +15,8 @@ restarted by fork has hung for its whole 300 s shutdown wait at exit (seen in th
 through a worker; it is called once per kernel before its first compiled cell (``study.task``) and
 again before each timed compilation, whose record says whether the pool was up and how long it
 waited (``compile_workers`` in the compile block). With one compile thread (``compile_threads`` 1,
-as torch decides on a one-core machine) or no Triton there is no pool to start.
+as torch decides on a one-core machine, or as a kernel whose every compiled cell compiles warm from kept caches
+sets it: ``study.cell.task``) or no Triton there is no pool to start.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from contextlib import nullcontext
 import time
 from typing import Any
 
+# torch's documented override of Inductor's compile threads, read once as Inductor's config is imported; 1: no pool
+THREADS_ENV = "TORCHINDUCTOR_COMPILE_THREADS"
 # in all, for one call: a sidecar interpreter imports torch before it answers (seconds; more on a loaded host)
 READY_TIMEOUT_S = 120.0
 

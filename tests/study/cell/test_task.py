@@ -1,3 +1,5 @@
+import os
+
 import pytest
 
 from bench_utils.records.results_file import StaleWriterError, read_records
@@ -300,12 +302,19 @@ def test_a_later_replicates_kernel_writes_records_of_that_replicate(tmp_path):
     assert record.cell.replicate == "r2" and record.config.replicates == 2
 
 
-def test_a_later_replicates_kernel_compiles_warm_from_the_caches_the_first_kept(tmp_path, modes_as_backends):
+def test_a_later_replicates_kernel_compiles_warm_from_the_caches_the_first_kept(tmp_path, modes_as_backends,
+                                                                                monkeypatch):
+    from bench_utils.variants.compile_workers import THREADS_ENV
+
+    monkeypatch.setenv(THREADS_ENV, "")
+    monkeypatch.delenv(THREADS_ENV)  # restored as it was after the test
     options = dict(compile_modes=["eager", "default", "reduce-overhead"], batch_sizes=[1, 2], runs=4, blocks=2,
                    warmup=2, backend="aot_eager", replicates=2, keep_compiles=True,
                    compile_caches=tmp_path / "kept")
     first = run(tmp_path, replicate="r1", **options)
+    assert THREADS_ENV not in os.environ  # the first replicate compiles cold: Inductor's pool as torch decides
     later = run(tmp_path, replicate="r2", **options)
+    assert os.environ[THREADS_ENV] == "1"  # every compiled cell warm from kept caches: no pool to start
     compiled = [(a, b) for a, b in zip(first, later) if a["cell"]["compile_mode"] != "eager"]
     folders = {path for path in (tmp_path / "kept").iterdir() if path.is_dir()}
     assert len(compiled) == 4 and len(folders) == 4  # a folder a compiled cell (beside its claim's file)
