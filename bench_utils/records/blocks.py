@@ -320,7 +320,7 @@ class ComputeBlock(Block):
 
 
 class EnergySide(Block):
-    """One side's energy (``study.cell.memory_and_energy``): the probe's report (``measurement.power.REPORT_KEYS``)
+    """One side's energy (``measurement.energy_per_inference``): the probe's report (``measurement.power.REPORT_KEYS``)
     and the window's rule and outcome; records before the window was sized by its steps have ``window_min_s``
     (5 s) and none of ``steps`` to ``idle_power_w``."""
 

@@ -1,7 +1,7 @@
 """What a record's energy block says beside its figures: the pace of each energy window, and the throttle reasons
 the GPU reported while a figure was measured (``records.schema.EnergyBlock``; no torch).
 
-The joules come from a separate series of calls (``study.cell.memory_and_energy``), which need not run at the
+The joules come from a separate series of calls (``measurement.energy_per_inference``), which need not run at the
 timed calls' pace: on the H200 Segformer's eager window at batch 4 took 14.75 ms a call against 7.08 ms timed, so
 its joules are those of another regime. And a figure measured while NVML reported a clocks-event reason, such as
 DETR's at batch 16 under ``SwPowerCap`` at 688 W, was measured with the clock held down. Both are said beside the

@@ -29,19 +29,6 @@ MEMORY_CALLS = 3            # calls inside a memory probe, after warm-up (a CPU 
                             # activation memory, ``measurement.cpu_activation``)
 CUDA_GRAPH_WARMUP = 2       # a CUDA-graph mode warms up at least this often: replays settle after the recording call
 PROFILED_CALLS = work_profile.WARMUP + work_profile.CALLS   # a side's profiled calls, the unrecorded first included
-# The energy window of each side (``study.cell.memory_and_energy``, which says why these figures), sized from the
-# counter's measured step: between ENERGY_STEPS_MIN and ENERGY_STEPS_MAX steps, reading the counter between chunks
-# of ENERGY_CHUNK_MS of calls.
-ENERGY_STEPS_MIN = 8        # fewest samples (steps, where seen one by one) to stop on the spread: from fewer it is
-                            # itself too uncertain (7 degrees of freedom: the 95 % interval is 2.36 standard errors);
-                            # a steady load, its steps within ~5 % of each other, stops at 8: ~1.05 s a side
-ENERGY_STEPS_MAX = 11       # most steps: a side is at most 2 steps of alignment + 11 + 1 (the read that sees the
-                            # last, then the wait for the next, which dates it): 1.4 s on a 0.1 s step where calls
-                            # are shorter than a step, both sides 2.8 s (<= 3 s); 11 steps of a 6.6 % spread still
-                            # meet the target
-ENERGY_CHUNK_MS = 20.0      # calls between reads of the counter: a fifth of its step, so reads under 3/4 of a step
-                            # apart see each step alone, and a side stops within ~20 ms of the step that ends it
-
 # How a compiled cell gets its compiled forward pass (``variants.compilation`` implements each)
 COLD_THEN_WARM = "cold then warm"     # torch.compile: cold, then warm from the cold run's cache
 WARM_FROM_KEPT = "warm from kept"     # torch.compile, warm only: another process kept its cold compile (``kept_caches``)

@@ -49,7 +49,8 @@ from ...variants.kept_caches import KeptCell
 from ...variants.parity import compare_outputs, fp64_reference, unjudged
 from ...variants.precision import tf32_in_force
 from ...zoo.loading import LoadedModel
-from .memory_and_energy import attempt, energy_per_inference, memory_of, release
+from ...measurement.energy_per_inference import energy_per_inference
+from .after_timing import attempt, memory_of, release
 from .time_by_phase import Phases
 from ...settings import Settings
 from ...vocabulary import CompileMode, Replicate

@@ -39,7 +39,7 @@ from ...variants.row_compilation import RowCompilation
 from ...vocabulary import CUDA_GRAPH_MODES, CompileMode, Replicate
 from ...zoo.loading import LoadedModel
 from .measured_cell import CellContext, CellResult, Timed, after_timing, compiled_result, references_for
-from .memory_and_energy import release
+from .after_timing import release
 from .time_by_phase import Phases
 
 EAGER_SIDE = CompileMode.EAGER.value   # the row's baseline, as compare_many names it

@@ -1,32 +1,38 @@
-"""Figures a cell takes after its timed runs: memory and energy.
+"""Joules per inference of a callable on a GPU, from NVML's energy counter, outside every timed region.
 
-Taken outside every timed region; if one fails (an OOM, say), that figure is missing with a note
-saying why, and the latency measured before it stands.
+Each side runs calls in a window from step to step of the counter (``power.EnergyProbe(align=True)``), reading it
+between chunks of calls, each step a sample of the power, until enough samples agree (``energy_window``'s rule).
+The window's length and the idle gaps that keep the counter's steps from sampling one phase of a call are sized
+here, from the counter's measured step (``docs/measurement.md``).
 """
 
 from __future__ import annotations
 
-import gc
 import math
 import time
 from typing import Any, Callable
 
 import torch
 
-from ...measurement.cpu_activation import FIELDS as CPU_ACTIVATION_FIELDS, cpu_activation_peak
-from ...measurement.energy_window import WindowRule, energy_window
-from ...measurement.memory import MemoryProbe
-from ...measurement.power import EnergyProbe, per_inference
-from ...measurement.timing import make_timer
-from ...variants.cell_plan import ENERGY_CHUNK_MS, ENERGY_STEPS_MAX, ENERGY_STEPS_MIN, MEMORY_CALLS
-from ...zoo.loading import LoadedModel
-from .time_by_phase import Phases
+from .energy_window import WindowRule, energy_window
+from .power import EnergyProbe, per_inference
+from .timing import make_timer
 
 # The energy window of each side, sized from the counter's measured step. NVML's counter steps every ~100 ms
 # (A100, H100; 100 ms on the H200) and each step samples about a quarter of its period (measurement/power.py):
-# each step's increment is one sample of the power, and a side runs until enough of them agree. Fixed 5-second
-# windows (50 steps) took 10.8 s of a ~50 s compiled cell on the H200. The window's fewest and most steps and its
-# chunk of calls are the cell's plan's (``variants.cell_plan``: the dry run prices the window from them).
+# each step's increment is one sample of the power, and a side runs until enough of them agree: between
+# ENERGY_STEPS_MIN and ENERGY_STEPS_MAX steps, reading the counter between chunks of ENERGY_CHUNK_MS of calls (the
+# cell's plan prices the window from these, ``variants.cell_plan``). Fixed 5-second windows (50 steps) took 10.8 s
+# of a ~50 s compiled cell on the H200.
+ENERGY_STEPS_MIN = 8        # fewest samples (steps, where seen one by one) to stop on the spread: from fewer it is
+                            # itself too uncertain (7 degrees of freedom: the 95 % interval is 2.36 standard errors);
+                            # a steady load, its steps within ~5 % of each other, stops at 8: ~1.05 s a side
+ENERGY_STEPS_MAX = 11       # most steps: a side is at most 2 steps of alignment + 11 + 1 (the read that sees the
+                            # last, then the wait for the next, which dates it): 1.4 s on a 0.1 s step where calls
+                            # are shorter than a step, both sides 2.8 s (<= 3 s); 11 steps of a 6.6 % spread still
+                            # meet the target
+ENERGY_CHUNK_MS = 20.0      # calls between reads of the counter: a fifth of its step, so reads under 3/4 of a step
+                            # apart see each step alone, and a side stops within ~20 ms of the step that ends it
 ENERGY_POWER_REL_SE = 0.02  # stop once the mean power's relative standard error is at most this: +-4.7 % at 95 %
                             # over 8 steps (Student's t); the 5-second windows were within 3 % in simulation
 ENERGY_MAX_CALLS = 5_000    # calls in one chunk, at most
@@ -50,19 +56,6 @@ ENERGY_DRIFT_MAX_MS = 100.0  # the step unknown: the gaps sweep one call, at mos
 
 _sleep = time.sleep  # module-level so tests can drive the clock
 _counter_steps: dict[str, float] = {}  # per device: the counter's step averaged over its last window counted step by step
-
-
-def memory_of(fn: Callable[[], Any], device: torch.device, loaded: LoadedModel,
-              inputs: dict[str, torch.Tensor], phases: Phases, calls: int = MEMORY_CALLS) -> dict[str, Any]:
-    """The memory probe's report over ``calls`` calls of ``fn`` (the cell's plan's) and, on a CPU, the activation
-    memory of one more call under torch's profiler (``measurement/cpu_activation.py``; None elsewhere)."""
-    with phases.timing("memory"):
-        with MemoryProbe(device, model=loaded.model, inputs=inputs) as probe:
-            for _ in range(calls):
-                fn()
-        # after the probe's region: the profiler's own memory stays out of the resident figures
-        activation = cpu_activation_peak(fn) if device.type == "cpu" else dict.fromkeys(CPU_ACTIVATION_FIELDS)
-    return {**probe.report, **activation}
 
 
 def energy_per_inference(device: torch.device, sides: dict[str, tuple[Callable[[], Any], float]], sync: str,
@@ -185,24 +178,3 @@ def _joules_per_inference(report: dict[str, Any], calls: int, gaps_s: float) -> 
     if joules is None or report.get("idle_power_w") is None:
         return joules
     return joules - report["idle_power_w"] * gaps_s / calls
-
-
-def attempt(what: str, notes: list[str], device: torch.device, fn: Callable[[], Any]) -> tuple[Any, str | None]:
-    """A figure taken after the timed runs, and None. If it fails (an OOM, say), that figure is missing: None, and
-    the note appended to ``notes`` saying why (returned too, for a block that records the reason); the latency
-    measured before it stands."""
-    try:
-        return fn(), None
-    except Exception as exc:
-        first_line = (str(exc).strip().splitlines() or [""])[0]
-        note = f"{what} not measured: {type(exc).__name__}: {first_line}"[:300]
-        notes.append(note)
-        release(device)
-        return None, note
-
-
-def release(device: torch.device) -> None:
-    """Give back what a failed figure left: Python garbage, and the CUDA cache."""
-    gc.collect()
-    if device.type == "cuda":
-        torch.cuda.empty_cache()

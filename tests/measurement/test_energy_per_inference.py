@@ -11,9 +11,9 @@ import torch
 from fake_nvml import SteppedEnergyGpu
 from bench_utils.measurement import nvml_device, power
 from bench_utils.measurement.power import EnergyProbe, per_inference
-from bench_utils.study.cell import memory_and_energy as after_timing
-from bench_utils.study.cell.memory_and_energy import (ENERGY_FALLBACK_WINDOW_S, ENERGY_POWER_REL_SE, ENERGY_STEPS_MAX,
-                                                      ENERGY_STEPS_MIN, energy_per_inference)
+from bench_utils.measurement import energy_per_inference as energy_module
+from bench_utils.measurement.energy_per_inference import (ENERGY_FALLBACK_WINDOW_S, ENERGY_POWER_REL_SE,
+                                                         ENERGY_STEPS_MAX, ENERGY_STEPS_MIN, energy_per_inference)
 
 
 def inference_power(t, phase):
@@ -37,7 +37,7 @@ class FakeTimer:
 def on_gpu(monkeypatch):
     """``on_gpu(gpu, call_s)``: NVML, the clock, sleeping and the timer are those of ``gpu``; no step
     known from an earlier window."""
-    monkeypatch.setattr(after_timing, "_counter_steps", {})
+    monkeypatch.setattr(energy_module, "_counter_steps", {})
     monkeypatch.setattr(power, "synchronize", lambda device: None)
     monkeypatch.setattr(nvml_device, "torch_uuid", lambda device: None)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
@@ -46,8 +46,8 @@ def on_gpu(monkeypatch):
         monkeypatch.setitem(sys.modules, "pynvml", gpu.nvml())
         monkeypatch.setattr(power, "_now", gpu.now)
         monkeypatch.setattr(power, "_sleep", gpu.sleep)
-        monkeypatch.setattr(after_timing, "_sleep", gpu.sleep)
-        monkeypatch.setattr(after_timing, "make_timer", lambda device, sync: FakeTimer(gpu, call_s))
+        monkeypatch.setattr(energy_module, "_sleep", gpu.sleep)
+        monkeypatch.setattr(energy_module, "make_timer", lambda device, sync: FakeTimer(gpu, call_s))
     return install
 
 
@@ -115,17 +115,17 @@ def showing_its_first_step_late(gpu, late_s):
 def test_the_second_side_plans_its_gaps_on_the_step_averaged_over_the_first(on_gpu, monkeypatch):
     gpu = showing_its_first_step_late(_steady(phase_s=0.037), 0.011)
     on_gpu(gpu, 0.005)
-    planned, real_drift = [], after_timing.drift_s
-    monkeypatch.setattr(after_timing, "drift_s", lambda *plan: planned.append(plan[2:]) or real_drift(*plan))
+    planned, real_drift = [], energy_module.drift_s
+    monkeypatch.setattr(energy_module, "drift_s", lambda *plan: planned.append(plan[2:]) or real_drift(*plan))
     energy = energy_per_inference(torch.device("cuda", 0), {"eager": (None, 5.0), "compiled": (None, 5.0)}, "per-call")
     # the entry's step 11 ms short, yet the window is dated by the steps' mean period
     assert energy["eager"]["counter_step_s"] == pytest.approx(0.089, abs=2e-3)
     assert energy["eager"]["duration_s"] == pytest.approx(energy["eager"]["steps"] * 0.1, abs=1e-3)
     # the first: the step measured at entry, 11 ms short, taken as uncertain; the second: the first window's average,
     # to a poll over 9 steps
-    assert planned[0][0] == pytest.approx(0.089, abs=2e-3) and planned[0][1] == after_timing.ENERGY_STEP_STRAY
+    assert planned[0][0] == pytest.approx(0.089, abs=2e-3) and planned[0][1] == energy_module.ENERGY_STEP_STRAY
     assert planned[1][0] == pytest.approx(0.1, abs=1e-4) and planned[1][1] == 0.0
-    assert after_timing._counter_steps["cuda:0"] == pytest.approx(0.1, abs=1e-4)
+    assert energy_module._counter_steps["cuda:0"] == pytest.approx(0.1, abs=1e-4)
 
 
 def _noisy_side(on_gpu, sd, seed, call_s=0.005):
@@ -133,7 +133,7 @@ def _noisy_side(on_gpu, sd, seed, call_s=0.005):
     rng = random.Random(seed)
     gpu = _steady(phase_s=rng.uniform(0.0, 0.1), dt=1e-3, step_factor=lambda: 1 + sd * rng.gauss(0.0, 1.0))
     on_gpu(gpu, call_s)
-    after_timing._counter_steps.clear()
+    energy_module._counter_steps.clear()
     block = energy_per_inference(torch.device("cuda", 0), {"compiled": (None, call_s * 1e3)}, "per-call")["compiled"]
     return block, block["joules_per_inference"] / gpu.true_joules_per_call() - 1
 
@@ -239,46 +239,3 @@ def test_without_an_energy_counter_no_calls_are_run(on_gpu, monkeypatch):
 
 def test_no_energy_on_a_cpu():
     assert energy_per_inference(torch.device("cpu"), {"eager": (None, 1.0)}, "per-call") is None
-
-
-def _counted(fn):
-    calls = []
-
-    def counted():
-        calls.append(1)
-        return fn()
-    return counted, calls
-
-
-def test_a_cpu_cells_memory_adds_one_profiled_call_after_the_probes_region():
-    from types import SimpleNamespace
-
-    from bench_utils.study.cell.time_by_phase import Phases
-
-    weight, x = torch.randn(256, 4096), torch.randn(4096, 256)
-    forward, calls = _counted(lambda: (x @ weight).sum(dim=1))  # a 64 MiB intermediate
-    phases = Phases()
-    with torch.no_grad():
-        forward()  # warm-up, as the cell's timed runs are
-        memory = after_timing.memory_of(forward, torch.device("cpu"), SimpleNamespace(model=torch.nn.Linear(2, 2)),
-                                        {"x": x}, phases)
-    assert len(calls) == 1 + after_timing.MEMORY_CALLS + 1
-    assert memory["rss_peak_method"].startswith("sampled") and memory["input_bytes"] == x.numel() * 4
-    assert memory["cpu_activation_method"] == "torch.profiler profile_memory"
-    assert memory["cpu_activation_peak_bytes"] == pytest.approx(64 * 2**20, rel=0.1)
-    assert phases.seconds["memory"] > 0
-
-
-def test_a_cuda_cells_memory_runs_no_profiler(monkeypatch):
-    from contextlib import nullcontext
-    from types import SimpleNamespace
-
-    from bench_utils.study.cell.time_by_phase import Phases
-
-    probe = SimpleNamespace(report={"cuda_peak_reserved_increase_bytes": 5})
-    monkeypatch.setattr(after_timing, "MemoryProbe", lambda *args, **kwargs: nullcontext(probe))
-    forward, calls = _counted(lambda: None)
-    memory = after_timing.memory_of(forward, torch.device("cuda", 0), SimpleNamespace(model=None), {}, Phases())
-    assert len(calls) == after_timing.MEMORY_CALLS  # the allocator's own figures measure it
-    assert memory["cuda_peak_reserved_increase_bytes"] == 5
-    assert memory["cpu_activation_peak_bytes"] is None and memory["cpu_activation_method"] is None
