@@ -58,10 +58,12 @@ class Knobs:
     # (the others), in no "ok (N s)". The first H200 lease's run.log: 8.2-min limit, 387 s of cells in its 4 first
     # kernels, "1.5 min left" at the 5th: (492 - 387 - 90) / 4 = 3.75 s (about +-1.5 s: the log rounds to 0.1 min).
     KERNEL_GAP_S: float = 3.75
-    # A cut in each kernel's own cost once it is implemented (e.g. no compile-worker pool: its start is recorded in
-    # compile.compile_workers.start_ms, 6.9-9.3 s on the H200 records), until records with ``ready_s`` measure the
-    # kernel as it then is (back to 0 then). Negative: a cost added (the compiler warm-up, which these records predate).
-    KERNEL_COST_CUT_S: float = 0.0
+    # A cut in each new cell's kernel's own cost. None: the compile-worker pool's start (compile.compile_workers.
+    # start_ms, median 7.8 s on the H200 records), which the kernel now launches first and waits for only after its
+    # model's build, as far as that build covers it: min(the pool's start, the model's load_s), until records with
+    # ``ready_s`` measure the kernel as it then is. A number: that cut for every kernel (a what-if). Negative: a cost
+    # added (the compiler warm-up, which these records predate).
+    KERNEL_COST_CUT_S: float | None = None
     # The same, in later replicates' kernels only: they compile warm from the carried caches and start no
     # compile-worker pool (``task._compiles_warm_only`` sets TORCHINDUCTOR_COMPILE_THREADS=1). None: the pool's
     # start as the records measured it (the median of compile.compile_workers.start_ms, 7.8 s), 0 where none did.
@@ -191,11 +193,11 @@ def replay(kernels: list[KernelRun], budget_s: float) -> Replayed:
 
 def kernel_own(prices: Prices, model: str, knobs: Knobs, later: bool = False) -> dict[str, float]:
     """A kernel's own seconds by part: its recorded start (startup, readying, load), the unrecorded part, its first
-    cell's extra, and the gap to the next. ``KERNEL_COST_CUT_S`` (and a later replicate's ``LATER_KERNEL_CUT_S``)
-    comes off the unrecorded part first (the compile-worker pool is there), then the others."""
+    cell's extra, and the gap to the next. ``new_cut_s`` (a new cell's kernel) or ``later_cut_s`` (a later
+    replicate's) comes off the unrecorded part first (the compile-worker pool is there), then the others."""
     kernel = prices.kernels[model]
     own = {"unrecorded": kernel.unrecorded_s, "start": kernel.start_s, "first cell": kernel.first_cell_s}
-    cut = knobs.KERNEL_COST_CUT_S + (later_cut_s(prices, knobs) if later else 0.0)
+    cut = later_cut_s(prices, knobs) if later else new_cut_s(prices, model, knobs)
     if cut < 0:  # a cost added (a what-if: a compiler warm-up the records predate)
         own["unrecorded"] -= cut
     for name in own:
@@ -205,11 +207,24 @@ def kernel_own(prices: Prices, model: str, knobs: Knobs, later: bool = False) ->
     return {**own, "gap": knobs.KERNEL_GAP_S}
 
 
+def pool_start_s(prices: Prices) -> float:
+    """The compile-worker pool's start, as the records measured it (the median); 0 where none did."""
+    return statistics.median(prices.pool_start_s) if prices.pool_start_s else 0.0
+
+
+def new_cut_s(prices: Prices, model: str, knobs: Knobs) -> float:
+    """What a new cell's kernel does not pay: ``KERNEL_COST_CUT_S``, else the part of the pool's start that its
+    model's build covers (``study.cell.kernel_start``: the pool boots while the model is built)."""
+    if knobs.KERNEL_COST_CUT_S is not None:
+        return knobs.KERNEL_COST_CUT_S
+    return min(pool_start_s(prices), prices.kernels[model].load_s)
+
+
 def later_cut_s(prices: Prices, knobs: Knobs) -> float:
     """What a later replicate's kernel does not pay: ``LATER_KERNEL_CUT_S``, else the pool's recorded start."""
     if knobs.LATER_KERNEL_CUT_S is not None:
         return knobs.LATER_KERNEL_CUT_S
-    return statistics.median(prices.pool_start_s) if prices.pool_start_s else 0.0
+    return pool_start_s(prices)
 
 
 def new_cell_kernels(prices: Prices, firsts: list[Cell], knobs: Knobs,
@@ -390,7 +405,8 @@ def report(cells: list[Cell], prices: Prices, knobs: Knobs, outcome: Outcome, gr
     for note in prices.cell_notes:
         lines.append(f"  {note}")
     lines.append(f"  (kernel s: its own cost, {knobs.KERNEL_GAP_S:.2f} s between kernels included"
-                 + (f", {knobs.KERNEL_COST_CUT_S:.1f} s cut" if knobs.KERNEL_COST_CUT_S else "")
+                 + (f", {knobs.KERNEL_COST_CUT_S:.1f} s cut" if knobs.KERNEL_COST_CUT_S is not None else
+                    ", new cells' less the pool's start their model's build covers")
                  + (f", later replicates' {later_cut_s(prices, knobs):.1f} s less (no compile-worker pool)"
                     if later_cut_s(prices, knobs) else "")
                  + f"; new cell s and later rep s: a compiled cell's mean, {firsts[0].settings.runs} runs a replicate)")
@@ -422,6 +438,10 @@ def report(cells: list[Cell], prices: Prices, knobs: Knobs, outcome: Outcome, gr
                        f"x{knobs.PRECOMPILE_FACTOR:.1f} a compile alone")
     assumed.append(f"M rests on an assumed figure: a cell's carried caches loaded in {knobs.CACHE_LOAD_S:.1f} s and "
                    "a warm compile from them as fast as from the machine's own cache")
+    if knobs.KERNEL_COST_CUT_S is None or knobs.LATER_KERNEL_CUT_S is None:
+        assumed.append("both rest on the kernel's order since these records (a new cell's kernel builds its model "
+                       "while the compile-worker pool boots; a later replicate's starts none), priced from the "
+                       f"pool's recorded start ({pool_start_s(prices):.1f} s) until records with ready_s measure it")
     lines.append("assumed (no lease measured it; the next lease does): " + "; ".join(assumed))
     lines.append(f"lease replay: {outcome.n} new cells, {m.count} later replicates per {knobs.COMMAND_S:.0f}-s command")
     return lines

@@ -11,10 +11,11 @@ one: the pool this module starts does not (``quiesce_async_compile_pool`` off wh
 a study's timed runs often last longer than that, and on torch 2.11 a sidecar whose workers were
 restarted by fork has hung for its whole 300 s shutdown wait at exit (seen in this suite).
 
-``ready()`` starts the pool where inductor would use one and waits until a no-op job has gone
-through a worker; it is called once per kernel before its first compiled cell (``study.task``) and
-again before each timed compilation, whose record says whether the pool was up and how long it
-waited (``compile_workers`` in the compile block). With one compile thread (``compile_threads`` 1,
+``start()`` launches the pool where inductor would use one, without waiting: a kernel calls it first, so that the
+sidecar boots while the kernel builds its model (nothing is timed then). ``ready()`` starts it where it is not
+yet, and waits until a no-op job has gone through a worker: the kernel calls it before its compiler warm-up
+(``study.cell.task``), and each timed compilation before its timing, whose record says whether the pool was up
+and how long it waited (``compile_workers`` in the compile block). With one compile thread (``compile_threads`` 1,
 as torch decides on a one-core machine, or as a kernel whose every compiled cell compiles warm from kept caches
 sets it: ``study.cell.task``) or no Triton there is no pool to start.
 """
@@ -30,7 +31,8 @@ THREADS_ENV = "TORCHINDUCTOR_COMPILE_THREADS"
 # in all, for one call: a sidecar interpreter imports torch before it answers (seconds; more on a loaded host)
 READY_TIMEOUT_S = 120.0
 
-_measured_start: tuple[Any, float] | None = None  # (the pool, its start in ms) where ready() started it
+_measured_start: tuple[Any, float] | None = None  # (the pool, its start in ms) where start() or ready() started it
+_launched: tuple[Any, float, dict[str, float]] | None = None  # start()'s pool, its launch, when it first answered
 _failed: str | None = None  # why the pool did not answer: later calls do not wait for it again
 
 
@@ -61,13 +63,44 @@ def is_up() -> bool:
     return getattr(compile_class.process_pool(), "quiesce_waitcounter", None) is None
 
 
+def _no_quiesce(config: Any, created: bool):
+    """Inductor's config with quiescing off while the pool is created (read once, then): inductor's config is part
+    of every FX-graph cache key, and a fresh process started from the cache (``portable_cache``) has the default."""
+    if created or not hasattr(config, "quiesce_async_compile_pool"):
+        return nullcontext()
+    return config.patch(quiesce_async_compile_pool=False)
+
+
+def start(backend: str = "inductor") -> None:
+    """Launch the pool where inductor would use one and nothing has yet, without waiting for it (``ready`` waits,
+    and reports its start: from the launch to the workers' first answer)."""
+    global _launched, _failed
+    if backend != "inductor" or not in_use() or _failed is not None:
+        return
+    async_compile = _async_compile()
+    compile_class = async_compile.AsyncCompile
+    if compile_class.process_pool.cache_info().currsize > 0:
+        return
+    launched, answered = time.perf_counter(), {}
+    try:
+        with _no_quiesce(async_compile.config, created=False):
+            compile_class.warm_pool()
+        compile_class.wakeup()  # the readiness job: its answer dates the pool's start
+    except Exception as exc:  # inductor then compiles in this process, as it does while its pool starts
+        _failed = f"the pool did not start: {type(exc).__name__}: {exc}"[:300]
+        return
+    if compile_class._ready_future is not None:
+        compile_class._ready_future.add_done_callback(lambda _: answered.setdefault("at", time.perf_counter()))
+    _launched = (compile_class.process_pool(), launched, answered)
+
+
 def ready(backend: str = "inductor", timeout_s: float = READY_TIMEOUT_S) -> dict[str, Any] | None:
     """Start the pool if inductor would use one, and wait until a worker answers; what was found
     (None for a backend other than inductor: it has no pool).
 
     ``already_up``: the pool was up before this call; ``wait_ms``: this call's wait (outside any
-    timed compilation); ``start_ms``: the wait that created the pool (this kernel's first), None
-    where something else created it.
+    timed compilation); ``start_ms``: the pool's start where this module launched it (``start()``'s launch to the
+    workers' first answer, or the wait that created it), None where something else created it.
     """
     global _measured_start, _failed
     if backend != "inductor":
@@ -84,13 +117,9 @@ def ready(backend: str = "inductor", timeout_s: float = READY_TIMEOUT_S) -> dict
     compile_class = async_compile.AsyncCompile
     already_up = is_up()
     created = compile_class.process_pool.cache_info().currsize > 0
-    # read once, as the pool is created; patched for that moment alone: inductor's config is part of every
-    # FX-graph cache key, and a fresh process started from the cache (``portable_cache``) has the default
-    no_quiesce = (config.patch(quiesce_async_compile_pool=False)
-                  if not created and hasattr(config, "quiesce_async_compile_pool") else nullcontext())
     start = time.perf_counter()
     try:
-        with no_quiesce:
+        with _no_quiesce(config, created):
             compile_class.warm_pool()  # the pool object (a SubprocPool starts its sidecar here)
         compile_class.wakeup()        # submits the readiness job; a SubprocPool's sidecar starts its workers
         if compile_class._ready_future is not None:
@@ -106,6 +135,9 @@ def ready(backend: str = "inductor", timeout_s: float = READY_TIMEOUT_S) -> dict
     block["quiesces"] = getattr(pool, "timer", None) is not None
     if not created:
         _measured_start = (pool, wait_ms)
+    elif _measured_start is None and _launched is not None and _launched[0] is pool:  # start() launched it
+        _, launched, answered = _launched
+        _measured_start = (pool, (answered.get("at", time.perf_counter()) - launched) * 1e3)
     ours = _measured_start if _measured_start is not None and _measured_start[0] is pool else None  # started here
     return {**block, "already_up": already_up, "wait_ms": wait_ms,
             "start_ms": ours[1] if ours is not None else None}

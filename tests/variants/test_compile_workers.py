@@ -62,3 +62,38 @@ def test_starting_the_pool_leaves_inductors_config_as_it_was():
         block = compile_workers.ready()
         assert block["wait_ms"] is not None and block["quiesces"] is False, block.get("note")
         assert config.save_config_portable() == before
+
+
+def test_a_pool_launched_without_waiting_is_waited_for_later_and_its_start_dated_by_its_first_answer():
+    # a fresh process: the pool this module launches, no other test's
+    script = """
+import json, time
+from torch._inductor import config
+from bench_utils.variants import compile_workers
+
+with config.patch(compile_threads=2):
+    if not compile_workers.in_use():
+        print(json.dumps(None)); raise SystemExit
+    launched = time.perf_counter()
+    compile_workers.start()
+    returned_s = time.perf_counter() - launched
+    time.sleep(0.5)  # the kernel's other work meanwhile
+    block = compile_workers.ready()
+    again = compile_workers.ready()
+print(json.dumps({"returned_s": returned_s, "block": block, "again": again}))
+"""
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    if result is None:
+        pytest.skip("inductor uses no worker pool here (no Triton)")
+    block, again = result["block"], result["again"]
+    assert block["pool"] is True and block["wait_ms"] is not None, block.get("note")
+    assert block["quiesces"] is False  # launched with quiescing off, as ready() creates it
+    # its start runs from the launch to the first answer: the 0.5 s of other work in it, not in ready()'s wait
+    assert block["start_ms"] >= 500 and block["start_ms"] >= block["wait_ms"]
+    assert result["returned_s"] * 1e3 < block["start_ms"]  # start() did not wait for it
+    assert again["already_up"] is True and again["start_ms"] == block["start_ms"]

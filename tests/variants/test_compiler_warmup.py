@@ -25,6 +25,7 @@ def test_a_kernel_with_a_compiled_cell_warms_the_compiler_up_once_before_it(tmp_
 
     calls = []
     monkeypatch.setattr(kernel_start, "warm_up_compiler", lambda device, backend: calls.append((str(device), backend)))
+    monkeypatch.setattr(task.compile_workers, "start", lambda backend: None)  # no real pool in this process
     task.run(study="t", task="image-classification", models=["timm:test_resnet"], batch_sizes=[1],
              compile_modes=["eager"], runs=2, warmup=1, blocks=1, results_path=tmp_path / "a.jsonl")
     assert calls == []  # eager compiles nothing

@@ -40,6 +40,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ...errors import UserError
+from ...measurement.memory_cap import gpu_memory_cap
 from ...environment.capture import capture_environment
 from ...paths import PROJECT_ROOT
 from ...records.key import cell_file_name
@@ -54,7 +55,7 @@ from ...zoo.loading import LoadedModel, load
 from .measured_cell import CellResult, run_cell
 from .measured_row import run_row
 from .cell_record import cell_record
-from .kernel_start import Kernel, process_age_s, ready_the_device
+from .kernel_start import Kernel, process_age_s, ready_the_compiler
 from ..grid.kernel_groups import execution_order
 from ...parameters import positive_int_list, text_list
 from .time_by_phase import Phases
@@ -151,30 +152,39 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
     if compiles and _compiles_warm_only(kept_caches, task, models, dtypes, pairs, settings, device):
         # torch's own switch, read as Inductor is imported: a kernel that compiles nothing cold starts no pool
         os.environ.setdefault(compile_workers.THREADS_ENV, "1")
-    if compiles:  # once per kernel: no cold compile pays its start
-        compile_workers.ready(settings.backend)
-    ready_the_device(config, settings.gpu_memory_gib, settings.backend, device, compiles)
-    kernel = Kernel(environment=capture_environment(), kept_caches=kept_caches,
-                    start_phases={"startup_s": max(0.0, startup_s),
-                                  "ready_s": time.perf_counter() - started} if runner_pid else {})
+    if compiles:  # launched first: its sidecar boots while the first model is built (``kernel_start``)
+        compile_workers.start(settings.backend)
+    config.update(gpu_memory_cap(settings.gpu_memory_gib, device))  # before anything is on the GPU
+    kernel = Kernel(environment=capture_environment(), kept_caches=kept_caches)
+
+    def model_cells(model_key: str, dtype: str) -> _ModelCells:
+        return _ModelCells(study=study, task=task, model=model_key, dtype=parse_dtype(dtype)[0], device=device,
+                           settings=settings, config=config, kernel=kernel, pairs=pairs,
+                           trace_dir=results_path.parent / TRACES)
+
+    order = [(model_key, dtype) for model_key in models for dtype in dtypes]
+    first = model_cells(*order[0]) if order else None
+    built_s = first.build() if first is not None else 0.0
+    if compiles:  # no cold compile pays the pool's start or the process's first compile
+        ready_the_compiler(settings.backend, device)
+    if runner_pid:
+        kernel.start_phases = {"startup_s": max(0.0, startup_s),
+                               "ready_s": time.perf_counter() - started - built_s}
     written = []
     # A person running the notebook sees a bar over its cells (tqdm's widget in JupyterLab, text
     # elsewhere); under the grid runner, which shows its own progress, none.
-    with cell_bar(len(models) * len(dtypes) * len(pairs), shown=not runner_pid) as bar:
-        for model_key in models:
-            for dtype in dtypes:
-                dtype = parse_dtype(dtype)[0]
-                cells = _ModelCells(study=study, task=task, model=model_key, dtype=dtype, device=device,
-                                    settings=settings, config=config, kernel=kernel, pairs=pairs,
-                                    trace_dir=results_path.parent / TRACES)
-                for mode, batch_size in pairs:
-                    if progress_file:  # the runner learns which cell a dying kernel was on
-                        write_progress(Path(progress_file), mode, batch_size)
-                    bar.set_postfix_str(f"{model_key} {dtype} {mode} batch {batch_size}")
-                    record = cells.record(mode, batch_size)
-                    append_record(results_path, record, guard=guard)
-                    written.append(record)
-                    bar.update()
+    with cell_bar(len(order) * len(pairs), shown=not runner_pid) as bar:
+        for index, (model_key, dtype) in enumerate(order):
+            cells = first if index == 0 else model_cells(model_key, dtype)
+            first = None  # each model freed once its cells are measured
+            for mode, batch_size in pairs:
+                if progress_file:  # the runner learns which cell a dying kernel was on
+                    write_progress(Path(progress_file), mode, batch_size)
+                bar.set_postfix_str(f"{model_key} {cells.dtype} {mode} batch {batch_size}")
+                record = cells.record(mode, batch_size)
+                append_record(results_path, record, guard=guard)
+                written.append(record)
+                bar.update()
     return written
 
 
@@ -228,6 +238,18 @@ class _ModelCells:
         self.warm_measured: set[str] = set()         # modes whose warm compile this kernel has measured
         self.shared_eager: dict[int, CellResult] = {}
         self.compilation: SharedCompilation | None = None   # shapes "dynamic": the mode's one compilation so far
+        self.built_s: float | None = None            # ``build``'s seconds, until its first record reports them
+
+    def build(self) -> float:
+        """Build the model now, ahead of its first cell (the kernel's first model: ``kernel_start``); its seconds.
+        A failure is left to each cell to record."""
+        started = time.perf_counter()
+        try:
+            self._load()
+        except Exception:
+            pass  # ``load_error`` holds it
+        self.built_s = time.perf_counter() - started
+        return self.built_s
 
     def record(self, mode: str, batch_size: int) -> dict[str, Any]:
         """The cell's record: measured, shared from a compiled cell's eager side, skipped, or failed."""
@@ -240,7 +262,8 @@ class _ModelCells:
         cell: JsonBlock = {"study": self.study, "task": self.task, "model": self.model, "batch_size": batch_size,
                            "compile_mode": mode, "dtype": self.dtype, "device": self.device,
                            **settings.variant_fields()}
-        phases, load_s = Phases(), 0.0
+        phases, load_s = Phases(), self.built_s or 0.0
+        self.built_s = None
         shared = self.shared_eager.pop(batch_size, None) if mode == CompileMode.EAGER else None
         if mode in self.oom_at and shared is None:
             record = skipped_after_oom(cell, self.oom_at[mode], self._failure_config(),

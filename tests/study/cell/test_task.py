@@ -284,15 +284,19 @@ def test_a_kernel_starts_the_compile_worker_pool_before_its_first_compiled_cell(
     from bench_utils.variants import compile_workers
 
     events = []
+    monkeypatch.setattr(compile_workers, "start", lambda backend="inductor": events.append(("launch", backend)))
     monkeypatch.setattr(compile_workers, "ready", lambda backend="inductor", **_: events.append(("pool", backend)))
+    monkeypatch.setattr(task._ModelCells, "build", lambda self: events.append(("build", self.model)) or 0.0)
     run_cell = task.run_cell
     monkeypatch.setattr(task, "run_cell", lambda loaded, **kw: events.append(("cell", kw["mode"])) or
                         run_cell(loaded, **kw))
     run(tmp_path, batch_sizes=[1])  # eager only: nothing compiles, no pool
-    assert events == [("cell", "eager")]
+    assert events == [("build", "timm:test_resnet"), ("cell", "eager")]
     events.clear()
     run(tmp_path, compile_modes=["default"], batch_sizes=[1], backend="aot_eager")
-    assert events[:2] == [("pool", "aot_eager"), ("cell", "default")]  # the kernel's, then the cell's own check
+    # launched, the model built while it boots, waited for, then the cell (which checks it again)
+    assert events[:4] == [("launch", "aot_eager"), ("build", "timm:test_resnet"), ("pool", "aot_eager"),
+                          ("cell", "default")]
 
 
 def test_a_later_replicates_kernel_writes_records_of_that_replicate(tmp_path):
