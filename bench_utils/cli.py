@@ -169,6 +169,13 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
                     timeout=args.timeout, started=started, say=lambda line: print(line, file=sys.stderr))
 
 
+def _cmd_coverage(args: argparse.Namespace) -> int:
+    from .report.machine_coverage import coverage_lines
+
+    print("\n".join(coverage_lines(args.studies)))
+    return 0
+
+
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     from .reproduce.rerun import reproduce
 
@@ -341,6 +348,14 @@ def _add_diagnose_command(commands: argparse._SubParsersAction) -> None:
     diagnose.set_defaults(handler=_cmd_diagnose)
 
 
+def _add_coverage_command(commands: argparse._SubParsersAction) -> None:
+    coverage = commands.add_parser("coverage", help="check on real records that a cell's interval covers another "
+                                   "machine's figure, each machine held out in turn (docs/measurement.md)")
+    coverage.add_argument("studies", nargs="+", type=_path, help="study folders or results.jsonl files (several: "
+                          "their records together, such as reports/hf-guide-h200 reports/anchors-h200)")
+    coverage.set_defaults(handler=_cmd_coverage)
+
+
 def _add_reproduce_command(commands: argparse._SubParsersAction) -> None:
     again = commands.add_parser("reproduce", help="re-run a published study in the versions it was measured "
                                 "with, and compare the two (docs/reproducing.md)")
@@ -368,6 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_command(commands)
     _add_report_command(commands)
     _add_diagnose_command(commands)
+    _add_coverage_command(commands)
     _add_reproduce_command(commands)
     return parser
 

@@ -1,0 +1,140 @@
+"""``python -m bench_utils coverage STUDY...``: do the intervals cover another machine's figure, on real records?
+
+Every ``ok`` compiled record of the studies' results files is one replicate of one cell on one machine (its GPU's
+UUID; the cell: its identity without study or replicate, on its GPU's name and torch version). A machine's figure of
+a cell is ``measurement.between_machines.machine_figure`` of its records (each record's per-pair log ratios, or
+where a record kept no calls, its speed-up's mean and interval). For every cell measured on two machines or more,
+each machine is held out in turn: the spread between machines is estimated without any of that machine's figures,
+the interval for a new machine's figure is built from the cell's other machines, and the held-out figure is
+checked against it. The last line:
+
+    covered X of Y (binomial 95 %: lo-hi); median width W
+
+(W: the intervals' median width, high over low). Few held-out figures make it a smoke check, and it says so.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+import math
+import os
+from pathlib import Path
+import statistics
+from typing import Iterable
+
+from scipy import stats as scipy_stats
+
+from ..errors import UserError
+from ..measurement.between_machines import (MIN_DOF, MachineFigure, between_machines, group_of, machine_figure,
+                                            new_machine_interval, spread_for)
+from ..measurement.paired import CONFIDENCE
+from ..records.key import CellIdentity
+from ..records.results_file import read_records
+from ..records.schema import Record
+from ..vocabulary import CompileMode, Status
+from .replicate_rows import pair_log_ratios
+
+SMOKE_BELOW = 30  # held-out figures: under this, the covered share says little (its binomial interval is wide)
+
+CellKey = tuple[CellIdentity, str | None, str | None]  # the cell, its GPU's name, torch's version
+
+
+def _machine(record: Record) -> str | None:
+    gpu = record.environment.gpu("cuda:0") if record.cell.device_kind == "cuda" else None
+    return gpu.uuid if gpu is not None else None
+
+
+def _log_ratios(record: Record) -> list[float] | None:
+    """A record's per-pair log ratios; where it kept no calls, a stand-in of two values whose mean and spread give
+    its speed-up's mean and interval (a paired t-interval, ``pairs - 1`` degrees of freedom)."""
+    latency, speedup = record.latency, record.speedup
+    if latency is None or speedup is None:
+        return None
+    ratios = pair_log_ratios([value * 1e3 for value in latency.values],
+                             [value * 1e3 for value in speedup.eager_values or []], speedup.block_runs)
+    if ratios:
+        return ratios
+    if speedup.mean_ci95 is None or not speedup.pairs or speedup.pairs < 2:
+        return None
+    low, high = (math.log(bound) for bound in speedup.mean_ci95)
+    se = (high - low) / 2 / float(scipy_stats.t.ppf(0.5 + CONFIDENCE / 2, speedup.pairs - 1))
+    # two values around the mean whose standard error is ``se``: their sd is se * sqrt(2)
+    return [math.log(speedup.mean) - se, math.log(speedup.mean) + se]
+
+
+def figures_by_cell(records: Iterable[Record]) -> dict[CellKey, list[MachineFigure]]:
+    """Each compiled cell's machines' figures, from ``ok`` records of a GPU."""
+    ratios: dict[CellKey, dict[str, list[list[float]]]] = defaultdict(lambda: defaultdict(list))
+    for record in records:
+        machine = _machine(record)
+        if record.status != Status.OK or record.cell.compile_mode == CompileMode.EAGER or machine is None:
+            continue
+        found = _log_ratios(record)
+        if found is None:
+            continue
+        key = (CellIdentity.of_record(record).without_study().without_replicate(),
+               record.environment.gpu_name("cuda:0"), record.environment.torch_version)
+        ratios[key][machine].append(found)
+    figures: dict[CellKey, list[MachineFigure]] = {}
+    for key, by_machine in ratios.items():
+        found_figures = [figure for machine, replicates in sorted(by_machine.items())
+                         if (figure := machine_figure(machine, replicates)) is not None]
+        if found_figures:
+            figures[key] = found_figures
+    return figures
+
+
+def by_group(figures: dict[CellKey, list[MachineFigure]], without: str | None = None
+             ) -> dict[str, list[list[MachineFigure]]]:
+    """The cells' figures by group (``between_machines.group_of``), none of machine ``without``'s."""
+    groups: dict[str, list[list[MachineFigure]]] = defaultdict(list)
+    for key, cell in figures.items():
+        groups[group_of(key[0].batch_size or 1)].append([figure for figure in cell if figure.machine != without])
+    return groups
+
+
+def coverage_lines(paths: list[str | os.PathLike]) -> list[str]:
+    """The check, as lines: one per held-out figure, then the spread per group, then the last line."""
+    files = [Path(path) / "results.jsonl" if Path(path).is_dir() else Path(path) for path in paths]
+    missing = [str(path) for path in files if not path.is_file()]
+    if missing:
+        raise UserError(f"coverage: no results file at {', '.join(missing)} (give study folders or results files)")
+    figures = figures_by_cell(read_records(files))
+    lines, hits, widths = [], [], []
+    for key, cell in sorted(figures.items(), key=lambda item: str(item[0])):
+        if len(cell) < 2:
+            continue
+        identity = key[0]
+        for held in cell:
+            others = [figure for figure in cell if figure.machine != held.machine]
+            between = spread_for(group_of(identity.batch_size or 1), by_group(figures, without=held.machine))
+            if between is None:
+                lines.append(f"  {identity.model} bs{identity.batch_size} {identity.compile_mode}: machine "
+                             f"{held.machine[:12]} not checked: without it, the spread between machines rests on "
+                             f"under {MIN_DOF} degrees of freedom")
+                continue
+            interval = new_machine_interval(others, between)
+            seen = math.exp(held.log_speedup)
+            hits.append(interval.covers(seen))
+            widths.append(interval.high / interval.low)
+            lines.append(f"  {identity.model} bs{identity.batch_size} {identity.compile_mode}: machine "
+                         f"{held.machine[:12]} {seen:.3f}x, interval from {len(others)} other machine(s) "
+                         f"{interval.low:.3f}-{interval.high:.3f} (between-machine sd {between.sd:.3f} from "
+                         f"{between.cells} cell(s)): {'covered' if hits[-1] else 'NOT covered'}")
+    groups = by_group(figures)
+    for group in ("small batch", "large batch"):
+        between = between_machines(groups.get(group, []))
+        lines.append(f"{group}: " + ("no cell on two machines" if between is None else
+                                     f"between-machine sd {between.sd:.3f} in log speed-up, from {between.cells} "
+                                     f"cell(s) on two machines or more ({between.dof} degrees of freedom)"))
+    if not hits:
+        lines.append("covered 0 of 0: no cell measured on two machines or more")
+        return lines
+    covered = sum(hits)
+    ci = scipy_stats.binomtest(covered, len(hits)).proportion_ci(confidence_level=CONFIDENCE)
+    if len(hits) < SMOKE_BELOW:
+        lines.append(f"a smoke check: {len(hits)} held-out figures (under {SMOKE_BELOW}, the share covered says "
+                     "little; each lease on a new machine adds its cells)")
+    lines.append(f"covered {covered} of {len(hits)} (binomial 95 %: {ci.low:.2f}-{ci.high:.2f}); "
+                 f"median width {statistics.median(widths):.3f} (high over low)")
+    return lines
