@@ -1,18 +1,11 @@
-"""``run GRID --time-limit 9m``: start no cell that would not finish in time, and stop at the limit.
+"""``run GRID --time-limit 9m``: start no cell that would not finish in time, and stop at the limit
+(``docs/study.md``, "Time limit").
 
-Short GPU commands and batch schedulers' wall-time limits both end a run from outside; this ends it
-from inside, cleanly. Before each kernel starts, its cells are cut to those that fit, in execution
-order, in the time left: the kernel's start and each cell priced by ``pricing.prices`` (the cell's
-records on its device, else the a-priori estimate for ``--device-model`` or the GPU this machine has,
-calibrated by the cells already recorded on it), else a conservative 5 minutes a cell and 2 a kernel
-start (``CellCosts``). Cells are priced at the estimate's high figure, so that the last one started
-rarely overruns; but a run that has started nothing yet starts a kernel's first cell where its point
-figure fits (an uncalibrated prior's high figure may exceed any short limit, and only a record
-calibrates it), and where not even that fits, it says how long a limit the kernel needs (exit
-``LIMIT_TOO_SHORT_EXIT``: running again would not help).
-A kernel group none of whose cells fits is not started; a later, cheaper one may be. At the limit
-itself the run stops as on SIGTERM: the kernels are ended and the cells cut short write no record,
-so they are measured by the next run. The cells left are then listed with their estimate.
+Short GPU commands and batch schedulers' wall-time limits both end a run from outside; this ends it from inside,
+cleanly. Before each kernel starts, its cells are cut to those that fit in the time left, each priced by
+``pricing.prices`` at the estimate's high figure, so that the last one started rarely overruns (``CellCosts``). A run
+that has started nothing yet starts a kernel's first cell where its point figure fits: an uncalibrated prior's high
+figure may exceed any short limit, and only a record calibrates it. At the limit the run stops as on SIGTERM.
 """
 
 from __future__ import annotations
@@ -22,22 +15,19 @@ from pathlib import Path
 import re
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import Any, Callable
 
 from ...errors import UserError
+from ...paths import REPORTS_DIR
+from ...variants.kept_caches import KeptCaches, default_root, kept_cell
+from ..grid.grid_file import Cell, Grid
+from ..grid.kernel_groups import KernelGroup
+from ..pricing.plan import duration_text
 from ..pricing.prices import Prices, gpu_of, results_files
 from ..pricing.prior import SHARED_EAGER_S
 
-if TYPE_CHECKING:
-    from ..grid.grid_file import Cell, Grid
-    from ..grid.kernel_groups import KernelGroup
-
-
-class KernelCosts(Protocol):
-    """A kernel's start and each of its cells' seconds, at an estimate's ``figure`` (``CellCosts.of_kernel``)."""
-
-    def __call__(self, group: KernelGroup, cells: list[Cell], figure: str = "high") -> tuple[float, list[float]]: ...
-
+# (group, cells, figure) -> a kernel's start and each of its cells' seconds at an estimate's figure ("high", "point")
+KernelCosts = Callable[..., "tuple[float, list[float]]"]
 UNKNOWN_CELL_S = 300.0    # a cell nothing prices: more than a guide cell takes on a GPU
 UNKNOWN_START_S = 120.0   # a kernel start nothing prices: boot, imports and the largest model build
 LIMIT_REACHED_EXIT = 3    # the run stopped at its time limit with cells left: run it again to go on
@@ -51,11 +41,6 @@ def parse_duration(text: str) -> float:
     if not match or float(match.group(1)) <= 0:
         raise UserError(f"--time-limit {text!r}: give a positive duration such as 9m, 540s, 1h or 540 (seconds)")
     return float(match.group(1)) * _UNITS[match.group(2) or ""]
-
-
-def duration_text(seconds: float) -> str:
-    """Seconds as minutes, to a tenth below ten."""
-    return f"{seconds / 60:.1f} min" if seconds < 600 else f"{seconds / 60:.0f} min"
 
 
 class TimeLimit:
@@ -77,9 +62,7 @@ class TimeLimit:
         return self.deadline - self.clock()
 
     def fitting(self, group: KernelGroup, cells: list[Cell]) -> list[Cell]:
-        """The first of ``cells`` that the kernel can start and finish before the deadline."""
-        if not cells:
-            return []
+        """The first of ``cells`` (not empty) that the kernel can start and finish before the deadline."""
         start, seconds = self.costs(group, cells)
         budget, total, fit = self.left(), start, []
         for cell, cost in zip(cells, seconds):
@@ -110,7 +93,7 @@ class TimeLimit:
                  "(its start and first cell, by the estimate's point figure)")
         return []
 
-    def arm(self, on_limit: Callable[[], None]) -> "TimeLimit":
+    def arm(self, on_limit: Callable[[], None]) -> None:
         """Call ``on_limit`` (the runner's stop) when the deadline passes; ``disarm`` cancels it."""
         def fire() -> None:
             self.reached = True
@@ -119,7 +102,6 @@ class TimeLimit:
         self._timer = threading.Timer(max(0.0, self.left()), fire)
         self._timer.daemon = True
         self._timer.start()
-        return self
 
     def disarm(self) -> None:
         if self._timer is not None:
@@ -137,10 +119,6 @@ class CellCosts:
     def of_kernel(self, group: KernelGroup, cells: list[Cell], figure: str = "high") -> tuple[float, list[float]]:
         """The kernel's start and each cell's seconds at ``figure`` ("high" or "point"), the unknown ones at
         ``UNKNOWN_START_S`` and ``UNKNOWN_CELL_S``."""
-        from ...paths import REPORTS_DIR
-        from ...variants.kept_caches import KeptCaches, default_root, kept_cell
-        from ..grid.kernel_groups import KernelGroup as Group
-
         prices = Prices(results_files(self.results_path, self.reports_dir or REPORTS_DIR), self.environment, self.gpu)
         caches = KeptCaches(default_root(Path(self.results_path).parent))
 
@@ -148,7 +126,7 @@ class CellCosts:
             return kept_cell(caches, cell.task, cell.model, cell.batch_size, cell.compile_mode, cell.settings,
                              cell.dtype, cell.device).cold() is not None
 
-        sharing = Group(group.group_id, tuple(cells)).eager_sharing_pairs()
+        sharing = KernelGroup(group.group_id, tuple(cells)).eager_sharing_pairs()
         start, spans, _ = prices.kernel(cells, sharing, kept)
         # an eager cell that takes a compiled cell's pairs runs nothing: an unpriced one would hold back those after it
         return (UNKNOWN_START_S if start is None else getattr(start, figure),
