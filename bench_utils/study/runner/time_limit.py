@@ -3,13 +3,14 @@
 
 Short GPU commands and batch schedulers' wall-time limits both end a run from outside; this ends it from inside,
 cleanly. Before each kernel starts, its cells are cut to those that fit in the time left, each priced by
-``pricing.prices`` at the estimate's high figure, so that the last one started rarely overruns (``CellCosts``). A run
+``pricing.prices`` at the estimate's high figure, so that the last one started rarely overruns (``cell_costs``). A run
 that has started nothing yet starts a kernel's first cell where its point figure fits: an uncalibrated prior's high
 figure may exceed any short limit, and only a record calibrates it. At the limit the run stops as on SIGTERM.
 """
 
 from __future__ import annotations
 
+from functools import partial
 import os
 from pathlib import Path
 import re
@@ -48,7 +49,7 @@ class TimeLimit:
 
     def __init__(self, seconds: float, costs: KernelCosts, clock: Callable[[], float] = time.monotonic,
                  started: float | None = None, say: Callable[[str], None] = lambda line: None) -> None:
-        """``costs(group, cells, figure)``: the kernel's start and each cell's seconds (``CellCosts.of_kernel``);
+        """``costs(group, cells, figure)``: the kernel's start and each cell's seconds (``cell_costs``);
         ``say``: tells the person watching what is held back."""
         self.seconds, self.costs, self.clock, self.say = seconds, costs, clock, say
         self.deadline = (clock() if started is None else started) + seconds
@@ -108,30 +109,24 @@ class TimeLimit:
             self._timer.cancel()
 
 
-class CellCosts:
-    """A kernel's start and cells priced (``pricing.prices``) from the records as they are before each kernel, and this
-    machine's kept caches (a cold compile kept here before the kernel starts: carried in, or an earlier replicate's)."""
+def cell_costs(results_path: Path, environment: dict[str, Any], gpu: str | None, group: KernelGroup, cells: list[Cell],
+               figure: str = "high", *, reports_dir: str | os.PathLike | None = None) -> tuple[float, list[float]]:
+    """A kernel's start and each cell's seconds at ``figure`` ("high" or "point"), priced (``pricing.prices``) from the
+    records as they are now, and this machine's kept caches (a cold compile kept here before the kernel starts:
+    carried in, or an earlier replicate's); the unknown ones at ``UNKNOWN_START_S`` and ``UNKNOWN_CELL_S``."""
+    prices = Prices(results_files(results_path, reports_dir or REPORTS_DIR), environment, gpu)
+    caches = KeptCaches(default_root(Path(results_path).parent))
 
-    def __init__(self, results_path: Path, environment: dict[str, Any], gpu: str | None,
-                 reports_dir: str | os.PathLike | None = None) -> None:
-        self.results_path, self.environment, self.gpu, self.reports_dir = results_path, environment, gpu, reports_dir
+    def kept(cell: Cell) -> bool:
+        return kept_cell(caches, cell.task, cell.model, cell.batch_size, cell.compile_mode, cell.settings,
+                         cell.dtype, cell.device).cold() is not None
 
-    def of_kernel(self, group: KernelGroup, cells: list[Cell], figure: str = "high") -> tuple[float, list[float]]:
-        """The kernel's start and each cell's seconds at ``figure`` ("high" or "point"), the unknown ones at
-        ``UNKNOWN_START_S`` and ``UNKNOWN_CELL_S``."""
-        prices = Prices(results_files(self.results_path, self.reports_dir or REPORTS_DIR), self.environment, self.gpu)
-        caches = KeptCaches(default_root(Path(self.results_path).parent))
-
-        def kept(cell: Cell) -> bool:
-            return kept_cell(caches, cell.task, cell.model, cell.batch_size, cell.compile_mode, cell.settings,
-                             cell.dtype, cell.device).cold() is not None
-
-        sharing = KernelGroup(group.group_id, tuple(cells)).eager_sharing_pairs()
-        start, spans, _ = prices.kernel(cells, sharing, kept)
-        # an eager cell that takes a compiled cell's pairs runs nothing: an unpriced one would hold back those after it
-        return (UNKNOWN_START_S if start is None else getattr(start, figure),
-                [getattr(span, figure) if span else SHARED_EAGER_S if cell in sharing else UNKNOWN_CELL_S
-                 for cell, span in zip(cells, spans)])
+    sharing = KernelGroup(group.group_id, tuple(cells)).eager_sharing_pairs()
+    start, spans, _ = prices.kernel(cells, sharing, kept)
+    # an eager cell that takes a compiled cell's pairs runs nothing: an unpriced one would hold back those after it
+    return (UNKNOWN_START_S if start is None else getattr(start, figure),
+            [getattr(span, figure) if span else SHARED_EAGER_S if cell in sharing else UNKNOWN_CELL_S
+             for cell, span in zip(cells, spans)])
 
 
 def time_limit_for(grid: Grid, results_path: Path, environment: dict[str, Any], seconds: float,
@@ -139,7 +134,7 @@ def time_limit_for(grid: Grid, results_path: Path, environment: dict[str, Any], 
     """A limit of ``seconds`` from ``started`` (``time.monotonic()``) on a run of ``grid`` into ``results_path`` on
     ``environment`` (what the ``Runner`` is built with), said on ``stream``."""
     gpu = gpu_of(environment, device_model) if any(cell.device.startswith("cuda") for cell in grid.cells) else None
-    limit = TimeLimit(seconds, CellCosts(results_path, environment, gpu).of_kernel,
+    limit = TimeLimit(seconds, partial(cell_costs, results_path, environment, gpu),
                       started=started, say=lambda line: print(line, file=stream, flush=True))
     source = f"else the a-priori estimate for {gpu}" if gpu else "no a-priori estimate (no known GPU)"
     print(f"[run] time limit {duration_text(seconds)}: a kernel starts only the cells that fit (estimates from "
