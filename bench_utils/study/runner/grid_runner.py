@@ -227,11 +227,12 @@ class Runner:
         out-of-memory error recorded so far rules out are recorded as skipped (a kernel cut short by a time limit
         leaves its larger batch sizes to the next kernel: they must not run there)."""
         remaining, kills, attempt = list(group.cells), Counter[Cell | None](), 0
-        while remaining and not self.stop.requested.is_set():
+        while True:
             ruled_out = self._ruled_out(remaining)  # read afresh: what every kernel so far recorded
             for cell, oom_at in ruled_out.items():
                 self._record_skipped(cell, oom_at, device)
-            if not (remaining := [cell for cell in remaining if cell not in ruled_out]):
+            remaining = [cell for cell in remaining if cell not in ruled_out]
+            if not remaining or self.stop.requested.is_set():
                 return
             attempt += 1
             if not (fit := self.time_limit.fitting(group, remaining) if self.time_limit else remaining):
