@@ -1,12 +1,9 @@
-"""One runner per study folder, and kernels that never outlive their runner.
+"""One runner per study folder, and kernels that never outlive their runner (``docs/study.md``, "Crash safety").
 
-The runner holds an exclusive ``flock`` on ``DIR/.runner.lock`` for its lifetime
-(the kernel releases it when the runner dies, even by SIGKILL) and writes a fresh
-run id into it while holding the results file's lock. A notebook appends its
-record only if the run id is still its own, checked under that same lock, so a
-kernel orphaned by a killed runner can never record a cell that a new runner is
-measuring again. A watchdog thread in the kernel also ends it when its runner is
-gone, so an orphan does not keep the device busy under the next measurements.
+The runner holds an exclusive ``flock`` on ``DIR/.runner.lock`` for its lifetime (released when it dies, even by
+SIGKILL) and writes a fresh run id into it under the results file's lock. A notebook appends its record only while
+the run id is its own, checked under that same lock, so a kernel orphaned by a killed runner never records a cell a
+new runner measures again; its watchdog ends it, so that it does not keep the device busy either.
 """
 
 from __future__ import annotations

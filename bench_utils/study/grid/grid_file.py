@@ -1,27 +1,10 @@
-"""Study grids: a YAML file validated, then expanded into cells.
+"""Study grids: a YAML file validated, then expanded into cells (the keys: ``docs/study.md``, "Grid files").
 
-A grid file names a study and one or more sub-grids, each a product of models x
-batch sizes x compile modes x dtypes, measured on each device kind listed::
-
-    study: hf-guide
-    runs: 300            # timed runs per cell (after warm-up)
-    devices: [cuda]      # device kinds (cpu, cuda); 'cuda:0, cuda:1' also pins workers
-    grids:
-      - models: [vit, resnet]
-        batch_sizes: [1, 4, 16]
-        compile_modes: [eager, default]
-        dtypes: [float32]
-        memory_formats: [contiguous, channels_last]   # optional (default: contiguous)
-        shapes: [static, dynamic]   # optional: dynamic is one compilation for all batch sizes
-
-``gpu_memory_gib: 16`` holds each CUDA cell to that much GPU memory, as a 16 GB card would
-(``measurement.memory_cap``): its OOMs, on a larger GPU.
-A grid may name the accelerator types of a Ray cluster to cover (``accelerators: [H100, A100]``):
-each kind measures every cell, and only ``run --executor ray`` runs it (``bench_utils.cluster``).
-Eager cells are always ``static`` (nothing compiles); ``aot-inductor`` packages are exported at
-fixed shapes, so ``dynamic`` applies to the torch.compile modes only.
-Every mistake is reported before anything runs, in one line naming the file and
-the key (``GridError``).
+A grid names a study and sub-grids, each a product of models x batch sizes x compile modes x dtypes (x memory
+formats, shapes, Inductor configurations) measured on each device kind listed. Eager cells are always ``static``
+(nothing compiles); ``aot-inductor`` packages are exported at fixed shapes, so ``dynamic`` applies to the
+torch.compile modes only. Every mistake is reported before anything runs, in one line naming the file and the key
+(``GridError``).
 """
 
 from __future__ import annotations
@@ -89,11 +72,6 @@ class Cell:
                               self.device)
 
     @property
-    def group(self) -> tuple[str, ...]:
-        """Cells that differ only in batch size (an OOM at one batch skips the larger ones)."""
-        return (self.model, self.compile_mode, self.dtype, *self.settings.variant_values(), self.device)
-
-    @property
     def notebook(self) -> str:
         return NOTEBOOKS[self.task]
 
@@ -154,11 +132,9 @@ def load_grid(path: str | Path) -> Grid:
 
 
 def keep_grid_copy(params: str | os.PathLike[str], study_folder: Path, name: str = GRID_COPY) -> Path:
-    """The grid file copied, as written, into the study folder (``grid.yaml``): what ``reproduce`` re-runs.
-    Called once a run has really started (its lease held, its devices checked): a refused or failed run
-    changes no study folder. A different ``grid.yaml`` there, the grid earlier records were measured
-    with, is kept beside it as ``grid.<hash>.yaml`` (the first 8 hex digits of its SHA-256), never
-    written over."""
+    """The grid file copied, as written, into the study folder (``grid.yaml``): what ``reproduce`` re-runs. Called
+    once a run has really started: a refused or failed run changes no study folder. A different ``grid.yaml`` there
+    is kept beside it as ``grid.<hash>.yaml`` (the first 8 hex digits of its SHA-256), never written over."""
     study_folder.mkdir(parents=True, exist_ok=True)
     copy = study_folder / name
     text = Path(params).read_bytes()
@@ -201,20 +177,15 @@ def parse_grid(data: Any, path: str = "<grid>") -> Grid:
     return grid
 
 
-def replicates_of(settings: Settings, device_kind: str) -> int:
-    """How many replicates a cell of ``device_kind`` is measured in: the grid's, else the device's default."""
-    return settings.replicates or (GPU_REPLICATES if device_kind == "cuda" else 1)
-
-
 def split_over_replicates(path: str, where: str, settings: Settings, device_kind: str) -> Settings:
     """One replicate's settings: its share of the runs and of the pairs (``runs // r``, ``blocks // r``), and the
     count (None where it is 1: a cell measured once keeps the hash it had before replicates existed)."""
-    count = replicates_of(settings, device_kind)
+    count = settings.replicates or (GPU_REPLICATES if device_kind == "cuda" else 1)  # the grid's, else the device's
     if count == 1:
         return replace(settings, replicates=None)
     blocks = settings.blocks if settings.blocks is not None else min(DEFAULT_BLOCKS, settings.runs)
     if blocks < count:
-        told = "" if settings.replicates else f" (the default on a GPU; replicates: 1 measures each cell once)"
+        told = "" if settings.replicates else " (the default on a GPU; replicates: 1 measures each cell once)"
         raise fail(path, where + "blocks", f"{count} replicates{told} need at least {count} pairs of blocks and "
                    f"{count} runs (each replicate times its share), got runs {settings.runs}, blocks {blocks}")
     return replace(settings, replicates=count, runs=settings.runs // count, blocks=blocks // count)
@@ -234,9 +205,7 @@ def replicated(cells: list[Cell]) -> list[Cell]:
     """Every cell's replicates, staggered by kernel: kernel k's second replicate after kernel k+1's first, its third
     after kernel k+3's first (``REPLICATE_LAG`` steps apart; in each step the later replicates come before the new
     first one). Why: a study stopped early (a GPU lease's time limit) then has its first kernels' cells in every
-    replicate, the later ones compiling warm from the first's kept caches, and a cell's
-    replicates run minutes apart, in fresh kernels (a replicate is part of the kernel's settings), another kernel
-    between them. Several workers side by side reorder them (``kernel_groups.for_workers``)."""
+    replicate, and a cell's replicates run minutes apart, in fresh kernels, another kernel between them."""
     most = max((cell.settings.replicates or 1 for cell in cells), default=1)
     if most == 1:
         return list(cells)

@@ -54,12 +54,6 @@ class KernelGroup:
     def device(self) -> str:
         return self.first.device
 
-    @property
-    def label(self) -> str:
-        cell = self.first
-        variant = "".join(f" {part}" for part in cell.variant)
-        return f"{cell.model} {cell.dtype}{variant} on {cell.device} ({len(self.cells)} cells)"
-
     def eager_sharing_pairs(self) -> set[Cell]:
         """Eager cells that take their latency from a compiled cell of this group at the same
         batch size (the eager side of its interleaved pairs, ``task``), where that side stands for the eager cell

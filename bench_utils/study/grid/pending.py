@@ -21,8 +21,3 @@ class Pending:
     cells: tuple[Cell, ...]
     resumed: int
     ruled_out: tuple[tuple[Cell, int], ...] = ()
-
-    @property
-    def oom_at(self) -> dict[Cell, int]:
-        """The batch size that ran out of memory, by the cell it rules out."""
-        return dict(self.ruled_out)

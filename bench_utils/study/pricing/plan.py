@@ -28,10 +28,6 @@ class KernelPlan:
     cells: list[Span | None]
     recorded: int = 0                    # cells priced by their own records
 
-    @property
-    def unknown_cells(self) -> int:
-        return self.cells.count(None)
-
     def span(self) -> tuple[Span | None, int]:
         """The priced parts' sum (None: nothing priced), and how many cells and starts nothing priced."""
         priced = [span for span in (self.start, *self.cells) if span is not None]
@@ -85,10 +81,14 @@ def plan_run(pending: Pending, grid: Grid, *, results_path: Path, environment: d
                 gpu=prices.gpu if "cuda" in kinds else None, calibrated_on=prices.calibrated_on)
 
 
+def duration_text(seconds: float) -> str:
+    """Seconds as minutes, to a tenth below ten."""
+    return f"{seconds / 60:.{1 if seconds < 600 else 0}f} min"
+
+
 def minutes(span: Span) -> str:
-    def one(seconds: float) -> str:
-        return f"{seconds / 60:.1f}" if seconds < 600 else f"{seconds / 60:.0f}"
-    return f"~{one(span.point)} min ({one(span.low)}-{one(span.high)} min)"
+    """``~point min (low-high min)``."""
+    return f"~{duration_text(span.point)} ({duration_text(span.low)[:-len(' min')]}-{duration_text(span.high)})"
 
 
 def _count(count: int, what: str) -> str:
@@ -116,7 +116,7 @@ def format_plan(plan: Plan) -> str:
         lines += ["", "recorded as oom without running (a smaller batch ran out of memory earlier):"]
         lines += [f"  {cell.model} {cell.dtype} {cell.device}: {cell.compile_mode} {cell.batch_size} "
                   f"(out of memory at batch {oom_at})" for cell, oom_at in plan.skipped_after_oom]
-    cells, starts = sum(k.unknown_cells for k in plan.kernels), sum(k.start is None for k in plan.kernels)
+    cells, starts = sum(k.cells.count(None) for k in plan.kernels), sum(k.start is None for k in plan.kernels)
     lines.append("")
     if not plan.kernels:
         lines.append("estimated duration: nothing to run")

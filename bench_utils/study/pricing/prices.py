@@ -1,22 +1,14 @@
-"""The one rule that prices a cell and a kernel's start, for the dry run and ``run --time-limit``.
+"""The one rule that prices a cell and a kernel's start, for the dry run and ``run --time-limit`` (the records it
+reads, and each rule in full: ``docs/study.md``, "Dry run"). A cell costs, by the first rule that applies:
 
-The records: those of every ``reports/*/results.jsonl`` and then the study's own, with ``phases`` (seconds inside the
-kernel), taken on the cell's device: for a CUDA cell where the GPU is known (``--device-model``, or this machine's),
-any GPU of its datasheet key (``measurement.peaks.gpu_key``); else the same environment (``environment_key``).
-A cell costs, by the first rule that applies:
-
-1. its own most recent ``ok`` record that compiled as the cell will (cold, or warm from a kept cold compile): its
-   ``cell_s``, the warm-up and timed part scaled to the cell's calls (none for an eager cell that takes a compiled
-   cell's pairs), with today's energy windows in place of the record's where the GPU is known;
-2. on a GPU, the prior (``prior``) scaled by the ratio recorded / prior over the same model's recorded cells, else over
-   all the device's: the median, the range the ratios' spread and at least +-25 %, energy windows left out of the
-   ratio and not scaled (a design cost: the first H200 records spent 10.8 s in 5-second windows); no record, no scaling;
+1. its own most recent ``ok`` record that compiled as the cell will, scaled to the cell's calls;
+2. on a GPU, the prior (``prior``) scaled by the ratio recorded / prior over the model's recorded cells, else the
+   device's; energy windows left out of the ratio and not scaled (a design cost: the first H200 records spent
+   10.8 s in 5-second windows);
 3. else (a CPU has no datasheet peaks; a model outside the table) nothing: counted, never guessed.
 
-A wait for a compile process (``compile_wait_s``, a removed design's) is no cost of the cell's. A kernel's start is the
-min, median and max of its model's recorded starts (``startup_s + ready_s + load_s`` of a kernel's first record, not a
-kernel started ahead: a removed design's, which recorded only part of it), else on a GPU the prior's, scaled likewise.
-No torch is imported here.
+A wait for a compile process (``compile_wait_s``) and a kernel started ahead are a removed design's: the first is no
+cost of the cell's, and the second recorded only part of the kernel's start. No torch is imported here.
 """
 
 from __future__ import annotations

@@ -15,8 +15,6 @@ from typing import Any, Callable
 
 from ...kernel import end_children, end_tree
 
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
 
 class RunningProcesses:
     """The papermill processes of the cells being measured now, one per worker."""
@@ -93,7 +91,7 @@ class StopOnSignal:
         self.requested.clear()  # each run starts unstopped: a runner may run again after a stop
         self.signal, self._previous = None, {}
         if threading.current_thread() is threading.main_thread():
-            for signum in STOP_SIGNALS:
+            for signum in (signal.SIGINT, signal.SIGTERM):
                 self._previous[signum] = signal.signal(signum, self._handle)
         if self.time_limit is not None:
             self.time_limit.arm(self.stop_now)

@@ -16,15 +16,8 @@ from typing import Any
 
 from ...records.key import cell_identity, eager_side_key
 from ...records.results_file import read_records
-from ...records.schema import Record
 from ...vocabulary import DONE_STATUSES, Replicate
 from ..grid.grid_file import GRID_COPY, load_grid
-
-
-def _environment(record: Record) -> tuple[str | None, str | None, str]:
-    environment, kind = record.environment, record.cell.device_kind
-    name = environment.gpu_name("cuda:0") if kind == "cuda" else environment.cpu_model
-    return name, environment.torch_version, kind
 
 
 def grid_coverage(folder: str | Path) -> list[dict[str, Any]]:
@@ -39,7 +32,8 @@ def grid_coverage(folder: str | Path) -> list[dict[str, Any]]:
     recorded: dict[tuple, set] = defaultdict(set)   # cells with a record of their own
     paired: dict[tuple, set] = defaultdict(set)     # eager cells a compiled cell's pairs measured
     for record in read_records([results]):
-        environment = _environment(record)
+        on, kind = record.environment, record.cell.device_kind
+        environment = (on.gpu_name("cuda:0") if kind == "cuda" else on.cpu_model, on.torch_version, kind)
         if record.status in DONE_STATUSES:
             recorded[environment].add(cell_identity(record).without_study().without_replicate())
         eager = eager_side_key(record)

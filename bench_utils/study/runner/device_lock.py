@@ -20,14 +20,6 @@ from typing import Callable, Iterator
 
 from ...errors import UserError
 
-LOCK_DIR_ENV = "BENCH_UTILS_LOCK_DIR"
-
-
-def lock_dir() -> Path:
-    """Where the device locks live: ``$BENCH_UTILS_LOCK_DIR``, else the host's temporary folder."""
-    return Path(os.environ.get(LOCK_DIR_ENV) or Path(tempfile.gettempdir()) / "bench_utils-device-locks")
-
-
 def lock_name(device: str, cuda_visible_devices: str | None = None) -> str:
     """The file name that stands for ``device`` on this host: the physical GPU (through
     CUDA_VISIBLE_DEVICES, as a kernel pinned to it would see it), or the CPU."""
@@ -44,7 +36,8 @@ def device_lock(device: str, *, say: Callable[[str], None] = lambda line: None,
                 cancelled: Callable[[], bool] = lambda: False, poll_s: float = 0.5) -> Iterator[bool]:
     """Hold ``device`` for the block (``as held``: True); wait, saying so once, while another
     process holds it; give up (``held`` False) as soon as ``cancelled()`` is true."""
-    directory = lock_dir()
+    # where the device locks live: $BENCH_UTILS_LOCK_DIR, else the host's temporary folder
+    directory = Path(os.environ.get("BENCH_UTILS_LOCK_DIR") or Path(tempfile.gettempdir()) / "bench_utils-device-locks")
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / lock_name(device, os.environ.get("CUDA_VISIBLE_DEVICES"))
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
@@ -74,8 +67,6 @@ def split_cpus(cpus: set[int] | list[int], workers: int) -> list[set[int]]:
     """``cpus`` cut into ``workers`` disjoint, contiguous, near-equal sets (one per worker), so
     that two workers' kernels never compete for a core; one worker keeps them all."""
     ordered = sorted(cpus)
-    if workers < 1:
-        raise ValueError(f"workers must be >= 1, got {workers}")
     if workers > len(ordered):
         raise UserError(f"{workers} workers need at least as many CPUs; this process may use {len(ordered)}")
     size, extra = divmod(len(ordered), workers)

@@ -1,14 +1,10 @@
-"""``python -m bench_utils diagnose STUDY``: every compiled cell compile made slower, its remedies measured.
+"""``python -m bench_utils diagnose STUDY``: every compiled cell compile made slower, its remedies measured
+(``docs/diagnosis.md``).
 
-A compiled cell of the guide's kind (contiguous, static shapes, Inductor's default configuration) whose
-speed-up interval lies below 1 or includes it (``measurement.slowdown.is_slower``) is diagnosed: its profile
-fires rules that name remedies (``measurement.slowdown``: CUDA graphs and freezing for a host-bound call,
-Inductor's layout off, channels-last and max-autotune for slower convolutions, max-autotune for costly
-fusion). They make a grid, kept in the study folder as ``diagnosis.yaml`` once its run has started, with
-the slow cell's own settings (runs, warm-up, pairs, weights, seed, TF32), run by the study runner into the
-same results file: resumable, ``--time-limit`` aware, each remedy a cell of its own identity measured
-against eager in the same interleaved design. The report's "When compile loses" section reads them back.
-No torch is imported here.
+The remedies the slow cells' profiles name (``measurement.slowdown``) make a grid, kept in the study folder as
+``diagnosis.yaml`` once its run has started, with the slow cell's own settings, run by the study runner into the
+same results file: resumable, ``--time-limit`` aware, each remedy a cell of its own identity measured against eager
+in the same interleaved design. No torch is imported here.
 """
 
 from __future__ import annotations
@@ -29,10 +25,6 @@ from ...vocabulary import InductorConfig, MemoryFormat
 DIAGNOSIS_GRID = "diagnosis.yaml"
 
 
-def _variant(record: Record) -> Variant:
-    return Variant(record.cell.compile_mode, record.cell.memory_format, record.cell.inductor)
-
-
 def slow_cells(records: list[Record]) -> list[Record]:
     """Each cell's latest ``ok`` record that ``measurement.slowdown.diagnosable`` says to diagnose: a cell measured
     again (another lease, other settings) is diagnosed on its latest record only, as its page shows it."""
@@ -49,13 +41,6 @@ def slow_cells(records: list[Record]) -> list[Record]:
     return slow
 
 
-def _sub_grid(record: Record, variant: Variant) -> dict[str, Any]:
-    cell = record.cell
-    return {"models": [cell.model], "batch_sizes": [cell.batch_size], "compile_modes": [variant.compile_mode],
-            "dtypes": [cell.dtype], "memory_formats": [variant.memory_format],
-            "inductor_configs": [variant.inductor]}
-
-
 def remedy_grid(slow: list[Record]) -> tuple[dict[str, Any], list[str]]:
     """The grid of every slow cell's remedies (a grid file's mapping; no sub-grid where none can be measured), and
     a line per slow cell saying which rules its profile fired, what they chose, and what its backend cannot
@@ -69,7 +54,8 @@ def remedy_grid(slow: list[Record]) -> tuple[dict[str, Any], list[str]]:
         kind = cell.device_kind
         kinds.append(kind)
         backend = record.config.backend
-        chosen, left_out = measurable(remedies(profile, _variant(record), cuda=kind == "cuda"), backend)
+        variant = Variant(cell.compile_mode, cell.memory_format, cell.inductor)
+        chosen, left_out = measurable(remedies(profile, variant, cuda=kind == "cuda"), backend)
         speedup = record.speedup.mean if record.speedup else float("nan")
         lines.append(printable(
             f"{cell.model} batch {cell.batch_size} {cell.compile_mode} on {kind}: speed-up "
@@ -77,7 +63,10 @@ def remedy_grid(slow: list[Record]) -> tuple[dict[str, Any], list[str]]:
             + (", ".join(_name(remedy.variant) for remedy in chosen) or "none measurable")
             + (f"; left out, needing the inductor backend (this study's is {backend}): "
                + ", ".join(_name(remedy.variant) for remedy in left_out) if left_out else "")))
-        grids += [_sub_grid(record, remedy.variant) for remedy in chosen]
+        grids += [{"models": [cell.model], "batch_sizes": [cell.batch_size],
+                   "compile_modes": [remedy.variant.compile_mode], "dtypes": [cell.dtype],
+                   "memory_formats": [remedy.variant.memory_format], "inductor_configs": [remedy.variant.inductor]}
+                  for remedy in chosen]
     study = lead.cell.study
     count = first.replicates or 1
     grid = {"study": f"{study}{REMEDY_STUDY_SUFFIX}",

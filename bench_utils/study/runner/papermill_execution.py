@@ -1,14 +1,13 @@
-"""Executing one cell's task notebook with papermill, in its own kernel process.
+"""Executing a kernel group's task notebook with papermill, in its own kernel process.
 
 The papermill child dies with the runner (``PR_SET_PDEATHSIG``), so a killed
-runner leaves no kernel measuring behind it; its log is kept per cell, and its
+runner leaves no kernel measuring behind it; its log is kept per kernel, and its
 tail becomes the error text of a cell whose kernel died before recording.
 """
 
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass
 import json
 import os
 from pathlib import Path
@@ -27,16 +26,11 @@ LOG_TAIL_LINES = 40
 POLL_S = 0.25  # how often a running kernel's records are read (the per-cell wall times' resolution)
 
 
-def die_with_parent() -> None:
-    # PR_SET_PDEATHSIG: the papermill child is killed when the runner dies, even by SIGKILL.
-    try:
+def _in_child(cpus: set[int] | None) -> None:
+    try:  # PR_SET_PDEATHSIG: the papermill child is killed when the runner dies, even by SIGKILL
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
     except OSError:
         pass
-
-
-def _in_child(cpus: set[int] | None) -> None:
-    die_with_parent()
     if cpus:
         os.sched_setaffinity(0, cpus)  # inherited by the kernel papermill starts
 
@@ -78,12 +72,11 @@ def notebook_parameters(group: KernelGroup, results_path: Path, run_id: str,
                         progress_path: Path, keep_compiles: bool = True) -> dict[str, Any]:
     """The task notebook's parameters for one kernel group (papermill injects them).
 
-    ``only_cells`` lists the group's ``[compile_mode, batch_size]`` pairs in the order the
-    kernel measures them, which is how the runner knows which cell a dead kernel was on;
+    ``only_cells``: the group's ``[compile_mode, batch_size]`` pairs in the order the kernel measures them;
     ``show`` is off: a grid run draws no table and no plot; the kernel names the cell it begins in
     ``progress_file`` (``study.progress_file``, read by ``kernel_watch``); cold compiles are kept for the cells'
-    next replicates where some may come (``keep_compiles``: in the study's folder of ``variants.kept_caches``, which the kernel finds
-    from ``results_path``). Paths are given relative to the project root, which the kernel runs from.
+    next replicates where some may come (``keep_compiles``: in the study's folder of ``variants.kept_caches``,
+    which the kernel finds from ``results_path``). Paths are relative to the project root, the kernel's folder.
     """
     cell = group.first
     return {"study": cell.study, "models": [cell.model],
@@ -96,43 +89,26 @@ def notebook_parameters(group: KernelGroup, results_path: Path, run_id: str,
             "runner_pid": os.getpid(), "run_id": run_id, "keep_compiles": keep_compiles}
 
 
-@dataclass(frozen=True)
-class StartedKernel:
-    """A papermill process started for a kernel group, and the files it writes (the executed notebook, its log)."""
-
-    process: subprocess.Popen
-    executed: Path
-    log_path: Path
-
-
 def execute_with_papermill(group: KernelGroup, device: str, parameters: dict[str, Any], out_dir: Path, *,
                            poll: Callable[[], bool] | None = None, attempt: int = 1,
                            running: RunningProcesses | None = None,
                            cpus: set[int] | None = None) -> tuple[int, Path]:
     """Run the group's notebook in one kernel; return papermill's exit status and the log's path.
 
-    ``poll``, if given, is called about every second while the kernel runs; when it returns
+    ``poll``, if given, is called about every ``POLL_S`` while the kernel runs; when it returns
     True the kernel is ended (a stalled cell, a stop request). ``running``, if given, holds the
     papermill process while it runs, so that a stop request can end it and its kernel;
     ``cpus``, if given, are the only cores it and its kernel may use. A second attempt at a
     group (after its kernel died) gets files of its own: the first one's log is evidence.
     """
-    started = start_papermill(group, device, parameters, out_dir, attempt=attempt, cpus=cpus, running=running)
-    return wait_for_papermill(started, out_dir, poll=poll, running=running)
-
-
-def start_papermill(group: KernelGroup, device: str, parameters: dict[str, Any], out_dir: Path, *,
-                    attempt: int = 1, cpus: set[int] | None = None,
-                    running: RunningProcesses | None = None) -> StartedKernel:
-    """The group's notebook started in its own kernel (``execute_with_papermill``'s first half)."""
     name = group.group_id if attempt == 1 else f"{group.group_id}.{attempt}"
     executed = out_dir / "notebooks" / f"{name}.ipynb"
     log_path = out_dir / "logs" / f"{name}.log"
     executed.parent.mkdir(parents=True, exist_ok=True)
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    # Paths relative to the kernel's working folder (the project root), so that the executed
-    # notebook names no absolute path; what is left is scrubbed once it has run.
-    # papermill's command line, its kernel spoken to over Unix sockets (bench_utils.kernel).
+    # papermill's command line, its kernel spoken to over Unix sockets (bench_utils.kernel). Paths relative to the
+    # kernel's working folder (the project root), so that the executed notebook names no absolute path; what is
+    # left is scrubbed once it has run.
     command = [sys.executable, "-m", "bench_utils.kernel",
                os.path.relpath(NOTEBOOK_DIR / group.first.notebook, PROJECT_ROOT),
                os.path.relpath(executed, PROJECT_ROOT), "--engine", ENGINE_NAME,
@@ -146,16 +122,6 @@ def start_papermill(group: KernelGroup, device: str, parameters: dict[str, Any],
                                    cwd=PROJECT_ROOT, preexec_fn=lambda: _in_child(cpus))
     if running is not None:  # from its start: a stop request ends it, measuring or not
         running.add(process)
-    return StartedKernel(process, executed, log_path)
-
-
-def wait_for_papermill(started: StartedKernel, out_dir: Path, *, poll: Callable[[], bool] | None = None,
-                       running: RunningProcesses | None = None) -> tuple[int, Path]:
-    """Wait for a started kernel (``execute_with_papermill``'s second half): its exit status and its log, both
-    scrubbed of the study folder's path."""
-    process = started.process
-    if running is not None:
-        running.add(process)
     try:
         returncode = _wait(process, poll)
     except BaseException:  # never leave a kernel measuring behind the runner's back
@@ -164,9 +130,9 @@ def wait_for_papermill(started: StartedKernel, out_dir: Path, *, poll: Callable[
     finally:
         if running is not None:
             running.discard(process)
-    for written in (started.executed, started.log_path):  # both are published with the study folder
+    for written in (executed, log_path):  # both are published with the study folder
         scrub_file(written, {str(out_dir): ".."})
-    return returncode, started.log_path
+    return returncode, log_path
 
 
 def _wait(process: subprocess.Popen, poll: Callable[[], bool] | None) -> int:

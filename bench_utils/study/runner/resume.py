@@ -1,13 +1,5 @@
-"""What earlier runs left behind: the cells already measured, and the OOMs that rule out larger batches.
-
-A cell is done when the study folder's results hold an ``ok`` or ``oom`` record of the same measurement
-(``RecordKey``) on the same environment, whatever study name the record carries (the folder is the
-study: records measured under another grid's name count, as the first H200 run's do in
-``reports/hf-guide-h200``). An eager cell is done too where a compiled cell's ``ok`` record measured it
-as the eager side of its pairs (``records.key.eager_side_key``): timing it again would cost a GPU's
-minutes for a figure a record holds. An ``oom`` at batch size B also stands for every larger batch
-of its model, mode and dtype: a resumed run skips them as the first run would have.
-"""
+"""What earlier runs left behind: the cells already measured, and the OOMs that rule out larger batches
+(``docs/study.md``, "Resuming"). The study folder is the study: a record counts whatever study name it carries."""
 
 from __future__ import annotations
 

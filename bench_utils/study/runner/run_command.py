@@ -10,11 +10,13 @@ import time
 from ...environment.capture import capture_environment
 from ...variants.kept_caches import ROOT_ENV, default_root
 from ..grid.grid_file import Grid
-from ..pricing.plan import minutes as span_text
+from ..pricing.plan import duration_text, format_plan, minutes as span_text
+from ..pricing.prices import device_environment
 from ..pricing.prior import Span, device_key
+from .device_workers import check_workers
 from .progress_display import format_run_outcome
 from .grid_runner import Runner, study_folder
-from .time_limit import LIMIT_REACHED_EXIT, LIMIT_TOO_SHORT_EXIT, duration_text, parse_duration, time_limit_for
+from .time_limit import LIMIT_REACHED_EXIT, LIMIT_TOO_SHORT_EXIT, parse_duration, time_limit_for
 
 
 def run_locally(grid: Grid, params: os.PathLike | str, *, out=None, force: bool = False,
@@ -30,14 +32,9 @@ def run_locally(grid: Grid, params: os.PathLike | str, *, out=None, force: bool 
     folder, environment = study_folder(grid, out), capture_environment()
     results_path = folder / "results.jsonl"
     if dry_run:  # nothing measured, no kernel, no lease, no file written
-        from .device_workers import check_workers
-        from ..pricing.plan import format_plan
-
         # what the run would refuse, the plan refuses (a plan priced for another GPU looks for none here)
         check_workers(grid, devices, environment, this_machine=not device_model)
         if device_model:  # resumed as on that GPU: the cells its records hold are not planned again
-            from ..pricing.prices import device_environment
-
             environment = device_environment(results_path, device_model) or environment
         runner = Runner(grid, folder, force=force, devices=devices, environment=environment)
         print(format_plan(runner.plan(device_model=device_model)))

@@ -1,43 +1,34 @@
-"""``run GRID --time-limit 9m``: start no cell that would not finish in time, and stop at the limit.
+"""``run GRID --time-limit 9m``: start no cell that would not finish in time, and stop at the limit
+(``docs/study.md``, "Time limit").
 
-Short GPU commands and batch schedulers' wall-time limits both end a run from outside; this ends it
-from inside, cleanly. Before each kernel starts, its cells are cut to those that fit, in execution
-order, in the time left: the kernel's start and each cell priced by ``pricing.prices`` (the cell's
-records on its device, else the a-priori estimate for ``--device-model`` or the GPU this machine has,
-calibrated by the cells already recorded on it), else a conservative 5 minutes a cell and 2 a kernel
-start (``CellCosts``). Cells are priced at the estimate's high figure, so that the last one started
-rarely overruns; but a run that has started nothing yet starts a kernel's first cell where its point
-figure fits (an uncalibrated prior's high figure may exceed any short limit, and only a record
-calibrates it), and where not even that fits, it says how long a limit the kernel needs (exit
-``LIMIT_TOO_SHORT_EXIT``: running again would not help).
-A kernel group none of whose cells fits is not started; a later, cheaper one may be. At the limit
-itself the run stops as on SIGTERM: the kernels are ended and the cells cut short write no record,
-so they are measured by the next run. The cells left are then listed with their estimate.
+Short GPU commands and batch schedulers' wall-time limits both end a run from outside; this ends it from inside,
+cleanly. Before each kernel starts, its cells are cut to those that fit in the time left, each priced by
+``pricing.prices`` at the estimate's high figure, so that the last one started rarely overruns (``cell_costs``). A run
+that has started nothing yet starts a kernel's first cell where its point figure fits: an uncalibrated prior's high
+figure may exceed any short limit, and only a record calibrates it. At the limit the run stops as on SIGTERM.
 """
 
 from __future__ import annotations
 
+from functools import partial
 import os
 from pathlib import Path
 import re
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import Any, Callable
 
 from ...errors import UserError
+from ...paths import REPORTS_DIR
+from ...variants.kept_caches import KeptCaches, default_root, kept_cell
+from ..grid.grid_file import Cell, Grid
+from ..grid.kernel_groups import KernelGroup
+from ..pricing.plan import duration_text
 from ..pricing.prices import Prices, gpu_of, results_files
 from ..pricing.prior import SHARED_EAGER_S
 
-if TYPE_CHECKING:
-    from ..grid.grid_file import Cell, Grid
-    from ..grid.kernel_groups import KernelGroup
-
-
-class KernelCosts(Protocol):
-    """A kernel's start and each of its cells' seconds, at an estimate's ``figure`` (``CellCosts.of_kernel``)."""
-
-    def __call__(self, group: KernelGroup, cells: list[Cell], figure: str = "high") -> tuple[float, list[float]]: ...
-
+# (group, cells, figure) -> a kernel's start and each of its cells' seconds at an estimate's figure ("high", "point")
+KernelCosts = Callable[..., "tuple[float, list[float]]"]
 UNKNOWN_CELL_S = 300.0    # a cell nothing prices: more than a guide cell takes on a GPU
 UNKNOWN_START_S = 120.0   # a kernel start nothing prices: boot, imports and the largest model build
 LIMIT_REACHED_EXIT = 3    # the run stopped at its time limit with cells left: run it again to go on
@@ -53,17 +44,12 @@ def parse_duration(text: str) -> float:
     return float(match.group(1)) * _UNITS[match.group(2) or ""]
 
 
-def duration_text(seconds: float) -> str:
-    """Seconds as minutes, to a tenth below ten."""
-    return f"{seconds / 60:.1f} min" if seconds < 600 else f"{seconds / 60:.0f} min"
-
-
 class TimeLimit:
     """The run's deadline: which cells may still start, and the stop when it passes."""
 
     def __init__(self, seconds: float, costs: KernelCosts, clock: Callable[[], float] = time.monotonic,
                  started: float | None = None, say: Callable[[str], None] = lambda line: None) -> None:
-        """``costs(group, cells, figure)``: the kernel's start and each cell's seconds (``CellCosts.of_kernel``);
+        """``costs(group, cells, figure)``: the kernel's start and each cell's seconds (``cell_costs``);
         ``say``: tells the person watching what is held back."""
         self.seconds, self.costs, self.clock, self.say = seconds, costs, clock, say
         self.deadline = (clock() if started is None else started) + seconds
@@ -77,9 +63,7 @@ class TimeLimit:
         return self.deadline - self.clock()
 
     def fitting(self, group: KernelGroup, cells: list[Cell]) -> list[Cell]:
-        """The first of ``cells`` that the kernel can start and finish before the deadline."""
-        if not cells:
-            return []
+        """The first of ``cells`` (not empty) that the kernel can start and finish before the deadline."""
         start, seconds = self.costs(group, cells)
         budget, total, fit = self.left(), start, []
         for cell, cost in zip(cells, seconds):
@@ -110,7 +94,7 @@ class TimeLimit:
                  "(its start and first cell, by the estimate's point figure)")
         return []
 
-    def arm(self, on_limit: Callable[[], None]) -> "TimeLimit":
+    def arm(self, on_limit: Callable[[], None]) -> None:
         """Call ``on_limit`` (the runner's stop) when the deadline passes; ``disarm`` cancels it."""
         def fire() -> None:
             self.reached = True
@@ -119,41 +103,30 @@ class TimeLimit:
         self._timer = threading.Timer(max(0.0, self.left()), fire)
         self._timer.daemon = True
         self._timer.start()
-        return self
 
     def disarm(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
 
 
-class CellCosts:
-    """A kernel's start and cells priced (``pricing.prices``) from the records as they are before each kernel, and this
-    machine's kept caches (a cold compile kept here before the kernel starts: carried in, or an earlier replicate's)."""
+def cell_costs(results_path: Path, environment: dict[str, Any], gpu: str | None, group: KernelGroup, cells: list[Cell],
+               figure: str = "high", *, reports_dir: str | os.PathLike | None = None) -> tuple[float, list[float]]:
+    """A kernel's start and each cell's seconds at ``figure`` ("high" or "point"), priced (``pricing.prices``) from the
+    records as they are now, and this machine's kept caches (a cold compile kept here before the kernel starts:
+    carried in, or an earlier replicate's); the unknown ones at ``UNKNOWN_START_S`` and ``UNKNOWN_CELL_S``."""
+    prices = Prices(results_files(results_path, reports_dir or REPORTS_DIR), environment, gpu)
+    caches = KeptCaches(default_root(Path(results_path).parent))
 
-    def __init__(self, results_path: Path, environment: dict[str, Any], gpu: str | None,
-                 reports_dir: str | os.PathLike | None = None) -> None:
-        self.results_path, self.environment, self.gpu, self.reports_dir = results_path, environment, gpu, reports_dir
+    def kept(cell: Cell) -> bool:
+        return kept_cell(caches, cell.task, cell.model, cell.batch_size, cell.compile_mode, cell.settings,
+                         cell.dtype, cell.device).cold() is not None
 
-    def of_kernel(self, group: KernelGroup, cells: list[Cell], figure: str = "high") -> tuple[float, list[float]]:
-        """The kernel's start and each cell's seconds at ``figure`` ("high" or "point"), the unknown ones at
-        ``UNKNOWN_START_S`` and ``UNKNOWN_CELL_S``."""
-        from ...paths import REPORTS_DIR
-        from ...variants.kept_caches import KeptCaches, default_root, kept_cell
-        from ..grid.kernel_groups import KernelGroup as Group
-
-        prices = Prices(results_files(self.results_path, self.reports_dir or REPORTS_DIR), self.environment, self.gpu)
-        caches = KeptCaches(default_root(Path(self.results_path).parent))
-
-        def kept(cell: Cell) -> bool:
-            return kept_cell(caches, cell.task, cell.model, cell.batch_size, cell.compile_mode, cell.settings,
-                             cell.dtype, cell.device).cold() is not None
-
-        sharing = Group(group.group_id, tuple(cells)).eager_sharing_pairs()
-        start, spans, _ = prices.kernel(cells, sharing, kept)
-        # an eager cell that takes a compiled cell's pairs runs nothing: an unpriced one would hold back those after it
-        return (UNKNOWN_START_S if start is None else getattr(start, figure),
-                [getattr(span, figure) if span else SHARED_EAGER_S if cell in sharing else UNKNOWN_CELL_S
-                 for cell, span in zip(cells, spans)])
+    sharing = KernelGroup(group.group_id, tuple(cells)).eager_sharing_pairs()
+    start, spans, _ = prices.kernel(cells, sharing, kept)
+    # an eager cell that takes a compiled cell's pairs runs nothing: an unpriced one would hold back those after it
+    return (UNKNOWN_START_S if start is None else getattr(start, figure),
+            [getattr(span, figure) if span else SHARED_EAGER_S if cell in sharing else UNKNOWN_CELL_S
+             for cell, span in zip(cells, spans)])
 
 
 def time_limit_for(grid: Grid, results_path: Path, environment: dict[str, Any], seconds: float,
@@ -161,7 +134,7 @@ def time_limit_for(grid: Grid, results_path: Path, environment: dict[str, Any], 
     """A limit of ``seconds`` from ``started`` (``time.monotonic()``) on a run of ``grid`` into ``results_path`` on
     ``environment`` (what the ``Runner`` is built with), said on ``stream``."""
     gpu = gpu_of(environment, device_model) if any(cell.device.startswith("cuda") for cell in grid.cells) else None
-    limit = TimeLimit(seconds, CellCosts(results_path, environment, gpu).of_kernel,
+    limit = TimeLimit(seconds, partial(cell_costs, results_path, environment, gpu),
                       started=started, say=lambda line: print(line, file=stream, flush=True))
     source = f"else the a-priori estimate for {gpu}" if gpu else "no a-priori estimate (no known GPU)"
     print(f"[run] time limit {duration_text(seconds)}: a kernel starts only the cells that fit (estimates from "

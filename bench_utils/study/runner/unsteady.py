@@ -1,12 +1,10 @@
-"""Unsteady cells, measured once more: a compiled cell whose block means changed regime inside its timed runs.
+"""Unsteady cells, measured once more: a compiled cell whose block means changed regime inside its timed runs
+(``docs/study.md``, "Unsteady cells are measured once more").
 
 On the H200 the host changed regime inside cells while the GPU clock held (BEiT at batch 1: compiled blocks 2-11
-about 6.3 ms, blocks 12-30 about 3.6 ms), and a cell's figures then describe neither regime. Where a record's
-eager or compiled block means shifted (``measurement.regime``), the runner measures the cell once more, after the
-grid, as one more replicate (a fresh kernel): its interval is then over the replicates, the shifted one among
-them (``measurement.replicates``), and the page says how many. Once: a cell whose extra replicate shifts too is
-not measured again. On by default on a GPU, where the shifts were seen; off on a CPU, whose cells are measured
-once (``Settings.remeasure_unsteady``).
+about 6.3 ms, blocks 12-30 about 3.6 ms), and a cell's figures then describe neither regime. Such a cell is measured
+once more, after the grid, as one more replicate in a fresh kernel: its interval is then over the replicates
+(``measurement.replicates``). Once: a cell whose extra replicate shifts too is not measured again.
 """
 
 from __future__ import annotations
@@ -53,16 +51,14 @@ def once_more(cells: Iterable[Cell], records: Iterable[Record], key: Callable[[C
         record = by_key.get(key(cell).without_study())
         if record is None or not regime_shifts(record):
             continue
-        # a row's modes were timed beside one eager series: all of them once more, in one row again
+        # a row's modes (the same cell but for its compile mode) were timed beside one eager series: all of them
+        # once more, in one row again
         row = set(record.speedup.timed_with or []) if record.speedup else set()
-        for member in [cell] + [other for other in grid if other.compile_mode in row and _same_row(other, cell)]:
+        same_row = [other for other in grid if other.compile_mode in row
+                    and dataclasses.replace(other, compile_mode=cell.compile_mode) == cell]
+        for member in [cell] + same_row:
             count = member.settings.replicates or 1
             extra = member.as_replicate(count + 1)
             if count < MAX_REPLICATES and key(extra).without_study() not in by_key:
                 found.setdefault(key(extra).without_study(), (grid.index(member), extra))
     return [extra for _, extra in sorted(found.values(), key=lambda item: item[0])]
-
-
-def _same_row(one: Cell, other: Cell) -> bool:
-    """The same cell but for its compile mode (a row's modes), of the same replicate."""
-    return dataclasses.replace(one, compile_mode=other.compile_mode) == other

@@ -1,4 +1,5 @@
 from dataclasses import replace
+from functools import partial
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -13,7 +14,7 @@ from bench_utils.study.grid.grid_file import parse_grid
 from bench_utils.study.grid.kernel_groups import kernel_groups
 from bench_utils.study.runner.grid_runner import Runner
 from bench_utils.study.runner.run_command import what_is_left
-from bench_utils.study.runner.time_limit import (LIMIT_REACHED_EXIT, LIMIT_TOO_SHORT_EXIT, UNKNOWN_CELL_S, CellCosts,
+from bench_utils.study.runner.time_limit import (LIMIT_REACHED_EXIT, LIMIT_TOO_SHORT_EXIT, UNKNOWN_CELL_S, cell_costs,
                                                  TimeLimit, parse_duration)
 from fake_notebook import FakeNotebook
 from bench_utils.environment.capture import capture_environment
@@ -88,9 +89,10 @@ def runner_under(tmp_path, notebook, seconds, prior=None, grid=GRID, environment
     """A runner built with a limit of ``seconds``, its cells priced by the records of its own and of the studies
     under ``tmp_path / "reports"``, else by ``prior``."""
     environment = environment or capture_environment()
-    costs = CellCosts(tmp_path / "study" / "results.jsonl", environment, prior, reports_dir=tmp_path / "reports")
+    costs = partial(cell_costs, tmp_path / "study" / "results.jsonl", environment, prior,
+                    reports_dir=tmp_path / "reports")
     return Runner(parse_grid(grid), tmp_path / "study", executor=notebook, environment=environment,
-                  time_limit=TimeLimit(seconds, costs.of_kernel))
+                  time_limit=TimeLimit(seconds, costs))
 
 
 def limited_runner(tmp_path, notebook, seconds, cell_seconds, startup_s=1.0):
@@ -177,10 +179,10 @@ def test_on_a_known_gpu_unrecorded_cells_cost_the_priors_high_figure_until_a_rec
     runner = Runner(parse_grid({**GRID, "devices": ["cuda"], "replicates": 1}), tmp_path / "study",
                     executor=FakeNotebook(), environment=h100)
     assert gpu_of(h100, None) == "H100 SXM" and gpu_of(h100, "L4") == "L4"
-    costs = CellCosts(runner.results_path, h100, "H100 SXM", reports_dir=tmp_path / "reports")
+    costs = partial(cell_costs, runner.results_path, h100, "H100 SXM", reports_dir=tmp_path / "reports")
     group = kernel_groups(runner.grid.cells)[0]
     cells = list(group.cells)
-    start, seconds = costs.of_kernel(group, cells)
+    start, seconds = costs(group, cells)
     assert [(c.compile_mode, c.batch_size) for c in cells[:3]] == [("default", 1), ("eager", 1), ("default", 4)]
     prior = Prices([], h100, "H100 SXM").prior
     assert start == prior.start("resnet").high and seconds[2] == prior.cell(Shape.of_cell(cells[2], warm=False)).high
@@ -195,9 +197,9 @@ def test_on_a_known_gpu_unrecorded_cells_cost_the_priors_high_figure_until_a_rec
     append_record(runner.results_path, first)
     default_4 = Shape.of_cell(cells[2])  # now the first of its mode in the kernel: it compiles warm too
     work, energy = prior.cell(default_4) - prior.energy(default_4), prior.energy(default_4)
-    _, points = costs.of_kernel(group, cells[2:], figure="point")
+    _, points = costs(group, cells[2:], figure="point")
     assert points[0] == pytest.approx(2 * work.point + energy.point)
-    _, highs = costs.of_kernel(group, cells[2:])
+    _, highs = costs(group, cells[2:])
     assert highs[0] == pytest.approx(1.25 * 2 * work.point + energy.high)
 
 
@@ -241,9 +243,9 @@ def test_the_limit_prices_a_later_replicate_warm_only_where_its_cold_compile_is_
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # the kept caches' root, this test's own
     (tmp_path / "tmp").mkdir()
     results = tmp_path / "study" / "results.jsonl"
-    costs = CellCosts(results, capture_environment(), "H100 SXM", reports_dir=tmp_path / "reports")
+    costs = partial(cell_costs, results, capture_environment(), "H100 SXM", reports_dir=tmp_path / "reports")
     default_4 = next(i for i, c in enumerate(group.cells) if (c.compile_mode, c.batch_size) == ("default", 4))
-    cold = costs.of_kernel(group, list(group.cells))[1][default_4]
+    cold = costs(group, list(group.cells))[1][default_4]
     cell = group.cells[default_4]
     caches = KeptCaches(default_root(results.parent))
     kept = kept_cell(caches, cell.task, cell.model, cell.batch_size, cell.compile_mode, cell.settings, cell.dtype,
@@ -251,5 +253,5 @@ def test_the_limit_prices_a_later_replicate_warm_only_where_its_cold_compile_is_
     assert caches.root.is_relative_to(tmp_path)
     kept.folder.mkdir(parents=True)
     kept.keep([1000.0], {"graphs": 1}, "replicate r1", None)  # its first replicate measured here, earlier in this run
-    warm = costs.of_kernel(group, list(group.cells))[1][default_4]
+    warm = costs(group, list(group.cells))[1][default_4]
     assert cold > warm + 1.0
