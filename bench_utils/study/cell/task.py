@@ -1,34 +1,22 @@
-"""What a task notebook does: measure its cells and write their records.
+"""What a task notebook does: measure its cells and write their records (docs/study.md, *The task notebooks*).
 
-The notebooks stay thin: a parameters cell, then ``task.run(...)``, whose records
-they show as a table and a plot (``bench_utils.report``) when a person runs them.
-One kernel measures many cells (the grid runner's kernel groups): the environment is
-captured and the model built once, and inductor's compile-worker pool started before the first
-compiled cell (``variants.compile_workers``); each compiled cell still starts from a dynamo
-reset and fresh compile caches. Every cell gets exactly one record, appended as soon
-as it is measured: ``ok``; ``oom`` (and the larger batch sizes of that model, mode
-and dtype are recorded as ``oom`` without running); or ``error`` with the end of the
-traceback. Cells go batch size by batch size; a batch size's compile modes are timed together, in
-one row beside one eager series (``measured_row``; a row whose joint part fails is timed mode by
-mode, with a note). An eager cell whose batch size compiled cells have just measured takes
-its latency from their interleaved eager runs instead of timing eager again. With
-``shapes="dynamic"`` a mode is compiled once, at its smallest batch size, and that compilation
-serves its larger batch sizes (``variants.batch_shapes``) until the kernel moves to the next mode.
-Each record's ``phases`` say where the time went. Under the grid runner, records are
-written only while the runner's lease is this run's (see ``lease``).
+One kernel measures many cells (the grid runner's kernel groups): the environment is captured and the model built
+once, the kernel's own cost first (``kernel_start``); each compiled cell still starts from a dynamo reset and fresh
+compile caches. Every cell gets exactly one record, appended as soon as it is measured: ``ok``; ``oom`` (the larger
+batch sizes of that model, mode and dtype recorded ``oom`` without running); or ``error`` with the end of the
+traceback. A batch size's compile modes are timed in one row beside one eager series (``measured_row``), and its
+eager cell takes that series; with ``shapes="dynamic"`` a mode's one compilation serves its larger batch sizes
+(``variants.batch_shapes``). Under the grid runner, records are written only while its lease is this run's.
 
-Tests reach the failure paths through ``BENCH_UTILS_INJECT_FAULT``, a list of
-``kind:model:batch_size`` entries separated by ``;`` (kind: ``oom``, ``error``,
-``crash``, which aborts the kernel process as a segfault would, ``hang``, which
-blocks for ever after touching the file named by ``BENCH_UTILS_HANG_MARKER``, or ``hang-once``,
-which does so only while that file does not exist yet: a cell stuck on one machine, not the next).
+Tests reach the failure paths through ``BENCH_UTILS_INJECT_FAULT``, ``kind:model:batch_size`` entries separated by
+``;`` (kind: ``oom``, ``error``, ``crash``: the kernel aborts as on a segfault, ``hang``: blocks for ever after
+touching the file named by ``BENCH_UTILS_HANG_MARKER``, ``hang-once``: only while that file does not exist yet).
 """
 
 from __future__ import annotations
 
 from contextlib import ExitStack
 from dataclasses import replace
-import gc
 import os
 import threading
 import time
@@ -52,6 +40,7 @@ from ...variants.batch_shapes import SharedCompilation
 from ...variants.cell_plan import timed_in_rows
 from ...variants.kept_caches import KeptCaches, KeptCell, all_claimed, default_root, kept_cell
 from ...zoo.loading import LoadedModel, load
+from .after_timing import release
 from .measured_cell import CellResult, run_cell
 from .measured_row import run_row
 from .cell_record import cell_record
@@ -290,7 +279,7 @@ class _ModelCells:
                     self.oom_at[mode] = batch_size
                 record = failure_record(cell, status=status, config=self._failure_config(),
                                         error=_error_text(exc), environment=self.kernel.environment)
-                _free_memory()
+                release(torch.device(self.device))
         return with_phases(record, self.kernel.phases(phases.to_dict(), load_s))
 
     def _load(self) -> LoadedModel:
@@ -342,7 +331,7 @@ class _ModelCells:
                     raise  # a lasting device error (an illegal address, say): each mode alone would fail on it
                 self.row_failed[batch_size] = ("timed on its own, beside an eager series of its own: the row's "
                                                f"joint timing failed ({_error_text(exc).splitlines()[-1]})")
-                _free_memory()
+                release(torch.device(self.device))
                 results = {}
             self.row_results.update({(other, batch_size): results.get(other) for other in pending})
         result = self.row_results.pop((mode, batch_size))
@@ -403,9 +392,3 @@ def _device_usable(device: str) -> bool:
     except Exception:
         return False
     return True
-
-
-def _free_memory() -> None:
-    gc.collect()
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
