@@ -79,3 +79,41 @@ def test_a_records_calls_are_read_in_their_blocks_and_calls_that_fill_no_blocks_
     assert shifted is not None and shifted.slow_blocks == tuple(range(10, 20)) and 1.59 < shifted.ratio < 1.61
     assert block_regime([1.0, 1.01, 0.99] * 10, [3] * 10) is None
     assert block_regime([1.0] * 29, [3] * 10) is None and block_regime(None, [3]) is None
+
+
+def replicate(rng, call_cv, step=None, calls=100, blocks=10):
+    """One replicate's calls of one side, as a GPU replicate times them: 100 calls in 10 blocks, each block a little
+    off (a clock: 1 %), each call ``call_cv`` off; ``step``: from a random call between the 21st and the 81st to the
+    end, every call that much slower."""
+    runs = [calls // blocks] * blocks
+    values = 8.0 * np.exp(np.repeat(rng.normal(0, 0.01, blocks), runs) + rng.normal(0, call_cv, calls))
+    if step:
+        values[int(rng.integers(20, 81)):] *= step
+    return list(values), runs
+
+
+@pytest.mark.parametrize("call_cv", [0.02, 0.05, 0.15])  # the H200 records' calls: 1-15 % within a block
+def test_a_step_of_1_3_in_one_of_three_replicates_is_found_nine_times_in_ten(call_cv):
+    from bench_utils.measurement import stats
+    from bench_utils.measurement.regime import block_regime
+
+    rng = np.random.default_rng(7)
+    found = on_block_means = flagged = 0
+    for _ in range(200):
+        cells = [replicate(rng, call_cv, 1.3 if index == 1 else None) for index in range(3)]
+        found += any(block_regime(*cell) is not None for cell in cells)
+        on_block_means += any(regime_shift([float(np.mean(block)) for block in stats.split_blocks(*cell)])
+                              is not None for cell in cells)
+        flagged += any(block_regime(*replicate(rng, call_cv)) is not None for _ in range(3))
+    assert found / 200 >= 0.9              # points of 5 calls: 20 a replicate
+    assert found >= on_block_means         # 10 block means a replicate: 69 % at 15 % a call
+    assert flagged / 200 <= 0.04           # a steady cell, any of its three replicates
+
+
+def test_a_shift_read_on_points_names_the_blocks_that_are_mostly_slow_and_the_block_it_began_in():
+    from bench_utils.measurement.regime import block_regime
+
+    values = [8.0] * 45 + [12.0] * 55  # slow from the 46th call: inside the 5th block (0-based 4), then all
+    shifted = block_regime(values, [10] * 10)
+    assert shifted.first_change == 4 and shifted.slow_blocks == tuple(range(5, 10)) and 1.49 < shifted.ratio < 1.51
+    assert block_regime([8.0] * 85 + [12.0] * 15, [10] * 10) is None  # 15 slow calls at the end: a burst
