@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from annotated_types import Ge, Len
+from annotated_types import Ge, Le, Len
 from pydantic import BaseModel, ConfigDict
 
-from .value_types import (Bounds, CompileModeName, Count, Device, DTypeName, Interval, NonNegative, Positive, Share,
-                          Text)
+from .value_types import (BatchSize, Bounds, CompileModeName, Count, Device, DTypeName, Milliseconds, NonNegative,
+                          PerSecond, Positive, Ratio, RatioInterval, Seconds, Share, Text)
 
 
 class Block(BaseModel):
@@ -44,7 +44,7 @@ class CellBlock(Block):
     study: Text
     task: Text
     model: Text
-    batch_size: Annotated[int, Ge(1)]
+    batch_size: BatchSize
     compile_mode: CompileModeName
     dtype: DTypeName
     device: Device  # as the kernel named it: cpu, cuda or cuda:N
@@ -63,21 +63,21 @@ class LatencyBlock(Block):
     """optimum-benchmark's latency block, in seconds (``records.build.latency_block``)."""
 
     unit: str | None = None
-    values: list[Positive]
+    values: list[Seconds]
     count: Count
     total: NonNegative | None = None
-    mean: Positive
-    p50: Positive
-    p90: Positive | None = None
-    p95: Positive | None = None
-    p99: Positive
-    stdev: NonNegative
+    mean: Seconds
+    p50: Seconds
+    p90: Seconds | None = None
+    p95: Seconds | None = None
+    p99: Seconds
+    stdev: Annotated[float, Ge(0), Le(3600.0)]
     stdev_: NonNegative | None = None  # relative, in percent
-    p999: Positive | None = None
-    median: Positive
+    p999: Seconds | None = None
+    median: Seconds
     ci95: Bounds | None = None
-    min: Positive | None = None
-    max: Positive | None = None
+    min: Seconds | None = None
+    max: Seconds | None = None
     outliers: Count | None = None
     timer: str | None = None                      # perf_counter_ns or cuda_event
     sync: Literal["per-call", "pipelined"] | None = None
@@ -86,7 +86,7 @@ class LatencyBlock(Block):
 
 class ThroughputBlock(Block):
     unit: str | None = None      # samples/s
-    value: Positive | None = None
+    value: PerSecond | None = None
 
 
 class BlockClock(Block):
@@ -115,22 +115,22 @@ class SpeedupBlock(Block):
 
     baseline: str | None = None
     method: str | None = None
-    mean: Positive
-    mean_ci95: Interval | None = None           # None: one pair, no interval
-    median: Positive | None = None
-    median_ci95: Interval | None = None
+    mean: Ratio
+    mean_ci95: RatioInterval | None = None           # None: one pair, no interval
+    median: Ratio | None = None
+    median_ci95: RatioInterval | None = None
     excludes_one: bool | None = None
     paired_pvalue: Share | None = None
     pairs: Annotated[int, Ge(1)] | None = None
     order_seed: int | None = None
     order: str | None = None             # the blocks in the order run: "c" compiled, "b" eager (baseline)
-    eager_mean_ms: Positive | None = None
-    eager_median_ms: Positive | None = None
-    eager_p99_ms: Positive | None = None
+    eager_mean_ms: Milliseconds | None = None
+    eager_median_ms: Milliseconds | None = None
+    eager_p99_ms: Milliseconds | None = None
     eager_ci95_mean_ms: Bounds | None = None
     eager_outliers: Count | None = None
     # since the first GPU run (None before it):
-    eager_values: list[Positive] | None = None        # eager's timed calls (s), in the order run: its blocks in turn
+    eager_values: list[Seconds] | None = None        # eager's timed calls (s), in the order run: its blocks in turn
     block_runs: list[Annotated[int, Ge(1)]] | None = None  # timed calls per block, the same on both sides
     switch_calls: Count | None = None                 # calls at each block's start kept out of the statistics
     switch_ms: SwitchCalls | None = None        # each side's switch calls (ms), per block

@@ -9,15 +9,15 @@ from typing import Annotated, Literal
 from annotated_types import Ge
 
 from .blocks import Block
-from .value_types import Count, NamePart, PackageName, Positive, Version
+from .value_types import Count, MachineName, NamePart, PackageName, Positive, Version
 
 
 class GpuEntry(Block):
     """A GPU as ``environment.capture`` lists it."""
 
     index: Count | None = None
-    name: str | None = None
-    uuid: str | None = None
+    name: MachineName | None = None
+    uuid: MachineName | None = None
     total_memory_bytes: Count | None = None
 
 
@@ -40,7 +40,7 @@ class EnvironmentBlock(Block):
     python_version: NamePart | None = None
     machine: NamePart | None = None
     os_release: str | None = None
-    cpu_model: str | None = None
+    cpu_model: MachineName | None = None
     cpu_count_logical: Count | None = None
     ram_total_bytes: Count | None = None
     torch_num_threads: Count | None = None

@@ -177,16 +177,45 @@ def iter_records(path: str | os.PathLike, start: int = 0) -> Iterator[tuple[int,
             yield number, record.read_from(str(path), number)
 
 
+MAX_DEPTH = 32  # a record nests 6 deep (speedup.switch_ms.eager, a block, its calls); a line deeper is no record
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are each given once: a repeated key is refused, not silently the last."""
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        repeated = next(key for index, (key, _) in enumerate(pairs) if key in dict(pairs[:index]))
+        raise ValueError(f"the key {repeated[:40]!r} is given twice in one object")
+    return data
+
+
+def _depth(value: Any) -> int:
+    """How deep ``value``'s lists and objects nest (a number: 0), counted without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, depth + 1)
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
 def _read(raw: bytes) -> tuple[str, Record | None]:
     """The record a line holds, or why none."""
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return f"not valid JSON ({exc.__class__.__name__}: {exc})", None
+        data = json.loads(raw.decode("utf-8"), object_pairs_hook=_unique_keys)
+    except (UnicodeDecodeError, ValueError) as exc:  # json.JSONDecodeError and a repeated key are ValueErrors
+        return f"not valid JSON ({exc.__class__.__name__}: {str(exc)[:200]})", None
+    except RecursionError:  # the decoder's own recursion, on brackets nested thousands deep
+        return f"not a result record (nested deeper than {MAX_DEPTH} levels)", None
     if not isinstance(data, dict) or "schema_version" not in data:
         return "not a result record (no schema_version)", None
+    if _depth(data) > MAX_DEPTH:
+        return f"not a result record (nested deeper than {MAX_DEPTH} levels)", None
     version = data["schema_version"]
-    if not isinstance(version, int) or isinstance(version, bool) or version > SCHEMA_VERSION:
+    if not isinstance(version, int) or isinstance(version, bool):
+        return f"schema_version must be a whole number, got {str(json.dumps(version))[:40]}", None
+    if version > SCHEMA_VERSION:
         return (f"schema_version {version!r} is newer than this bench_utils reads ({SCHEMA_VERSION}); "
                 "upgrade bench_utils"), None
     try:
@@ -264,16 +293,15 @@ def unreadable(path: str | os.PathLike) -> str | None:
     data = path.read_bytes()
     if not data.strip():
         return f"{path} is empty: no cell has been measured into it yet (run a grid into its folder)"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CorruptRecordWarning)
+        if any(True for _ in iter_records(path)):
+            return None  # its bad lines, an undecodable byte among them, are skipped one by one
     encoding = _encoding_of(data)
     if encoding:
         source = encoding.split(" ")[0] if encoding.startswith("UTF") else "WINDOWS-1252"
         return (f"{path} is {'in ' + encoding if encoding.startswith('UTF') else encoding}: records are UTF-8, "
                 f"one JSON object a line; convert it with: iconv -f {source} -t UTF-8 {path} > results-utf8.jsonl")
-    reasons = []
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", CorruptRecordWarning)
-        if any(True for _ in iter_records(path)):
-            return None
     reasons = [str(warning.message) for warning in caught if issubclass(warning.category, CorruptRecordWarning)]
     lines = len([line for line in data.splitlines() if line.strip()])
     first = reasons[0].split(": skipped: ", 1)[-1] if reasons else "unreadable"

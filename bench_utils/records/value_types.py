@@ -31,8 +31,16 @@ Positive = Annotated[float, Gt(0)]        # a duration, a mean latency, a speed-
 NonNegative = Annotated[float, Ge(0)]     # seconds of a phase, bytes, FLOPs, joules
 Count = Annotated[int, Ge(0)]             # calls, graphs, outliers, bytes
 Share = Annotated[float, Ge(0), Le(1)]    # a p-value
-Interval = Annotated[list[Positive], Len(2, 2)]   # (low, high) of a ratio or a latency: both positive
 Bounds = Annotated[list[float], Len(2, 2)]         # (low, high) of a mean whose lower bound may dip below 0
+# Physical ranges, where a field has one: a figure outside is no measurement, and a page cannot show it (a latency of
+# 1e30 s, a speed-up of 1e308). Small values stay: committed records hold p-values of 1e-22 and outputs of 1e-25.
+Seconds = Annotated[float, Ge(1e-9), Le(3600.0)]         # one call's latency: a nanosecond to an hour
+Milliseconds = Annotated[float, Ge(1e-6), Le(3.6e6)]     # the same, in milliseconds
+Ratio = Annotated[float, Ge(1e-6), Le(1e6)]              # a speed-up, and its interval's bounds
+RatioInterval = Annotated[list[Ratio], Len(2, 2)]
+BatchSize = Annotated[int, Ge(1), Le(2 ** 20)]
+PerSecond = Annotated[float, Gt(0), Le(1e12)]            # a throughput: samples a second
+NAME_LENGTH = 256                                          # a model, a study, a GPU or a CPU named longer is no name
 
 
 def is_device(text: str) -> bool:
@@ -80,4 +88,5 @@ DTypeName = Annotated[str, Predicate(is_dtype)]
 NamePart = Annotated[str, Predicate(is_name_part)]
 PackageName = Annotated[str, Predicate(is_package_name)]
 Version = Annotated[str, Predicate(is_version)]
-Text = Annotated[str, Len(1)]  # a name: not empty
+Text = Annotated[str, Len(1, NAME_LENGTH)]  # a name: not empty, not a page long
+MachineName = Annotated[str, Len(0, NAME_LENGTH)]  # a CPU's or a GPU's

@@ -43,12 +43,12 @@ def _with(record: dict, dotted: str, value) -> dict:
 @pytest.mark.parametrize("field, value, reason", [
     ("latency.mean", "0.0288", "latency.mean: must be a valid number, got '0.0288'"),
     ("latency.values", ["0.03", "0.03"], "latency.values.0: must be a valid number, got '0.03'"),
-    ("latency.mean", -0.0288, "latency.mean: must be greater than 0, got -0.0288"),
+    ("latency.mean", -0.0288, "latency.mean: must be greater than or equal to 0.000000001, got -0.0288"),
     ("latency.count", True, "latency.count: must be a valid integer, got True"),
-    ("speedup.mean", -0.5, "speedup.mean: must be greater than 0, got -0.5"),
+    ("speedup.mean", -0.5, "speedup.mean: must be greater than or equal to 0.000001, got -0.5"),
     ("speedup.mean_ci95", [1.2, 0.9], "speedup.mean_ci95: its low bound 1.2 is above its high bound 0.9"),
     ("speedup.mean_ci95", [0.9, 1.0, 1.2], "speedup.mean_ci95: must have at most 2 items"),
-    ("speedup.eager_mean_ms", 0, "speedup.eager_mean_ms: must be greater than 0, got 0"),
+    ("speedup.eager_mean_ms", 0, "speedup.eager_mean_ms: must be greater than or equal to 0.000001, got 0"),
     ("compile.graphs", -1, "compile.graphs: must be greater than or equal to 0, got -1"),
     ("memory.param_bytes", -8, "memory.param_bytes: must be greater than or equal to 0, got -8"),
     ("cell.device", "cuda:x", "cell.device: must be cpu, cuda or cuda:N, got 'cuda:x'"),
@@ -97,7 +97,7 @@ def test_a_reader_skips_an_impossible_record_with_its_line_and_reads_the_rest(tm
 
 def test_the_writer_refuses_what_a_reader_would_skip(tmp_path):
     results = tmp_path / "results.jsonl"
-    with pytest.raises(ValueError, match="speedup.mean: must be greater than 0"):
+    with pytest.raises(ValueError, match="speedup.mean: must be greater than or equal to 0.000001"):
         append_record(results, _with(compiled_record(), "speedup.mean", -1.0))
     assert not results.exists() or results.read_text() == ""
     append_record(results, compiled_record())  # the same record, as measured, is written

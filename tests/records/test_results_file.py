@@ -247,3 +247,58 @@ def test_a_file_with_one_readable_record_is_readable(tmp_path):
     mixed = tmp_path / "mixed.jsonl"
     mixed.write_bytes(b"not json\n" + good.read_bytes())
     assert unreadable(good) is None and unreadable(mixed) is None
+
+
+def test_a_line_with_a_byte_that_is_not_utf8_is_skipped_and_the_file_still_reads(tmp_path):
+    from bench_utils.records.results_file import unreadable
+    path = tmp_path / "results.jsonl"
+    good = json.dumps(ok_record()).encode()
+    path.write_bytes(good + b"\n" + good.replace(b'"resnet"', b'"caf\xe9"') + b"\n" + good + b"\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert [number for number, _ in iter_records(path)] == [1, 3]
+    assert any(":2: skipped: not valid JSON (UnicodeDecodeError" in str(w.message) for w in caught)
+    assert unreadable(path) is None  # the report reads it too, that line skipped, as run and resume do
+
+
+@pytest.mark.parametrize("line, reason", [
+    (b"[" * 100_000, "nested deeper than 32 levels"),  # the decoder's own recursion ends, one line
+    (b'{"schema_version": 3, "x": ' + b"[" * 40 + b"]" * 40 + b"}", "nested deeper than 32 levels"),
+    (b'{"schema_version": 3, "status": "ok", "status": "error"}', "the key 'status' is given twice in one object"),
+    (b'{"schema_version": "3"}', 'schema_version must be a whole number, got "3"'),
+    (b'{"schema_version": null}', "schema_version must be a whole number, got null"),
+    (b'{"schema_version": true}', "schema_version must be a whole number, got true"),
+    (b'{"schema_version": 2.5}', "schema_version must be a whole number, got 2.5"),
+    (b'{"schema_version": 99}', "schema_version 99 is newer than this bench_utils reads"),
+])
+def test_a_strange_line_is_skipped_with_what_is_wrong_with_it(tmp_path, line, reason):
+    path = tmp_path / "results.jsonl"
+    path.write_bytes(json.dumps(ok_record()).encode() + b"\n" + line + b"\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert len(read_records(path)) == 1
+    (said,) = [str(w.message) for w in caught if issubclass(w.category, CorruptRecordWarning)]
+    assert said.startswith(f"{path}:2: skipped: ") and reason in said
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda r: r["cell"].update(batch_size=10 ** 30), "cell.batch_size: must be less than or equal to 1048576"),
+    (lambda r: r["cell"].update(model="m" * 3000), "cell.model: must have at most 256 characters"),
+    (lambda r: r["environment"].update(cpu_model="c" * 100_000), "environment.cpu_model: must have at most 256"),
+    (lambda r: r["latency"].update(values=[1e30] * 4, mean=1e30, p50=1e30, p99=1e30, median=1e30, min=1e30,
+                                   max=1e30), "latency.values.0: must be less than or equal to 3600"),
+    (lambda r: r.update(speedup={"mean": 1e308}), "speedup.mean: must be less than or equal to 1000000"),
+])
+def test_a_record_outside_the_physical_range_of_a_field_is_refused(change, words):
+    from bench_utils.records.check import InvalidRecord
+    from bench_utils.records.schema import Record
+
+    record = json.loads(json.dumps(ok_record()))
+    change(record)
+    with pytest.raises(InvalidRecord) as refused:
+        Record.from_json(record)
+    assert words in str(refused.value)
+    # the smallest figures of committed records stay readable: a p-value of 1e-22, an interval near 0
+    kept = json.loads(json.dumps(ok_record()))
+    kept["speedup"] = {"mean": 1.5, "mean_ci95": [1e-3, 2.0], "paired_pvalue": 1e-22}
+    assert Record.from_json(kept).speedup.paired_pvalue == 1e-22
