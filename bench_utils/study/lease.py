@@ -40,7 +40,10 @@ class RunnerLease:
 
     def __enter__(self) -> "RunnerLease":
         make_folder(self.directory, "the study folder")
-        fd = os.open(self.directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:  # a folder the user cannot write in: bad input, said before anything runs
+            raise UserError(f"cannot write in the study folder {self.directory}: {exc.strerror or exc}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:

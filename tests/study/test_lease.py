@@ -77,3 +77,21 @@ def test_watchdog_ends_a_kernel_when_a_new_runner_takes_over(tmp_path):
     """)])
     with RunnerLease(tmp_path, results):
         assert kernel.wait(timeout=30) == ORPHAN_EXIT_CODE
+
+
+def test_a_study_folder_the_user_cannot_write_in_is_one_line(tmp_path, monkeypatch):
+    from bench_utils.errors import UserError
+    from bench_utils.study import lease
+
+    real_open = os.open
+
+    def no_writing(path, flags, *args):  # root writes anywhere: the refusal a user would meet, made here
+        if str(path).endswith(lease.LOCK_NAME):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(lease.os, "open", no_writing)
+    with pytest.raises(UserError, match=r"^cannot write in the study folder .*: Permission denied$"):
+        with lease.RunnerLease(tmp_path, tmp_path / "results.jsonl"):
+            pass
+    assert not (tmp_path / "results.jsonl").exists()
