@@ -125,6 +125,7 @@ def diagnose(study: str | Path, *, dry_run: bool = False, time_limit: str | None
     with tempfile.TemporaryDirectory(prefix="diagnose-") as scratch:
         source = Path(scratch) / DIAGNOSIS_GRID
         source.write_text(text, encoding="utf-8")
-        grid = parse_grid(data, str(folder / DIAGNOSIS_GRID))
+        # named as what it is: its file is written into the study folder only once its run starts
+        grid = parse_grid(data, f"the remedies' grid of {folder}")
         return run_locally(grid, source, out=folder, dry_run=dry_run, time_limit=time_limit,
                            device_model=device_model, timeout=timeout, started=started, grid_copy=DIAGNOSIS_GRID)

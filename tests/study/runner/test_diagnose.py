@@ -38,13 +38,16 @@ def test_the_slow_cells_of_the_h200_study_as_its_page_shows_them_and_their_remed
                for line in lines)
 
 
-def test_a_dry_run_plans_the_remedies_writes_nothing_and_a_study_with_no_slow_cell_has_nothing_to_do(tmp_path):
+def test_a_dry_run_plans_the_remedies_writes_nothing_and_a_study_with_no_slow_cell_has_nothing_to_do(tmp_path,
+                                                                                                     capsys):
     study = tmp_path / "study"
     shutil.copytree(H200, study, ignore=shutil.ignore_patterns("en", "ar", "es", "notebooks", "logs", "lease-*"))
     before = sorted(path.name for path in study.iterdir())
     said = []
     assert diagnosis.diagnose(study, dry_run=True, device_model="H200", say=said.append) == 0
     assert sorted(path.name for path in study.iterdir()) == before  # no diagnosis.yaml: nothing ran
+    planned = capsys.readouterr().out
+    assert "the remedies' grid of" in planned and "diagnosis.yaml" not in planned  # names no file it did not write
     assert said[0].startswith("[diagnose] 2 compiled cell(s)")
     fast = tmp_path / "fast"
     fast.mkdir()
