@@ -64,6 +64,9 @@ def reproduce(study: Path, *, out: Path | None = None, environment: str | None =
     records = latest_records(files)
     if not records:
         raise UserError(f"{study} holds no record: nothing to reproduce")
+    out = Path(out) if out else study.parent / f"{study.name}-reproduced"
+    if out.exists() and not out.is_dir():  # at the door, before an environment is built
+        raise UserError(f"--out {out} is a file, not a study folder")
     chosen = choose_environment(study_environments(records), environment)
     requirements = study / FOLDER / f"{chosen.identity}.txt"
     requirements.parent.mkdir(parents=True, exist_ok=True)
@@ -75,7 +78,6 @@ def reproduce(study: Path, *, out: Path | None = None, environment: str | None =
                                builds_dir=builds_dir, say=say)
     if python != Path(sys.executable):
         install_kernel(python, requirements, say)
-    out = Path(out) if out else study.parent / f"{study.name}-reproduced"
     command = [str(python), "-m", "bench_utils", "run", str(grid), "--out", str(out), *(["--force"] if force else [])]
     say("[reproduce] " + " ".join(command))
     status = subprocess.run(command, check=False).returncode

@@ -71,6 +71,14 @@ def test_a_study_folder_without_its_grid_or_records_is_refused_in_one_line(tmp_p
         reproduce(tmp_path / "old")
 
 
+def test_an_out_that_is_a_file_is_one_line_before_any_environment_is_built(tmp_path, capsys):
+    (tmp_path / "a-file").write_text("")
+    said = []
+    with pytest.raises(ValueError, match=r"^--out .*a-file is a file, not a study folder$"):
+        reproduce(EXAMPLE, out=tmp_path / "a-file", builds_dir=tmp_path / "builds", say=said.append)
+    assert said == [] and not (tmp_path / "builds").exists()  # nothing built, nothing run
+
+
 def test_a_study_whose_versions_cannot_be_installed_fails_in_one_line_naming_the_package(tmp_path, capsys,
                                                                                         monkeypatch):
     from bench_utils.cli import main
