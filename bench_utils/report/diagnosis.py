@@ -1,15 +1,9 @@
-"""When compile loses, and what to use: the report's reading of ``bench_utils diagnose``'s remedies.
+"""When compile loses, and what to use: the report's reading of ``bench_utils diagnose``'s remedies (docs/diagnosis.md).
 
-A compiled cell of the guide's kind (contiguous, static shapes, Inductor's default configuration) whose
-speed-up interval lies below 1 or includes it is a slower cell (``measurement.slowdown.is_slower``). For each,
-the section says what got slower (its profile, eager beside compiled, and the rules it fires), every remedy
-measured for it (another mode, channels-last, an Inductor configuration: the same model, batch size and dtype
-on the same device) with its speed-up and interval, and a verdict in one line: the best remedy whose interval
-lies above 1 recovers it; else one whose interval includes 1 leaves it open; else eager stays.
-
-"What to use" is, per device, model and batch size, a measured configuration whose accuracy gate did not fail and
-whose speed-up interval lies above 1 (each against the eager it was paired with), else eager: the fastest, unless
-its interval overlaps a simpler one's, which then ties with it and is chosen (``choose``).
+Per slower cell (``measurement.slowdown.is_slower``): what got slower, every remedy measured for it with its
+speed-up and interval, and a verdict in one line: the best remedy whose interval lies above 1 recovers it; else one
+whose interval includes 1 leaves it open; else eager stays. "What to use" is, per device, model and batch size, the
+configuration ``choose`` picks among those whose gate did not fail and whose interval lies above 1, else eager.
 """
 
 from __future__ import annotations
@@ -213,16 +207,6 @@ def _use_text(chosen: pd.Series, tied: list[pd.Series], catalog: Catalog) -> str
     return text
 
 
-def _gate_word(row: pd.Series, catalog: Catalog) -> str:
-    """The chosen configuration's gate, said as it was: passed; not informative where it could not have failed
-    (``parity_word``: MobileNet's random-weight logits of about 1e-25 lay below its tolerance on the H200), never
-    "passed" there; not judged where it did not run."""
-    parity = row.get("parity")
-    if not isinstance(parity, str):  # None or NaN: the gate did not run
-        return catalog.t("flag_parity_none")
-    return parity_word(row, catalog)
-
-
 def what_to_use(data: pd.DataFrame, catalog: Catalog) -> str:
     """Per device, model and batch size (batch sizes in numeric order): the configuration whose gate did not fail
     and whose interval lies above 1, chosen by ``choose`` (the simplest of those tied with the fastest), its
@@ -246,7 +230,10 @@ def what_to_use(data: pd.DataFrame, catalog: Catalog) -> str:
             continue
         best, tied = choose(candidates)
         even = best["break_even"]
-        rows.append([*where, _use_text(best, tied, catalog), *speedup_cells(best, catalog), _gate_word(best, catalog),
+        # the gate as it was: never "passed" where it could not have failed (``parity_word``); not judged where it
+        # did not run (its parity None or NaN)
+        gate = parity_word(best, catalog) if isinstance(best.get("parity"), str) else catalog.t("flag_parity_none")
+        rows.append([*where, _use_text(best, tied, catalog), *speedup_cells(best, catalog), gate,
                      number(best["compile_s"], 1, catalog),
                      catalog.t("never") if even is None or pd.isna(even) else ltr(catalog.number(even, 0), catalog)])
     headers = [catalog.t("col_device"), catalog.t("col_model"), catalog.t("col_batch"), catalog.t("col_use"),

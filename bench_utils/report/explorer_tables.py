@@ -105,13 +105,9 @@ def compile_view(table: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
 
 def measured_by(catalog: Catalog, eager: Any, compiled: Any) -> str:
     """Which figure a memory row's two peaks are, in words: one name where both are of one kind."""
-    def said(method: Any) -> str:
-        return catalog.t(f"measured_by_{'none' if method is None or pd.isna(method) else method}")
-
-    eager, compiled = (None if method is None or pd.isna(method) else method for method in (eager, compiled))
-
-    return said(eager) if eager == compiled else catalog.t("measured_by_sides", eager=said(eager),
-                                                           compiled=said(compiled))
+    eager, compiled = (catalog.t(f"measured_by_{'none' if method is None or pd.isna(method) else method}")
+                       for method in (eager, compiled))
+    return eager if eager == compiled else catalog.t("measured_by_sides", eager=eager, compiled=compiled)
 
 
 def memory_view(table: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:

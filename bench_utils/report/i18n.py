@@ -90,10 +90,6 @@ class Catalog:
         """``["2", "300"]`` as "2 or 300" in the locale's words (a comma list reads as one number: "2, 300")."""
         return format_list(list(items), style="or", locale=self.locale) if items else "–"
 
-    def list_of(self, items: list[str]) -> str:
-        """``["a", "b", "c"]`` as "a, b and c" in the locale's words."""
-        return format_list(list(items), locale=self.locale) if items else "–"
-
     def percent(self, fraction: float, digits: int = 0) -> str:
         pattern = "#,##0" + ("." + "0" * digits if digits else "") + "%"
         return format_percent(fraction, format=pattern, locale=self.locale)

@@ -22,11 +22,7 @@ from .i18n import Catalog
 from ..vocabulary import Status
 
 LRI, PDI = "\u2066", "\u2069"   # Unicode isolates: keep a run left-to-right in RTL text
-
-
 WORD_JOINER = "\u2060"  # no line break here, and nothing shown
-
-
 # Line breaks and other control characters would end a table row or start a block: each becomes a space.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 # What Markdown (CommonMark, GFM, nbconvert's mistune with math) reads as markup in running text: backslash,
@@ -148,9 +144,7 @@ def number(value: Any, digits: int, catalog: Catalog) -> str:
 
 
 def mib(value: Any, catalog: Catalog) -> str:
-    if value is None or pd.isna(value):
-        return "–"
-    return ltr(catalog.number(value / 2**20, 1), catalog)
+    return number(None if value is None else value / 2**20, 1, catalog)
 
 
 def region_mib(value: Any, method: Any, catalog: Catalog) -> str:
