@@ -15,7 +15,7 @@ import pandas as pd
 from ..records.schema import Record
 from .frame import device_name
 from .i18n import Catalog
-from .markdown import environment_label, ltr, markdown_table
+from .markdown import environment_label, ltr, markdown_table, number
 from ..vocabulary import Status
 
 
@@ -120,8 +120,7 @@ def cudnn_version_text(value: object) -> str:
     text = str(value)
     if not text.isdigit():
         return text
-    number = int(text)
-    major, rest = divmod(number, 10000) if number >= 90000 else divmod(number, 1000)
+    major, rest = divmod(int(text), 10000 if int(text) >= 90000 else 1000)
     return f"{major}.{rest // 100}.{rest % 100}"
 
 
@@ -131,16 +130,15 @@ def timer_check_text(paths: Iterable[str | os.PathLike], catalog: Catalog) -> st
         saved = (path if path.is_dir() else path.parent) / "timer_check.json"
         if saved.exists():
             check = json.loads(saved.read_text(encoding="utf-8"))
+            ours = number(check["measure_median_ms"], 3, catalog)
             do_bench = "" if check.get("do_bench_median_ms") is None else " " + catalog.t(
-                "timer_check_do_bench", reference=ltr("triton.testing.do_bench", catalog),
-                ours=ltr(catalog.number(check["measure_median_ms"], 3), catalog),
-                theirs=ltr(catalog.number(check["do_bench_median_ms"], 3), catalog),
-                ratio=ltr(catalog.number(check["ratio_do_bench"], 3), catalog))
+                "timer_check_do_bench", reference=ltr("triton.testing.do_bench", catalog), ours=ours,
+                theirs=number(check["do_bench_median_ms"], 3, catalog),
+                ratio=number(check["ratio_do_bench"], 3, catalog))
             return catalog.t(
-                "timer_check_text", workload=ltr(check["workload"], catalog),
-                device=ltr(check["device"], catalog), reference=ltr("torch.utils.benchmark.Timer", catalog),
-                ours=ltr(catalog.number(check["measure_median_ms"], 3), catalog),
-                theirs=ltr(catalog.number(check["torch_timer_median_ms"], 3), catalog),
-                ratio=ltr(catalog.number(check["ratio_torch_timer"], 3), catalog),
-                overhead=ltr(catalog.number(check["noop_overhead_median_us"], 2), catalog)) + do_bench
+                "timer_check_text", workload=ltr(check["workload"], catalog), device=ltr(check["device"], catalog),
+                reference=ltr("torch.utils.benchmark.Timer", catalog), ours=ours,
+                theirs=number(check["torch_timer_median_ms"], 3, catalog),
+                ratio=number(check["ratio_torch_timer"], 3, catalog),
+                overhead=number(check["noop_overhead_median_us"], 2, catalog)) + do_bench
     return None

@@ -103,22 +103,14 @@ def verdict(slow: pd.Series, remedies: pd.DataFrame, catalog: Catalog) -> str:
     if remedies.empty:
         return catalog.t("loses_not_diagnosed")
     passed = remedies[remedies["parity"] != "fail"]
-    above = passed[passed["ci_low"] > 1.0]
-    if not above.empty:
-        best = above.iloc[0]
-        return catalog.t("loses_recovered", configuration=configuration(best, catalog),
-                         speedup=_speedup(best, catalog)) + _blind(best, catalog)
-    open_ = passed[passed["ci_high"] >= 1.0]
-    if not open_.empty:
-        best = open_.iloc[0]
-        return catalog.t("loses_open", configuration=configuration(best, catalog),
-                         speedup=_speedup(best, catalog)) + _blind(best, catalog)
+    for key, found in (("loses_recovered", passed[passed["ci_low"] > 1.0]),
+                       ("loses_open", passed[passed["ci_high"] >= 1.0])):
+        if not found.empty:
+            best = found.iloc[0]
+            # a remedy whose accuracy gate could not have failed: it did not fail, and says nothing
+            blind = " " + catalog.t("loses_gate_blind") if is_true(best.get("parity_blind")) else ""
+            return catalog.t(key, configuration=configuration(best, catalog), speedup=_speedup(best, catalog)) + blind
     return catalog.t("loses_stay_eager")
-
-
-def _blind(remedy: pd.Series, catalog: Catalog) -> str:
-    """What a verdict adds where the remedy's accuracy gate could not have failed: it did not fail, and says nothing."""
-    return " " + catalog.t("loses_gate_blind") if is_true(remedy.get("parity_blind")) else ""
 
 
 def what_got_slower(slow: pd.Series, catalog: Catalog) -> str:
@@ -186,13 +178,9 @@ def overlap(one: pd.Series, other: pd.Series) -> bool:
 
 
 def choose(candidates: pd.DataFrame) -> tuple[pd.Series, list[pd.Series]]:
-    """The configuration to use among ``candidates`` (each beats eager), and those it ties with.
-
-    The fastest point estimate does not decide alone: a gap of a percent between two point estimates whose 95 %
-    intervals overlap is no evidence that one is faster (and each interval covers one run's pairs only, not the
-    spread between runs). So every candidate whose interval overlaps the fastest's ties with it, the simplest of
-    those (``simplicity``: default before reduce-overhead) is chosen and the others are named beside it.
-    Intervals are each against the eager runs of the candidate's own pairs."""
+    """The configuration to use among ``candidates`` (each beats eager), and those it ties with: every candidate
+    whose interval overlaps the fastest's ties with it (a gap of a percent inside two intervals is no evidence), and
+    the simplest of those (``simplicity``) is chosen (docs/diagnosis.md, "What to use")."""
     fastest = candidates.sort_values("speedup", ascending=False, kind="stable").iloc[0]
     tied = [row for _, row in candidates.iterrows() if overlap(row, fastest)]
     tied.sort(key=simplicity)

@@ -70,15 +70,9 @@ class DuplicateCellWarning(UserWarning):
 
 
 def latest_records(paths: Iterable[str | os.PathLike]) -> list[Record]:
-    """Every cell's latest record, across all the files given.
-
-    A cell is the same (``records.key.RecordKey.without_study``) whatever study
-    folder it came from; the record with the latest timestamp wins (a cell measured
-    again replaces its earlier record, an error included). Two records that differ
-    in settings or host but would fill the same row of a table (same model, batch,
-    mode, dtype, device and torch version) are not averaged: the later one is shown,
-    and a warning names both.
-    """
+    """Every cell's latest record (``records.key.latest_per_key``: a cell measured again replaces its earlier record,
+    an error included), across all the files given. Two records that differ in settings or host but would fill the
+    same row of a table are not averaged: the later one is shown, and a warning names both."""
     shown: dict[tuple, Record] = {}
     for record in latest_per_key(read_records(results_files(paths))):
         cell, device = record.cell, device_name(record)

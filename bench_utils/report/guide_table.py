@@ -48,8 +48,8 @@ def guide_tables(data: pd.DataFrame, catalog: Catalog) -> list[tuple[str, str]]:
     Each compiled mode's speed-up stands beside the eager latency it was measured against, the eager side of its own
     pairs (in records of the earlier design one eager column made ResNet-50's 5.58x on the H200 look like 4.05x).
     Where a model has no measured compiled cell, the first eager column shows its eager cell. *drift* marks a row
-    whose eager figures lie more than ``stats.DRIFT`` apart. p50 and p99 are the first compiled mode's (eager's where none
-    is shown)."""
+    whose eager figures lie more than ``stats.DRIFT`` apart. p50 and p99 are the first compiled mode's (eager's
+    where none is shown)."""
     tables: list[tuple[str, str]] = []
     if data.empty:
         return tables

@@ -1,10 +1,8 @@
 """Messages and number formats of the reports, per locale.
 
-Messages live in one small JSON catalog per locale (``bench_utils/report/locales/<locale>.json``,
-UTF-8); every locale has every key (a test checks it) and a missing key is an error,
-never a silent fallback to English. Numbers are formatted for the locale with Babel,
-at render time only: result files always hold plain numbers; the text direction and
-the language's own name come from Babel's locale data (CLDR), not from the catalogs.
+One JSON catalog per locale (``locales/<locale>.json``); a missing key is an error, never a silent fallback to
+English. Numbers are formatted with Babel at render time only; the text direction and the language's own name come
+from Babel's locale data (CLDR), not from the catalogs.
 """
 
 from __future__ import annotations

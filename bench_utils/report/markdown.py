@@ -66,14 +66,9 @@ def code(text: Any, catalog: Catalog) -> str:
 
 
 def environment_label(environment: str, catalog: Catalog, isolate: bool = True, markdown: bool = True) -> str:
-    """An environment as ``frame`` names it, in the catalog's words.
-
-    ``frame`` keeps its names locale-neutral (they group and sort the rows): "CPU (<model>)",
-    "CPU (unknown)", "GPU" where the GPU's name is not recorded, or the GPU's name; then
-    " · torch <version>" where several versions were measured. The words CPU, GPU and unknown
-    become the catalog's ``device_*`` messages; names and versions are kept left-to-right
-    (``markdown=False``: plain text, for alt texts, which their format escapes; ``isolate=False`` too: as written,
-    for figures, which take no isolates)."""
+    """An environment as ``frame`` names it (locale-neutral: its names group and sort the rows), its words CPU, GPU
+    and unknown the catalog's ``device_*`` messages, names and versions kept left-to-right (``markdown=False``: plain
+    text, for alt texts, which their format escapes; ``isolate=False`` too: as written, for figures)."""
     shown = (lambda text: ltr(text, catalog)) if isolate and markdown else (
         (lambda text: isolated(text, catalog)) if isolate else str)
     device, torch, version = environment.partition(TORCH_SEPARATOR)

@@ -120,8 +120,8 @@ def percentage(data: pd.DataFrame, device: str, batch: int, mode: str, catalog: 
     def draw(axis) -> None:
         colors = ["#2a9d8f" if value >= 0 else "#e76f51" for value in ok["improvement"]]
         axis.bar(ok["label"], ok["improvement"], color=colors)
-        axis.errorbar(ok["label"], ok["improvement"],
-                      yerr=[ok["improvement"] - (ok["ci_low"] - 1) * 100, (ok["ci_high"] - 1) * 100 - ok["improvement"]],
+        low, high = (ok["ci_low"] - 1) * 100, (ok["ci_high"] - 1) * 100
+        axis.errorbar(ok["label"], ok["improvement"], yerr=[ok["improvement"] - low, high - ok["improvement"]],
                       fmt="none", ecolor="black", capsize=3, linewidth=1)
         axis.axhline(0, color="black", linewidth=0.8)
         _label(axis, catalog, "axis_improvement")

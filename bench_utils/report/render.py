@@ -77,8 +77,8 @@ def index_page(locales: list[str], formats: Iterable[str]) -> str:
     items = []
     for locale in locales:
         catalog = Catalog(locale)
-        links = [f'<a href="{locale}/{page}">{name}</a>'
-                 for fmt, page, name in (("html", "index.html", "HTML"), ("md", "README.md", "Markdown")) if fmt in formats]
+        links = [f'<a href="{locale}/{page}">{name}</a>' for fmt, page, name in
+                 (("html", "index.html", "HTML"), ("md", "README.md", "Markdown")) if fmt in formats]
         items.append(f'<li lang="{locale}" dir="{catalog.direction}">{html.escape(catalog.language_name)}: '
                      f'{" · ".join(links)}</li>')
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"

@@ -114,12 +114,9 @@ def compile_table(data: pd.DataFrame, catalog: Catalog) -> str:
 
 
 def startup_table(data: pd.DataFrame, catalog: Catalog) -> str:
-    """Seconds from a process's start of work to the model's first answer, per variant: one eager
-    call; a compiled mode's compiling calls, cold (empty caches) and warm (the caches of an
-    earlier run on this machine); an AOTInductor package's load and first call, here and in a
-    fresh interpreter (imports included); a fresh interpreter started from a torch.compile mode's
-    portable cache (its imports, model build, cache load and compiling calls), marked where the
-    carried cache missed."""
+    """Seconds from a process's start of work to the model's first answer, per variant (docs/report.md lists them):
+    one eager call; a compiled mode's compiling calls, cold and warm; a fresh interpreter's, from an AOTInductor
+    package or a portable cache, marked where the carried cache missed."""
     ok = data[data["status"] == Status.OK] if not data.empty else data
     rows = []
     for (environment, _, label, batch, dtype), group in ok.groupby(

@@ -93,7 +93,8 @@ def change_text(eager: ProfileSide, compiled: ProfileSide, catalog: Catalog) -> 
     change = abs(before.get(kind, 0.0) - after.get(kind, 0.0))
     if not parts or change >= 0.05 * sum(before.values()):
         parts.append(catalog.t("why_change_kind", kind=catalog.t(f"kind_{kind.value}"),
-                               eager_ms=ms(before.get(kind, 0.0), catalog), compiled_ms=ms(after.get(kind, 0.0), catalog)))
+                               eager_ms=ms(before.get(kind, 0.0), catalog),
+                               compiled_ms=ms(after.get(kind, 0.0), catalog)))
     return "; ".join(parts)
 
 
