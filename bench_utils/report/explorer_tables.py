@@ -2,8 +2,7 @@
 (a speed-up as 1.23×, its interval as one "1.10–1.36" column), the flags in words, and HTML whose headers wrap
 so that a table fits JupyterLab's output area (968 px at a 1400 px window) instead of being cut off at its right.
 
-``selection`` keeps the tables' figures as numbers under field names (what tests and papermill users read);
-this module only names and formats them, in the catalog's language.
+``selection`` keeps the tables' figures as numbers (what tests and papermill users read); this module words them.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""What the report notebook shows, section by section (Markdown and figures).
-
-The notebook only calls these methods; the content comes from ``tables`` and
-``context`` (Markdown) and ``plots`` (figures), so every piece is reachable from tests.
+"""What the report notebook shows, section by section: the notebook only calls these methods, and the content
+comes from ``tables``, ``context`` and the others (Markdown) and ``plots`` (figures), all reachable from tests.
 """
 
 from __future__ import annotations

@@ -58,11 +58,6 @@ def profiled_over_timed(side: ProfileSide, timed_ms: float | None) -> float:
     return side.wall_ms / timed_ms
 
 
-def sides(row: pd.Series) -> tuple[ProfileSide, ProfileSide]:
-    """A profiled row's two sides (``profiled``)."""
-    return row["profile"].eager, row["profile"].compiled
-
-
 def _count(value: float, catalog: Catalog) -> str:
     return ltr(catalog.number(value, 0 if float(value).is_integer() else 1), catalog)
 
@@ -100,7 +95,7 @@ def change_text(eager: ProfileSide, compiled: ProfileSide, catalog: Catalog) -> 
 
 def sentence(row: pd.Series, catalog: Catalog) -> str:
     """One sentence for a compiled cell (a row of ``profiled``), from its profile's numbers and timed latencies."""
-    eager, compiled = sides(row)
+    eager, compiled = row["profile"].eager, row["profile"].compiled
     unit = catalog.t("why_unit_kernels" if eager.work_unit == "kernels" else "why_unit_operators")
     busy = row["eager_cell_busy"]  # its eager cell's one share: the same verdict beside every mode
     diagnosis = catalog.t("why_launch_bound" if pd.notna(busy) and busy < LAUNCH_BOUND_BUSY else "why_work_bound")
@@ -123,7 +118,7 @@ def why_table(rows: pd.DataFrame, catalog: Catalog) -> str:
                t("col_profiled_over_timed"), t("col_compiled_graphs"), t("col_breaks")]
     body = []
     for _, row in rows.iterrows():
-        eager, compiled = sides(row)
+        eager, compiled = row["profile"].eager, row["profile"].compiled
         breaks = row.get("graph_breaks")
         slower = [_ratio(profiled_over_timed(side, timed), catalog)
                   for side, timed in ((eager, row["eager_interleaved_ms"]), (compiled, row["mean_ms"]))]
