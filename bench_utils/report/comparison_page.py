@@ -1,9 +1,7 @@
 """A study re-run beside the published one: one verdict per compiled cell, as a page in each locale.
 
-The judgement is ``regressions.compare_environments``' (the explore notebook's two-environment view): the ratio
-of the two speed-ups over eager with its Welch interval, and its tolerance for the noise between runs that a
-run's own interval does not cover. Here its words are a reader's: slower, faster, the same within the
-intervals, or inconclusive. Regressions are in red, as in the explore notebook.
+The judgement is ``regressions.compare_environments``' (the explore notebook's two-environment view), its words a
+reader's: slower, faster, the same within the intervals, or inconclusive. Regressions are in red, as there.
 """
 
 from __future__ import annotations

@@ -12,10 +12,10 @@ from typing import Iterable
 
 import pandas as pd
 
-from ..records.schema import EnvironmentBlock, Record
+from ..records.schema import Record
 from .frame import device_name
 from .i18n import Catalog
-from .markdown import environment_label, ltr, markdown_table
+from .markdown import environment_label, ltr, markdown_table, number
 from ..vocabulary import Status
 
 
@@ -25,6 +25,7 @@ def methodology_text(data: pd.DataFrame, catalog: Catalog) -> str:
         return catalog.t("no_results")
     timers = sorted(set(ok["timer"].dropna()))
     weights = sorted(set(ok["weights"].dropna()))
+    beside = ok["beside_compiles"].value_counts()
     return catalog.t(
         "methodology_text",
         timer="; ".join(catalog.t(f"timer_{timer}") if f"timer_{timer}" in catalog.messages else ltr(timer, catalog)
@@ -38,18 +39,10 @@ def methodology_text(data: pd.DataFrame, catalog: Catalog) -> str:
         # what the intervals cover, where any is shown: one run's pairs (``measurement.paired``), not between runs
         " " + catalog.t("methodology_interval") if ok["ci_low"].notna().any() else "") + (
         # cells measured in replicates: their intervals are over fresh processes (``measurement.replicates``)
-        " " + catalog.t("methodology_replicates") if "replicates" in ok and (ok["replicates"].fillna(1) > 1).any()
-        else "") + "".join(
+        " " + catalog.t("methodology_replicates") if (ok["replicates"].fillna(1) > 1).any() else "") + "".join(
         # compile processes beside the kernel (compile ahead): how many cells were timed with them compiling, or paused
-        " " + catalog.t(f"methodology_beside_{state}", cells=ltr(str(count), catalog))
-        for state, count in _beside_counts(ok))
-
-
-def _beside_counts(ok: pd.DataFrame) -> list[tuple[str, int]]:
-    if "beside_compiles" not in ok:
-        return []
-    counts = ok["beside_compiles"].value_counts()
-    return [(state, int(counts[state])) for state in ("compiling", "paused") if state in counts]
+        " " + catalog.t(f"methodology_beside_{state}", cells=ltr(str(beside[state]), catalog))
+        for state in ("compiling", "paused") if state in beside)
 
 
 # The environment's keys the page shows, in its order, each under its name in the catalogs (``env_<key>``). TF32 is
@@ -66,16 +59,15 @@ def environment_tables(records: Iterable[Record], catalog: Catalog) -> list[tupl
     and its value as a reader reads it (cuDNN 9.19.0, not 91900; on or off, not True or False). Where the device's
     records came from several machines of that name (another GPU, host or commit: another lease), each is named with
     its number of records, so that a reader sees which figures came from where."""
-    by_device: dict[str, EnvironmentBlock] = {}
-    all_of_device: dict[str, list[Record]] = {}
+    of_device: dict[str, list[Record]] = {}
     for record in records:
-        by_device[device_name(record)] = record.environment
-        all_of_device.setdefault(device_name(record), []).append(record)
+        of_device.setdefault(device_name(record), []).append(record)
     tables = []
-    for device, environment in sorted(by_device.items()):
+    for device, device_records in sorted(of_device.items()):
+        environment = device_records[-1].environment
         rows = [[catalog.t(f"env_{key}"), environment_value(key, environment.read(key), catalog)]
                 for key in ENVIRONMENT_KEYS]
-        for key, values in machine_spread(all_of_device[device]).items():
+        for key, values in machine_spread(device_records).items():
             rows.append([catalog.t(f"env_{key}_all"), ltr(", ".join(f"{value} ({count})" for value, count in values),
                                                           catalog)])
         tables.append((environment_label(device, catalog),
@@ -128,8 +120,7 @@ def cudnn_version_text(value: object) -> str:
     text = str(value)
     if not text.isdigit():
         return text
-    number = int(text)
-    major, rest = divmod(number, 10000) if number >= 90000 else divmod(number, 1000)
+    major, rest = divmod(int(text), 10000 if int(text) >= 90000 else 1000)
     return f"{major}.{rest // 100}.{rest % 100}"
 
 
@@ -139,16 +130,15 @@ def timer_check_text(paths: Iterable[str | os.PathLike], catalog: Catalog) -> st
         saved = (path if path.is_dir() else path.parent) / "timer_check.json"
         if saved.exists():
             check = json.loads(saved.read_text(encoding="utf-8"))
+            ours = number(check["measure_median_ms"], 3, catalog)
             do_bench = "" if check.get("do_bench_median_ms") is None else " " + catalog.t(
-                "timer_check_do_bench", reference=ltr("triton.testing.do_bench", catalog),
-                ours=ltr(catalog.number(check["measure_median_ms"], 3), catalog),
-                theirs=ltr(catalog.number(check["do_bench_median_ms"], 3), catalog),
-                ratio=ltr(catalog.number(check["ratio_do_bench"], 3), catalog))
+                "timer_check_do_bench", reference=ltr("triton.testing.do_bench", catalog), ours=ours,
+                theirs=number(check["do_bench_median_ms"], 3, catalog),
+                ratio=number(check["ratio_do_bench"], 3, catalog))
             return catalog.t(
-                "timer_check_text", workload=ltr(check["workload"], catalog),
-                device=ltr(check["device"], catalog), reference=ltr("torch.utils.benchmark.Timer", catalog),
-                ours=ltr(catalog.number(check["measure_median_ms"], 3), catalog),
-                theirs=ltr(catalog.number(check["torch_timer_median_ms"], 3), catalog),
-                ratio=ltr(catalog.number(check["ratio_torch_timer"], 3), catalog),
-                overhead=ltr(catalog.number(check["noop_overhead_median_us"], 2), catalog)) + do_bench
+                "timer_check_text", workload=ltr(check["workload"], catalog), device=ltr(check["device"], catalog),
+                reference=ltr("torch.utils.benchmark.Timer", catalog), ours=ours,
+                theirs=number(check["torch_timer_median_ms"], 3, catalog),
+                ratio=number(check["ratio_torch_timer"], 3, catalog),
+                overhead=number(check["noop_overhead_median_us"], 2, catalog)) + do_bench
     return None

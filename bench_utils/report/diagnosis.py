@@ -1,15 +1,9 @@
-"""When compile loses, and what to use: the report's reading of ``bench_utils diagnose``'s remedies.
+"""When compile loses, and what to use: the report's reading of ``bench_utils diagnose``'s remedies (docs/diagnosis.md).
 
-A compiled cell of the guide's kind (contiguous, static shapes, Inductor's default configuration) whose
-speed-up interval lies below 1 or includes it is a slower cell (``measurement.slowdown.is_slower``). For each,
-the section says what got slower (its profile, eager beside compiled, and the rules it fires), every remedy
-measured for it (another mode, channels-last, an Inductor configuration: the same model, batch size and dtype
-on the same device) with its speed-up and interval, and a verdict in one line: the best remedy whose interval
-lies above 1 recovers it; else one whose interval includes 1 leaves it open; else eager stays.
-
-"What to use" is, per device, model and batch size, a measured configuration whose accuracy gate did not fail and
-whose speed-up interval lies above 1 (each against the eager it was paired with), else eager: the fastest, unless
-its interval overlaps a simpler one's, which then ties with it and is chosen (``choose``).
+Per slower cell (``measurement.slowdown.is_slower``): what got slower, every remedy measured for it with its
+speed-up and interval, and a verdict in one line: the best remedy whose interval lies above 1 recovers it; else one
+whose interval includes 1 leaves it open; else eager stays. "What to use" is, per device, model and batch size, the
+configuration ``choose`` picks among those whose gate did not fail and whose interval lies above 1, else eager.
 """
 
 from __future__ import annotations
@@ -109,22 +103,14 @@ def verdict(slow: pd.Series, remedies: pd.DataFrame, catalog: Catalog) -> str:
     if remedies.empty:
         return catalog.t("loses_not_diagnosed")
     passed = remedies[remedies["parity"] != "fail"]
-    above = passed[passed["ci_low"] > 1.0]
-    if not above.empty:
-        best = above.iloc[0]
-        return catalog.t("loses_recovered", configuration=configuration(best, catalog),
-                         speedup=_speedup(best, catalog)) + _blind(best, catalog)
-    open_ = passed[passed["ci_high"] >= 1.0]
-    if not open_.empty:
-        best = open_.iloc[0]
-        return catalog.t("loses_open", configuration=configuration(best, catalog),
-                         speedup=_speedup(best, catalog)) + _blind(best, catalog)
+    for key, found in (("loses_recovered", passed[passed["ci_low"] > 1.0]),
+                       ("loses_open", passed[passed["ci_high"] >= 1.0])):
+        if not found.empty:
+            best = found.iloc[0]
+            # a remedy whose accuracy gate could not have failed: it did not fail, and says nothing
+            blind = " " + catalog.t("loses_gate_blind") if is_true(best.get("parity_blind")) else ""
+            return catalog.t(key, configuration=configuration(best, catalog), speedup=_speedup(best, catalog)) + blind
     return catalog.t("loses_stay_eager")
-
-
-def _blind(remedy: pd.Series, catalog: Catalog) -> str:
-    """What a verdict adds where the remedy's accuracy gate could not have failed: it did not fail, and says nothing."""
-    return " " + catalog.t("loses_gate_blind") if is_true(remedy.get("parity_blind")) else ""
 
 
 def what_got_slower(slow: pd.Series, catalog: Catalog) -> str:
@@ -192,13 +178,9 @@ def overlap(one: pd.Series, other: pd.Series) -> bool:
 
 
 def choose(candidates: pd.DataFrame) -> tuple[pd.Series, list[pd.Series]]:
-    """The configuration to use among ``candidates`` (each beats eager), and those it ties with.
-
-    The fastest point estimate does not decide alone: a gap of a percent between two point estimates whose 95 %
-    intervals overlap is no evidence that one is faster (and each interval covers one run's pairs only, not the
-    spread between runs). So every candidate whose interval overlaps the fastest's ties with it, the simplest of
-    those (``simplicity``: default before reduce-overhead) is chosen and the others are named beside it.
-    Intervals are each against the eager runs of the candidate's own pairs."""
+    """The configuration to use among ``candidates`` (each beats eager), and those it ties with: every candidate
+    whose interval overlaps the fastest's ties with it (a gap of a percent inside two intervals is no evidence), and
+    the simplest of those (``simplicity``) is chosen (docs/diagnosis.md, "What to use")."""
     fastest = candidates.sort_values("speedup", ascending=False, kind="stable").iloc[0]
     tied = [row for _, row in candidates.iterrows() if overlap(row, fastest)]
     tied.sort(key=simplicity)
@@ -211,16 +193,6 @@ def _use_text(chosen: pd.Series, tied: list[pd.Series], catalog: Catalog) -> str
         text = catalog.t("use_tie", configuration=text,
                          others=format_list([configuration(row, catalog) for row in tied], locale=catalog.locale))
     return text
-
-
-def _gate_word(row: pd.Series, catalog: Catalog) -> str:
-    """The chosen configuration's gate, said as it was: passed; not informative where it could not have failed
-    (``parity_word``: MobileNet's random-weight logits of about 1e-25 lay below its tolerance on the H200), never
-    "passed" there; not judged where it did not run."""
-    parity = row.get("parity")
-    if not isinstance(parity, str):  # None or NaN: the gate did not run
-        return catalog.t("flag_parity_none")
-    return parity_word(row, catalog)
 
 
 def what_to_use(data: pd.DataFrame, catalog: Catalog) -> str:
@@ -246,7 +218,10 @@ def what_to_use(data: pd.DataFrame, catalog: Catalog) -> str:
             continue
         best, tied = choose(candidates)
         even = best["break_even"]
-        rows.append([*where, _use_text(best, tied, catalog), *speedup_cells(best, catalog), _gate_word(best, catalog),
+        # the gate as it was: never "passed" where it could not have failed (``parity_word``); not judged where it
+        # did not run (its parity None or NaN)
+        gate = parity_word(best, catalog) if isinstance(best.get("parity"), str) else catalog.t("flag_parity_none")
+        rows.append([*where, _use_text(best, tied, catalog), *speedup_cells(best, catalog), gate,
                      number(best["compile_s"], 1, catalog),
                      catalog.t("never") if even is None or pd.isna(even) else ltr(catalog.number(even, 0), catalog)])
     headers = [catalog.t("col_device"), catalog.t("col_model"), catalog.t("col_batch"), catalog.t("col_use"),

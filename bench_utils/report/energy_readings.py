@@ -1,11 +1,9 @@
 """What a record's energy block says beside its figures: the pace of each energy window, and the throttle reasons
 the GPU reported while a figure was measured (``records.schema.EnergyBlock``; no torch).
 
-The joules come from a separate series of calls (``measurement.energy_per_inference``), which need not run at the
-timed calls' pace: on the H200 Segformer's eager window at batch 4 took 14.75 ms a call against 7.08 ms timed, so
-its joules are those of another regime. And a figure measured while NVML reported a clocks-event reason, such as
-DETR's at batch 16 under ``SwPowerCap`` at 688 W, was measured with the clock held down. Both are said beside the
-figure, never hidden.
+The joules come from a series of calls of their own (``measurement.energy_per_inference``), which need not run at
+the timed calls' pace, and a figure measured under a throttle reason was measured with the clock held down
+(docs/report.md gives the H200's cases): both are said beside the figure, never hidden.
 """
 
 from __future__ import annotations
@@ -44,12 +42,15 @@ def throttles(*reason_lists: Iterable[str] | None) -> tuple[str, ...]:
 
 
 def energy_columns(energy: EnergyBlock | None, eager_cell: bool) -> dict[str, Any]:
-    """The frame's columns of a record's energy block: each side's window pace (``window_ms``, the row's own side:
-    eager's for an eager cell), the throttle reasons in each side's window and in the timed runs (``throttled``)."""
+    """The frame's columns of a record's energy block: each side's joules per inference and window pace (``joules``,
+    ``window_ms``: the row's own side, eager's for an eager cell), the throttle reasons in each side's window and in
+    the timed runs (``throttled``)."""
     eager = energy.eager if energy else None
     own = eager if eager_cell else (energy.compiled if energy else None)
     timed = (energy.timed_runs or {}) if energy else {}
-    return {"window_ms": window_ms(own), "eager_window_ms": window_ms(eager),
+    return {"joules": own.joules_per_inference if own else None,
+            "eager_joules": eager.joules_per_inference if eager else None,
+            "window_ms": window_ms(own), "eager_window_ms": window_ms(eager),
             "energy_throttled": _side_throttles(own), "eager_energy_throttled": _side_throttles(eager),
             "throttled": throttles(timed.get("throttle_reasons_start"), timed.get("throttle_reasons_end"))}
 

@@ -1,13 +1,10 @@
 """What ``notebooks/explore.ipynb`` shows: one or more studies picked by the reader, a slice of them, and two
 environments compared.
 
-Each view is drawn as one HTML output with a display id. Under papermill that output is the
-whole story (the slice the parameters name); in a live kernel, ipywidgets controls redraw it in
-place: a study picker above the summary (``study_choices``: the published studies, the user's, the
-examples) redraws every view, and the controls under a view redraw that view. So the notebook reads
-the same either way and needs no detection of who runs it. A control offers only what draws something
-(``selection.options``). Selection logic is in ``selection``, the tables' words in ``explorer_tables``,
-the comparison in ``regressions``.
+Each view is one HTML output with a display id: under papermill that output is the whole story (the slice the
+parameters name); in a live kernel, ipywidgets controls redraw it in place (a study picker above the summary redraws
+every view). So the notebook reads the same either way and needs no detection of who runs it. A control offers only
+what draws something (``selection.options``).
 """
 
 from __future__ import annotations
@@ -34,7 +31,6 @@ from .i18n import Catalog
 from .markdown import markdown_html
 from .study_choices import relative, study_choices
 
-FIELDS = ("environment", "batch_size", "mode", "dtype")
 FIELD_HEADERS = {"environment": "col_environment", "batch_size": "col_batch", "mode": "col_mode", "dtype": "col_dtype"}
 
 
@@ -57,6 +53,21 @@ def speedup_figure(table: pd.DataFrame, title: str) -> Figure:
             axis.set_xlabel("speed-up (eager / compiled, 95 % interval)")
         axis.set_title(title)
     return figure
+
+
+def _once(redraw: Callable[[], None]) -> Callable[..., None]:
+    """``redraw`` as a controls' observer that ignores the changes its own run makes (options replaced, values
+    set), so that one change redraws once."""
+    busy: list[bool] = []
+
+    def changed(_change: Any = None) -> None:
+        if not busy:
+            busy.append(True)
+            try:
+                redraw()
+            finally:
+                busy.clear()
+    return changed
 
 
 def figure_html(figure: Figure) -> str:
@@ -101,11 +112,9 @@ class Explorer:
                           "of another schema version; this cell's output lists them).</p>"
                           for name, count in Counter(f"{Path(line.path).parent.name}/{Path(line.path).name}"
                                                      for line in self.skipped).items())
-        duplicates = ""
-        if self.duplicates:
-            duplicates = "<p>" + html.escape(catalog.plural(
-                "explore_duplicates", len(self.duplicates), count=catalog.number(len(self.duplicates), 0),
-                cells="; ".join(self.duplicates))) + "</p>"
+        duplicates = "<p>" + html.escape(catalog.plural(
+            "explore_duplicates", len(self.duplicates), count=catalog.number(len(self.duplicates), 0),
+            cells="; ".join(self.duplicates))) + "</p>" if self.duplicates else ""
         return (f"<h2>{html.escape(catalog.t('summary_heading'))}</h2><p>{said}</p>" + skipped + duplicates
                 + views.table_html(views.summary_view(slices.summary_table(self.data), catalog), catalog)
                 + f"<h3>{html.escape(catalog.t('explore_geomean_heading'))}</h3>"
@@ -203,13 +212,11 @@ class Explorer:
         dropdowns = {name: widgets.Dropdown(description=self.catalog.t(FIELD_HEADERS[name]),
                                             options=available[name], value=getattr(chosen, name),
                                             style={"description_width": "initial"})
-                     for name in FIELDS}
-        busy: list[bool] = []  # set while options are being replaced, so one change redraws once
-
+                     for name in FIELD_HEADERS}
         def synced() -> slices.Selection:
             """The dropdowns' values, each field's options those the fields before it allow."""
             picked = slices.Selection()
-            for name in FIELDS:
+            for name in FIELD_HEADERS:
                 offered = slices.options(self.data, picked)[name]
                 dropdown = dropdowns[name]
                 value = dropdown.value
@@ -222,19 +229,13 @@ class Explorer:
                 picked = replace(picked, **{name: value})
             return picked
 
-        def changed(_change: Any = None) -> None:
-            if busy:
-                return
-            busy.append(True)
+        @_once
+        def changed() -> None:
             try:
-                picked = synced()
-                try:
-                    redraw(slices.resolve(self.data, picked))
-                except UserError as problem:  # studies without a compiled cell
-                    if say is not None:
-                        say(str(problem))
-            finally:
-                busy.clear()
+                redraw(slices.resolve(self.data, synced()))
+            except UserError as problem:  # studies without a compiled cell
+                if say is not None:
+                    say(str(problem))
 
         for dropdown in dropdowns.values():
             dropdown.disabled = len(dropdown.options) < 2
@@ -284,31 +285,25 @@ class Explorer:
                 "tolerance": widgets.FloatSlider(description="tolerance", value=tolerance, min=0.0,
                                                  max=0.99, step=0.01)}  # what compare_environments takes
         box = widgets.HBox(list(pick.values()), layout=widgets.Layout(flex_flow="row wrap"))
-        busy: list[bool] = []
 
-        def changed(_change: Any = None) -> None:
-            if busy:
+        @_once
+        def changed() -> None:
+            offered = slices.options(self.data)["environment"]
+            box.layout.display = None if len(offered) >= 2 else "none"  # no control that leads nowhere
+            if len(offered) < 2:
+                handle.update(HTML(self.one_environment_html()))
                 return
-            busy.append(True)
-            try:
-                offered = slices.options(self.data)["environment"]
-                box.layout.display = None if len(offered) >= 2 else "none"  # no control that leads nowhere
-                if len(offered) < 2:
-                    handle.update(HTML(self.one_environment_html()))
-                    return
-                for name in ("baseline", "candidate"):
-                    if tuple(pick[name].options) != tuple(offered):
-                        keep = pick[name].value
-                        pick[name].options = offered
-                        pick[name].value = keep if keep in offered else None
-                first = pick["baseline"].value or next(e for e in offered if e != pick["candidate"].value)
-                pick["baseline"].value = first
-                if pick["candidate"].value in (None, first):
-                    pick["candidate"].value = next(e for e in offered if e != first)
-                handle.update(HTML(self.comparison_html(pick["baseline"].value, pick["candidate"].value,
-                                                        pick["tolerance"].value)))
-            finally:
-                busy.clear()
+            for name in ("baseline", "candidate"):
+                if tuple(pick[name].options) != tuple(offered):
+                    keep = pick[name].value
+                    pick[name].options = offered
+                    pick[name].value = keep if keep in offered else None
+            first = pick["baseline"].value or next(e for e in offered if e != pick["candidate"].value)
+            pick["baseline"].value = first
+            if pick["candidate"].value in (None, first):
+                pick["candidate"].value = next(e for e in offered if e != first)
+            handle.update(HTML(self.comparison_html(pick["baseline"].value, pick["candidate"].value,
+                                                    pick["tolerance"].value)))
 
         box.layout.display = None if len(environments) >= 2 else "none"
         for control in pick.values():

@@ -2,8 +2,7 @@
 (a speed-up as 1.23×, its interval as one "1.10–1.36" column), the flags in words, and HTML whose headers wrap
 so that a table fits JupyterLab's output area (968 px at a 1400 px window) instead of being cut off at its right.
 
-``selection`` keeps the tables' figures as numbers under field names (what tests and papermill users read);
-this module only names and formats them, in the catalog's language.
+``selection`` keeps the tables' figures as numbers (what tests and papermill users read); this module words them.
 """
 
 from __future__ import annotations
@@ -105,13 +104,9 @@ def compile_view(table: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
 
 def measured_by(catalog: Catalog, eager: Any, compiled: Any) -> str:
     """Which figure a memory row's two peaks are, in words: one name where both are of one kind."""
-    def said(method: Any) -> str:
-        return catalog.t(f"measured_by_{'none' if method is None or pd.isna(method) else method}")
-
-    eager, compiled = (None if method is None or pd.isna(method) else method for method in (eager, compiled))
-
-    return said(eager) if eager == compiled else catalog.t("measured_by_sides", eager=said(eager),
-                                                           compiled=said(compiled))
+    eager, compiled = (catalog.t(f"measured_by_{'none' if method is None or pd.isna(method) else method}")
+                       for method in (eager, compiled))
+    return eager if eager == compiled else catalog.t("measured_by_sides", eager=eager, compiled=compiled)
 
 
 def memory_view(table: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:

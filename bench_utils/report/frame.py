@@ -17,7 +17,7 @@ import pandas as pd
 from ..errors import UserError
 from ..measurement import stats
 from ..paths import PROJECT_ROOT
-from ..records.schema import CompileBlock, EnergySide, LatencyBlock, MemoryBlock, Record, SpeedupBlock
+from ..records.schema import CompileBlock, LatencyBlock, MemoryBlock, Record, SpeedupBlock
 from .cell_text import gate_cannot_fail
 from .energy_readings import energy_columns
 from .region_memory import region_columns
@@ -33,8 +33,7 @@ TASK_ORDER = ["image-classification", "image-segmentation", "object-detection"]
 TORCH_SEPARATOR = " · torch "  # an environment: its device, then its torch version where several
 # Variants are folded into the names tables group by, so that each is a row or a column of its own
 # beside the guide's way: channels_last into the model's label, one compilation for all batch sizes
-# into the mode's name (the catalog translates the suffix).
-DYNAMIC_BATCH = DYNAMIC_BATCH_SUFFIX
+# into the mode's name (``DYNAMIC_BATCH_SUFFIX``, which the catalog translates).
 CHANNELS_LAST_LABEL = " (channels_last)"
 
 
@@ -71,15 +70,9 @@ class DuplicateCellWarning(UserWarning):
 
 
 def latest_records(paths: Iterable[str | os.PathLike]) -> list[Record]:
-    """Every cell's latest record, across all the files given.
-
-    A cell is the same (``records.key.RecordKey.without_study``) whatever study
-    folder it came from; the record with the latest timestamp wins (a cell measured
-    again replaces its earlier record, an error included). Two records that differ
-    in settings or host but would fill the same row of a table (same model, batch,
-    mode, dtype, device and torch version) are not averaged: the later one is shown,
-    and a warning names both.
-    """
+    """Every cell's latest record (``records.key.latest_per_key``: a cell measured again replaces its earlier record,
+    an error included), across all the files given. Two records that differ in settings or host but would fill the
+    same row of a table are not averaged: the later one is shown, and a warning names both."""
     shown: dict[tuple, Record] = {}
     for record in latest_per_key(read_records(results_files(paths))):
         cell, device = record.cell, device_name(record)
@@ -118,7 +111,11 @@ def _or_nan(value: float | None) -> float:
 def frame(records: Iterable[Record | Mapping[str, Any]]) -> pd.DataFrame:
     """One row per record (a ``Record``, or one as its JSON line holds it) with everything the report shows."""
     rows = pd.DataFrame([{**_row(record), **replicate_columns(record)} for record in map(Record.of, records)])
-    return _with_eager_and_environment(combined(rows))
+    result = _with_eager_from_pairs(combined(rows))
+    if not result.empty:
+        result["task_rank"] = result["task"].map({t: i for i, t in enumerate(TASK_ORDER)}).fillna(9)
+        result["environment"] = environments(result)
+    return result
 
 
 def _row(record: Record) -> dict[str, Any]:
@@ -129,9 +126,6 @@ def _row(record: Record) -> dict[str, Any]:
     cuda = cell.device_kind == "cuda"
     count = latency.count if latency else 0
     memory_format, shapes, inductor = cell.memory_format, cell.shapes, cell.inductor
-    energy = record.energy
-    eager_energy = energy.eager if energy else None
-    own_energy = eager_energy if cell.compile_mode == CompileMode.EAGER else (energy.compiled if energy else None)
     eager_values = speedup.eager_values if speedup else None
     interval = speedup.mean_ci95 if speedup and speedup.mean_ci95 else [np.nan, np.nan]
     portable, batch_shapes = compiled.portable_cache, compiled.batch_shapes
@@ -143,7 +137,7 @@ def _row(record: Record) -> dict[str, Any]:
         "device": cell.device, "memory_format": memory_format, "shapes": shapes,
         "error": record.error_line,
         "batch_size": cell.batch_size, "compile_mode": cell.compile_mode,
-        "mode": (cell.compile_mode + (DYNAMIC_BATCH if shapes == "dynamic" else "")
+        "mode": (cell.compile_mode + (DYNAMIC_BATCH_SUFFIX if shapes == "dynamic" else "")
                  + (INDUCTOR_SEPARATOR + inductor if inductor != "default" else "")),
         "inductor": inductor, "dtype": cell.dtype,
         "status": record.status,
@@ -212,10 +206,8 @@ def _row(record: Record) -> dict[str, Any]:
         "percent_of_peak": compute.percent_of_peak if compute else None,
         "eager_tflops": compute.eager_tflops if compute else None,
         "eager_percent_of_peak": compute.eager_percent_of_peak if compute else None,
-        "joules": _joules(own_energy),
-        "eager_joules": _joules(eager_energy),
-        # each energy window's pace and the throttle reasons read around it and around the timed runs
-        **energy_columns(energy, cell.compile_mode == CompileMode.EAGER),
+        # joules, each energy window's pace and the throttle reasons read around it and around the timed runs
+        **energy_columns(record.energy, cell.compile_mode == CompileMode.EAGER),
         "throughput": _or_nan(record.throughput.value if record.throughput else None),
         "profile": record.profile,  # why it got faster (report.why); None: not profiled
         "weights": config.weights, "backend": config.backend,
@@ -233,18 +225,6 @@ def _warm_break_even(compiled: CompileBlock, speedup: SpeedupBlock | None, laten
         return np.nan
     calls = stats.break_even_calls(compiled.warm_ms, speedup.eager_mean_ms, latency.mean * 1e3)
     return np.nan if calls is None else float(calls)
-
-
-def _joules(side: EnergySide | None) -> float | None:
-    return side.joules_per_inference if side else None
-
-
-def _with_eager_and_environment(data: pd.DataFrame) -> pd.DataFrame:
-    result = _with_eager_from_pairs(data)
-    if not result.empty:
-        result["task_rank"] = result["task"].map({t: i for i, t in enumerate(TASK_ORDER)}).fillna(9)
-        result["environment"] = environments(result)
-    return result
 
 
 def _shift(values: list[float] | None) -> float:
@@ -372,7 +352,7 @@ def environments(data: pd.DataFrame) -> pd.Series:
 
 def compiled_modes(data: pd.DataFrame) -> list[str]:
     # each beside its static self
-    order = [name for mode in COMPILED_MODE_ORDER for name in (str(mode), mode + DYNAMIC_BATCH)]
+    order = [name for mode in COMPILED_MODE_ORDER for name in (str(mode), mode + DYNAMIC_BATCH_SUFFIX)]
     present = set(data["mode"]) - {"eager"}
     return [mode for mode in order if mode in present] + sorted(present - set(order))
 
@@ -382,10 +362,7 @@ TIDY_COLUMNS = ["model", "batch_size", "compile_mode", "dtype", "device", "statu
 
 
 def tidy(records: Iterable[Record | Mapping[str, Any]]) -> pd.DataFrame:
-    """One row per record with the figures a reader looks at first (ms, x, s).
-
-    A view of ``frame``: one flattening of records for notebooks and reports.
-    """
+    """One row per record with the figures a reader looks at first (ms, x, s): a view of ``frame``."""
     data = frame(list(records))
     if data.empty:
         return pd.DataFrame(columns=TIDY_COLUMNS)

@@ -17,11 +17,9 @@ from ..vocabulary import Status
 
 
 def geomean_table(data: pd.DataFrame, catalog: Catalog) -> str:
-    """Geometric-mean speed-up per device, dtype, batch size, compiled mode and memory format (a model in
-    channels_last is not counted twice in one mean), twice: over the models measured at every batch size of its
-    device, dtype, mode and layout, so that its trend over batch sizes is the batch size's and not a change of
-    models (on the H200, 8, 6 and 7 models at batch 1, 4 and 16), and over all the models measured at that batch
-    size; the last column names the models the first leaves out."""
+    """The module's two geometric means per row (a model in channels_last is not counted twice in one mean: the
+    layout is part of the row), the last column naming the models the first leaves out (on the H200, 8, 6 and 7
+    models were measured at batch 1, 4 and 16)."""
     rows = []
     ok = data[(data["status"] == Status.OK) & data["speedup"].notna()] if not data.empty else data
     for (device, dtype, mode, layout), per_mode in ok.groupby(["environment", "dtype", "mode", "memory_format"]):

@@ -1,14 +1,6 @@
 """What sets this study's figures apart from the Hugging Face guide's besides the code compared, said at the top
-of the page, before any figure: a reader sets our speed-ups beside the guide's, and a gap between them may come
-from any of these as much as from torch.compile.
-
-- torch: the guide measured torch 2.0.1 and a 2.1 nightly (``data/hf_torch_compile_reference.csv``); the records
-  name their own;
-- weights: where a record's model had random weights (no hub reachable), the guide loaded the pretrained
-  checkpoints: the timed work is the same architecture's, but the outputs, and so the accuracy gate, are not the
-  trained model's (MobileNet's logits read about 1e-25 on the H200);
-- image: the guide timed COCO val2017 000000039769.jpg; the records name theirs (``zoo.inputs``);
-- device: the guide's GPUs (A100, V100, T4) against the records'.
+of the page, before any figure (docs/report.md lists them): a reader sets our speed-ups beside the guide's, and a
+gap between them may come from its torch, weights, image or devices as much as from torch.compile.
 """
 
 from __future__ import annotations

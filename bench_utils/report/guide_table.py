@@ -1,10 +1,9 @@
 """The guide's table and more: per device, dtype and batch size, each model's eager latency, every compiled
 mode's latency, speed-up and interval beside it, and the flags that say what to read with care.
 
-Since rows (``study.cell.measured_row``) a batch size's compile modes are timed beside one eager series: where every
-row of a table was measured so, the table has one eager column. Records measured the earlier way (each mode beside
-an eager series of its own) keep an eager column per mode, and a row that holds such records is flagged *eager
-timed per mode*: its speed-ups are against different eager figures.
+Since rows (``study.cell.measured_row``) a batch size's modes are timed beside one eager series: a table whose
+every row was timed so has one eager column. Records of the earlier design (each mode beside an eager series of its own)
+keep an eager column per mode, and such a row is flagged *eager timed per mode*.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ def is_noisy(row: pd.Series) -> bool:
 def paired_eager_is_noisy(row: pd.Series) -> bool:
     """The eager side of a compiled cell's pairs, judged as a cell is (where its runs are kept)."""
     cv = row.get("eager_interleaved_cv")
-    return row["status"] == Status.OK and cv is not None and pd.notna(cv) and stats.is_noisy(
+    return row["status"] == Status.OK and pd.notna(cv) and stats.is_noisy(
         cv, row.get("eager_interleaved_shift"))
 
 
@@ -46,13 +45,11 @@ def lacks_cuda_graphs(row: pd.Series) -> bool:
 def guide_tables(data: pd.DataFrame, catalog: Catalog) -> list[tuple[str, str]]:
     """(caption, Markdown table) per device, dtype and batch size: the guide's table and more.
 
-    Each compiled mode's speed-up stands beside the eager latency it was measured against: the eager
-    side of that mode's own pairs (on the H200, ResNet-50's eager read 3.69 ms beside the default mode
-    and 5.06 ms beside reduce-overhead, and one eager column made 5.58x look like 4.05x). With one
-    compiled mode that is the table's one eager column; with several, each has its own. Where a model
-    has no measured compiled cell, the first eager column shows its eager cell. *drift* marks a row
-    whose eager figures (alone, and beside each mode) lie more than ``stats.DRIFT`` apart. p50 and p99
-    are the first compiled mode's (eager's where none is shown)."""
+    Each compiled mode's speed-up stands beside the eager latency it was measured against, the eager side of its own
+    pairs (in records of the earlier design one eager column made ResNet-50's 5.58x on the H200 look like 4.05x).
+    Where a model has no measured compiled cell, the first eager column shows its eager cell. *drift* marks a row
+    whose eager figures lie more than ``stats.DRIFT`` apart. p50 and p99 are the first compiled mode's (eager's
+    where none is shown)."""
     tables: list[tuple[str, str]] = []
     if data.empty:
         return tables

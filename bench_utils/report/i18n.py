@@ -1,10 +1,8 @@
 """Messages and number formats of the reports, per locale.
 
-Messages live in one small JSON catalog per locale (``bench_utils/report/locales/<locale>.json``,
-UTF-8); every locale has every key (a test checks it) and a missing key is an error,
-never a silent fallback to English. Numbers are formatted for the locale with Babel,
-at render time only: result files always hold plain numbers; the text direction and
-the language's own name come from Babel's locale data (CLDR), not from the catalogs.
+One JSON catalog per locale (``locales/<locale>.json``); a missing key is an error, never a silent fallback to
+English. Numbers are formatted with Babel at render time only; the text direction and the language's own name come
+from Babel's locale data (CLDR), not from the catalogs.
 """
 
 from __future__ import annotations
@@ -89,10 +87,6 @@ class Catalog:
     def alternatives(self, items: list[str]) -> str:
         """``["2", "300"]`` as "2 or 300" in the locale's words (a comma list reads as one number: "2, 300")."""
         return format_list(list(items), style="or", locale=self.locale) if items else "–"
-
-    def list_of(self, items: list[str]) -> str:
-        """``["a", "b", "c"]`` as "a, b and c" in the locale's words."""
-        return format_list(list(items), locale=self.locale) if items else "–"
 
     def percent(self, fraction: float, digits: int = 0) -> str:
         pattern = "#,##0" + ("." + "0" * digits if digits else "") + "%"

@@ -22,11 +22,7 @@ from .i18n import Catalog
 from ..vocabulary import Status
 
 LRI, PDI = "\u2066", "\u2069"   # Unicode isolates: keep a run left-to-right in RTL text
-
-
 WORD_JOINER = "\u2060"  # no line break here, and nothing shown
-
-
 # Line breaks and other control characters would end a table row or start a block: each becomes a space.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 # What Markdown (CommonMark, GFM, nbconvert's mistune with math) reads as markup in running text: backslash,
@@ -70,14 +66,9 @@ def code(text: Any, catalog: Catalog) -> str:
 
 
 def environment_label(environment: str, catalog: Catalog, isolate: bool = True, markdown: bool = True) -> str:
-    """An environment as ``frame`` names it, in the catalog's words.
-
-    ``frame`` keeps its names locale-neutral (they group and sort the rows): "CPU (<model>)",
-    "CPU (unknown)", "GPU" where the GPU's name is not recorded, or the GPU's name; then
-    " · torch <version>" where several versions were measured. The words CPU, GPU and unknown
-    become the catalog's ``device_*`` messages; names and versions are kept left-to-right
-    (``markdown=False``: plain text, for alt texts, which their format escapes; ``isolate=False`` too: as written,
-    for figures, which take no isolates)."""
+    """An environment as ``frame`` names it (locale-neutral: its names group and sort the rows), its words CPU, GPU
+    and unknown the catalog's ``device_*`` messages, names and versions kept left-to-right (``markdown=False``: plain
+    text, for alt texts, which their format escapes; ``isolate=False`` too: as written, for figures)."""
     shown = (lambda text: ltr(text, catalog)) if isolate and markdown else (
         (lambda text: isolated(text, catalog)) if isolate else str)
     device, torch, version = environment.partition(TORCH_SEPARATOR)
@@ -148,9 +139,7 @@ def number(value: Any, digits: int, catalog: Catalog) -> str:
 
 
 def mib(value: Any, catalog: Catalog) -> str:
-    if value is None or pd.isna(value):
-        return "–"
-    return ltr(catalog.number(value / 2**20, 1), catalog)
+    return number(None if value is None else value / 2**20, 1, catalog)
 
 
 def region_mib(value: Any, method: Any, catalog: Catalog) -> str:

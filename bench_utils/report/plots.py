@@ -1,30 +1,26 @@
-"""The guide's plots, with seaborn, labelled in the report's locale.
+"""The guide's plots, with seaborn, labelled in the report's locale: per device, the improvement per model and
+batch size; per device and batch size, the duration plot and the improvement plot. Improvement is
+(speed-up - 1) x 100 %. Arabic is shaped by matplotlib (3.11+) in DejaVu Sans, which has Arabic glyphs.
 
-Per device: a batch-comparison plot (improvement per model and batch size); per
-device and batch size: a duration plot (eager vs compiled bars per model) and an
-improvement plot. Improvement is (speed-up - 1) x 100 %, with the speed-up measured
-against interleaved eager. Arabic is shaped by matplotlib (3.11+) in DejaVu Sans,
-which has Arabic glyphs.
-
-Figures are ``matplotlib.figure.Figure`` objects built and saved inside a style
-context: importing or using this module changes neither the user's matplotlib
-backend nor their seaborn theme, so a JupyterLab user's own plots stay as they were.
+Figures are ``matplotlib.figure.Figure`` objects built and saved inside a style context: this module changes
+neither the user's matplotlib backend nor their seaborn theme, so a JupyterLab user's own plots stay as they were.
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
 import io
-from typing import Iterator
+from typing import Callable, Iterator
 
 import matplotlib
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 import pandas as pd
 import seaborn as sns
 
 from .i18n import Catalog
 from .markdown import environment_label
-from ..vocabulary import Status
+from ..vocabulary import Status, WorkKind
 
 FONT = "DejaVu Sans"
 
@@ -52,9 +48,19 @@ def _improvement(data: pd.DataFrame) -> pd.DataFrame:
     return ok.sort_values(["task_rank", "label"])
 
 
-def _empty(axis, catalog: Catalog) -> None:
-    axis.text(0.5, 0.5, catalog.t("no_results"), ha="center", va="center")
-    axis.set_axis_off()
+def _figure(title: str, catalog: Catalog, draw: Callable[[Axes], None] | None, size: tuple[float, float] = (9, 4)):
+    """A figure of one axis in the report's style, titled, ``draw`` drawing on it (None: nothing to draw, said so)."""
+    figure = Figure(figsize=size)
+    with style():
+        axis = figure.subplots()
+        if draw is None:
+            axis.text(0.5, 0.5, catalog.t("no_results"), ha="center", va="center")
+            axis.set_axis_off()
+        else:
+            draw(axis)
+        axis.set_title(title)
+        figure.tight_layout()
+    return figure
 
 
 def _label(axis, catalog: Catalog, y_key: str) -> None:
@@ -78,19 +84,14 @@ def _title(catalog: Catalog, key: str, device: str, mode: str, **values) -> str:
 def batch_comparison(data: pd.DataFrame, device: str, mode: str, catalog: Catalog):
     """Improvement per model, one bar per batch size (the guide's first plot kind)."""
     ok = _improvement(data[(data["environment"] == device) & (data["mode"] == mode)])
-    figure = Figure(figsize=(9, 4))
-    with style():
-        axis = figure.subplots()
-        if ok.empty:
-            _empty(axis, catalog)
-        else:
-            sns.barplot(data=ok, x="label", y="improvement", hue="batch_size", palette="crest", ax=axis)
-            _legend_outside(axis, catalog.t("legend_batch"))
-            axis.axhline(0, color="black", linewidth=0.8)
-            _label(axis, catalog, "axis_improvement")
-        axis.set_title(_title(catalog, "plot_batch_title", device, mode))
-        figure.tight_layout()
-    return figure
+
+    def draw(axis) -> None:
+        sns.barplot(data=ok, x="label", y="improvement", hue="batch_size", palette="crest", ax=axis)
+        _legend_outside(axis, catalog.t("legend_batch"))
+        axis.axhline(0, color="black", linewidth=0.8)
+        _label(axis, catalog, "axis_improvement")
+
+    return _figure(_title(catalog, "plot_batch_title", device, mode), catalog, None if ok.empty else draw)
 
 
 def duration(data: pd.DataFrame, device: str, batch: int, mode: str, catalog: Catalog):
@@ -102,40 +103,31 @@ def duration(data: pd.DataFrame, device: str, batch: int, mode: str, catalog: Ca
             match = group[group["mode"] == wanted]
             if not match.empty:
                 rows.append({"label": label, "variant": catalog.t(kind), "mean_ms": match["mean_ms"].iloc[0]})
-    figure = Figure(figsize=(9, 4))
-    with style():
-        axis = figure.subplots()
-        if not rows:
-            _empty(axis, catalog)
-        else:
-            sns.barplot(data=pd.DataFrame(rows), x="label", y="mean_ms", hue="variant", ax=axis)
-            _legend_outside(axis, "")
-            _label(axis, catalog, "axis_duration")
-        axis.set_title(_title(catalog, "plot_duration_title", device, mode, batch=batch))
-        figure.tight_layout()
-    return figure
+
+    def draw(axis) -> None:
+        sns.barplot(data=pd.DataFrame(rows), x="label", y="mean_ms", hue="variant", ax=axis)
+        _legend_outside(axis, "")
+        _label(axis, catalog, "axis_duration")
+
+    return _figure(_title(catalog, "plot_duration_title", device, mode, batch=batch), catalog, draw if rows else None)
 
 
 def percentage(data: pd.DataFrame, device: str, batch: int, mode: str, catalog: Catalog):
     """Improvement per model at one batch size (the guide's percentage plot)."""
     ok = _improvement(data[(data["environment"] == device) & (data["batch_size"] == batch)
                            & (data["mode"] == mode)])
-    figure = Figure(figsize=(9, 4))
-    with style():
-        axis = figure.subplots()
-        if ok.empty:
-            _empty(axis, catalog)
-        else:
-            colors = ["#2a9d8f" if value >= 0 else "#e76f51" for value in ok["improvement"]]
-            axis.bar(ok["label"], ok["improvement"], color=colors)
-            axis.errorbar(ok["label"], ok["improvement"],
-                          yerr=[ok["improvement"] - (ok["ci_low"] - 1) * 100, (ok["ci_high"] - 1) * 100 - ok["improvement"]],
-                          fmt="none", ecolor="black", capsize=3, linewidth=1)
-            axis.axhline(0, color="black", linewidth=0.8)
-            _label(axis, catalog, "axis_improvement")
-        axis.set_title(_title(catalog, "plot_percentage_title", device, mode, batch=batch))
-        figure.tight_layout()
-    return figure
+
+    def draw(axis) -> None:
+        colors = ["#2a9d8f" if value >= 0 else "#e76f51" for value in ok["improvement"]]
+        axis.bar(ok["label"], ok["improvement"], color=colors)
+        low, high = (ok["ci_low"] - 1) * 100, (ok["ci_high"] - 1) * 100
+        axis.errorbar(ok["label"], ok["improvement"], yerr=[ok["improvement"] - low, high - ok["improvement"]],
+                      fmt="none", ecolor="black", capsize=3, linewidth=1)
+        axis.axhline(0, color="black", linewidth=0.8)
+        _label(axis, catalog, "axis_improvement")
+
+    return _figure(_title(catalog, "plot_percentage_title", device, mode, batch=batch), catalog,
+                   None if ok.empty else draw)
 
 
 def latency_bars(tidy: pd.DataFrame) -> Figure:
@@ -163,30 +155,24 @@ def latency_bars(tidy: pd.DataFrame) -> Figure:
 def work_kinds(rows: pd.DataFrame, catalog: Catalog):
     """Time per inference by kind of work, eager beside compiled, one pair of stacked bars per cell
     (``report.why``: a model at its smallest and largest batch)."""
-    from ..vocabulary import WorkKind
-
     bars = []
     for _, row in rows.iterrows():
         for side in ("eager", "compiled"):
             kinds = getattr(row["profile"], side).kinds_ms or {}
             bars.append((f"{row['label']} · {int(row['batch_size'])} · {catalog.t(f'legend_{side}')}",
                          [kinds.get(kind, 0.0) for kind in WorkKind]))
-    figure = Figure(figsize=(9, 1.2 + 0.35 * max(len(bars), 1)))
-    with style():
-        axis = figure.subplots()
-        if not bars:
-            _empty(axis, catalog)
-        else:
-            colours = sns.color_palette("tab10", len(WorkKind))
-            names = [label for label, _ in bars][::-1]  # the first cell on top
-            left = [0.0] * len(bars)
-            for index, kind in enumerate(WorkKind):
-                widths = [values[index] for _, values in bars][::-1]
-                axis.barh(names, widths, left=left, color=colours[index], label=catalog.t(f"kind_{kind.value}"))
-                left = [start + width for start, width in zip(left, widths)]
-            axis.set_xlabel(catalog.t("axis_work_ms"))
-            axis.set_xlim(0, max(left) * 1.08 or 1.0)  # the longest bar short of the edge
-            _legend_outside(axis, "")
-        axis.set_title(catalog.t("plot_work_title"))
-        figure.tight_layout()
-    return figure
+
+    def draw(axis) -> None:
+        colours = sns.color_palette("tab10", len(WorkKind))
+        names = [label for label, _ in bars][::-1]  # the first cell on top
+        left = [0.0] * len(bars)
+        for index, kind in enumerate(WorkKind):
+            widths = [values[index] for _, values in bars][::-1]
+            axis.barh(names, widths, left=left, color=colours[index], label=catalog.t(f"kind_{kind.value}"))
+            left = [start + width for start, width in zip(left, widths)]
+        axis.set_xlabel(catalog.t("axis_work_ms"))
+        axis.set_xlim(0, max(left) * 1.08 or 1.0)  # the longest bar short of the edge
+        _legend_outside(axis, "")
+
+    return _figure(catalog.t("plot_work_title"), catalog, draw if bars else None,
+                   size=(9, 1.2 + 0.35 * max(len(bars), 1)))

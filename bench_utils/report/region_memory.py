@@ -30,18 +30,12 @@ def region_columns(prefix: str, memory: MemoryBlock, cuda: bool, *, graphs: bool
 def region_memory(memory: MemoryBlock, cuda: bool, *, graphs: bool = False) -> tuple[float | None, str | None]:
     """What a measured region needed on top of what was alive before it, and which figure that is.
 
-    On CUDA, the memory the allocator took from the driver for it (the peak reserved increase)
-    and, for a model that runs in CUDA graphs (``graphs``), their pool. A graph replay allocates
-    nothing: its activations and outputs live in the pool its recording made before the region, so
-    without it a CUDA-graph mode would show near 0 beside eager's activations. The pool is whole
-    allocator segments, so it is set beside reserved memory, segments too, never beside allocated
-    bytes (small models would look several times larger). A pool not measured leaves the figure
-    unmeasured (None).
-
-    On a CPU, the most bytes torch's CPU allocator held at once during one call, from torch's profiler
-    (``cpu_activation_peak_bytes``); in records without it, the resident memory's peak increase where
-    it reached ``RESIDENT_FLOOR_BYTES``. Else the region is ``NOT_MEASURABLE`` here: resident memory
-    cannot see activations in blocks the allocator reuses, and its 0 is no figure."""
+    On CUDA, the allocator's peak reserved increase and, for a model run in CUDA graphs (``graphs``), their pool:
+    a replay allocates nothing, its activations live in the pool its recording made, so without it a CUDA-graph
+    mode would show near 0 beside eager's. The pool is whole segments, so it is set beside reserved memory, never
+    allocated bytes (small models would look several times larger); a pool not measured leaves the figure None.
+    On a CPU, the profiler's allocator peak; in older records, resident memory's peak increase where it reached
+    ``RESIDENT_FLOOR_BYTES``, else ``NOT_MEASURABLE``: resident memory cannot see blocks the allocator reuses."""
     if cuda:
         increase = memory.cuda_peak_reserved_increase_bytes
         if increase is not None and graphs:

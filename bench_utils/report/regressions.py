@@ -1,20 +1,10 @@
-"""Two environments side by side (two GPUs, two torch versions), with the regressions named.
+"""Two environments side by side (two GPUs, two torch versions), with the regressions named (docs/report.md,
+"Two environments", says what a regression, an improvement and an inconclusive cell are).
 
-A cell regresses in the candidate environment when it stops running (``ok`` before, anything
-else now), when it fails the accuracy gate it passed, or when its speed-up is lower by more
-than ``tolerance`` (the point estimate of the ratio below 1 - tolerance) and the interval of
-the ratio of the two speed-ups lies wholly below 1; an improvement mirrors that (above
-1 / (1 - tolerance), interval above 1). A cell whose speed-ups cannot be compared (no interval,
-one of another method, failed on both sides) is ``inconclusive``, never ``same``. Verdicts judge
-the speed-up over eager; the compiled latency ratio is shown beside it (two GPUs differ in
-latency by design), not judged.
-The ratio's interval is Welch's, in log space: each speed-up's standard error is read off its
-own 95 % t-interval and pair count, the two added in quadrature (tests check its coverage on
-simulated runs measured by ``measurement.paired``, where the true ratio is known).
-
-``tolerance`` is there because a run's interval covers the noise within that run, not between
-runs: two ``make report`` runs on one CPU gave DETR 1.18x and 1.27x, each interval excluding
-the other. Intervals alone would call that a regression.
+Verdicts judge the speed-up over eager; the compiled latency ratio is shown, not judged (two GPUs differ in latency
+by design). The ratio's interval is Welch's, in log space, from each speed-up's own interval and pair count. Its
+``tolerance`` is there because a run's interval covers the noise within that run, not between runs: two ``make
+report`` runs on one CPU gave DETR 1.18x and 1.27x, each interval excluding the other.
 """
 
 from __future__ import annotations

@@ -1,16 +1,5 @@
-"""Rendering the report: the report notebook per locale, then HTML and Markdown.
-
-``python -m bench_utils report DIR [DIR ...] [--locales en,ar,es] [--formats html,md]``
-executes ``notebooks/report.ipynb`` with papermill once per locale, then nbconvert
-writes, for each locale:
-
-- ``OUT/<locale>/index.html``: one standalone page (images embedded, no code, no
-  parameters cell, UTF-8, ``lang`` and ``dir`` set: Arabic is right-to-left);
-- ``OUT/<locale>/README.md``: the same as Markdown with pipe tables, the plots as
-  PNG files beside it;
-
-and ``OUT/index.html`` links every locale. OUT is the first study folder unless
-``--out`` is given. Every file is written as UTF-8.
+"""Rendering the report: ``notebooks/report.ipynb`` executed by papermill once per locale, then nbconvert's HTML
+page and Markdown README per locale, and an index linking them (docs/report.md says what each holds).
 
 The records are read in the report kernel only. The lines it skips are handed back in its header's
 output metadata (``SKIPPED_LINES_KEY``; the kernel's stderr is kept out of what is published), and
@@ -45,7 +34,8 @@ HIDDEN_TAGS = {"parameters", "injected-parameters"}
 SKIPPED_LINES_KEY = "bench_utils.skipped_lines"  # an output's metadata: the lines the report kernel skipped
 
 
-def _config():
+def _exporter(exporter_class, template: str):
+    """An nbconvert exporter of one of ``TEMPLATES`` that shows no code, no prompt and no parameters cell."""
     from traitlets.config import Config
 
     config = Config()
@@ -54,16 +44,16 @@ def _config():
     config.TemplateExporter.exclude_input = True
     config.TemplateExporter.exclude_input_prompt = True
     config.TemplateExporter.exclude_output_prompt = True
-    return config
+    exporter = exporter_class(config=config, template_name=template, extra_template_basedirs=[str(TEMPLATES)])
+    exporter.register_preprocessor("nbconvert.preprocessors.TagRemovePreprocessor", enabled=True)
+    return exporter
 
 
 def to_html(notebook, catalog: Catalog) -> str:
     from nbconvert import HTMLExporter
 
-    exporter = HTMLExporter(config=_config(), template_name="study_report",
-                            extra_template_basedirs=[str(TEMPLATES)])
+    exporter = _exporter(HTMLExporter, "study_report")
     exporter.language_code = catalog.locale
-    exporter.register_preprocessor("nbconvert.preprocessors.TagRemovePreprocessor", enabled=True)
     exporter.register_filter("sanitized", sanitized)
     body, _ = exporter.from_notebook_node(notebook, resources={"direction": catalog.direction,
                                                                "content_security_policy": CONTENT_SECURITY_POLICY})
@@ -73,9 +63,7 @@ def to_html(notebook, catalog: Catalog) -> str:
 def to_markdown(notebook, catalog: Catalog) -> tuple[str, dict[str, bytes]]:
     from nbconvert import MarkdownExporter
 
-    exporter = MarkdownExporter(config=_config(), template_name="study_markdown",
-                                extra_template_basedirs=[str(TEMPLATES)])
-    exporter.register_preprocessor("nbconvert.preprocessors.TagRemovePreprocessor", enabled=True)
+    exporter = _exporter(MarkdownExporter, "study_markdown")
     exporter.register_filter("plain", plain)
     body, resources = exporter.from_notebook_node(notebook, resources={"unique_key": "README",
                                                                        "output_files_dir": "images"})
@@ -89,11 +77,8 @@ def index_page(locales: list[str], formats: Iterable[str]) -> str:
     items = []
     for locale in locales:
         catalog = Catalog(locale)
-        links = []
-        if "html" in formats:
-            links.append(f'<a href="{locale}/index.html">HTML</a>')
-        if "md" in formats:
-            links.append(f'<a href="{locale}/README.md">Markdown</a>')
+        links = [f'<a href="{locale}/{page}">{name}</a>' for fmt, page, name in
+                 (("html", "index.html", "HTML"), ("md", "README.md", "Markdown")) if fmt in formats]
         items.append(f'<li lang="{locale}" dir="{catalog.direction}">{html.escape(catalog.language_name)}: '
                      f'{" · ".join(links)}</li>')
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"

@@ -4,9 +4,8 @@ A cell measured in replicates (fresh kernels, ``replicates`` in a grid: 3 by def
 per replicate, each with its share of the runs and of the pairs. The page shows one row per cell:
 
 - latencies (mean, median, p50, p99, spread, outliers) from the replicates' calls pooled, each side;
-- the speed-up and its interval from ``measurement.replicates``: the geometric mean of the replicates'
-  speed-ups, Student's t over them (``covers_runs``: the spread between runs is in the interval), from each
-  record's per-pair log ratios (its blocks' means, both sides);
+- the speed-up and its interval over the replicates from ``measurement.replicates`` (``covers_runs``: the spread
+  between runs is in the interval; docs/measurement.md, "Between runs"), from each record's per-pair log ratios;
 - everything measured once per replicate and not pooled (compile cost, memory, energy, parity, profile) from
   the first replicate, which compiled first in its kernel as a cell measured once did.
 

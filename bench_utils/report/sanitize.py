@@ -1,11 +1,8 @@
 """What a published page may hold, whatever its records hold: the HTML its Markdown makes, and no script.
 
-The report's Markdown escapes every value a record or a study folder gives it (``markdown.ltr``); this is the
-second wall, for the HTML page: each Markdown output, once nbconvert has made it HTML, keeps only the elements
-and attributes that Markdown makes (headings and their anchors, paragraphs, emphasis, code, lists, quotes,
-tables), with links to the page's own anchors only; anything else is shown as text (bleach, nbconvert's own
-sanitizer). And the page says, in its Content-Security-Policy, that it runs no script and fetches nothing:
-everything it shows (styles, embedded plots) is inline.
+The second wall (``markdown.ltr`` escapes every value first): each Markdown output, once nbconvert has made it HTML,
+keeps only the elements and attributes Markdown makes, with links to the page's own anchors only; anything else is
+shown as text. The page's Content-Security-Policy says it runs no script and fetches nothing.
 """
 
 from __future__ import annotations

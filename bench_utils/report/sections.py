@@ -1,7 +1,5 @@
-"""What the report notebook shows, section by section (Markdown and figures).
-
-The notebook only calls these methods; the content comes from ``tables`` and
-``context`` (Markdown) and ``plots`` (figures), so every piece is reachable from tests.
+"""What the report notebook shows, section by section: the notebook only calls these methods, and the content
+comes from ``tables``, ``context`` and the others (Markdown) and ``plots`` (figures), all reachable from tests.
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ from .guide_differences import guide_differences
 from ..measurement import stats
 from ..records.results_file import check_readable, skipped_lines_said
 from .energy_readings import PACE_RATIO
-from .frame import compiled_modes, frame, latest_records, project_paths, results_files
+from .frame import compiled_modes, frame, latest_records, project_paths, results_files, tidy
 from .i18n import Catalog
 from .markdown import code, environment_label, isolated, ltr
 from .render import skipped_lines_metadata
@@ -34,8 +32,6 @@ def show_figure(figure, description: str | None = None) -> None:
 
 def show_records(records: list[dict]) -> None:
     """A task notebook's records as a table and a latency plot (none when nothing was measured)."""
-    from .frame import tidy
-
     results = tidy(records)
     display(results)
     show_figure(plots.latency_bars(results))
@@ -59,9 +55,6 @@ class ReportView:
 
     def _markdown(self, text: str) -> None:
         display(Markdown(text))
-
-    def _figure(self, figure, description: str) -> None:
-        show_figure(figure, description)
 
     def header(self) -> None:
         t, devices = self.catalog.t, sorted(set(self.data["environment"])) if not self.data.empty else []
@@ -116,13 +109,11 @@ class ReportView:
         t = self.catalog.t
         runs = self.catalog.alternatives([self.catalog.number(r, 0) for r in sorted(set(self.data["runs"].dropna()))]
                                          if not self.data.empty else [])
-        parts = [f"## {t('guide_heading')}\n\n{t('guide_text', runs=ltr(runs, self.catalog))}\n\n"
-                 + t("flags_text", cv=self.catalog.number(stats.NOISY_CV, 2),
-                     shift=self.catalog.percent(stats.NOISY_OUTLIER_SHIFT),
-                     drift=self.catalog.percent(stats.DRIFT)) + " " + t("flag_noisy_series_text")
-                 + " " + t("flag_no_cuda_graphs_text")
-                 + " " + t("flag_gate_and_shapes_text") + " " + t("flag_gate_blind_text") + " " + t("flag_throttled_text")
-                 + " " + t("flag_regime_text") + " " + t("flag_replicates_text")]
+        flags = [t("flags_text", cv=self.catalog.number(stats.NOISY_CV, 2),
+                   shift=self.catalog.percent(stats.NOISY_OUTLIER_SHIFT), drift=self.catalog.percent(stats.DRIFT)),
+                 *map(t, ["flag_noisy_series_text", "flag_no_cuda_graphs_text", "flag_gate_and_shapes_text",
+                          "flag_gate_blind_text", "flag_throttled_text", "flag_regime_text", "flag_replicates_text"])]
+        parts = [f"## {t('guide_heading')}\n\n{t('guide_text', runs=ltr(runs, self.catalog))}\n\n" + " ".join(flags)]
         for caption, table in guide_table.guide_tables(self.data, self.catalog):
             parts.append(f"### {caption}\n\n{table}")
         switching = tables.switch_table(self.data, self.catalog)
@@ -143,14 +134,14 @@ class ReportView:
                 # alt text: plain, the names as written (the templates escape it)
                 where = dict(device=environment_label(device, self.catalog, markdown=False),
                              mode=self.catalog.mode_name(mode, lambda name: isolated(name, self.catalog)))
-                self._figure(plots.batch_comparison(self.data, device, mode, self.catalog),
-                             self.catalog.t("alt_batch_comparison", **where))
+                show_figure(plots.batch_comparison(self.data, device, mode, self.catalog),
+                            self.catalog.t("alt_batch_comparison", **where))
                 for batch in sorted(on_device[on_device["mode"] == mode]["batch_size"].unique()):
                     batch_text = isolated(int(batch), self.catalog)
-                    self._figure(plots.duration(self.data, device, int(batch), mode, self.catalog),
-                                 self.catalog.t("alt_duration", batch=batch_text, **where))
-                    self._figure(plots.percentage(self.data, device, int(batch), mode, self.catalog),
-                                 self.catalog.t("alt_percentage", batch=batch_text, **where))
+                    show_figure(plots.duration(self.data, device, int(batch), mode, self.catalog),
+                                self.catalog.t("alt_duration", batch=batch_text, **where))
+                    show_figure(plots.percentage(self.data, device, int(batch), mode, self.catalog),
+                                self.catalog.t("alt_percentage", batch=batch_text, **where))
 
     def compile_cost(self) -> None:
         t = self.catalog.t
@@ -181,9 +172,9 @@ class ReportView:
         for environment in sorted(set(rows["environment"])):
             here = rows[rows["environment"] == environment]
             self._markdown(f"### {environment_label(environment, self.catalog)}")
-            self._figure(plots.work_kinds(why.extreme_batches(here), self.catalog),
-                         self.catalog.t("alt_work_kinds", device=environment_label(environment, self.catalog,
-                                                                                   markdown=False)))
+            show_figure(plots.work_kinds(why.extreme_batches(here), self.catalog),
+                        self.catalog.t("alt_work_kinds", device=environment_label(environment, self.catalog,
+                                                                                  markdown=False)))
             self._markdown(why.why_table(here, self.catalog) + "\n\n"
                            + "\n".join(f"- {why.sentence(row, self.catalog)}" for _, row in here.iterrows()))
 

@@ -93,11 +93,9 @@ def cells(data: pd.DataFrame, selection: Selection) -> tuple[pd.DataFrame, pd.Da
 
 
 def latency_table(data: pd.DataFrame, selection: Selection) -> pd.DataFrame:
-    """One row per model: eager and compiled mean latency as the speed-up was measured (the
-    same random-order pairs of blocks), the speed-up with its 95 % interval, the accuracy gate
-    and the status; then eager's own cell, which may come from another run of pairs (the first
-    compiled mode's, or its own where warm-up differed), flagged where the two eager means drift
-    apart. A cell not measured is left empty."""
+    """One row per model: eager and compiled mean latency of the pairs the speed-up was measured from, the speed-up
+    with its 95 % interval, the accuracy gate and the status; then eager's own cell, flagged where the two eager
+    means drift apart (docs/report.md, "One slice"). A cell not measured is left empty."""
     compiled, eager = cells(data, selection)
     table = pd.merge(eager[["task_rank", "label", "mean_ms", "status"]],
                      compiled[["task_rank", "label", "eager_interleaved_ms", "mean_ms", "p99_ms", "speedup",

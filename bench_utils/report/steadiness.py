@@ -1,8 +1,6 @@
-"""What the page says of a cell's steadiness: a regime shift inside its timed runs, and replicates across runs.
-
-``regime_eager`` and ``regime_compiled`` (``report.replicate_rows``, from ``measurement.regime``) are the ratio
-of a side's two levels where its block means changed level; ``replicates`` is how many fresh processes the
-cell's figures come from (its interval is then over them, ``measurement.replicates``).
+"""What the page says of a cell's steadiness: a regime shift inside its timed runs (``regime_eager``,
+``regime_compiled``: the ratio of a side's two levels, ``report.replicate_rows``), and its ``replicates``: the fresh
+processes its figures come from (its interval is then over them).
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """The report's result tables beside the guide's (``guide_table``): switch costs, clocks, compile cost, start-up,
 memory, hardware, and the guide's published figures beside ours.
 
-Pure functions from the report's frame to Markdown, so that the report notebook only
-displays them and tests can check every one. Nothing is silently dropped: a cell
-that ran out of memory says OOM, one that failed says error, one that was not in
-the grid is marked as not measured.
+Pure functions from the report's frame to Markdown. Nothing is silently dropped: a cell that ran out of memory says
+OOM, one that failed says error, one that was not in the grid is marked as not measured.
 """
 
 from __future__ import annotations
@@ -38,12 +36,10 @@ def switch_table(data: pd.DataFrame, catalog: Catalog) -> str | None:
     for row in _compiled_rows(data):
         if pd.isna(row.get("switch_calls")) or not row.get("switch_calls"):
             continue
-        cells = []
-        for cost, share in ((row["eager_switch_cost_ms"], row["eager_switch_cost_share"]),
-                            (row["switch_cost_ms"], row["switch_cost_share"])):
-            cells.append("–" if pd.isna(cost) else ltr(f"{catalog.number(cost, 3)} ({catalog.percent(share, 1)})",
-                                                      catalog))
-        rows.append([*_cell_columns(row, catalog), *cells])
+        rows.append([*_cell_columns(row, catalog), *(
+            "–" if pd.isna(cost) else ltr(f"{catalog.number(cost, 3)} ({catalog.percent(share, 1)})", catalog)
+            for cost, share in ((row["eager_switch_cost_ms"], row["eager_switch_cost_share"]),
+                                (row["switch_cost_ms"], row["switch_cost_share"])))])
     if not rows:
         return None
     headers = [*_cell_headers(catalog), catalog.t("col_switch_eager"), catalog.t("col_switch_compiled")]
@@ -118,12 +114,9 @@ def compile_table(data: pd.DataFrame, catalog: Catalog) -> str:
 
 
 def startup_table(data: pd.DataFrame, catalog: Catalog) -> str:
-    """Seconds from a process's start of work to the model's first answer, per variant: one eager
-    call; a compiled mode's compiling calls, cold (empty caches) and warm (the caches of an
-    earlier run on this machine); an AOTInductor package's load and first call, here and in a
-    fresh interpreter (imports included); a fresh interpreter started from a torch.compile mode's
-    portable cache (its imports, model build, cache load and compiling calls), marked where the
-    carried cache missed."""
+    """Seconds from a process's start of work to the model's first answer, per variant (docs/report.md lists them):
+    one eager call; a compiled mode's compiling calls, cold and warm; a fresh interpreter's, from an AOTInductor
+    package or a portable cache, marked where the carried cache missed."""
     ok = data[data["status"] == Status.OK] if not data.empty else data
     rows = []
     for (environment, _, label, batch, dtype), group in ok.groupby(
@@ -156,7 +149,7 @@ def _eager_call(compiled: pd.Series, eager_cell_ms: float | None, catalog: Catal
 
 def _fresh_process(row: pd.Series, catalog: Catalog) -> str:
     text = number(row["fresh_process_s"], 2, catalog)
-    missed = row["fresh_cache_hits"] is not None and pd.notna(row["fresh_cache_hits"]) and row["fresh_cache_hits"] == 0
+    missed = pd.notna(row["fresh_cache_hits"]) and row["fresh_cache_hits"] == 0
     return f"{text} ({catalog.t('flag_cache_missed')})" if missed else text
 
 
@@ -191,8 +184,7 @@ def memory_table(data: pd.DataFrame, catalog: Catalog) -> str:
 
 def _graph_pool(row: pd.Series, catalog: Catalog) -> str:
     """The CUDA-graph pool; where a row's other CUDA-graph modes' graphs share it, saying with which."""
-    shared = row.get("graph_pool_shared_with")
-    text = mib(row["graph_pool_bytes"], catalog)
+    shared, text = row.get("graph_pool_shared_with"), mib(row["graph_pool_bytes"], catalog)
     if not isinstance(shared, str) or not shared:
         return text
     return f"{text} ({catalog.t('pool_shared_with', modes=ltr(shared, catalog))})"

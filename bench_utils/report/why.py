@@ -1,14 +1,11 @@
-"""Why it got faster: each compiled cell's profile (``Record.profile``) as a table and one sentence per cell.
+"""Why it got faster: each compiled cell's profile (``Record.profile``) as a table and one sentence per cell, every
+word read off the profile's numbers, eager beside compiled, per inference (docs/report.md, "Why it got faster").
 
-Everything said is read off the profile's numbers, eager beside compiled, per inference: kernels (GPU) or
-operator calls (CPU), how busy the device was, the compiled graphs run (more than one: graph breaks), and the
-time by kind of work. How busy is the profile's busy time per call over the *timed* latency, not over the profiled
-call's wall: the profiler slows the host, and its walls ran 1.0 to 3.3 times the timed latency on the H200
-(ConvNeXT batch 1 eager: 10.05 and 19.03 ms profiled beside the default and reduce-overhead cells, 7.48 and 7.42
-ms timed), which called one eager cell both host-bound and busy with work. The table gives that ratio. The
-diagnosis is a threshold on eager's busy share: below ``LAUNCH_BOUND_BUSY`` the device spent most of eager's call
-waiting for the host (launches, Python), which is what fusing kernels and CUDA graphs remove; above it, the work
-itself dominates. It is one verdict per eager cell: its share averaged over the compiled cells profiled beside it.
+How busy is the profile's busy time per call over the *timed* latency, not over the profiled call's wall: the
+profiler slows the host (its walls ran 1.0 to 3.3 times the timed latency on the H200), which called one eager cell
+both host-bound and busy with work; the table gives that ratio. Below ``LAUNCH_BOUND_BUSY`` in eager the device
+mostly waited for the host (launches, Python), which fusing kernels and CUDA graphs remove; above it, the work
+itself dominates. One verdict per eager cell: its share averaged over the compiled cells profiled beside it.
 """
 
 from __future__ import annotations
@@ -18,7 +15,7 @@ import pandas as pd
 
 from ..records.schema import ProfileBlock, ProfileSide
 from .i18n import Catalog
-from .markdown import ltr, markdown_table, mode_label
+from .markdown import ltr, markdown_table, mode_label, ms
 from ..vocabulary import CompileMode, Status, WorkKind
 
 LAUNCH_BOUND_BUSY = 0.5
@@ -61,11 +58,6 @@ def profiled_over_timed(side: ProfileSide, timed_ms: float | None) -> float:
     return side.wall_ms / timed_ms
 
 
-def sides(row: pd.Series) -> tuple[ProfileSide, ProfileSide]:
-    """A profiled row's two sides (``profiled``)."""
-    return row["profile"].eager, row["profile"].compiled
-
-
 def _count(value: float, catalog: Catalog) -> str:
     return ltr(catalog.number(value, 0 if float(value).is_integer() else 1), catalog)
 
@@ -76,10 +68,6 @@ def _share(fraction: float, catalog: Catalog) -> str:
 
 def _ratio(value: float, catalog: Catalog) -> str:
     return ltr(catalog.number(value, 1) + "×", catalog) if pd.notna(value) else "–"
-
-
-def _ms(value: float, catalog: Catalog) -> str:
-    return ltr(catalog.number(value, 2), catalog)
 
 
 def change_text(eager: ProfileSide, compiled: ProfileSide, catalog: Catalog) -> str:
@@ -93,20 +81,21 @@ def change_text(eager: ProfileSide, compiled: ProfileSide, catalog: Catalog) -> 
     parts = []
     if fused > 0 and moved:
         kinds = format_list([catalog.t(f"kind_{kind.value}") for kind in moved], locale=catalog.locale)
-        parts.append(catalog.t("why_change_fused", eager_ms=_ms(sum(moved.values()), catalog), kinds=kinds,
-                               fused_ms=_ms(fused, catalog)))
+        parts.append(catalog.t("why_change_fused", eager_ms=ms(sum(moved.values()), catalog), kinds=kinds,
+                               fused_ms=ms(fused, catalog)))
     others = [kind for kind in WorkKind if kind not in FUSABLE and kind != WorkKind.FUSED] if parts else list(WorkKind)
     kind = max(others, key=lambda k: abs(before.get(k, 0.0) - after.get(k, 0.0)))
     change = abs(before.get(kind, 0.0) - after.get(kind, 0.0))
     if not parts or change >= 0.05 * sum(before.values()):
         parts.append(catalog.t("why_change_kind", kind=catalog.t(f"kind_{kind.value}"),
-                               eager_ms=_ms(before.get(kind, 0.0), catalog), compiled_ms=_ms(after.get(kind, 0.0), catalog)))
+                               eager_ms=ms(before.get(kind, 0.0), catalog),
+                               compiled_ms=ms(after.get(kind, 0.0), catalog)))
     return "; ".join(parts)
 
 
 def sentence(row: pd.Series, catalog: Catalog) -> str:
     """One sentence for a compiled cell (a row of ``profiled``), from its profile's numbers and timed latencies."""
-    eager, compiled = sides(row)
+    eager, compiled = row["profile"].eager, row["profile"].compiled
     unit = catalog.t("why_unit_kernels" if eager.work_unit == "kernels" else "why_unit_operators")
     busy = row["eager_cell_busy"]  # its eager cell's one share: the same verdict beside every mode
     diagnosis = catalog.t("why_launch_bound" if pd.notna(busy) and busy < LAUNCH_BOUND_BUSY else "why_work_bound")
@@ -129,7 +118,7 @@ def why_table(rows: pd.DataFrame, catalog: Catalog) -> str:
                t("col_profiled_over_timed"), t("col_compiled_graphs"), t("col_breaks")]
     body = []
     for _, row in rows.iterrows():
-        eager, compiled = sides(row)
+        eager, compiled = row["profile"].eager, row["profile"].compiled
         breaks = row.get("graph_breaks")
         slower = [_ratio(profiled_over_timed(side, timed), catalog)
                   for side, timed in ((eager, row["eager_interleaved_ms"]), (compiled, row["mean_ms"]))]

@@ -52,7 +52,8 @@ def test_records_from_two_machines_of_one_name_are_named_each_with_its_count():
 def test_the_methodology_counts_the_cells_timed_beside_compile_processes_and_those_timed_with_them_paused():
     import pandas as pd
 
-    base = {"status": "ok", "timer": "cuda_event", "warmup": 10, "runs": 300, "weights": "random", "ci_low": None}
+    base = {"status": "ok", "timer": "cuda_event", "warmup": 10, "runs": 300, "weights": "random", "ci_low": None,
+            "replicates": 1}
     data = pd.DataFrame([{**base, "beside_compiles": "paused"}, {**base, "beside_compiles": "paused"},
                          {**base, "beside_compiles": "compiling"}, {**base, "beside_compiles": None}])
     for locale in ("en", "ar", "es"):

@@ -26,12 +26,15 @@ def test_the_frames_energy_columns_read_each_side_and_the_timed_runs():
     # DETR, batch 16 on the H200: SwPowerCap at the end of the timed runs and around both windows
     energy = EnergyBlock.model_validate({
         "timed_runs": {"throttle_reasons_start": [], "throttle_reasons_end": ["SwPowerCap"]},
-        "eager": {"region_s": 1.0, "calls": 16, "throttle_reasons_start": ["SwPowerCap"], "throttle_reasons_end": []},
-        "compiled": {"region_s": 1.0, "calls": 32, "throttle_reasons_start": [], "throttle_reasons_end": ["GpuIdle"]}})
+        "eager": {"region_s": 1.0, "calls": 16, "joules_per_inference": 2.0,
+                  "throttle_reasons_start": ["SwPowerCap"], "throttle_reasons_end": []},
+        "compiled": {"region_s": 1.0, "calls": 32, "joules_per_inference": 1.0,
+                     "throttle_reasons_start": [], "throttle_reasons_end": ["GpuIdle"]}})
     compiled = energy_columns(energy, eager_cell=False)
-    assert compiled == {"window_ms": 31.25, "eager_window_ms": 62.5, "energy_throttled": (),
+    assert compiled == {"joules": 1.0, "eager_joules": 2.0, "window_ms": 31.25, "eager_window_ms": 62.5,
+                        "energy_throttled": (),
                         "eager_energy_throttled": ("SwPowerCap",), "throttled": ("SwPowerCap",)}
     eager = energy_columns(energy, eager_cell=True)
-    assert eager["window_ms"] == 62.5 and eager["energy_throttled"] == ("SwPowerCap",)
+    assert eager["joules"] == 2.0 and eager["window_ms"] == 62.5 and eager["energy_throttled"] == ("SwPowerCap",)
     none = energy_columns(None, eager_cell=False)
-    assert math.isnan(none["window_ms"]) and none["throttled"] == ()
+    assert math.isnan(none["window_ms"]) and none["throttled"] == () and none["joules"] is None
