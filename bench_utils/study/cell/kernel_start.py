@@ -1,14 +1,12 @@
-"""A kernel's own cost, as its first record reports it, and the order that keeps it short.
+"""A kernel's own cost, as its first record reports it, and the order that keeps it short (docs/study.md).
 
-A kernel (one task notebook's process under the grid runner) pays, once, for what no cell measures: its start
-(papermill, ipykernel, the imports), then the device's preparation: the memory cap, Inductor's compile-worker pool
-and the process's first compile (``variants.compile_workers``, ``variants.compiler_warmup``), the environment's
-capture, and its first model's build. The H200 leases' run logs showed 11 to 17 s a kernel that no record's phases
-held, 7 to 9 s of it the pool's start, waited for before anything else. So the kernel launches the pool first,
-builds its first model while the pool's sidecar boots (nothing is timed then), and only then waits for the pool
-and warms the compiler up (``ready_the_compiler``). Its first record carries ``startup_s``, the process's age when
-``task.run`` began, and ``ready_s``, the seconds from then to its first cell less the model's build (that cell's
-``load_s``).
+A kernel pays once for what no cell measures: its start (papermill, ipykernel, the imports), the memory cap,
+Inductor's compile-worker pool and the process's first compile (``variants.compile_workers``,
+``variants.compiler_warmup``), the environment's capture and its first model's build. The pool's start (7 to 9 s on
+the H200) was waited for before anything else; now the kernel launches it first, builds its first model while its
+sidecar boots (nothing is timed then), and only then waits for it and warms the compiler up. The first record
+carries ``startup_s`` (the process's age when ``task.run`` began) and ``ready_s`` (from then to its first cell, less
+the model's build: that cell's ``load_s``).
 """
 
 from __future__ import annotations
