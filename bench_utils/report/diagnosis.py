@@ -209,12 +209,17 @@ def what_to_use(data: pd.DataFrame, catalog: Catalog) -> str:
         candidates = _measured_compiled(group)
         candidates = candidates[(candidates["parity"] != "fail") & (candidates["ci_low"] > 1.0)
                                 & (candidates["shapes"] == "static")]
+        # no recommendation on a gate that could not have failed (outputs below its tolerance): say so instead
+        blind = candidates["parity_blind"].map(is_true).astype(bool) if "parity_blind" in candidates else None
+        unjudged = blind is not None and bool(blind.any())
+        candidates = candidates[~blind] if blind is not None else candidates
         label = ltr(label_of(model), catalog)  # the model's, whatever layout wins
         where = [environment_label(environment, catalog), label, ltr(str(batch), catalog)]
         if data["dtype"].nunique() > 1:
             where[-1] += f" ({ltr(dtype, catalog)})"
         if candidates.empty:
-            rows.append([*where, mode_label(CompileMode.EAGER.value, catalog), "–", "–", "–", "–", "–"])
+            use = catalog.t("use_unjudged") if unjudged else mode_label(CompileMode.EAGER.value, catalog)
+            rows.append([*where, use, "–", "–", "–", "–", "–"])
             continue
         best, tied = choose(candidates)
         even = best["break_even"]

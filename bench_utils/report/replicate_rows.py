@@ -25,6 +25,7 @@ from ..measurement import stats
 from ..measurement.regime import block_regime
 from ..measurement.replicates import METHOD, replicated_speedup
 from ..records.schema import Record
+from ..vocabulary import CompileMode
 
 # what makes two records replicates of one cell: all of a row's identity but the replicate
 CELL_COLUMNS = ["device_name", "torch_version", "task", "model", "memory_format", "shapes", "inductor", "batch_size",
@@ -34,13 +35,16 @@ PRIVATE = ["_values_ms", "_eager_values_ms", "_log_ratios"]
 
 def replicate_columns(record: Record) -> dict[str, Any]:
     """What a row keeps of a record for combining it with its cell's other replicates, and each side's regime
-    shift (``measurement.regime``: the levels' ratio; NaN where steady, or where the record kept no blocks)."""
+    shift (``measurement.regime``: the levels' ratio; NaN where steady, or where the record kept no blocks, which
+    ``regime_checked`` says)."""
     latency, speedup = record.latency, record.speedup
     values = [value * 1e3 for value in latency.values] if latency else None
     eager = [value * 1e3 for value in speedup.eager_values] if speedup and speedup.eager_values else None
     sizes = speedup.block_runs if speedup else None
+    compiled = record.cell.compile_mode != CompileMode.EAGER  # an eager record has no pairs to look in
+    checked = bool(values and eager and sizes and sum(sizes) == len(values) == len(eager)) if compiled else None
     return {"replicate": record.cell.replicate, "_values_ms": values, "_eager_values_ms": eager,
-            "_log_ratios": pair_log_ratios(values, eager, sizes),
+            "_log_ratios": pair_log_ratios(values, eager, sizes), "regime_checked": checked,
             "regime_eager": regime_ratio(eager, sizes), "regime_compiled": regime_ratio(values, sizes)}
 
 
@@ -73,6 +77,8 @@ def _combined_row(rows: pd.DataFrame) -> dict[str, Any]:
     base = (ok if not ok.empty else rows).sort_values("replicate").iloc[0].to_dict()
     for column in ("regime_eager", "regime_compiled"):  # any replicate's shift: the largest
         base[column] = (ok if not ok.empty else rows)[column].max()
+    checked = (ok if not ok.empty else rows)["regime_checked"].dropna()  # every replicate's blocks, compiled
+    base["regime_checked"] = bool(checked.all()) if len(checked) else None
     if len(ok) < 2 or any(values is None for values in ok["_values_ms"]):
         return {**base, "replicates": 1}  # the figures shown are one replicate's
     base["replicates"] = len(ok)

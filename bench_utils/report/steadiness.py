@@ -25,6 +25,9 @@ def steadiness_flags(row: pd.Series, catalog: Catalog, mode: str | None = None) 
     """A compiled row's flags: its regime shift (``mode`` named where a row shows several), and its replicates
     where more than one."""
     flags = [flag for flag in (regime_flag(row, catalog, mode),) if flag]
+    checked = row.get("regime_checked")
+    if row.get("status") == "ok" and checked is not None and not pd.isna(checked) and not checked:
+        flags.append(catalog.t("flag_regime_unchecked"))  # no blocks kept: no shift could be looked for
     replicates = row.get("replicates")
     if replicates is not None and not pd.isna(replicates) and replicates > 1:
         flags.append(catalog.t("flag_replicates", count=ltr(str(int(replicates)), catalog)))
