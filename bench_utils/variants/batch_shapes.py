@@ -30,7 +30,6 @@ import torch
 from ..vocabulary import Shapes
 
 STATIC, DYNAMIC = Shapes.STATIC, Shapes.DYNAMIC
-SHAPES = tuple(Shapes)
 
 
 # how a dynamic cell compiles, as its record says
