@@ -1,10 +1,7 @@
 """``python -m bench_utils``: the command line of the study.
 
-Sub-commands: ``env`` (this machine's environment), ``validate-timer`` (our timer
-against torch.utils.benchmark and triton's do_bench), ``models`` (the model zoo),
-``cell`` (measure one model, batch size and compile mode, eager vs compiled),
-``run`` (a whole study grid through the task notebooks, resumable) and ``report``
-(the localized HTML and Markdown report of one or more studies).
+Sub-commands (each one's ``--help`` says what it does): ``env``, ``validate-timer``, ``models``, ``cell``, ``run``,
+``report``, ``diagnose``, ``coverage`` and ``reproduce``.
 
 Exit status: 0 done; 1 a cell errored (``run``) or a check failed (``--strict``, ``--verify``); 2 what the
 user asked cannot be done (a ``UserError``, or argparse's usage error: one line); 3 ``run --time-limit``
@@ -18,6 +15,7 @@ import json
 import os
 from pathlib import Path
 import sys
+import time
 import traceback
 from typing import Sequence
 
@@ -112,8 +110,6 @@ def _cmd_cell(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    import time
-
     started = time.monotonic()  # a --time-limit counts from the command's start
     from .study.grid.grid_file import load_grid
 
@@ -137,31 +133,24 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    from .records.environment_files import write_study_environments
+    from .report.frame import results_files
     from .report.render import render
+    from .study.runner.coverage import grid_coverage
 
     locales = [part.strip() for part in args.locales.split(",") if part.strip()]
     formats = [part.strip() for part in args.formats.split(",") if part.strip()]
+    # each study folder's grid cells measured, per environment
+    coverage = [item for path in args.results if Path(path).is_dir() for item in grid_coverage(path)]
     written = render(args.results, args.out, locales=locales, formats=formats,
-                     progress=lambda line: print(line, file=sys.stderr), coverage=_coverage(args.results))
-    from .records.environment_files import write_study_environments
-    from .report.frame import results_files
-
+                     progress=lambda line: print(line, file=sys.stderr), coverage=coverage)
     # each study folder's environments/: the exact versions its records were measured with
     written += [path for results in results_files(args.results) for path in write_study_environments(results)]
     print("\n".join(str(path) for path in written))
     return 0
 
 
-def _coverage(paths: list[Path]) -> list[dict]:
-    """Each study folder's grid cells measured, per environment (``study.runner.coverage``)."""
-    from .study.runner.coverage import grid_coverage
-
-    return [item for path in paths if Path(path).is_dir() for item in grid_coverage(path)]
-
-
 def _cmd_diagnose(args: argparse.Namespace) -> int:
-    import time
-
     started = time.monotonic()
     from .study.runner.diagnose import diagnose
 
@@ -389,9 +378,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .records.results_file import skipped_lines_said
-
     from .kernel import kernel_folder
+    from .records.results_file import skipped_lines_said
     from .study.runner.clean_stop import Interrupt
 
     args = build_parser().parse_args(argv)

@@ -110,7 +110,8 @@ def register_engine() -> str:
 
 
 def end_tree(pid: int) -> None:
-    """A kernel's process tree (or papermill's and its kernel's) ended: SIGKILL ``pid`` and all its descendants, children first found, then wait for them."""
+    """A kernel's process tree (or papermill's and its kernel's) ended: SIGKILL ``pid`` and all its descendants,
+    children first found, then wait for them."""
     import psutil
 
     try:

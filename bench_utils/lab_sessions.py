@@ -1,18 +1,9 @@
 """``make lab``'s server extension: the exploration notebook's kernel started with the server, before a reader opens it.
 
-JupyterLab runs a cell only once the notebook's session has a kernel. Cells run before that (Run > Run All Cells
-while the status bar reads "Initializing", a cold first open's first seconds) are dropped without a word: their
-prompts stay empty (jupyterlab/jupyterlab#8490; JupyterLab 4.6 still clears them in ``runCell``). A notebook
-whose path already has a running session is connected to it as it opens, so its kernel is there within the two
-requests that find it, not after a kernel's start. So the server starts a session for ``notebooks/explore.ipynb``
-(the newcomer's notebook) as soon as it runs, with the project's kernel. Nothing else changes: another notebook
-starts its kernel as usual, and a reader who shuts this one down gets a new one as usual.
-
-That leaves the second or so between the notebook showing and it finding this session: a Run All then would
-still start a second kernel and shut this one down. ``make lab`` also runs Lab with ``lab_settings/overrides.json``
-(``enableKernelInitNotification``), under which such a Run All says that the kernel is initializing and runs
-nothing.
-
+JupyterLab drops without a word the cells run before a notebook's session has a kernel (jupyterlab/jupyterlab#8490;
+docs/report.md). A notebook whose path already has a running session is connected to it as it opens, so the server
+starts a session for ``notebooks/explore.ipynb`` as soon as it runs, with the project's kernel. Nothing else
+changes: another notebook starts its kernel as usual, and a reader who shuts this one down gets a new one as usual.
 Enabled on ``make lab``'s command line (``--ServerApp.jpserver_extensions bench_utils.lab_sessions=True``), not
 for every server of the environment.
 """

@@ -1,27 +1,16 @@
-"""A study grid on a cluster: one task per kernel group and accelerator type, one results file.
+"""A study grid on a cluster: one task per kernel group and accelerator type, one results file (docs/cluster.md).
 
-``python -m bench_utils run GRID --executor ray [--address ...]``. The driver sends each kernel
-group (``study.groups``) of each accelerator type the grid names to the cluster as one task
-(``node``), which runs the local runner on the node it lands on and streams back each cell's
-record as soon as it is measured. The driver alone writes the study's results file, under the
-study folder's lease, as a local run does:
+``python -m bench_utils run GRID --executor ray [--address ...]``. Each kernel group of each accelerator type the
+grid names goes to the cluster as one task (``node``), which runs the local runner where it lands and streams back
+each cell's record as soon as it is measured. The driver alone writes the results file, under the study folder's
+lease, exactly once: a record is appended only if the study has none of that cell from this run, nor an ``ok`` or
+``oom`` one of the same environment. A node lost mid-task loses none of the group's recorded cells: the unrecorded
+ones go to another task on a node of the same kind (Ray's own retry would measure the whole group again), and the
+cell in progress is charged as a dead kernel's is locally (``MAX_NODE_LOSSES``; Ray's memory monitor: ``oom``).
 
-- **exactly once.** A record is appended only if the study has no record of that cell (and kind)
-  from this run, nor an ``ok`` or ``oom`` one from an earlier run on the same environment; a
-  record that comes twice is dropped. The driver killed at any moment loses only the cells whose
-  records it had not appended yet: run it again and it resumes, as locally;
-- **a node lost mid-task** (a dead machine, a killed worker) loses none of the group's recorded
-  cells: the unrecorded ones go to another task on a node of the same kind (Ray's own retry would
-  measure the whole group again). The cell in
-  progress is charged as a dead kernel's is locally: ``MAX_NODE_LOSSES`` losses make it an
-  ``error``, Ray's memory monitor ending the worker makes it ``oom``; a task that raises (a node
-  without the project, say) is tried ``MAX_TASK_FAILURES`` times;
-- **progress** over the whole cluster: one line per cell with what each node is measuring and an
-  ETA; the same summary and exit status as the local runner.
-
-The cluster itself (Ray) is behind ``Cluster``: ``nodes()``, ``submit(task, options)`` (an
-iterator of the node's events; ``NodeLost``, ``HostOutOfMemory``, ``TaskFailed`` or
-``Cancelled`` when it ends otherwise) and ``cancel_all()``; ``ray_cluster.RayCluster`` is Ray's, tests bring their own.
+The cluster itself is behind ``Cluster``: ``nodes()``, ``submit(task, options)`` (an iterator of the node's events;
+``NodeLost``, ``HostOutOfMemory``, ``TaskFailed`` or ``Cancelled`` when it ends otherwise) and ``cancel_all()``;
+``ray_cluster.RayCluster`` is Ray's, tests bring their own.
 """
 
 from __future__ import annotations

@@ -1,28 +1,12 @@
-"""Speed-up of one callable over another, measured in random-order pairs of blocks.
+"""Speed-up of one callable over another, measured in random-order pairs of blocks (docs/measurement.md).
 
-Like PyTorch's dynamo benchmark harness, the two are timed interleaved, so that
-clock, thermal and background-load drift hit both alike; a sequential "all of A,
-then all of B" measurement folds such drift into the speed-up. The timed runs are
-split into many short pairs of blocks (30 by default); within each pair the order
-(baseline first or candidate first) is drawn at random from a recorded seed, half
-each way, so that an order effect (a cache the first block warms, a clock that
-ramps) cannot favour one side. The speed-up, its 95 % interval and the p-value
-come from the pairs (``paired``); the per-side statistics stay for the latency table.
-
-Switching sides has a cost of its own that a guide-style run of 300 calls in a row never pays: on
-the first GPU run (an H200) the first call of each 10-call block was 15 to 40 % slower than the
-rest (ResNet-50, default mode: 2.69 against 2.28 ms), so most of a cell's outliers, and its
-"noisy" flag, were the design's, not the machine's. So each block starts with ``switch_calls``
-calls that are timed like the others but kept apart (``switch_ms``): the statistics and the
-speed-up come from the calls after them, and the switch's cost is recorded and shown.
-``between_blocks``, where given, is called after every block, outside the timed calls, and what
-it returns is kept per block (a GPU's clock, say), so that what moves between blocks can be read
-from the record.
-
-``compare_many`` times one baseline in the same rounds as several candidates (eager beside every
-compile mode of a row): each round holds one block of every side in a random order, and every two
-sides are timed in either order equally often (``round_orders``), so that each candidate's speed-up
-is paired with the one baseline series, and a row has one eager figure, not one per mode.
+The two are timed interleaved, as PyTorch's dynamo harness does, so that clock, thermal and load drift hit both
+alike; within each pair the order is drawn at random from a recorded seed, half each way, so that an order effect
+cannot favour one side. The speed-up, its 95 % interval and the p-value come from the pairs (``paired``). Each
+block starts with ``switch_calls`` calls kept apart (``switch_ms``): on an H200 the first call after a switch was
+15 to 40 % slower. ``between_blocks``, where given, is called after every block, outside the timed calls, and what
+it returns is kept per block (a GPU's clock, say). ``compare_many`` times one baseline in the same rounds as several
+candidates, every two sides in either order equally often (``round_orders``), so a row has one eager figure.
 """
 
 from __future__ import annotations

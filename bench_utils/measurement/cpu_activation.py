@@ -1,19 +1,11 @@
 """Activation memory of one CPU call, from torch's profiler: the most bytes its allocations held at once.
 
-Resident memory (``memory.MemoryProbe``) cannot see a CPU forward pass's activations once warm-up has
-grown the heap. The allocator reuses the blocks the last call freed, so the resident high-water mark
-does not move. For example, ResNet-50 at batch 1 read 0.1 MiB although its activations take 12 MiB.
-Torch's profiler with ``profile_memory=True`` records each allocation and free of torch's CPU
-allocator with its address and size. Those include every buffer of eager operators and of Inductor's
-generated code, whose wrapper allocates with torch (AOTInductor's too). The peak of the bytes still
-live among the blocks allocated during the call is what the call needs on top of what was alive
-before it: activations, workspaces, its output. Frees of blocks allocated before the call are not
-counted, because the figure is above what was alive at its start.
-
-Not counted: memory taken outside torch's allocator (a compiled kernel's own stack or ``malloc``
-buffers, BLAS and OpenMP internals), and allocations made on threads other than the caller's. The
-profiler records memory events per thread, and operators allocate their outputs on the calling thread
-before they split their work across threads.
+Resident memory (``memory.MemoryProbe``) cannot see a CPU forward pass's activations once warm-up has grown the
+heap: the allocator reuses the blocks the last call freed (docs/measurement.md, *Activation memory on a CPU*). Torch's
+profiler with ``profile_memory=True`` records each allocation and free of torch's CPU allocator, Inductor's generated
+code included; the peak of the bytes live among the blocks allocated during the call is what it needs on top of
+what was alive before it. Not counted: memory taken outside torch's allocator, and allocations on other threads
+(operators allocate their outputs on the calling thread before they split their work).
 
 Fields: ``cpu_activation_peak_bytes`` (None where not measured, never 0), ``cpu_activation_allocations``
 (allocations seen), ``cpu_activation_method`` and ``cpu_activation_note`` (why there is no figure).

@@ -1,26 +1,11 @@
 """Memory of a measured region: ``with MemoryProbe(...) as probe: ...``, then ``probe.report``.
 
-Fields, in bytes; one that cannot be measured here is None, never 0:
-
-- ``param_count``, ``param_bytes`` (``model.parameters()``), ``buffer_bytes``; ``input_bytes``.
-- CUDA. At entry the probe synchronizes, empties the allocator's cache (reserved is then what is
-  in use, not what earlier work left cached), resets the peaks and reads allocated and reserved:
-  ``cuda_allocated_entry_bytes``, ``cuda_reserved_entry_bytes``: all alive before the region
-  (weights, inputs, kept outputs, CUDA-graph pools); ``cuda_peak_allocated_bytes``,
-  ``cuda_peak_reserved_bytes``: the region's peaks, that included;
-  ``cuda_peak_allocated_increase_bytes``: peak - entry allocated, what the region needs on top of what was
-  alive before it (activations, outputs, workspaces); ``cuda_peak_reserved_increase_bytes``:
-  peak - entry reserved, what the region took from the driver; ``cuda_graph_pool_bytes``: at
-  exit, this device's allocator segments owned by a private pool (``segment_pool_id`` not
-  (0, 0)), i.e. by CUDA graphs (reduce-overhead, max-autotune). A graph replay allocates
-  nothing: its activations and outputs live in that pool, made before the region, so they show
-  there and in the entry figures, not in the increases.
-- NVML, where present: ``nvml_device_total_bytes``, ``nvml_device_used_peak_bytes`` (every
-  process) and ``nvml_process_used_peak_bytes`` (this one), sampled during the region;
-  ``nvml_device``: how NVML's device was found (by UUID, or by index where no UUID is known).
-- Every device: ``rss_entry_bytes``, ``rss_peak_bytes``, ``rss_peak_increase_bytes`` (peak -
-  entry) of this process, from a psutil sampling thread (``rss_samples``), refined by Linux's
-  high-water mark (VmHWM, reset through /proc/self/clear_refs): ``rss_peak_method``.
+Fields in bytes, None (never 0) where they cannot be measured here; what each means is in docs/measurement.md
+(*Memory*). At entry on CUDA the probe synchronizes and empties the allocator's cache, so that reserved memory is
+what is in use, not what earlier work left cached; the increases are peak minus entry, what the region needs on top
+of what was alive before it. A CUDA graph's replay allocates nothing: its activations live in the graph's private
+pool (``cuda_graph_pool_bytes``, read at exit), made before the region. NVML's figures are sampled during the
+region; the process's resident memory comes from a psutil sampling thread, refined by Linux's high-water mark.
 """
 
 from __future__ import annotations

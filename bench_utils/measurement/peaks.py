@@ -160,12 +160,6 @@ def peak_tflops(gpu_name: str | None, dtype: object, tf32: bool) -> float | None
     return row[name]
 
 
-def memory_bandwidth_gbs(gpu_name: str | None) -> float | None:
-    """Peak memory bandwidth of ``gpu_name`` in GB/s; None for a CPU or an unknown GPU."""
-    key = gpu_key(gpu_name)
-    return MEMORY_BANDWIDTH_GBS[key] if key else None
-
-
 def percent_of_peak(achieved_tflops: float | None, peak: float | None) -> float | None:
     """``100 * achieved / peak``; None when either is missing or not a positive finite number."""
     if achieved_tflops is None or peak is None:

@@ -1,56 +1,21 @@
 """Energy, clocks and temperature of a GPU around a measured region, from NVML.
 
-``with EnergyProbe(device) as probe: <timed work>`` then ``probe.report``:
+``with EnergyProbe(device) as probe: <timed work>`` then ``probe.report`` (keys: ``REPORT_KEYS``):
+``energy_j``, ``duration_s`` and ``mean_power_w`` (all three or none) from the board's total-energy
+counter (millijoules, Volta and later, other processes included) read at entry and exit; ``region_s``,
+the work's wall time; SM clock, temperature and throttle reasons at start and end; and, aligned, the
+counter's period (``counter_step_s``), its ``steps`` with the spread of their power (``power_rel_se``,
+``power_rel_ci95``) and ``idle_power_w``, the step that starts the window, the GPU idle since entry.
 
-- ``energy_j``, ``duration_s``, ``mean_power_w``: the board's total-energy counter
-  (``nvmlDeviceGetTotalEnergyConsumption``, millijoules, Volta and later) read at
-  entry and at exit, and the wall time between the two reads (the window integrated).
-  All three or none: a duration without energy explains nothing here.
-- ``region_s``: wall time of the region, entry to exit (the work's time).
-- ``aligned``, ``counter_step_s``: with ``align=True`` the window starts and ends on steps
-  of the counter (below); ``counter_step_s`` is the counter's refresh period, measured then.
-- ``steps``, ``power_rel_se``, ``power_rel_ci95`` (aligned windows): the counter's steps in the
-  window, and the uncertainty of the mean power from their spread (below, "Steps as samples").
-- ``idle_power_w`` (aligned): the power of the step that starts the window, the GPU idle since
-  entry (synchronized, then polled): what a short idle gap in the work draws, about.
-- ``nvml_device``: how NVML's device was found (``nvml_device.nvml_handle``: by UUID).
-- ``sm_clock_mhz_*``, ``temperature_c_*``, ``throttle_reasons_*`` at start and end:
-  whether the GPU ran at full clock or was capped (power, thermal) while timed.
-
-The counter covers the whole board, other processes included. It moves in steps (about
-100 ms on A100, H100 and H200), and each step adds the power of only part of its
-period (about 25 ms of 100 on A100/H100: Yang et al., "Part-time Power Measurements",
-arXiv:2312.02741). Read at arbitrary times it is off by up to a step at each end: 20 % of a
-0.5 s region. So ``align=True`` polls it (every ``POLL_S``) at entry until it steps, twice (the
-second gap is ``counter_step_s``), and starts the region on that step (a counter that does not
-step within ``STEP_TIMEOUT_S``: unaligned, with a note, the region starting after the wait). At
-exit the value read is that of the counter's last step before it, taken while the work ran;
-polling on until the next step dates that last one (one period earlier; below, the period
-averaged over the window where the steps were counted). The window runs from step to step: the
-energy is exactly what the counter integrated over it. What is left is the partial sampling,
-which averages out over many steps (how far, ``power_rel_se`` says); the work must run up to
-the exit. Per call: ``per_inference``, mean power times the region's time. The device is
-synchronized at entry (earlier queued work stays out) and at exit, before the counter is read
-(all the region's work is in). The end readings follow that synchronize, so "GpuIdle" among the
-end reasons is expected.
-
-Steps as samples. Each step's increment is the power of the part of its period the counter
-sampled, times the period: one sample of the power. ``observe()``, called between pieces of the
-work (the reads cost microseconds), credits the increment seen since the last read to the steps
-it holds: one where the reads came less than ``SINGLE_STEP_SHARE`` of a step apart (no two steps
-fit), else as many as the period puts there (``known_step_s``, the caller's where it knows the
-period better, else ``counter_step_s``). The exit's read is credited the same way, so the
-samples add up to ``energy_j``. ``power_rel_se`` is the relative standard error of the mean
-power over them (the ratio estimator: increments over the steps they hold), ``power_rel_ci95``
-its 95 % half-width (Student's t, samples - 1 degrees of freedom). Where every step was seen
-alone (or, with ``known_step_s``, counted by it from the span), the window's end is dated by the
-period averaged over the whole window ((next step - start) / (steps + 1), ``mean_step_s``), not
-by the one measured at entry: that is one step's time, which the counter's refresh jitter can put a
-tenth or so off, where over the window's steps the error is one poll's (``docs/measurement.md``).
-
-The arithmetic of the window is ``measurement/energy_window.py``, pure functions: the spread of the
-samples, the date of the window's last step (``window_end``) and the caller's rule for when a window
-has measured enough (``energy_window``, on the ``readings()`` this probe gives).
+The counter moves in steps (about 100 ms) and each step samples only part of its period, so read at
+arbitrary times it is off by up to a step at each end. ``align=True`` polls it at entry until it steps
+twice (the second gap is ``counter_step_s``) and starts the region on that step; at exit, polling on
+until the next step dates the last one before it: the window runs from step to step. ``observe()``
+between pieces of the work credits each increment to the steps it holds (one where the reads came under
+``SINGLE_STEP_SHARE`` of a step apart, else as many as the period puts there): samples of the power
+that add up to ``energy_j``. The device is synchronized at entry (earlier queued work stays out) and at
+exit (all the region's work is in), so "GpuIdle" among the end reasons is expected. Why, and the
+figures, are in ``docs/measurement.md``; the window's arithmetic is ``measurement/energy_window.py``.
 
 On a CPU, or where NVML is missing or refuses, every field is None, never 0.
 """

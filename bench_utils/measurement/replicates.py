@@ -1,23 +1,11 @@
 """A speed-up from independent replicates, with an interval that holds when the cell is measured again.
 
-One run's paired interval (``paired``) covers the pairs of that run: drift inside the run cancels pair by pair,
-but what a process (or a machine) adds to every one of its pairs does not. On an H200 the same cells measured
-in 10 fresh processes (reports/anchors-h200/lease-2026-11-27) spread more than one run's interval says:
-ResNet-50 at batch 1, standard deviation of the log speed-up between processes 0.029 against a within-run
-standard error of 0.011. So a cell's runs are split over independent replicates (fresh processes), and:
-
-- speed-up: exp(mean over replicates of each replicate's mean log ratio): every replicate weighs the same,
-  whatever its number of pairs;
-- its 95 % interval: Student's t on the replicates' mean log ratios (r - 1 degrees of freedom): the spread
-  between replicates is in it, whatever made it (a process effect, a host regime that lasts a process). It is
-  never narrower than the interval of all the pairs taken together (a floor: three replicates that happen to
-  agree do not make the noise within them vanish);
-- with one replicate there is nothing between replicates to measure: the interval is the run's own paired
-  interval, and ``covers_runs`` is False so that the page says so.
-
-tests/measurement/test_replicates.py simulates cells whose truth is known (a process effect, drift, regime
-shifts) and checks that this interval covers the true speed-up about 95 % of the time where the within-run
-interval does not.
+One run's paired interval (``paired``) covers the pairs of that run: what a process adds to every one of its pairs
+does not cancel, and on an H200 fresh processes spread more than one run's interval says (docs/measurement.md,
+*Between runs*). So the speed-up is exp(mean over replicates of each replicate's mean log ratio), every replicate
+weighing the same, and its 95 % interval Student's t on those means (r - 1 degrees of freedom), never narrower than
+the interval of all the pairs taken together: three replicates that happen to agree do not make the noise within
+them vanish. One replicate gives the run's own paired interval, ``covers_runs`` False so that the page says so.
 """
 
 from __future__ import annotations

@@ -1,25 +1,11 @@
 """Why a compiled cell lost to eager, read from its profile, and which remedies that points to.
 
 Each rule reads the profile block of a compiled cell (``work_profile``: per side, busy fraction and ms by kind
-of work) and names the remedies worth measuring. The rules, in order:
-
-- ``host-bound``: the compiled side kept its device busy under ``HOST_BOUND_BUSY`` of the call (the host's
-  launches set the pace, as ViT at batch 1 on the H200: busy 29 %): CUDA graphs (``reduce-overhead``, on a GPU)
-  replace the launches by one replay; ``freezing`` folds the weights in, so fewer kernels read them.
-- ``matmul-conv-up``: matrix products and convolutions took more than ``SLOWER`` times eager's (MobileNet at
-  batch 16 on the H200: 10.8 -> 26.3 ms): Inductor's layout choice is the usual cause, so
-  ``no-layout-optimization``, the model in ``channels_last`` on both sides, and ``max-autotune-no-cudagraphs``
-  (it benchmarks its own GEMM and convolution templates against the libraries').
-- ``fusion-costly``: the fused kernels took more than ``SLOWER`` times the work they replaced (eager's
-  element-wise, normalization and copy work less what is left of it compiled): ``max-autotune-no-cudagraphs``
-  tunes their launch configurations.
-- ``no-profile``: no profile, or no rule fired: ``freezing`` and ``max-autotune-no-cudagraphs``, the two that
-  change most without a reason to prefer one.
-
-A remedy is a variant of the slow cell: another mode (the memory format and configuration kept), or the same
-mode in another memory format or Inductor configuration. Another mode and an Inductor configuration need the
-inductor backend (``needs_inductor``): a study compiled with another (the example study's ``aot_eager``) measures
-only its other remedies, and says which it left out. No torch is imported here.
+of work) and names the remedies worth measuring; the rules, their thresholds' evidence and their remedies are
+tabled in docs/diagnosis.md. A remedy is a variant of the slow cell: another mode (the memory format and
+configuration kept), or the same mode in another memory format or Inductor configuration. Another mode and an
+Inductor configuration need the inductor backend (``needs_inductor``): a study compiled with another measures only
+its other remedies, and says which it left out. No torch is imported here.
 """
 
 from __future__ import annotations

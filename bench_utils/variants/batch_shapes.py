@@ -1,22 +1,12 @@
 """One compilation for every batch size: the batch dimension marked dynamic.
 
-The guide compiles once per batch size (``static``: each cell's shapes are fixed, and a new batch
-size recompiles). A server that takes batches of any size wants one compilation for all of them
-(``dynamic``): the inputs' batch dimension is marked dynamic (``torch._dynamo.mark_dynamic``), the
-model is compiled at the smallest batch size and the same compiled model serves the larger ones.
-Dynamo specializes a size of 0 or 1 (a batch-1 compilation would serve batch 1 alone), so the
-dynamic cells compile under ``backed_size_oblivious`` (``one_graph_for_all_batch_sizes``): the
-batch symbol stays a symbol at size 1, and the batch-1 graph serves the larger batch sizes where
-no operator guards on the size. Measured on CPU (torch 2.14, a tiny CNN and a tiny ViT, batch 1
-then 4, 16, 32): plain ``mark_dynamic`` recompiles at 4; ``mark_dynamic(min=1, max=16)`` is refused
-(a constraint violation); ``hint_override`` fails its own guard; compiling at 4 first still
-recompiles at 1. With ``backed_size_oblivious`` the aot_eager graph of batch 1 serves every batch
-size, except where an operator guards on it (CPU convolutions choose oneDNN from batch 16), but
-inductor's own lowering still guards on a batch of 1. ``torch._dynamo.decorators.mark_unbacked``
-(min=1) gives one graph under aot_eager, but inductor's convolutions then fail a stride assertion
-(inductor expects a contiguous output where the CPU kernel gives channels-last). So whether the
-one compilation served is measured, not assumed: the graphs compiled on the first call at each
-later batch size are counted, and the report flags a cell that compiled any.
+The guide compiles once per batch size (``static``). A server that takes batches of any size wants one compilation
+for all of them (``dynamic``): the inputs' batch dimension is marked dynamic (``torch._dynamo.mark_dynamic``), the
+model is compiled at the smallest batch size and serves the larger ones. Dynamo specializes a size of 0 or 1, so the
+dynamic cells compile under ``backed_size_oblivious`` (``one_graph_for_all_batch_sizes``): the batch symbol stays a
+symbol at size 1. The alternatives tried, and why each failed, are tabled in docs/variants.md; inductor's lowering
+may still guard on a batch of 1, so whether the one compilation served is measured, not assumed: the graphs compiled
+on the first call at each later batch size are counted, and the report flags a cell that compiled any.
 """
 
 from __future__ import annotations
@@ -30,7 +20,6 @@ import torch
 from ..vocabulary import Shapes
 
 STATIC, DYNAMIC = Shapes.STATIC, Shapes.DYNAMIC
-SHAPES = tuple(Shapes)
 
 
 # how a dynamic cell compiles, as its record says

@@ -1,26 +1,13 @@
-"""What compiling costs, cold and warm, and a guard against compiling inside the timed runs.
+"""What compiling costs, cold and warm, and a guard against compiling inside the timed runs (docs/variants.md).
 
-A compiled cell compiles twice, as a user meets it twice:
-
-- **cold**: inductor's and Triton's on-disk caches point at a fresh, empty folder
-  (``torch._inductor.utils.fresh_cache``) and the in-memory caches are cleared, as on
-  a machine that never compiled this model; earlier cells' caches cannot make a
-  "first" compilation look cheap;
-- **warm**: after a dynamo reset and with the in-memory caches cleared again, the
-  same model compiles once more from the now populated folder, as a second process
-  on that machine would. A study measures it once per model and mode (``warm=False``
-  elsewhere): loading the cache costs much the same at every batch size.
-
-The calls that compile are timed by the host clock with the device idle on both
-sides: the first call, and for CUDA-graph modes the second too, on which the graph
-is recorded (cudagraph trees warm up on the first call). Compile cost is their time
-minus as many eager calls; break-even uses the cold cost. Inductor's compile-worker pool is
-up before each timed compilation (``compile_workers``: its start is not a compile cost), and
-the block says whether it was. What inductor did with CUDA graphs in the compiling calls
-(``cuda_graph_checks``) gives ``cuda_graphs``: what happened, not what the mode asked for. The
-timed runs then go under ``torch.compiler.set_stance("fail_on_recompile")``: a recompile there would
-put compilation into a latency, so it stops the cell with ``RecompiledDuringTiming``; so does a
-CUDA graph recorded (or skipped) there (``RerecordedDuringTiming``).
+**Cold**: inductor's and Triton's on-disk caches point at a fresh, empty folder and the in-memory caches are
+cleared, as on a machine that never compiled this model, so that earlier cells' caches cannot make a "first"
+compilation look cheap. **Warm**: after a dynamo reset, the same model compiles again from the populated folder, as
+a second process on that machine would. The compiling calls (the first, and for CUDA-graph modes the second, which
+records the graph) are timed by the host clock with the device idle on both sides; the cost is their time minus as
+many eager calls. Inductor's compile-worker pool is up before each timed compilation: its start is no compile cost.
+The timed runs then go under ``torch.compiler.set_stance("fail_on_recompile")``: a recompile there stops the cell
+with ``RecompiledDuringTiming``, and a CUDA graph recorded (or skipped) there with ``RerecordedDuringTiming``.
 """
 
 from __future__ import annotations

@@ -1,30 +1,13 @@
 """Compile caches kept between processes: a cell's cold compilation leaves its caches, and what it cost, for the
-cell's next replicates, which then compile warm from them.
+cell's next replicates, which then compile warm from them (docs/study.md, *Later replicates compile warm* and
+*Compile caches that travel*).
 
-A cell measured in replicates (fresh kernels, ``replicates`` in a grid) compiled cold in every one of them, though
-its page shows the first replicate's compile figures only: on a GPU a cold compile is 8-78 s, most of a cell. Here
-the first replicate compiles cold into a folder kept under the study's caches (``KeptCaches``: one folder per
-cell, its replicate left out of the name, its settings in a hash), with inductor's and Triton's on-disk caches
-(FX graph, AOTAutograd, Triton kernels, autotuning) and ``cold.json``, the cold compilation's calls and report.
-A later replicate (or a cell measured again, ``study.runner.unsteady``) finds that file and compiles warm from the
-folder, as a second process on the machine would (``compile_cost.compile_warm``); its record carries the cold
-figures with the replicate that measured them (``cold_measured_in``). Where no cold compile was kept (the first
-replicate failed before it; another machine, whose temporary folder is empty) the cell compiles cold, as before.
-
-``cold.json`` is written after the cold compilation ends (atomically: a kernel killed in it leaves none, and the
-folder is emptied before the next cold compile), so a folder without it never serves as warm. Inductor's own
-cache keys decide a hit: a warm compile that misses compiles anew, and its record's cache hits say so.
-
-Two kernels may reach one cell at once (its replicates on two devices): whoever compiles it cold holds its claim
-(``KeptCell.claimed``, an ``flock`` released when its holder dies), and the other compiles it cold itself, without
-keeping it; nobody waits.
-
-**Caches that travel.** ``keep`` also writes ``artifacts.bin``: the cold compilation's portable cache artifacts
-(``torch.compiler.save_cache_artifacts``, ``variants.portable_cache``). Before a warm compile they are loaded
-(``torch.compiler.load_cache_artifacts``) into the folder, so that a folder carried to another host of the same image
-(``cold.json`` and ``artifacts.bin`` only: a GPU lease brings them back, the next one carries them in,
-docs/testing.md) serves there as it does here. ``BENCH_UTILS_COMPILE_CACHES`` names the root the kept folders go
-under (default: the machine's temporary folder).
+One folder per cell (its replicate left out of the name, its settings in a hash) holds inductor's and Triton's
+on-disk caches, ``artifacts.bin`` (the portable cache artifacts, ``variants.portable_cache``: what travels to another
+host) and ``cold.json``, the cold compilation's calls and report. ``cold.json`` is written atomically after the cold
+compilation ends, so a folder without it never serves as warm; inductor's own cache keys decide a hit. Whoever
+compiles a cell cold holds its claim (an ``flock`` released when its holder dies); a second kernel reaching the cell
+compiles cold itself without keeping it: nobody waits.
 """
 
 from __future__ import annotations

@@ -13,7 +13,6 @@ import torch
 from ..vocabulary import MemoryFormat, check_memory_format
 
 CONTIGUOUS, CHANNELS_LAST = MemoryFormat.CONTIGUOUS, MemoryFormat.CHANNELS_LAST
-MEMORY_FORMATS = tuple(MemoryFormat)
 
 
 def apply_to_model(model: torch.nn.Module, name: str) -> torch.nn.Module:
@@ -31,11 +30,3 @@ def apply_to_inputs(inputs: dict[str, torch.Tensor], name: str) -> dict[str, tor
             if value.dim() == 4 and value.is_floating_point() else value
             for key, value in inputs.items()}
 
-
-def layout_of(inputs: dict[str, torch.Tensor]) -> str:
-    """``channels_last`` if every 4-D floating input is in that layout, else ``contiguous``."""
-    images = [value for value in inputs.values() if value.dim() == 4 and value.is_floating_point()]
-    if images and all(value.is_contiguous(memory_format=torch.channels_last)
-                      and not value.is_contiguous() for value in images):
-        return CHANNELS_LAST
-    return CONTIGUOUS

@@ -1,23 +1,13 @@
-"""The accuracy gate: does the compiled model still compute what the eager one does?
+"""The accuracy gate: does the compiled model still compute what the eager one does? (docs/variants.md)
 
-The rule is dynamo's own (``torch._dynamo.utils.same``, used by its benchmark
-harness). For every floating output tensor the compiled result passes when it is
-``allclose`` to eager (atol = rtol = ``tol``), or else when it is no further from
-a float64 reference than ``multiplier`` times eager's own distance to it:
-RMSE(compiled, fp64) <= multiplier * RMSE(eager, fp64) + tol / 10. The float64
-reference (``fp64_reference``) is an fp64 copy of the eager model run on
-float64 inputs, so an error confined to small elements, invisible next to the
-largest ones, still moves the RMSE. Non-finite eager outputs fail loudly (a
-broken reference can vouch for nothing), non-finite compiled outputs fail,
-integer and boolean outputs must be equal and shapes, dtypes and structure must
-match. Without a float64 reference (it raised: an op without float64 kernels, out of
-memory under a cap or at a large batch) the rule falls back to ``allclose`` alone against
-eager in the measured dtype. Every verdict names its ``reference`` (``float64``,
-``same-dtype`` or ``none``: the gate could not run, ``unjudged``), its ``rule`` and its
-tolerance's ``source`` (dtype and TF32); the report flags a cell judged without float64.
-A failing cell keeps its timing and is flagged wherever shown. A gate that cannot fail (every floating
-output of eager below the tolerance, as random weights can make them) says so, ``can_fail`` false, with
-eager's largest absolute output as ``output_scale``: the report shows it as not informative, not passed.
+The rule is dynamo's own (``torch._dynamo.utils.same``, used by its benchmark harness): a floating output passes
+when it is ``allclose`` to eager (atol = rtol = ``tol``), or else when RMSE(compiled, fp64) <= ``multiplier`` *
+RMSE(eager, fp64) + tol / 10. The float64 reference is an fp64 copy of the eager model run on float64 inputs, so
+that an error confined to small elements, invisible next to the largest ones, still moves the RMSE. Non-finite
+eager outputs fail loudly (a broken reference can vouch for nothing); without a float64 reference the rule falls
+back to ``allclose`` alone, and every verdict names its ``reference``, ``rule`` and tolerance ``source``. A gate
+that cannot fail (every floating output of eager below the tolerance) says so: ``can_fail`` false, with eager's
+largest absolute output as ``output_scale``.
 """
 
 from __future__ import annotations
@@ -273,8 +263,6 @@ def compare_outputs(eager: Any, compiled: Any, dtype: str | torch.dtype = "float
     def badness(path: str) -> tuple[bool, float]:  # failures first, then the most budget used
         return "problem" in judged[path], judged[path].get("budget_used", -1.0)
 
-    worst = max(judged, default=None, key=badness)
-    worst_found = judged.get(worst, {}) if worst is not None else {}
     unmatched = [p for p, found in floating.items() if found["judged_by"] == "allclose"]
     # float64 judged the cell where it judged a floating tensor (or there was none to judge)
     reference = REFERENCE_FP64 if fp64 is not None and (len(unmatched) < len(floating) or not floating) \
@@ -284,6 +272,8 @@ def compare_outputs(eager: Any, compiled: Any, dtype: str | torch.dtype = "float
     else:
         note = fp64_missing or "no float64 reference given"
     ranked = sorted(judged, key=badness, reverse=True)
+    worst = ranked[0] if ranked else None
+    worst_found = judged.get(worst, {})
     per_tensor = {path: {name: _finite_or_none(value) for name, value in judged[path].items()}
                   for path in ranked[:MAX_PER_TENSOR]}
     return {

@@ -1,22 +1,11 @@
 """Precisions: names, the TF32 policy, and whether a device can run a dtype.
 
-The TF32 policy of float32 math, one of three, set once per run and carried by every
-record (with the settings then in force):
-
-- ``default``: PyTorch's defaults, which is what the guide ran: cuDNN convolutions may
-  use TF32, matmuls may not (``float32_matmul_precision`` "highest");
-- ``strict``: no TF32 anywhere (full fp32 for convolutions too);
-- ``on``: TF32 for matmuls and convolutions (``float32_matmul_precision`` "high").
-
-Booleans are read as the former setting meant them: ``True`` is ``on``, ``False``
-is ``strict``.
-
-torch has two APIs for these settings: the legacy flags (``torch.backends.cuda.matmul.allow_tf32``,
-``torch.backends.cudnn.allow_tf32``, ``torch.set_float32_matmul_precision``) and, from 2.9, the
-per-backend ``fp32_precision`` settings (``torch.backends.cuda.matmul.fp32_precision``,
-``torch.backends.cudnn.conv.fp32_precision``, ...). A legacy getter raises once the two disagree,
-which the per-backend setters alone make them do. ``set_fp32_math`` sets them and
-``bench_utils.env.fp32_math_in_force`` reads them; nothing else in the package touches either API.
+The TF32 policy of float32 math (``default``: PyTorch's, the guide's; ``strict``: no TF32; ``on``: TF32 for
+matmuls and convolutions) is set once per run and carried by every record; booleans read as the former setting
+meant them (``True`` is ``on``, ``False`` is ``strict``). torch has two APIs for these settings, the legacy flags
+and, from 2.9, the per-backend ``fp32_precision`` ones, and a legacy getter raises once the two disagree
+(docs/variants.md): ``set_fp32_math`` sets them and ``environment.capture.fp32_math_in_force`` reads them; nothing
+else in the package touches either API.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ import sys
 import pytest
 
 from bench_utils.measurement.peaks import (DTYPES, FP64_TFLOPS, MEMORY_BANDWIDTH_GBS, PEAK_TFLOPS, gpu_key,
-                                          memory_bandwidth_gbs, normalize_dtype, peak_tflops, percent_of_peak)
+                                          normalize_dtype, peak_tflops, percent_of_peak)
 
 # Names as NVML / torch.cuda.get_device_name report them.
 NAMES = {
@@ -37,10 +37,9 @@ def test_each_reported_name_resolves(name, key):
 
 def test_every_gpu_has_a_bandwidth_and_a_float64_peak_from_its_datasheet():
     assert set(MEMORY_BANDWIDTH_GBS) == set(FP64_TFLOPS) == set(PEAK_TFLOPS)
-    assert memory_bandwidth_gbs("NVIDIA H100 80GB HBM3") == 3350.0  # H100 SXM: 3.35 TB/s
-    assert memory_bandwidth_gbs("NVIDIA H200") == 4800.0 and memory_bandwidth_gbs("NVIDIA L4") == 300.0
-    assert memory_bandwidth_gbs("NVIDIA A100-SXM4-80GB") == 1555.0  # 40 GB's figure: the names do not tell
-    assert memory_bandwidth_gbs("cpu") is None and memory_bandwidth_gbs(None) is None
+    assert MEMORY_BANDWIDTH_GBS[gpu_key("NVIDIA H100 80GB HBM3")] == 3350.0  # H100 SXM: 3.35 TB/s
+    assert MEMORY_BANDWIDTH_GBS[gpu_key("NVIDIA H200")] == 4800.0 and MEMORY_BANDWIDTH_GBS["L4"] == 300.0
+    assert MEMORY_BANDWIDTH_GBS[gpu_key("NVIDIA A100-SXM4-80GB")] == 1555.0  # 40 GB's figure: the names do not tell
     # float64 runs far below float32 on every part; L4 and T4 at their architectures' 1/64 and 1/32
     assert all(FP64_TFLOPS[key] < PEAK_TFLOPS[key]["float32"] for key in PEAK_TFLOPS)
     assert FP64_TFLOPS["L4"] == pytest.approx(30.3 / 64) and FP64_TFLOPS["H100 SXM"] == 34.0

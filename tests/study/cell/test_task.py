@@ -267,15 +267,18 @@ def test_channels_last_converts_model_and_images_for_eager_and_compiled_alike(tm
 def test_the_loaded_model_and_its_images_are_in_the_asked_layout():
     import torch
 
-    from bench_utils.variants.memory_format import CHANNELS_LAST, layout_of
+    from bench_utils.variants.memory_format import CHANNELS_LAST
     from bench_utils.zoo.loading import load
 
+    def nhwc(inputs):
+        return all(value.is_contiguous(memory_format=torch.channels_last) and not value.is_contiguous()
+                   for value in inputs.values() if value.dim() == 4)
+
     loaded = load("timm:resnet18", memory_format=CHANNELS_LAST)
-    inputs = loaded.inputs(2)
-    assert layout_of(inputs) == CHANNELS_LAST and loaded.info()["memory_format"] == CHANNELS_LAST
+    assert nhwc(loaded.inputs(2)) and loaded.info()["memory_format"] == CHANNELS_LAST
     conv = next(m for m in loaded.model.modules() if isinstance(m, torch.nn.Conv2d))
     assert conv.weight.is_contiguous(memory_format=torch.channels_last) and not conv.weight.is_contiguous()
-    assert layout_of(load("timm:resnet18").inputs(2)) == "contiguous"
+    assert not nhwc(load("timm:resnet18").inputs(2))
     with pytest.raises(ValueError, match="unknown memory format 'nchw'"):
         load("timm:resnet18", memory_format="nchw")
 
