@@ -9,9 +9,10 @@ localhost TCP can be read by any user of the machine (a shared GPU node), and
 ipykernel 7.4 says so in every kernel's log, which the study publishes.
 ``python -m bench_utils.kernel`` is papermill's command line with that engine.
 
-A command's kernels keep their connection files and sockets in a folder of the command's own
-(``kernel_folder``), removed when the command ends however it ends: a kernel killed on Ctrl-C
-cannot remove its own, and they piled up in the temp folder.
+A command's kernels keep their connection files, sockets and IPython's profile (its history database: not under
+the user's home) in a folder of the command's own (``kernel_folder``), removed when the command ends however it
+ends: a kernel killed on Ctrl-C cannot remove its own, and they piled up in the temp folder. A command killed
+outright leaves its folder, which the next command removes.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 import functools
 import os
+from pathlib import Path
 import shutil
 import sys
 import tempfile
@@ -34,6 +36,7 @@ UNIX_SOCKET_PATH_MAX = 107  # bytes: sun_path holds 108, the last a NUL
 KERNEL_STDERR_ENV = "BENCH_UTILS_KERNEL_STDERR"
 # The folder of the connection files and sockets of the kernels this process and its children start
 KERNEL_DIR_ENV = "BENCH_UTILS_KERNEL_DIR"
+IPYTHON_DIR_ENV = "IPYTHONDIR"  # IPython's own: its profile and history database go there
 
 
 @contextmanager
@@ -44,13 +47,35 @@ def kernel_folder() -> Iterator[str]:
     if os.environ.get(KERNEL_DIR_ENV):
         yield os.environ[KERNEL_DIR_ENV]
         return
-    folder = tempfile.mkdtemp(prefix="kernels-")  # short: a Unix socket path holds 107 bytes
+    remove_stale_folders()
+    folder = tempfile.mkdtemp(prefix=f"kernels-{os.getpid()}-")  # short: a Unix socket path holds 107 bytes
+    ipython_dir = os.environ.get(IPYTHON_DIR_ENV)
     os.environ[KERNEL_DIR_ENV] = folder
+    os.environ[IPYTHON_DIR_ENV] = os.path.join(folder, "ipython")  # IPython's profile and history: not the home's
     try:
         yield folder
     finally:
         os.environ.pop(KERNEL_DIR_ENV, None)
+        if ipython_dir is None:
+            os.environ.pop(IPYTHON_DIR_ENV, None)
+        else:
+            os.environ[IPYTHON_DIR_ENV] = ipython_dir
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def remove_stale_folders() -> None:
+    """The kernel folders of commands killed outright (SIGKILL: no cleanup of theirs ran), this user's, whose process
+    is gone: the next command's to remove. A folder named by a living process stays (another command's)."""
+    import psutil
+
+    for path in Path(tempfile.gettempdir()).glob("kernels-*-*"):
+        pid = path.name.split("-")[1]
+        try:
+            mine = path.is_dir() and path.stat().st_uid == os.getuid()
+        except OSError:
+            continue
+        if mine and pid.isdigit() and not psutil.pid_exists(int(pid)):
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def ensure_kernel() -> str:

@@ -123,3 +123,39 @@ def test_a_commands_kernel_folder_is_private_used_by_its_kernels_and_gone_after(
         left = os.path.join(folder, "kernel-0123456789abcdef-ipc-1")
         open(left, "w").close()  # what a killed kernel leaves
     assert not os.path.exists(folder) and KERNEL_DIR_ENV not in os.environ
+
+
+def test_a_kernels_ipython_profile_and_history_stay_in_the_commands_kernel_folder(tmp_path):
+    # IPython's history database went under the user's home with every kernel a study or a report started
+    path = tmp_path / "in.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import os\nprint(os.environ.get('IPYTHONDIR'), get_ipython().history_manager.hist_file)")]), path)
+    temp_dir, home = Path(tempfile.mkdtemp(dir="/tmp")), tmp_path / "home"
+    home.mkdir()
+    try:
+        command = [sys.executable, "-m", "bench_utils.kernel", str(path), str(tmp_path / "out.ipynb"), "--engine",
+                   ENGINE_NAME, "-k", ensure_kernel(), "--no-progress-bar", "--log-level", "WARNING"]
+        done = subprocess.run(command, cwd=PROJECT_ROOT, env={**os.environ, "TMPDIR": str(temp_dir), "HOME": str(home)},
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        ipython_dir, history = nbformat.read(tmp_path / "out.ipynb", 4).cells[0].outputs[0].text.split()
+        assert re.match(f"{temp_dir}{os.sep}kernels-[0-9]+-[^/]+{os.sep}ipython$", ipython_dir)
+        assert history.startswith(ipython_dir) and not (home / ".ipython").exists()
+        assert list(temp_dir.iterdir()) == []  # gone with the folder
+    finally:
+        shutil.rmtree(temp_dir)
+
+
+def test_the_kernel_folders_of_commands_killed_outright_go_with_the_next_command(tmp_path, monkeypatch):
+    from bench_utils.kernel import KERNEL_DIR_ENV, kernel_folder
+
+    monkeypatch.delenv(KERNEL_DIR_ENV, raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = tmp_path / "kernels-4194399-abcd1234"  # above Linux's largest pid: no process has it
+    alive = tmp_path / f"kernels-{os.getpid()}-efgh5678"  # another command of this process's, still running
+    for folder in (dead, alive):
+        folder.mkdir()
+        (folder / "kernel-0123-ipc-1").write_text("")
+    with kernel_folder() as folder:
+        assert Path(folder).name.startswith(f"kernels-{os.getpid()}-")
+    assert not dead.exists() and alive.exists()

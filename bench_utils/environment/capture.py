@@ -52,7 +52,8 @@ def _cpu_model() -> str | None:
 
 def _git(*args: str) -> str | None:
     try:
-        result = subprocess.run(["git", *args], cwd=PROJECT_ROOT, capture_output=True,
+        # no optional locks: a status taken while the user commits must not hold (or meet) the index's lock
+        result = subprocess.run(["git", "--no-optional-locks", *args], cwd=PROJECT_ROOT, capture_output=True,
                                 text=True, timeout=10, check=False)
     except (OSError, subprocess.SubprocessError):
         return None

@@ -12,6 +12,7 @@ import dataclasses
 import html
 import os
 from pathlib import Path
+import shutil
 import tempfile
 from typing import Any, Iterable
 import warnings
@@ -19,7 +20,7 @@ import warnings
 import nbformat
 
 from ..errors import UserError
-from ..kernel import KERNEL_NAME, KERNEL_STDERR_ENV, ensure_kernel, register_engine
+from ..kernel import KERNEL_DIR_ENV, KERNEL_NAME, KERNEL_STDERR_ENV, ensure_kernel, register_engine
 from ..paths import PROJECT_ROOT, make_folder, scrub
 from ..records.results_file import CorruptRecordWarning, SkippedLine, check_readable
 from .frame import results_files
@@ -156,15 +157,18 @@ def render(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike | None
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file, not a folder")
     ensure_kernel()
-    kernel_log = tempfile.NamedTemporaryFile(prefix="report-kernel-", suffix=".log", delete=False)
+    # in the command's kernel folder where there is one: a command killed outright leaves it to the next to remove
+    kernel_log = tempfile.NamedTemporaryFile(prefix="report-kernel-", suffix=".log", delete=False,
+                                             dir=os.environ.get(KERNEL_DIR_ENV))
     kernel_log.close()
     to_remove: str | None = kernel_log.name  # None: kept for the user to read
     os.environ[KERNEL_STDERR_ENV] = kernel_log.name  # the kernels' own lines, not the command's to print
     try:
         written = _render_locales(files, out, locales, formats, progress, coverage)
-    except Exception:  # what the kernels said may explain it: kept, and named
+    except Exception:  # what the kernels said may explain it: kept outside the kernel folder, and named
         if Path(kernel_log.name).stat().st_size:
-            progress(f"[report] the report kernels' own output: {kernel_log.name}")
+            kept = shutil.move(kernel_log.name, Path(tempfile.gettempdir()) / Path(kernel_log.name).name)
+            progress(f"[report] the report kernels' own output: {kept}")
             to_remove = None
         raise
     finally:

@@ -174,3 +174,15 @@ def test_a_copy_with_no_repository_records_the_commit_it_was_copied_from(tmp_pat
     assert found["git_commit_note"].startswith("a copy with no repository of its own")
     (copy / env.SOURCE_COMMIT_FILE).write_text("{not json")
     assert env.project_git()["git_commit_note"] == "not a git checkout"
+
+
+def test_the_checkouts_state_is_read_without_taking_gits_index_lock(monkeypatch):
+    # a status that refreshes the index takes .git/index.lock: a user committing meanwhile would fail on it
+    from bench_utils.environment import capture
+
+    calls = []
+    monkeypatch.setattr(capture.subprocess, "run",
+                        lambda command, **kwargs: calls.append(command) or capture.subprocess.CompletedProcess(
+                            command, 0, stdout="", stderr=""))
+    capture.project_git()
+    assert calls and all(command[:2] == ["git", "--no-optional-locks"] for command in calls)
