@@ -75,7 +75,12 @@ def read_corrections(paths: Iterable[str | os.PathLike]) -> list[dict[str, Any]]
         file = (path if path.is_dir() else path.parent) / CORRECTIONS
         if not file.is_file():
             continue
-        entries = yaml.safe_load(file.read_text(encoding="utf-8")) or []
+        try:
+            entries = yaml.safe_load(file.read_text(encoding="utf-8")) or []
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            where = getattr(exc, "problem_mark", None)
+            line = f" line {where.line + 1}" if where is not None else ""
+            raise UserError(f"{file}:{line} not a YAML list of corrections ({str(exc).splitlines()[0]})") from None
         if not isinstance(entries, list):
             raise UserError(f"{file}: a list of corrections (field, records, reason), got {type(entries).__name__}")
         for index, entry in enumerate(entries):
@@ -94,6 +99,9 @@ def _entry_problem(entry: dict[str, Any]) -> str | None:
                      if key.startswith("correction_") and not key.endswith("_one"))
     if not isinstance(entry["field"], str) or not re.fullmatch(r"[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*", entry["field"]):
         return f"field must be a record field such as environment.git_commit, got {quoted(entry['field'])}"
+    blocks = sorted(Record.model_fields)  # the record's blocks and top-level fields
+    if entry["field"].split(".")[0] not in blocks:
+        return f"field must be in one of a record's blocks ({', '.join(blocks)}), got {quoted(entry['field'])}"
     records = entry["records"]
     if records != "all" and not (isinstance(records, list) and all(isinstance(item, str) for item in records)):
         return f"records must be all or a list of record ids, got {quoted(records)}"

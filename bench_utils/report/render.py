@@ -26,6 +26,7 @@ from ..records.results_file import CorruptRecordWarning, SkippedLine, check_read
 from .frame import results_files
 from .i18n import Catalog, available_locales
 from .markdown import plain
+from .provenance import read_corrections
 from .sanitize import CONTENT_SECURITY_POLICY, sanitized
 
 REPORT_NOTEBOOK = PROJECT_ROOT / "notebooks" / "report.ipynb"
@@ -142,6 +143,7 @@ def render(paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike | None
     paths = list(paths)
     files = results_files(paths)
     check_readable(files)  # a file no record can be read from: one line, before any kernel starts
+    read_corrections(paths)  # a corrections file it cannot say: one line naming it, before any kernel starts
     locales, formats = list(locales), list(formats)
     if not locales:
         raise UserError(f"no locale given: name one or more of {', '.join(available_locales())}")

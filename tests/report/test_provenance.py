@@ -72,13 +72,29 @@ def test_a_correction_file_that_is_not_a_list_of_entries_is_refused_naming_it(tm
      "entry 0: field must be a record field such as environment.git_commit, got '<b>x</b>'"),
     ("- field: environment.git_commit\n  records: [1, 2]\n  reason: enclosing_repository",
      "entry 0: records must be all or a list of record ids, got [1, 2]"),
+    ("- field: enviroment.git_commit\n  records: all\n  reason: enclosing_repository",
+     "entry 0: field must be in one of a record's blocks (agreement, cell, compile, compute, config, energy, "
+     "environment, error, latency, log, memory, model, parity, phases, profile, record_id, schema_version, "
+     "shared_measurement, skipped_after_oom, speedup, status, throughput), got 'enviroment.git_commit'"),
+    ("- field: environment.git_commit\n  records: all\n reason: [", "line 3 not a YAML list of corrections"),
 ])
 def test_a_correction_the_report_cannot_say_is_one_line_naming_its_file(tmp_path, entry, message):
     # a study folder travels with its corrections: a reason no catalog has was a KeyError mid-report
     folder, _ = _study(tmp_path, entry)
     with pytest.raises(ValueError) as caught:
         provenance.read_corrections([folder])
-    assert str(caught.value) == f"{folder / 'corrections.yaml'}: {message}"
+    assert str(caught.value).startswith(f"{folder / 'corrections.yaml'}:") and message in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_corrections_file_the_report_cannot_say_stops_it_before_any_kernel_starts(tmp_path, monkeypatch):
+    from bench_utils.report import render
+
+    folder, _ = _study(tmp_path, "- field: environment.git_commit\n  records: all\n  reason: nope")
+    monkeypatch.setattr(render, "ensure_kernel", lambda: pytest.fail("a kernel was about to start"))
+    with pytest.raises(ValueError, match="corrections.yaml: entry 0: reason must be one the report can say"):
+        render.render([folder], tmp_path / "out", locales=["en"], formats=["md"], progress=lambda line: None)
+    assert not (tmp_path / "out").exists()
 
 
 def test_cells_measured_before_switch_calls_are_named_with_their_mode():
