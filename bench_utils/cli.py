@@ -144,8 +144,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
     coverage = [item for path in args.results if Path(path).is_dir() for item in grid_coverage(path)]
     written = render(args.results, args.out, locales=locales, formats=formats,
                      progress=lambda line: print(line, file=sys.stderr), coverage=coverage)
-    # each study folder's environments/: the exact versions its records were measured with
-    written += [path for results in results_files(args.results) for path in write_study_environments(results)]
+    # the exact versions the records were measured with: each study folder's environments/, or --out's alone
+    written += write_study_environments(results_files(args.results), Path(args.out) if args.out else None)
     print("\n".join(str(path) for path in written))
     return 0
 

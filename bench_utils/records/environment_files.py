@@ -130,8 +130,13 @@ def write_environment_files(study_folder: Path, records: list[Record], study: st
     return written
 
 
-def write_study_environments(results: Path) -> list[Path]:
-    """The environment files of the study folder of ``results`` (a ``results.jsonl``), from the latest record of
-    each measurement it holds; named by the folder, which may hold records of several study names."""
-    records = latest_per_key(read_records([results]))
-    return write_environment_files(results.parent, records, results.parent.name) if records else []
+def write_study_environments(results: list[Path], out: Path | None = None) -> list[Path]:
+    """The environment files of each study folder of ``results`` (``results.jsonl`` files), from the latest record
+    of each measurement it holds, named by the folder (which may hold records of several study names); with
+    ``out`` (``report --out``), those of all of them in ``out`` alone: nothing is written where the user did not
+    ask."""
+    written = []
+    for folder, files in ([(out, results)] if out is not None else [(file.parent, [file]) for file in results]):
+        records = latest_per_key(read_records(files))
+        written += write_environment_files(folder, records, folder.name) if records else []
+    return written

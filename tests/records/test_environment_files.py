@@ -63,3 +63,23 @@ def test_a_file_name_holds_only_what_a_file_name_may_whatever_the_environment_sa
 
     odd = StudyEnvironment("3.12.1", "x86/64 ../..", {"torch": "2.14.1+cu130"}, True)
     assert re.fullmatch(r"py3\.12-x86_64_.._..-torch2\.14\.1-cu130-[0-9a-f]{6}", odd.identity), odd.identity
+
+
+def test_with_an_out_folder_the_environment_files_go_there_and_nowhere_else(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    from bench_utils.records.environment_files import write_study_environments
+
+    studies = []
+    for name in ("example-tiny", "gpu-check-h200"):  # two studies merged into one page
+        folder = tmp_path / name
+        folder.mkdir()
+        shutil.copy(Path(__file__).parents[2] / "reports" / name / "results.jsonl", folder)
+        studies.append(folder / "results.jsonl")
+    written = write_study_environments(studies, tmp_path / "page")
+    assert written and all(path.parent == tmp_path / "page" / "environments" for path in written)
+    assert len(written) == 2  # each study's environment, neither removing the other's
+    assert all(sorted(p.name for p in folder.parent.iterdir()) == ["results.jsonl"] for folder in studies)
+    own = write_study_environments(studies)  # no out: each study folder's own
+    assert sorted(path.parent.parent.name for path in own) == ["example-tiny", "gpu-check-h200"]
