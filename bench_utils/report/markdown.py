@@ -23,22 +23,36 @@ from ..vocabulary import Status
 
 LRI, PDI = "\u2066", "\u2069"   # Unicode isolates: keep a run left-to-right in RTL text
 WORD_JOINER = "\u2060"  # no line break here, and nothing shown
-# Line breaks and other control characters would end a table row or start a block: each becomes a space.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# Line breaks would end a table row or start a block: each becomes a space; other control characters (a NUL) are
+# dropped. Bidirectional controls and other invisible format characters would reorder or hide what a record says
+# (U+202E shows "DMA" as "AMD"; a record's U+2069 closes the page's own isolate): shown as their code points.
+_LINE_BREAK = re.compile(r"[\t\n\v\f\r\x85\u2028\u2029]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_FORMAT = re.compile(r"[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 # What Markdown (CommonMark, GFM, nbconvert's mistune with math) reads as markup in running text: backslash,
 # code, emphasis, links and images, headings, strikethrough, math; ``_`` only where it can open or close
 # emphasis (inside a word, as in detr_r50, it is text). ``&``, ``<`` and ``>`` become entities instead.
 _MARKUP = re.compile(r"[\\`*\[\]#~$]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
 _AUTOLINK = re.compile(r"(?<=[A-Za-z0-9]):(?=//)")  # scheme://... would be made a link
+_WWW = re.compile(r"(?<![0-9A-Za-z])([wW]{3})\.")  # and www.example.com, under GitHub's Markdown (cmark-gfm)
+
+
+def visible(value: Any, page_isolates: bool = False) -> str:
+    """``value``'s text as a page may show it: one line, no control character, its invisible format characters
+    (bidirectional controls, zero-width ones) shown as ``<U+202E>``; with ``page_isolates``, the isolates and word
+    joiners ``isolated`` adds kept (a text assembled from isolated values)."""
+    text = _CONTROL.sub("", _LINE_BREAK.sub(" ", str(value)))
+    return _FORMAT.sub(lambda found: found.group(0) if page_isolates and found.group(0) in (LRI, PDI, WORD_JOINER)
+                       else f"<U+{ord(found.group(0)):04X}>", text)
 
 
 def plain(value: Any) -> str:
-    """``value`` as Markdown that reads as exactly its text: raw HTML, entities, links, emphasis and line breaks
+    """``value`` as Markdown that reads as exactly its text (``visible``, the page's own isolates kept: a record's
+    value is isolated, its own isolates shown, before it joins a text): raw HTML, entities, links, emphasis
     escaped. A table cell's ``|`` is ``markdown_table``'s to escape."""
-    text = _CONTROL.sub(" ", str(value))
-    text = html.escape(text, quote=False)
+    text = html.escape(visible(value, page_isolates=True), quote=False)
     text = _MARKUP.sub(lambda found: "\\" + found.group(0), text)
-    return _AUTOLINK.sub("\\:", text)
+    return _WWW.sub(r"\1\\.", _AUTOLINK.sub("\\:", text))
 
 
 def isolated(text: Any, catalog: Catalog) -> str:
@@ -46,20 +60,20 @@ def isolated(text: Any, catalog: Catalog) -> str:
     broke "(reduce-overhead)" after "reduce-", and the line's right-to-left order then put its bracket at the wrong
     end); as it is in a left-to-right language. Not escaped: for plain text (an alt text), which its format escapes."""
     if catalog.direction != "rtl":
-        return str(text)
-    return f"{LRI}{str(text).replace('-', '-' + WORD_JOINER)}{PDI}"
+        return visible(text)
+    return f"{LRI}{visible(text).replace('-', '-' + WORD_JOINER)}{PDI}"
 
 
 def ltr(text: Any, catalog: Catalog) -> str:
     """A value (a number, a model's or a device's name, a version) shown as text in Markdown (``plain``), kept
     left-to-right in right-to-left text (``isolated``)."""
-    return isolated(plain(text), catalog)
+    return isolated(plain(visible(text)), catalog)  # the value's own isolates shown, then the page's around it
 
 
 def code(text: Any, catalog: Catalog) -> str:
     """A value as inline code (a file, a field, a record id), left-to-right: a code span shows its content as
     written, so only its fence is chosen, longer than any run of backticks inside (CommonMark)."""
-    text = _CONTROL.sub(" ", str(text))
+    text = visible(text)
     fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
     padded = f" {text} " if text.startswith("`") or text.endswith("`") or not text.strip() else text
     return isolated(f"{fence}{padded}{fence}", catalog)
@@ -70,7 +84,7 @@ def environment_label(environment: str, catalog: Catalog, isolate: bool = True, 
     and unknown the catalog's ``device_*`` messages, names and versions kept left-to-right (``markdown=False``: plain
     text, for alt texts, which their format escapes; ``isolate=False`` too: as written, for figures)."""
     shown = (lambda text: ltr(text, catalog)) if isolate and markdown else (
-        (lambda text: isolated(text, catalog)) if isolate else str)
+        (lambda text: isolated(text, catalog)) if isolate else visible)
     device, torch, version = environment.partition(TORCH_SEPARATOR)
     if device == "GPU":
         label = catalog.t("device_gpu")

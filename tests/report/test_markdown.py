@@ -101,3 +101,28 @@ def test_markdown_html_escapes_raw_html_and_drops_script_links():
 
     html = markdown_html('<img src=x onerror=alert(1)> [a](javascript:alert(1))')
     assert "<img" not in html and "javascript:" not in html and "&lt;img" in html
+
+
+def test_a_records_invisible_and_control_characters_are_shown_or_dropped_and_the_pages_own_isolates_stay():
+    from bench_utils.report.markdown import code, environment_label, isolated, ltr, plain
+
+    # U+202E turned "DMA" into "AMD" on screen; a record's U+2069 closed the Arabic page's own isolate early
+    assert plain("\u202eDMA") == "&lt;U+202E&gt;DMA" and plain("a\u200bc") == "a&lt;U+200B&gt;c"
+    assert ltr("a\u2069b", Catalog("en")) == "a&lt;U+2069&gt;b"  # a record's value: its own isolates shown
+    assert plain(f"x {LRI}y{PDI}") == f"x {LRI}y{PDI}"  # a text of isolated values (an alt text): the page's kept
+    assert plain("x\x00y\tz\r\nw") == "xy z  w"  # NUL dropped, line breaks a space
+    arabic = Catalog("ar")
+    shown = ltr("H200\u2069 \u202e", arabic)
+    assert shown.count(LRI) == 1 and shown.count(PDI) == 1 and shown.startswith(LRI) and shown.endswith(PDI)
+    assert isolated("alt\x00text\u202e", Catalog("en")) == "alttext<U+202E>"  # an alt text: no NUL, visible
+    assert code("f\u2066x", Catalog("en")) == "`f<U+2066>x`"
+    assert "\u202e" not in environment_label("CPU (\u202eDMA)", Catalog("en"), isolate=False)
+
+
+def test_no_autolink_is_made_of_a_records_text_under_githubs_markdown():
+    from bench_utils.report.markdown import plain
+
+    # cmark-gfm (GitHub's) links www.host and scheme://host in running text; an escaped dot or colon is text
+    assert plain("see www.evil.example or WWW.x.example") == "see www\\.evil.example or WWW\\.x.example"
+    assert plain("https://evil.example/x") == "https\\://evil.example/x"
+    assert plain("awww.example") == "awww.example"  # inside a word: no www to link
