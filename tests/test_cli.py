@@ -225,8 +225,8 @@ def test_records_with_impossible_values_are_skipped_by_report_and_diagnose_and_c
     said = [line for line in err.splitlines() if ": skipped: " in line]
     assert said == [f"{study / 'results.jsonl'}:3: skipped: not a valid record (latency.mean: must be a valid "
                     f"number, got '{compiled['latency']['mean']}')",
-                    f"{study / 'results.jsonl'}:4: skipped: not a valid record (speedup.mean: must be greater than 0, "
-                    "got -0.5)"], err
+                    f"{study / 'results.jsonl'}:4: skipped: not a valid record (speedup.mean: must be greater than "
+                    "or equal to 0.000001, got -0.5)"], err
     page = (study / "en" / "README.md").read_text(encoding="utf-8")
     assert "(torn, corrupt or of another schema version): 2." in page and "-0.50" not in page
     status, out, err = run_main(capsys, "diagnose", str(study), "--dry-run")
