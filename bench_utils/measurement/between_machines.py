@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import math
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 from scipy import stats as scipy_stats
@@ -119,7 +119,8 @@ def between_machines(cells: Iterable[Sequence[MachineFigure]]) -> BetweenMachine
     return BetweenMachines(max(0.0, excess / dof), int(min(dof, len(machines) - 1)), int(used))
 
 
-def spread_for(group: str, cells_by_group: dict[str, list[Sequence[MachineFigure]]]) -> BetweenMachines | None:
+def spread_for(group: str,
+               cells_by_group: Mapping[str, Sequence[Sequence[MachineFigure]]]) -> BetweenMachines | None:
     """The spread between machines that a cell of ``group`` takes: its group's, where it rests on ``MIN_DOF``
     degrees of freedom or more, else every group's pooled where that does, else None (not known)."""
     own = between_machines(cells_by_group.get(group, []))

@@ -81,7 +81,8 @@ def start(backend: str = "inductor") -> None:
     compile_class = async_compile.AsyncCompile
     if compile_class.process_pool.cache_info().currsize > 0:
         return
-    launched, answered = time.perf_counter(), {}
+    launched = time.perf_counter()
+    answered: dict[str, float] = {}
     try:
         with _no_quiesce(async_compile.config, created=False):
             compile_class.warm_pool()

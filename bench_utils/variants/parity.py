@@ -273,7 +273,7 @@ def compare_outputs(eager: Any, compiled: Any, dtype: str | torch.dtype = "float
         note = fp64_missing or "no float64 reference given"
     ranked = sorted(judged, key=badness, reverse=True)
     worst = ranked[0] if ranked else None
-    worst_found = judged.get(worst, {})
+    worst_found = judged[worst] if worst is not None else {}
     per_tensor = {path: {name: _finite_or_none(value) for name, value in judged[path].items()}
                   for path in ranked[:MAX_PER_TENSOR]}
     return {

@@ -164,7 +164,7 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
     # elsewhere); under the grid runner, which shows its own progress, none.
     with cell_bar(len(order) * len(pairs), shown=not runner_pid) as bar:
         for index, (model_key, dtype) in enumerate(order):
-            cells = first if index == 0 else model_cells(model_key, dtype)
+            cells = first if index == 0 and first is not None else model_cells(model_key, dtype)
             first = None  # each model freed once its cells are measured
             for mode, batch_size in pairs:
                 if progress_file:  # the runner learns which cell a dying kernel was on
