@@ -1,4 +1,5 @@
-"""``python -m bench_utils coverage STUDY...``: do the intervals cover another machine's figure, on real records?
+"""A cell's figures across machines: the page's table of every machine's figure (``machines_table``), and
+``python -m bench_utils coverage STUDY...``: do the intervals cover another machine's figure, on real records?
 
 Every ``ok`` compiled record of the studies' results files is one replicate of one cell on one machine (its GPU's
 UUID; the cell: its identity without study or replicate, on its GPU's name and torch version). A machine's figure of
@@ -32,6 +33,9 @@ from ..records.key import CellIdentity
 from ..records.results_file import read_records
 from ..records.schema import Record
 from ..vocabulary import CompileMode, Status
+from ..zoo.registry import label_of
+from .i18n import Catalog
+from .markdown import ltr, markdown_table, mode_label
 from .replicate_rows import pair_log_ratios
 
 SMOKE_BELOW = 30  # held-out figures: under this, the covered share says little (its binomial interval is wide)
@@ -138,3 +142,34 @@ def coverage_lines(paths: list[str | os.PathLike]) -> list[str]:
     lines.append(f"covered {covered} of {len(hits)} (binomial 95 %: {ci.low:.2f}-{ci.high:.2f}); "
                  f"median width {statistics.median(widths):.3f} (high over low)")
     return lines
+
+
+def machines_table(records: Iterable[Record], catalog: Catalog) -> str | None:
+    """Every cell measured on two machines or more: each machine's figure (its GPU's UUID, shortened), their mean and
+    the interval for a new machine's figure (``between_machines``), after the spread between machines per group;
+    None where no cell was measured on two machines (the tables above show each cell's latest record)."""
+    figures = figures_by_cell(records)
+    several = {key: cell for key, cell in figures.items() if len(cell) > 1}
+    if not several:
+        return None
+    groups, rows, spreads = by_group(figures), [], {}
+    for (identity, _, _), cell in sorted(several.items(), key=lambda item: (item[0][0].model, item[0][0].batch_size or 0,
+                                                                            item[0][0].compile_mode)):
+        group = group_of(identity.batch_size or 1)
+        between = spreads.setdefault(group, spread_for(group, groups))
+        shown = [ltr(f"{figure.machine.removeprefix('GPU-')[:8]} {catalog.number(math.exp(figure.log_speedup), 2)}×",
+                     catalog) for figure in cell]
+        interval = new_machine_interval(cell, between) if between is not None else None
+        rows.append([ltr(label_of(identity.model), catalog), ltr(str(identity.batch_size), catalog),
+                     mode_label(identity.compile_mode, catalog), ", ".join(shown),
+                     ltr(catalog.number(interval.speedup if interval else
+                                        math.exp(sum(f.log_speedup for f in cell) / len(cell)), 2) + "×", catalog),
+                     ltr(f"{catalog.number(interval.low, 2)}–{catalog.number(interval.high, 2)}", catalog)
+                     if interval else "–"])
+    sds = [catalog.t("machines_spread", group=catalog.t(f"machines_group_{group.split()[0]}"),
+                     sd=ltr(catalog.number(between.sd, 3), catalog), dof=ltr(str(between.dof), catalog))
+           for group, between in sorted(spreads.items(), reverse=True) if between is not None]  # small first
+    text = catalog.t("machines_text", spreads="; ".join(sds) or catalog.t("machines_spread_unknown"))
+    headers = [catalog.t("col_model"), catalog.t("col_batch"), catalog.t("col_mode"), catalog.t("col_machines"),
+               catalog.t("col_over_machines"), catalog.t("col_new_machine")]
+    return f"{text}\n\n{markdown_table(headers, rows)}"

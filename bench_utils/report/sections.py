@@ -11,10 +11,10 @@ from typing import Iterable
 
 from IPython.display import Image, Markdown, display
 
-from . import context, diagnosis, geometric_means, guide_table, plots, provenance, tables, why
+from . import context, diagnosis, geometric_means, guide_table, machine_coverage, plots, provenance, tables, why
 from .guide_differences import guide_differences
 from ..measurement import stats
-from ..records.results_file import check_readable, skipped_lines_said
+from ..records.results_file import check_readable, read_records, skipped_lines_said
 from .energy_readings import PACE_RATIO
 from .frame import compiled_modes, frame, latest_records, project_paths, results_files, tidy
 from .i18n import Catalog
@@ -49,6 +49,7 @@ class ReportView:
         # each listed on stderr (the notebook's, which render hands back), counted on the page
         with skipped_lines_said() as skipped:
             self.records = latest_records(self.paths)
+            self.every_record = read_records(results_files(self.paths))  # every machine's (``machines``)
         self.skipped = skipped
         self.data = frame(self.records)
         self.reference_csv = reference_csv or tables.REFERENCE_CSV
@@ -116,6 +117,9 @@ class ReportView:
         parts = [f"## {t('guide_heading')}\n\n{t('guide_text', runs=ltr(runs, self.catalog))}\n\n" + " ".join(flags)]
         for caption, table in guide_table.guide_tables(self.data, self.catalog):
             parts.append(f"### {caption}\n\n{table}")
+        machines = machine_coverage.machines_table(self.every_record, self.catalog)
+        if machines:  # the cells measured on several machines: each one's figure, not only the latest
+            parts.append(f"### {t('machines_heading')}\n\n{machines}")
         switching = tables.switch_table(self.data, self.catalog)
         if switching:  # the interleaving's own cost, kept out of the figures above
             parts.append(f"### {t('switch_heading')}\n\n{t('switch_text')}\n\n{switching}")

@@ -74,3 +74,20 @@ def test_the_command_prints_the_check_and_a_missing_study_is_one_line(tmp_path, 
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("covered 19 of 19")
     assert main(["coverage", str(tmp_path / "none")]) == 2
     assert capsys.readouterr().err.strip().startswith("error: coverage: no results file at")
+
+
+def test_the_page_shows_every_machines_figure_of_a_cell_measured_on_several(tmp_path):
+    from bench_utils.records.results_file import read_records
+    from bench_utils.report.i18n import Catalog
+    from bench_utils.report.machine_coverage import machines_table
+
+    records = read_records(study(tmp_path) / "results.jsonl")
+    table = machines_table(records, Catalog("en"))
+    vit = next(line for line in table.splitlines() if line.startswith("| ViT |"))
+    assert all(f"{name} " in vit for name in ("A", "B", "C", "D"))  # each machine, by its GPU's UUID
+    low, high = (float(bound) for bound in vit.split("|")[6].strip().split("–"))
+    assert low < 1.2 < high  # the interval for a new machine's figure around the machines' mean
+    assert "batch sizes up to 4: between-machine standard deviation 0.0" in table
+    assert all(machines_table(records, Catalog(locale)) for locale in ("ar", "es"))
+    one_machine = [record for record in records if record.environment.gpus[0].uuid == "GPU-A"]
+    assert machines_table(one_machine, Catalog("en")) is None  # nothing to show: the tables above have it all
