@@ -26,8 +26,8 @@ from typing import Iterable
 from scipy import stats as scipy_stats
 
 from ..errors import UserError
-from ..measurement.between_machines import (MIN_DOF, MachineFigure, between_machines, group_of, machine_figure,
-                                            new_machine_interval, spread_for)
+from ..measurement.between_machines import (MIN_DOF, BetweenMachines, MachineFigure, between_machines, group_of,
+                                            machine_figure, new_machine_interval, spread_for)
 from ..measurement.paired import CONFIDENCE
 from ..records.key import CellIdentity
 from ..records.results_file import read_records
@@ -152,7 +152,8 @@ def machines_table(records: Iterable[Record], catalog: Catalog) -> str | None:
     several = {key: cell for key, cell in figures.items() if len(cell) > 1}
     if not several:
         return None
-    groups, rows, spreads = by_group(figures), [], {}
+    groups, rows = by_group(figures), []
+    spreads: dict[str, BetweenMachines | None] = {}
     for (identity, _, _), cell in sorted(several.items(), key=lambda item: (item[0][0].model, item[0][0].batch_size or 0,
                                                                             item[0][0].compile_mode)):
         group = group_of(identity.batch_size or 1)
