@@ -154,8 +154,11 @@ def machines_table(records: Iterable[Record], catalog: Catalog) -> str | None:
         return None
     groups, rows = by_group(figures), []
     spreads: dict[str, BetweenMachines | None] = {}
-    for (identity, _, _), cell in sorted(several.items(), key=lambda item: (item[0][0].model, item[0][0].batch_size or 0,
-                                                                            item[0][0].compile_mode)):
+    def order(item: tuple[CellKey, list[MachineFigure]]) -> tuple[str, int, str]:
+        identity = item[0][0]
+        return identity.model, identity.batch_size or 0, identity.compile_mode
+
+    for (identity, _, _), cell in sorted(several.items(), key=order):
         group = group_of(identity.batch_size or 1)
         between = spreads.setdefault(group, spread_for(group, groups))
         shown = [ltr(f"{figure.machine.removeprefix('GPU-')[:8]} {catalog.number(math.exp(figure.log_speedup), 2)}×",
