@@ -24,6 +24,7 @@ from pathlib import Path
 import shutil
 import sys
 import tempfile
+import time
 from typing import Iterator
 import uuid
 
@@ -37,6 +38,7 @@ KERNEL_STDERR_ENV = "BENCH_UTILS_KERNEL_STDERR"
 # The folder of the connection files and sockets of the kernels this process and its children start
 KERNEL_DIR_ENV = "BENCH_UTILS_KERNEL_DIR"
 IPYTHON_DIR_ENV = "IPYTHONDIR"  # IPython's own: its profile and history database go there
+STALE_AFTER_S = 3600  # a killed command's kernel folder, unchanged this long, is the next command's to remove
 
 
 @contextmanager
@@ -71,10 +73,12 @@ def remove_stale_folders() -> None:
     for path in Path(tempfile.gettempdir()).glob("kernels-*-*"):
         pid = path.name.split("-")[1]
         try:
-            mine = path.is_dir() and path.stat().st_uid == os.getuid()
+            stat = path.stat()
         except OSError:
             continue
-        if mine and pid.isdigit() and not psutil.pid_exists(int(pid)):
+        # an hour unchanged too: a process of another PID namespace sharing this temp folder is not seen here
+        idle = time.time() - stat.st_mtime > STALE_AFTER_S
+        if path.is_dir() and stat.st_uid == os.getuid() and idle and pid.isdigit() and not psutil.pid_exists(int(pid)):
             shutil.rmtree(path, ignore_errors=True)
 
 

@@ -232,6 +232,7 @@ class KernelCost:
     load_s: float              # the model's build, within start_s (a compile process builds it too)
     note: str
     first_cell_s: float = 0.0  # what a kernel's first cell costs beyond any other (``first_cell_extra_s``)
+    with_ready: bool = False   # its records carry ready_s: measured as the kernel now runs (no cut to price)
 
 
 @dataclass
@@ -308,7 +309,7 @@ def build_prices(cells: list[Cell], records: list[Record], logs: Iterable[Path],
         load = statistics.fmean(phases_of(record).get("load_s", 0.0) for record in first)
         kernels[model] = KernelCost(model, start, unrecorded, load,
                                     f"{what} {start:.1f} s ({len(first)} record{'s' if len(first) > 1 else ''}), "
-                                    f"unrecorded {unrecorded:.1f} s from {where}", first_cell_s)
+                                    f"unrecorded {unrecorded:.1f} s from {where}", first_cell_s, with_ready)
 
     models = list(dict.fromkeys(cell.model for cell in cells))
     sources: dict[str, str] = {}

@@ -197,7 +197,7 @@ def kernel_own(prices: Prices, model: str, knobs: Knobs, later: bool = False) ->
     replicate's) comes off the unrecorded part first (the compile-worker pool is there), then the others."""
     kernel = prices.kernels[model]
     own = {"unrecorded": kernel.unrecorded_s, "start": kernel.start_s, "first cell": kernel.first_cell_s}
-    cut = later_cut_s(prices, knobs) if later else new_cut_s(prices, model, knobs)
+    cut = later_cut_s(prices, model, knobs) if later else new_cut_s(prices, model, knobs)
     if cut < 0:  # a cost added (a what-if: a compiler warm-up the records predate)
         own["unrecorded"] -= cut
     for name in own:
@@ -217,14 +217,16 @@ def new_cut_s(prices: Prices, model: str, knobs: Knobs) -> float:
     model's build covers (``study.cell.kernel_start``: the pool boots while the model is built)."""
     if knobs.KERNEL_COST_CUT_S is not None:
         return knobs.KERNEL_COST_CUT_S
-    return min(pool_start_s(prices), prices.kernels[model].load_s)
+    kernel = prices.kernels[model]
+    return 0.0 if kernel.with_ready else min(pool_start_s(prices), kernel.load_s)  # ready_s: measured as it runs
 
 
-def later_cut_s(prices: Prices, knobs: Knobs) -> float:
-    """What a later replicate's kernel does not pay: ``LATER_KERNEL_CUT_S``, else the pool's recorded start."""
+def later_cut_s(prices: Prices, model: str | None, knobs: Knobs) -> float:
+    """What a later replicate's kernel does not pay: ``LATER_KERNEL_CUT_S``, else the pool's recorded start (none
+    where the model's records already measure a kernel as it now runs)."""
     if knobs.LATER_KERNEL_CUT_S is not None:
         return knobs.LATER_KERNEL_CUT_S
-    return pool_start_s(prices)
+    return 0.0 if model is not None and prices.kernels[model].with_ready else pool_start_s(prices)
 
 
 def new_cell_kernels(prices: Prices, firsts: list[Cell], knobs: Knobs,
@@ -407,8 +409,8 @@ def report(cells: list[Cell], prices: Prices, knobs: Knobs, outcome: Outcome, gr
     lines.append(f"  (kernel s: its own cost, {knobs.KERNEL_GAP_S:.2f} s between kernels included"
                  + (f", {knobs.KERNEL_COST_CUT_S:.1f} s cut" if knobs.KERNEL_COST_CUT_S is not None else
                     ", new cells' less the pool's start their model's build covers")
-                 + (f", later replicates' {later_cut_s(prices, knobs):.1f} s less (no compile-worker pool)"
-                    if later_cut_s(prices, knobs) else "")
+                 + (f", later replicates' {later_cut_s(prices, None, knobs):.1f} s less (no compile-worker pool)"
+                    if later_cut_s(prices, None, knobs) else "")
                  + f"; new cell s and later rep s: a compiled cell's mean, {firsts[0].settings.runs} runs a replicate)")
     serial, variant = outcome.n_serial, outcome.precompiled
     lines.append(f"new cells, alone and serial: {serial.count} of {outcome.compiled_firsts} in {knobs.COMMAND_S:.0f} s "

@@ -153,9 +153,12 @@ def test_the_kernel_folders_of_commands_killed_outright_go_with_the_next_command
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     dead = tmp_path / "kernels-4194399-abcd1234"  # above Linux's largest pid: no process has it
     alive = tmp_path / f"kernels-{os.getpid()}-efgh5678"  # another command of this process's, still running
-    for folder in (dead, alive):
+    recent = tmp_path / "kernels-4194398-ijkl9012"  # no process here, but changed a minute ago: another namespace's?
+    for folder in (dead, alive, recent):
         folder.mkdir()
         (folder / "kernel-0123-ipc-1").write_text("")
+    for folder in (dead, alive):
+        os.utime(folder, (time.time() - 7200, time.time() - 7200))  # two hours unchanged
     with kernel_folder() as folder:
         assert Path(folder).name.startswith(f"kernels-{os.getpid()}-")
-    assert not dead.exists() and alive.exists()
+    assert not dead.exists() and alive.exists() and recent.exists()

@@ -17,7 +17,8 @@ it states (its replicates' spread, or one run's pairs').
   on d = sum (k_c - 1) degrees of freedom, but at most the machines less one: a machine's effect is largely its own,
   the same in every cell it measures (a host), so many cells on few machines see few machines' effects (with 3
   machines and machine-level effects, the uncapped d covered 91 % in simulation, the capped 95 %). A cell takes its
-  group's where d >= ``MIN_DOF``, else every group's pooled (``spread_for``).
+  group's where d >= ``MIN_DOF`` and tau^2 > 0 (an estimate truncated at 0 is no evidence of none), else every
+  group's pooled (``spread_for``).
 - The interval (``new_machine_interval``): around the mean of the cell's k machines' figures, a new machine's figure
   differs from it by its own effect and noise and by the mean's: variance (tau^2 + s^2)(1 + 1/k), s^2 the cell's mean
   s^2 (the new machine measuring as ours did); Student's t on Satterthwaite's degrees of freedom of that sum.
@@ -122,9 +123,11 @@ def between_machines(cells: Iterable[Sequence[MachineFigure]]) -> BetweenMachine
 def spread_for(group: str,
                cells_by_group: Mapping[str, Sequence[Sequence[MachineFigure]]]) -> BetweenMachines | None:
     """The spread between machines that a cell of ``group`` takes: its group's, where it rests on ``MIN_DOF``
-    degrees of freedom or more, else every group's pooled where that does, else None (not known)."""
+    degrees of freedom or more and is not 0, else every group's pooled where that does, else None (not known)."""
     own = between_machines(cells_by_group.get(group, []))
-    if own is not None and own.dof >= MIN_DOF:
+    # a spread estimated at exactly 0 was truncated there (likely on few degrees of freedom): it says the spread is
+    # small, not that there is none, and an interval on it would be the figures' own
+    if own is not None and own.dof >= MIN_DOF and own.tau2 > 0:
         return own
     pooled = between_machines([cell for cells in cells_by_group.values() for cell in cells])
     return pooled if pooled is not None and pooled.dof >= MIN_DOF else None
@@ -153,9 +156,12 @@ def new_machine_interval(figures: Sequence[MachineFigure], between: BetweenMachi
     center = float(np.mean([figure.log_speedup for figure in figures]))
     own = float(np.mean([figure.se ** 2 for figure in figures]))
     # the mean s^2's degrees of freedom (Satterthwaite), then those of the whole variance
-    own_dof = own ** 2 * k ** 2 / sum(figure.se ** 4 / figure.dof for figure in figures)
+    own_dof = own ** 2 * k ** 2 / sum(figure.se ** 4 / figure.dof for figure in figures) if own > 0 else math.inf
     parts = [(between.tau2 * (1 + 1 / k), between.dof), (own * (1 + 1 / k), own_dof)]
     variance = sum(value for value, _ in parts)
+    if variance <= 0:  # machines and runs that agree to the last bit: nothing to spread
+        center = float(np.mean([figure.log_speedup for figure in figures]))
+        return NewMachineInterval(math.exp(center), math.exp(center), math.exp(center), k, math.inf)
     dof = variance ** 2 / sum(value ** 2 / part_dof for value, part_dof in parts if value > 0)
     half = float(scipy_stats.t.ppf(0.5 + confidence / 2, dof)) * math.sqrt(variance)
     return NewMachineInterval(math.exp(center), math.exp(center - half), math.exp(center + half), k, dof)

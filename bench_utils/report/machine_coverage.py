@@ -62,8 +62,11 @@ def _log_ratios(record: Record) -> list[float] | None:
         return None
     low, high = (math.log(bound) for bound in speedup.mean_ci95)
     se = (high - low) / 2 / float(scipy_stats.t.ppf(0.5 + CONFIDENCE / 2, speedup.pairs - 1))
-    # two values around the mean whose standard error is ``se``: their sd is se * sqrt(2)
-    return [math.log(speedup.mean) - se, math.log(speedup.mean) + se]
+    # n values (n the pairs, made even) alternating around the mean, their standard error ``se`` on n - 1 degrees of
+    # freedom: each is se * sqrt(n - 1) off it
+    n = max(2, speedup.pairs - speedup.pairs % 2)
+    off = se * math.sqrt(n - 1)
+    return [math.log(speedup.mean) + (off if index % 2 else -off) for index in range(n)]
 
 
 def figures_by_cell(records: Iterable[Record]) -> dict[CellKey, list[MachineFigure]]:
@@ -170,7 +173,9 @@ def machines_table(records: Iterable[Record], catalog: Catalog) -> str | None:
                                         math.exp(sum(f.log_speedup for f in cell) / len(cell)), 2) + "×", catalog),
                      ltr(f"{catalog.number(interval.low, 2)}–{catalog.number(interval.high, 2)}", catalog)
                      if interval else "–"])
-    sds = [catalog.t("machines_spread", group=catalog.t(f"machines_group_{group.split()[0]}"),
+    own = {group: between_machines(cells) for group, cells in groups.items()}
+    sds = [catalog.t("machines_spread" if between == own.get(group) else "machines_spread_pooled",
+                     group=catalog.t(f"machines_group_{group.split()[0]}"),
                      sd=ltr(catalog.number(between.sd, 3), catalog), dof=ltr(str(between.dof), catalog))
            for group, between in sorted(spreads.items(), reverse=True) if between is not None]  # small first
     text = catalog.t("machines_text", spreads="; ".join(sds) or catalog.t("machines_spread_unknown"))

@@ -128,3 +128,17 @@ def test_a_cell_on_one_machine_counts_the_spread_between_machines_twice_and_more
 
 def test_small_batches_and_large_ones_are_separate_groups():
     assert group_of(1) == group_of(4) == "small batch" and group_of(16) == "large batch"
+
+
+def test_figures_that_agree_to_the_last_bit_give_a_point_and_a_spread_of_zero_is_not_trusted():
+    from bench_utils.measurement.between_machines import spread_for
+
+    same = [MachineFigure("a", 0.1, 0.0, 5, 1), MachineFigure("b", 0.1, 0.0, 5, 1)]
+    interval = new_machine_interval(same, BetweenMachines(0.0, 3, 2))
+    assert interval.low == interval.high == interval.speedup == pytest.approx(math.exp(0.1))
+    agree = [[MachineFigure(m, v, 0.01, 10, 3) for m in "abc"] for v in (0.1, 0.5)]  # machines that agree: tau^2 0
+    apart = [[MachineFigure(m, v + d, 0.01, 10, 3) for m, d in zip("abc", (0, 0.1, -0.1))] for v in (0.1, 0.5)]
+    groups = {"large batch": agree, "small batch": apart}
+    assert between_machines(agree).tau2 == 0.0
+    assert spread_for("large batch", groups).tau2 == between_machines(agree + apart).tau2 > 0  # the pooled one
+    assert spread_for("small batch", groups) == between_machines(apart)

@@ -88,6 +88,20 @@ def test_the_page_shows_every_machines_figure_of_a_cell_measured_on_several(tmp_
     low, high = (float(bound) for bound in vit.split("|")[6].strip().split("–"))
     assert low < 1.2 < high  # the interval for a new machine's figure around the machines' mean
     assert "batch sizes up to 4: between-machine standard deviation 0.0" in table
+    assert all(Catalog(locale).t("machines_spread_pooled", group="g", sd="0.05", dof="3") for locale in ("ar", "es"))
     assert all(machines_table(records, Catalog(locale)) for locale in ("ar", "es"))
     one_machine = [record for record in records if record.environment.gpus[0].uuid == "GPU-A"]
     assert machines_table(one_machine, Catalog("en")) is None  # nothing to show: the tables above have it all
+
+
+def test_a_record_that_kept_no_calls_enters_with_its_interval_on_its_pairs_degrees_of_freedom(tmp_path):
+    from bench_utils.measurement.between_machines import machine_figure
+    from bench_utils.report.machine_coverage import _log_ratios
+
+    record = json.loads(json.dumps(gpu_record("GPU-A", "vit", 1, 1.5, np.random.default_rng(0))))
+    record["speedup"].pop("eager_values")  # the first lease's records kept no eager calls
+    record["speedup"].update(pairs=30, mean_ci95=[1.4, 1.6])
+    figure = machine_figure("GPU-A", [_log_ratios(Record.of(record))])
+    assert figure.dof == 29 and math.exp(figure.log_speedup) == pytest.approx(1.5)
+    half = 2.045 * figure.se  # t(0.975, 29): the record's own interval back
+    assert math.exp(figure.log_speedup - half) == pytest.approx(1.4, rel=0.01)

@@ -264,8 +264,9 @@ class _ModelCells:
                 if loaded is None:
                     try:
                         loaded = self._load()
-                    finally:  # the load's seconds apart from the cell's phases, failed or not
-                        load_s, phases = time.perf_counter() - phases.started, Phases()
+                    finally:  # the load's seconds apart from the cell's phases, failed or not (an early
+                        # build that failed: its seconds too)
+                        load_s, phases = load_s + time.perf_counter() - phases.started, Phases()
                 result = (replace(shared, phases=phases) if shared is not None
                           else self._measure(loaded, mode, batch_size, settings, phases))
                 phases = result.phases  # a row's mode: its own share of the row's time

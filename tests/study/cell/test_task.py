@@ -56,6 +56,19 @@ def test_an_error_records_the_traceback_and_the_rest_goes_on(tmp_path, monkeypat
     assert "Traceback" in error and "RuntimeError: injected fault" in error
 
 
+def test_a_first_model_whose_early_build_fails_keeps_its_seconds_in_the_first_records_load(tmp_path, monkeypatch):
+    import time
+
+    def slow_failure(*args, **kwargs):
+        time.sleep(0.3)
+        raise RuntimeError("cannot build")
+
+    monkeypatch.setattr(task, "load", slow_failure)
+    records = run(tmp_path, batch_sizes=[1, 2], runner_pid=0)
+    assert [r["status"] for r in records] == ["error", "error"]
+    assert records[0]["phases"]["load_s"] >= 0.3 and records[1]["phases"]["load_s"] < 0.3
+
+
 def test_a_model_that_cannot_load_gives_an_error_per_cell(tmp_path):
     returned = run(tmp_path, models=["resnet"], weights="pretrained", batch_sizes=[1, 2])
     assert [r["status"] for r in returned] == ["error", "error"]
