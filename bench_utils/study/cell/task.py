@@ -264,8 +264,7 @@ class _ModelCells:
                 if loaded is None:
                     try:
                         loaded = self._load()
-                    finally:  # the load's seconds apart from the cell's phases, failed or not (an early
-                        # build that failed: its seconds too)
+                    finally:  # the load's seconds (a failed early build's too) apart from the cell's phases
                         load_s, phases = load_s + time.perf_counter() - phases.started, Phases()
                 result = (replace(shared, phases=phases) if shared is not None
                           else self._measure(loaded, mode, batch_size, settings, phases))
