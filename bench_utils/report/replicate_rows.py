@@ -41,10 +41,10 @@ def replicate_columns(record: Record) -> dict[str, Any]:
     values = [value * 1e3 for value in latency.values] if latency else None
     eager = [value * 1e3 for value in speedup.eager_values] if speedup and speedup.eager_values else None
     sizes = speedup.block_runs if speedup else None
+    ratios = pair_log_ratios(values, eager, sizes)  # None: the record kept no calls in blocks
     compiled = record.cell.compile_mode != CompileMode.EAGER  # an eager record has no pairs to look in
-    checked = bool(values and eager and sizes and sum(sizes) == len(values) == len(eager)) if compiled else None
     return {"replicate": record.cell.replicate, "_values_ms": values, "_eager_values_ms": eager,
-            "_log_ratios": pair_log_ratios(values, eager, sizes), "regime_checked": checked,
+            "_log_ratios": ratios, "regime_checked": (ratios is not None) if compiled else None,
             "regime_eager": regime_ratio(eager, sizes), "regime_compiled": regime_ratio(values, sizes)}
 
 

@@ -160,8 +160,7 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
         kernel.start_phases = {"startup_s": max(0.0, startup_s),
                                "ready_s": time.perf_counter() - started - built_s}
     written = []
-    # A person running the notebook sees a bar over its cells (tqdm's widget in JupyterLab, text
-    # elsewhere); under the grid runner, which shows its own progress, none.
+    # a bar over the cells for a person (tqdm's widget in JupyterLab); none under the grid runner, which has its own
     with cell_bar(len(order) * len(pairs), shown=not runner_pid) as bar:
         for index, (model_key, dtype) in enumerate(order):
             cells = first if index == 0 and first is not None else model_cells(model_key, dtype)
@@ -179,15 +178,19 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
 
 def _compiles_warm_only(caches: KeptCaches | None, task: str, models: list[str], dtypes: list[str],
                        pairs: list[tuple[str, int]], settings: Settings, device: str) -> bool:
-    """Every compiled cell of the kernel compiles warm from a cold compilation kept by an earlier replicate (a
-    later replicate's kernel): none needs Inductor's compile-worker pool, whose start (7-9 s a kernel on the
-    H200) then buys nothing."""
-    compiled = [(model, parse_dtype(dtype)[0], mode, batch) for model in models for dtype in dtypes
-                for mode, batch in pairs if mode != CompileMode.EAGER]
-    return caches is not None and all(
-        timed_in_rows(mode, settings.shapes)
-        and kept_cell(caches, task, model, batch, mode, settings, dtype, device).cold() is not None
-        for model, dtype, mode, batch in compiled)
+    """Every compiled cell of the kernel compiles warm from an earlier replicate's kept cold compilation: no
+    compile-worker pool is needed (its start: 7-9 s a kernel on the H200)."""
+    kept = [kept_for(caches, task, model, parse_dtype(dtype)[0], device, mode, batch, settings)
+            for model in models for dtype in dtypes for mode, batch in pairs if mode != CompileMode.EAGER]
+    return all(cell is not None and cell.cold() is not None for cell in kept)
+
+
+def kept_for(caches: KeptCaches | None, task: str, model: str, dtype: str, device: str, mode: str, batch_size: int,
+             settings: Settings) -> KeptCell | None:
+    """A static torch.compile cell's caches kept between processes, where the kernel keeps them; else None."""
+    if caches is None or not timed_in_rows(mode, settings.shapes):
+        return None
+    return kept_cell(caches, task, model, batch_size, mode, settings, dtype, device)
 
 
 def cell_bar(total: int, shown: bool):
@@ -364,11 +367,8 @@ class _ModelCells:
         return result
 
     def _kept(self, mode: str, batch_size: int, settings: Settings) -> KeptCell | None:
-        """The cell's caches kept between processes: a static torch.compile cell's, where the kernel keeps them."""
-        caches = self.kernel.kept_caches
-        if caches is None or not timed_in_rows(mode, settings.shapes):  # eager, AOTInductor, a dynamic batch: none
-            return None
-        return kept_cell(caches, self.task, self.model, batch_size, mode, settings, self.dtype, self.device)
+        return kept_for(self.kernel.kept_caches, self.task, self.model, self.dtype, self.device, mode, batch_size,
+                        settings)
 
     def _trace_prefix(self, mode: str, batch_size: int, settings: Settings) -> str | None:
         """``keep_traces``: the study folder's ``traces/<cell>``, named as the cell's notebook and log are."""
