@@ -132,6 +132,10 @@ def register_engine() -> str:
         @classmethod
         def execute_managed_notebook(cls, nb_man, kernel_name, **kwargs):
             kwargs.setdefault("kernel_manager_class", UnixSocketKernelManager)
+            # Killed once its last cell has run: each cell appends its records flushed and fsynced and keeps its
+            # caches itself, so a graceful exit (the interpreter's teardown, the compile-worker pool's shutdown)
+            # only cost time: 2 s a kernel on a 2-core CPU (docs/study.md).
+            kwargs.setdefault("shutdown_kernel", "immediate")
             return super().execute_managed_notebook(nb_man, kernel_name, **kwargs)
 
     papermill_engines.register(ENGINE_NAME, UnixSocketEngine)
@@ -172,6 +176,9 @@ def _end_kernels_then_interrupt(signum, frame) -> None:
 
 
 if __name__ == "__main__":
+    # jsonschema, which nbformat imports, builds rfc3987_syntax's grammar for an IRI check no notebook schema uses:
+    # 1.4 s of every papermill process (one per kernel) on a 2-core CPU. None in sys.modules: its import fails fast.
+    sys.modules.setdefault("rfc3987_syntax", None)
     import click
     import signal
     from papermill.cli import papermill

@@ -68,6 +68,14 @@ class Knobs:
     # compile-worker pool (``task._compiles_warm_only`` sets TORCHINDUCTOR_COMPILE_THREADS=1). None: the pool's
     # start as the records measured it (the median of compile.compile_workers.start_ms, 7.8 s), 0 where none did.
     LATER_KERNEL_CUT_S: float | None = None
+    # A kernel's launch and exit as bench_utils/kernel.py now runs them, cut from what the leases' logs hold: measured
+    # on this 2-core CPU (docs/study.md), ASSUMED the same on the H200's host (a faster CPU would cut less). Papermill's
+    # process no longer builds a URI grammar as it imports (launch to the kernel's first cell 2.1-2.5 -> 0.9-1.0 s: off
+    # the unrecorded part); the kernel is killed after its last cell (its exit 1.1 s, 2.9 s with a compile-worker
+    # pool -> 0.2 s: off the gap).
+    LAUNCH_CUT_S: float = 1.3
+    EXIT_CUT_S: float = 0.9
+    EXIT_POOL_CUT_S: float = 2.7
     # A new cell's energy windows (eager and compiled): None, as each record measured them where its windows were
     # sized from the counter's step (2.1-2.5 s on the H200), the median of those where a record had the old fixed
     # 5-s windows (10.8 s); a number: that, for every new cell.
@@ -196,7 +204,8 @@ def kernel_own(prices: Prices, model: str, knobs: Knobs, later: bool = False) ->
     cell's extra, and the gap to the next. ``new_cut_s`` (a new cell's kernel) or ``later_cut_s`` (a later
     replicate's) comes off the unrecorded part first (the compile-worker pool is there), then the others."""
     kernel = prices.kernels[model]
-    own = {"unrecorded": kernel.unrecorded_s, "start": kernel.start_s, "first cell": kernel.first_cell_s}
+    own = {"unrecorded": max(0.0, kernel.unrecorded_s - knobs.LAUNCH_CUT_S), "start": kernel.start_s,
+           "first cell": kernel.first_cell_s}
     cut = later_cut_s(prices, model, knobs) if later else new_cut_s(prices, model, knobs)
     if cut < 0:  # a cost added (a what-if: a compiler warm-up the records predate)
         own["unrecorded"] -= cut
@@ -204,7 +213,8 @@ def kernel_own(prices: Prices, model: str, knobs: Knobs, later: bool = False) ->
         taken = min(own[name], max(0.0, cut))
         own[name] -= taken
         cut -= taken
-    return {**own, "gap": knobs.KERNEL_GAP_S}
+    exit_cut = knobs.EXIT_CUT_S if later else knobs.EXIT_POOL_CUT_S  # a later replicate's kernel starts no pool
+    return {**own, "gap": max(0.0, knobs.KERNEL_GAP_S - exit_cut)}
 
 
 def pool_start_s(prices: Prices) -> float:
@@ -406,7 +416,9 @@ def report(cells: list[Cell], prices: Prices, knobs: Knobs, outcome: Outcome, gr
                      f"{prices.sources.get(model, 'its own records')}; kernel: {prices.kernels[model].note}")
     for note in prices.cell_notes:
         lines.append(f"  {note}")
-    lines.append(f"  (kernel s: its own cost, {knobs.KERNEL_GAP_S:.2f} s between kernels included"
+    lines.append(f"  (kernel s: its own cost, {knobs.KERNEL_GAP_S:.2f} s between kernels included, less the kernel's "
+                 f"launch and exit cut on this CPU ({knobs.LAUNCH_CUT_S:.1f} s and {knobs.EXIT_POOL_CUT_S:.1f} s, "
+                 f"{knobs.EXIT_CUT_S:.1f} s without a pool)"
                  + (f", {knobs.KERNEL_COST_CUT_S:.1f} s cut" if knobs.KERNEL_COST_CUT_S is not None else
                     ", new cells' less the pool's start their model's build covers")
                  + (f", later replicates' {later_cut_s(prices, None, knobs):.1f} s less (no compile-worker pool)"
@@ -440,6 +452,8 @@ def report(cells: list[Cell], prices: Prices, knobs: Knobs, outcome: Outcome, gr
                        f"x{knobs.PRECOMPILE_FACTOR:.1f} a compile alone")
     assumed.append(f"M rests on an assumed figure: a cell's carried caches loaded in {knobs.CACHE_LOAD_S:.1f} s and "
                    "a warm compile from them as fast as from the machine's own cache")
+    if knobs.LAUNCH_CUT_S or knobs.EXIT_CUT_S or knobs.EXIT_POOL_CUT_S:
+        assumed.append("both rest on a kernel's launch and exit cut as this CPU measured the cut, not yet the H200")
     if knobs.KERNEL_COST_CUT_S is None or knobs.LATER_KERNEL_CUT_S is None:
         assumed.append("both rest on the kernel's order since these records (a new cell's kernel builds its model "
                        "while the compile-worker pool boots; a later replicate's starts none), priced from the "

@@ -162,3 +162,23 @@ def test_the_kernel_folders_of_commands_killed_outright_go_with_the_next_command
     with kernel_folder() as folder:
         assert Path(folder).name.startswith(f"kernels-{os.getpid()}-")
     assert not dead.exists() and alive.exists() and recent.exists()
+
+
+def test_a_kernel_is_killed_once_its_last_cell_has_run_and_papermill_skips_jsonschemas_uri_grammar(tmp_path):
+    # a graceful exit would run the kernel's atexit hooks (the interpreter's teardown, a compile-worker pool's
+    # shutdown): killed, it runs none
+    marker = tmp_path / "exited"
+    notebook = tmp_path / "in.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        f"import atexit, pathlib\natexit.register(pathlib.Path({str(marker)!r}).touch)")]), notebook)
+    done = _start(notebook, tmp_path / "out.ipynb", tmp_path)
+    assert done.wait(timeout=120) == 0, done.stdout.read()
+    time.sleep(0.5)
+    assert not marker.exists()
+    # papermill's process: jsonschema's import of rfc3987_syntax (a grammar built at import) fails fast
+    probe = ("import runpy, sys\nsys.argv = ['kernel', '--help']\n"
+             "try:\n    runpy.run_module('bench_utils.kernel', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+             "print('jsonschema' in sys.modules, sys.modules.get('rfc3987_syntax'))")
+    shown = subprocess.run([sys.executable, "-c", probe], cwd=PROJECT_ROOT, capture_output=True, text=True,
+                           timeout=120).stdout.split()
+    assert shown[-2:] == ["True", "None"]

@@ -138,8 +138,8 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
     compiles = any(mode != CompileMode.EAGER for mode, _ in pairs)
     caches = _absolute(compile_caches) if compile_caches else default_root(results_path.parent)
     kept_caches = KeptCaches(caches) if keep_compiles else None
-    if compiles and _compiles_warm_only(kept_caches, task, models, dtypes, pairs, settings, device):
-        # torch's own switch, read as Inductor is imported: a kernel that compiles nothing cold starts no pool
+    warm_only = compiles and _compiles_warm_only(kept_caches, task, models, dtypes, pairs, settings, device)
+    if warm_only:  # torch's own switch, read as Inductor is imported: a kernel that compiles nothing cold starts no pool
         os.environ.setdefault(compile_workers.THREADS_ENV, "1")
     if compiles:  # launched first: its sidecar boots while the first model is built (``kernel_start``)
         compile_workers.start(settings.backend)
@@ -154,7 +154,7 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
     order = [(model_key, dtype) for model_key in models for dtype in dtypes]
     first = model_cells(*order[0]) if order else None
     built_s = first.build() if first is not None else 0.0
-    if compiles:  # no cold compile pays the pool's start or the process's first compile
+    if compiles and not warm_only:  # no cold compile pays the pool's start or the process's first compile
         ready_the_compiler(settings.backend, device)
     if runner_pid:
         kernel.start_phases = {"startup_s": max(0.0, startup_s),

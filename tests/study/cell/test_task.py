@@ -328,13 +328,18 @@ def test_a_later_replicates_kernel_compiles_warm_from_the_caches_the_first_kept(
 
     monkeypatch.setenv(THREADS_ENV, "")
     monkeypatch.delenv(THREADS_ENV)  # restored as it was after the test
+    readied = []
+    ready = task.ready_the_compiler
+    monkeypatch.setattr(task, "ready_the_compiler", lambda *args: readied.append(args) or ready(*args))
     options = dict(compile_modes=["eager", "default", "reduce-overhead"], batch_sizes=[1, 2], runs=4, blocks=2,
                    warmup=2, backend="aot_eager", replicates=2, keep_compiles=True,
                    compile_caches=tmp_path / "kept")
     first = run(tmp_path, replicate="r1", **options)
     assert THREADS_ENV not in os.environ  # the first replicate compiles cold: Inductor's pool as torch decides
+    assert len(readied) == 1  # and its compiler warmed up first
     later = run(tmp_path, replicate="r2", **options)
     assert os.environ[THREADS_ENV] == "1"  # every compiled cell warm from kept caches: no pool to start
+    assert len(readied) == 1  # nor a compiler warm-up: nothing compiles cold
     compiled = [(a, b) for a, b in zip(first, later) if a["cell"]["compile_mode"] != "eager"]
     folders = {path for path in (tmp_path / "kept").iterdir() if path.is_dir()}
     assert len(compiled) == 4 and len(folders) == 4  # a folder a compiled cell (beside its claim's file)
