@@ -1,15 +1,10 @@
 """A speed-up's interval for the figure another machine will show: the spread between machines in it.
 
-A cell's replicates (``replicates``) put the spread between processes in its interval, but every process ran on one
-machine, and machines of one kind differ: on the H200 the cells measured on two or three GPUs (reports/hf-guide-h200,
-gpu-check-h200, anchors-h200) moved about 0.05 in log speed-up between machines, about 0 at batch 16 and up to 0.14
-on host-bound small batches, more than their within-run intervals. The quantity here is **the figure a new machine
-of the kind will show** when it measures the cell as ours did: what a reader who re-runs it gets.
-
-The model, per cell c and machine m: a machine's figure y_cm (its log speed-up, ``machine_figure``) is
-mu_c + M_cm + e_cm, where M_cm ~ N(0, tau^2) is the machine's effect, shared by the cells of one group (host-bound
-small batches, compute-bound large ones: ``group_of``), and e_cm the figure's own noise, whose standard error s_cm
-it states (its replicates' spread, or one run's pairs').
+Why (machines of one kind differ by more than a run's interval), and what the interval covers in simulation and on
+real records: docs/measurement.md, *Between machines*. The model, per cell c and machine m: a machine's figure y_cm
+(its log speed-up, ``machine_figure``) is mu_c + M_cm + e_cm, where M_cm ~ N(0, tau^2) is the machine's effect,
+shared by the cells of one group (``group_of``), and e_cm the figure's own noise, whose standard error s_cm it states
+(its replicates' spread, or one run's pairs').
 
 - tau^2 (``between_machines``): the method of moments pooled over the group's cells measured on k_c >= 2 machines
   (DerSimonian and Laird's estimator, one tau^2 for many cells): each cell's sample variance of its machines'
@@ -23,10 +18,6 @@ it states (its replicates' spread, or one run's pairs').
   differs from it by its own effect and noise and by the mean's: variance (tau^2 + s^2)(1 + 1/k), s^2 the cell's mean
   s^2 (the new machine measuring as ours did); Student's t on Satterthwaite's degrees of freedom of that sum.
   A cell measured on one machine gets the same formula with k = 1: the between-machine part twice.
-
-tests/measurement/test_between_machines.py simulates cells at the sizes the records show (machine, process, drift and
-regime effects) and checks that this interval covers a new machine's figure about 95 % of the time, where the
-within-run one does not; ``report.machine_coverage`` checks it on real records, each machine held out in turn.
 """
 
 from __future__ import annotations
@@ -39,6 +30,7 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from .paired import CONFIDENCE
+from .replicates import pooled_standard_error
 
 METHOD = ("prediction interval for a new machine's figure: the machines' mean, the spread between machines "
           "(pooled method of moments over the cells of its group) and each figure's own error, Student's t "
@@ -74,10 +66,8 @@ def machine_figure(machine: str, log_ratios: Sequence[Sequence[float]]) -> Machi
     if not replicates:
         return None
     means = np.array([ratios.mean() for ratios in replicates])
-    pairs = sum(ratios.size for ratios in replicates)
-    pooled_dof = pairs - len(replicates)
-    pooled_se = (math.sqrt(sum(float(((r - r.mean()) ** 2).sum()) for r in replicates) / pooled_dof / pairs)
-                 if pooled_dof >= 1 else None)
+    pooled_dof = sum(ratios.size for ratios in replicates) - len(replicates)
+    pooled_se = pooled_standard_error(replicates)
     if len(replicates) == 1:
         if pooled_se is None:
             return None
@@ -160,7 +150,6 @@ def new_machine_interval(figures: Sequence[MachineFigure], between: BetweenMachi
     parts = [(between.tau2 * (1 + 1 / k), between.dof), (own * (1 + 1 / k), own_dof)]
     variance = sum(value for value, _ in parts)
     if variance <= 0:  # machines and runs that agree to the last bit: nothing to spread
-        center = float(np.mean([figure.log_speedup for figure in figures]))
         return NewMachineInterval(math.exp(center), math.exp(center), math.exp(center), k, math.inf)
     dof = variance ** 2 / sum(value ** 2 / part_dof for value, part_dof in parts if value > 0)
     half = float(scipy_stats.t.ppf(0.5 + confidence / 2, dof)) * math.sqrt(variance)

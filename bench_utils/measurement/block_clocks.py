@@ -1,15 +1,12 @@
 """What a GPU's clocks do between the blocks of a comparison: read after each block, outside the timed calls.
 
-On the first GPU run eager's latency moved with the mode it was paired with (ResNet-50 at batch 1:
-3.69 ms beside the default mode, 5.06 ms beside reduce-overhead) and the records could not say why.
-``BlockClocks`` reads NVML's SM clock and temperature after every block (``compare``'s
-``between_blocks``), so that a clock that drops with one side shows in the record. One NVML read
-costs microseconds; NVML is opened once for the whole comparison. Where NVML is missing (a CPU, a
-host without the library) it reads nothing and ``compare`` keeps no probe.
+Why (eager's latency moved with the mode it was paired with): docs/measurement.md, *What moves between blocks*.
+NVML is opened once for the whole comparison; one read costs microseconds. Where NVML is missing it reads nothing.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import torch
@@ -32,11 +29,7 @@ class BlockClocks:
             self.note = f"no NVML on {self.device.type}"
             return None
         try:
-            nvml = self._nvml_given
-            if nvml is None:
-                import pynvml
-
-                nvml = pynvml
+            nvml = self._nvml_given if self._nvml_given is not None else importlib.import_module("pynvml")
             nvml.nvmlInit()
             self._nvml = nvml
             self._handle, _ = nvml_handle(nvml, self.device)

@@ -1,12 +1,8 @@
 """Speed-up of one callable over another, measured in random-order pairs of blocks (docs/measurement.md).
 
-The two are timed interleaved, as PyTorch's dynamo harness does, so that clock, thermal and load drift hit both
-alike; within each pair the order is drawn at random from a recorded seed, half each way, so that an order effect
-cannot favour one side. The speed-up, its 95 % interval and the p-value come from the pairs (``paired``). Each
-block starts with ``switch_calls`` calls kept apart (``switch_ms``): on an H200 the first call after a switch was
-15 to 40 % slower. ``between_blocks``, where given, is called after every block, outside the timed calls, and what
-it returns is kept per block (a GPU's clock, say). ``compare_many`` times one baseline in the same rounds as several
-candidates, every two sides in either order equally often (``round_orders``), so a row has one eager figure.
+Interleaved, so that drift hits both sides alike, each pair's order drawn from a recorded seed so that an order
+effect cannot favour one; the statistics come from the pairs (``paired``). ``compare_many`` times one baseline in the
+same rounds as several candidates (``round_orders``), so a row has one eager figure.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """Activation memory of one CPU call, from torch's profiler: the most bytes its allocations held at once.
 
-Resident memory (``memory.MemoryProbe``) cannot see a CPU forward pass's activations once warm-up has grown the
-heap: the allocator reuses the blocks the last call freed (docs/measurement.md, *Activation memory on a CPU*). Torch's
-profiler with ``profile_memory=True`` records each allocation and free of torch's CPU allocator, Inductor's generated
-code included; the peak of the bytes live among the blocks allocated during the call is what it needs on top of
-what was alive before it. Not counted: memory taken outside torch's allocator, and allocations on other threads
-(operators allocate their outputs on the calling thread before they split their work).
-
-Fields: ``cpu_activation_peak_bytes`` (None where not measured, never 0), ``cpu_activation_allocations``
-(allocations seen), ``cpu_activation_method`` and ``cpu_activation_note`` (why there is no figure).
+Resident memory cannot see a warm CPU forward pass's activations (the allocator reuses the blocks the last call
+freed); the profiler records each allocation and free of torch's CPU allocator. What is not counted, and the
+figures: docs/measurement.md, *Activation memory on a CPU*. Fields: ``FIELDS``; the peak is None where not measured,
+never 0, and ``cpu_activation_note`` says why.
 """
 
 from __future__ import annotations

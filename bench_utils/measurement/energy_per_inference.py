@@ -18,12 +18,8 @@ from .energy_window import WindowRule, energy_window
 from .power import EnergyProbe, per_inference
 from .timing import make_timer
 
-# The energy window of each side, sized from the counter's measured step. NVML's counter steps every ~100 ms
-# (A100, H100; 100 ms on the H200) and each step samples about a quarter of its period (measurement/power.py):
-# each step's increment is one sample of the power, and a side runs until enough of them agree: between
-# ENERGY_STEPS_MIN and ENERGY_STEPS_MAX steps, reading the counter between chunks of ENERGY_CHUNK_MS of calls (the
-# cell's plan prices the window from these, ``variants.cell_plan``). Fixed 5-second windows (50 steps) took 10.8 s
-# of a ~50 s compiled cell on the H200.
+# The energy window of each side, sized from the counter's measured step (~100 ms): each step's increment is one
+# sample of the power, and a side runs until enough of them agree (the cell's plan prices it, ``variants.cell_plan``).
 ENERGY_STEPS_MIN = 8        # fewest samples (steps, where seen one by one) to stop on the spread: from fewer it is
                             # itself too uncertain (7 degrees of freedom: the 95 % interval is 2.36 standard errors);
                             # a steady load, its steps within ~5 % of each other, stops at 8: ~1.05 s a side
@@ -38,17 +34,9 @@ ENERGY_POWER_REL_SE = 0.02  # stop once the mean power's relative standard error
 ENERGY_MAX_CALLS = 5_000    # calls in one chunk, at most
 ENERGY_FALLBACK_WINDOW_S = 1.0  # a counter whose step is unknown (it did not step within 1 s, twice): a fixed,
                                 # unaligned window about as long as the longest aligned one, said in the note
-# Calls whose period divides the counter's step (33, 50, 100 ms) would be sampled at one phase of the call only
-# (off by 30 % in tests), and in windows of 8 to 11 steps so would any call whose phase moves little from one step
-# to the next (a period near a simple fraction or multiple of the step: 95, 105, 190, 200 ms...). An idle gap
-# before each chunk moves the phase: ``drift_s`` tries sweeps of 0 to 2 calls (or steps, where shorter) over the
-# minimum window, in eighths (``ENERGY_SWEEPS``), predicts at which phase of its call each step will fall, and
-# keeps the sweep that spreads them most evenly (the smallest of equals). The prediction needs the step to about a
-# millisecond: it takes the step averaged over an earlier window on the same GPU where there was one; else the one
-# measured at entry, which strayed from the true 100 ms by -11 % to +5 % on the H200, so the sweep is judged on the
-# spread averaged over steps within ``ENERGY_STEP_STRAY`` of it. The gaps take 0 to 20 % of the window where calls
-# last 20 ms to a few steps, under 1 % for calls of a few milliseconds (``idle_gaps_s``); their energy at the idle
-# power measured just before the window (``idle_power_w``) is taken out of the joules per inference.
+# A call whose phase moves little from one step to the next (a period near a simple fraction or multiple of the
+# step) would be sampled at one phase only: an idle gap before each chunk moves the phase (``drift_s``), its energy
+# at the idle power taken out (docs/measurement.md).
 ENERGY_SWEEPS = tuple(eighths / 8 for eighths in range(17))  # up to 2: capped at 1 or 1.5, more phases were left
                                                              # clustered (errors past the interval) in simulation
 ENERGY_STEP_STRAY = 0.10     # the entry's step strayed -11 % to +5 % on the H200: planned over +-10 % of it
@@ -61,14 +49,8 @@ _counter_steps: dict[str, float] = {}  # per device: the counter's step averaged
 def energy_per_inference(device: torch.device, sides: dict[str, tuple[Callable[[], Any], float]], sync: str,
                          clocks: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """Joules per inference (one call: a whole batch) of each side (CUDA only), and the clocks,
-    temperatures and throttle reasons at the start and end of the timed runs.
-
-    Each side runs calls in a window from step to step of NVML's counter (``EnergyProbe(align=True)``),
-    reading it between chunks of ~``ENERGY_CHUNK_MS`` of calls, each step a sample of the power: until
-    ``ENERGY_STEPS_MIN`` samples give the mean power a relative standard error of at most
-    ``ENERGY_POWER_REL_SE``, or ``ENERGY_STEPS_MAX`` steps; a counter whose step is unknown, for
-    ``ENERGY_FALLBACK_WINDOW_S`` (a note says so). Joules per inference: the mean power over the window
-    times the wall time of the calls, less the idle gaps' energy (``drift_s``), per call."""
+    temperatures and throttle reasons at the start and end of the timed runs (``clocks``). Each side's window:
+    the module's docstring and the constants above."""
     if device.type != "cuda":
         return None
     energy: dict[str, Any] = {"timed_runs": clocks}

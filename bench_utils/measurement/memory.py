@@ -1,11 +1,7 @@
 """Memory of a measured region: ``with MemoryProbe(...) as probe: ...``, then ``probe.report``.
 
-Fields in bytes, None (never 0) where they cannot be measured here; what each means is in docs/measurement.md
-(*Memory*). At entry on CUDA the probe synchronizes and empties the allocator's cache, so that reserved memory is
-what is in use, not what earlier work left cached; the increases are peak minus entry, what the region needs on top
-of what was alive before it. A CUDA graph's replay allocates nothing: its activations live in the graph's private
-pool (``cuda_graph_pool_bytes``, read at exit), made before the region. NVML's figures are sampled during the
-region; the process's resident memory comes from a psutil sampling thread, refined by Linux's high-water mark.
+Fields in bytes, None (never 0) where they cannot be measured here; what each means, and why the probe empties the
+allocator's cache at entry: docs/measurement.md, *Memory*.
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
 """A smaller GPU on a larger one: PyTorch's CUDA allocator capped at a card's memory.
 
-A grid's ``gpu_memory_gib: 16`` measures on an H100 what a 16 GB card (a T4, a V100) would let
-through: a cell that needs more is ``oom`` there, and the larger batches are skipped, as on that
-card. It is ``torch.cuda.set_per_process_memory_fraction`` (PyTorch's dynamo benchmarks offer it,
-``--per_process_memory_fraction``, to reproduce a smaller GPU's OOMs). Called once per kernel,
-before the kernel allocates anything on the GPU.
-
-What it does not emulate: the cap binds PyTorch's caching allocator only. The CUDA context and
-what libraries allocate outside it (a few hundred MiB) are not counted, so the emulated card is
-slightly roomier than the real one; and its speed is the large GPU's. Processes the kernel starts
-to time a cold start (``variants.fresh_process``) run without the cap.
+A grid's ``gpu_memory_gib: 16`` measures on an H100 what a 16 GB card would let through (a cell that needs more is
+``oom``), with ``torch.cuda.set_per_process_memory_fraction``, once per kernel before it allocates anything on the
+GPU. What it does not emulate (memory outside the allocator, the card's speed): docs/measurement.md.
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 """Speed-up statistics of paired blocks: baseline and candidate timed side by side, pair by pair.
 
-A comparison runs many short pairs of blocks (one block of each side, in random
-order). Drift of the machine (clocks, temperature, other load) moves both blocks of
-a pair alike, so the pair's log ratio of block means is free of it, and the pairs
-are the independent units: treating the hundreds of single runs as independent, as
-an unpaired bootstrap or Welch's test does, makes intervals far too narrow whenever
-block-level effects exist (tests/measurement/test_paired.py simulates both).
-
-- speed-up: exp(mean over pairs of log(mean baseline block / mean candidate block)),
-  the geometric mean of the pairs' ratios (equal to the ratio of means, the guide's
-  statistic, when the blocks are steady);
-- its 95 % interval: Student's t-interval on the log ratios, exponentiated; the
-  p-value is the paired t-test's (one-sample t on the log ratios, two-sided);
-- the median speed-up: median(all baseline runs) / median(all candidate runs), its
-  interval a percentile bootstrap that resamples whole pairs (fixed seed).
-
-With fewer than two pairs no interval exists: it is None, never a made-up one.
+Drift moves both blocks of a pair alike, so the pairs, not the runs, are the independent units (runs taken as
+independent make intervals far too narrow: tests/measurement/test_paired.py). The speed-up is the geometric mean of
+the pairs' ratios of block means, its interval Student's t on their logs, the p-value the paired t-test's; the median
+speed-up's interval is a bootstrap over whole pairs. With fewer than two pairs no interval exists: None, never a
+made-up one.
 """
 
 from __future__ import annotations

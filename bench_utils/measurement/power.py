@@ -1,23 +1,16 @@
 """Energy, clocks and temperature of a GPU around a measured region, from NVML.
 
-``with EnergyProbe(device) as probe: <timed work>`` then ``probe.report`` (keys: ``REPORT_KEYS``):
-``energy_j``, ``duration_s`` and ``mean_power_w`` (all three or none) from the board's total-energy
-counter (millijoules, Volta and later, other processes included) read at entry and exit; ``region_s``,
-the work's wall time; SM clock, temperature and throttle reasons at start and end; and, aligned, the
-counter's period (``counter_step_s``), its ``steps`` with the spread of their power (``power_rel_se``,
-``power_rel_ci95``) and ``idle_power_w``, the step that starts the window, the GPU idle since entry.
+``with EnergyProbe(device) as probe: <timed work>`` then ``probe.report`` (keys: ``REPORT_KEYS``): ``energy_j``,
+``duration_s`` and ``mean_power_w`` (all three or none) from the board's total-energy counter (millijoules, Volta and
+later, other processes included); ``region_s``, the work's wall time; SM clock, temperature and throttle reasons at
+start and end; and, aligned, the counter's period, its ``steps`` with the spread of their power and ``idle_power_w``.
 
-The counter moves in steps (about 100 ms) and each step samples only part of its period, so read at
-arbitrary times it is off by up to a step at each end. ``align=True`` polls it at entry until it steps
-twice (the second gap is ``counter_step_s``) and starts the region on that step; at exit, polling on
-until the next step dates the last one before it: the window runs from step to step. ``observe()``
-between pieces of the work credits each increment to the steps it holds (one where the reads came under
-``SINGLE_STEP_SHARE`` of a step apart, else as many as the period puts there): samples of the power
-that add up to ``energy_j``. The device is synchronized at entry (earlier queued work stays out) and at
-exit (all the region's work is in), so "GpuIdle" among the end reasons is expected. Why, and the
-figures, are in ``docs/measurement.md``; the window's arithmetic is ``measurement/energy_window.py``.
-
-On a CPU, or where NVML is missing or refuses, every field is None, never 0.
+The counter moves in steps (about 100 ms), so read at arbitrary times it is off by up to a step at each end:
+``align=True`` polls it at entry until it steps twice and starts the region on that step, and at exit polls on
+until the next step, which dates the last one before it. ``observe()`` between pieces of the work credits each
+increment to the steps it holds: samples of the power. Why, and the figures: ``docs/measurement.md``; the window's
+arithmetic: ``measurement/energy_window.py``. The device is synchronized at entry and exit, so "GpuIdle" among the
+end reasons is expected. On a CPU, or where NVML is missing or refuses, every field is None, never 0.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """A regime shift in a series of block means: the host (or the device) changing pace inside a cell.
 
-On an H200 the block means of launch-bound cells jumped between discrete levels while the SM clock held at
-1980 MHz: BEiT's eager between 8.7 and 15.0 ms and back, its compiled blocks with it, in 6 of 10 fresh
-processes (reports/anchors-h200/lease-2026-11-27). A mean over such a cell describes neither level.
+A mean over such a cell describes neither level (what was seen on the H200: docs/measurement.md, *Regime shifts*).
 ``regime_shift`` says whether one side's series of block means changed level, and by how much:
 
 - whether: the blocks' order matters. Von Neumann's ratio (the mean square of successive differences over
@@ -15,9 +13,6 @@ processes (reports/anchors-h200/lease-2026-11-27). A mean over such a cell descr
   first block whose level differs from the first block's;
 - it counts where p is below ``alpha`` and the levels differ by at least ``min_ratio``: a persistent change
   too small to matter for a latency is not flagged.
-
-tests/measurement/test_regime.py checks on simulated series that a steady one is flagged about ``alpha`` of
-the time or less and that steps, several regimes and drifts of the sizes seen are found.
 """
 
 from __future__ import annotations
@@ -35,11 +30,8 @@ PERMUTATIONS = 999
 MIN_BLOCKS = 8
 MIN_LEVEL_BLOCKS = 2   # a level of one block at an end of the run is an outlier there, not a regime
 SEED = 0
-# A record's calls are read as points of this many consecutive calls (a block of 10: two points), not as block means:
-# a replicate of 100 calls in 10 blocks gives 20 points. A 1.3x step in one of three such replicates was found in
-# 94-100 % of simulations on points, 69-95 % on block means (calls 2-15 % apart; tests/measurement/test_regime.py),
-# a steady cell flagged in 0-2 % (any of three), the timing protocol unchanged. A level lasts MIN_LEVEL_CALLS calls
-# at least, as two blocks of 10 did: a shorter burst is outliers.
+# Calls are read as points of this many consecutive calls, not as block means: twice the points find a 1.3x step
+# far more often (docs/measurement.md). A level lasts MIN_LEVEL_CALLS calls at least; a shorter burst is outliers.
 CALLS_PER_POINT = 5
 MIN_LEVEL_CALLS = 20
 

@@ -46,7 +46,7 @@ def _log_ratios(replicate: Sequence[float], index: int) -> np.ndarray:
     return values
 
 
-def _pooled_se(replicates: list[np.ndarray]) -> float | None:
+def pooled_standard_error(replicates: list[np.ndarray]) -> float | None:
     """The standard error of the grand mean from the spread of the pairs within their replicates."""
     pairs = sum(r.size for r in replicates)
     dof = pairs - len(replicates)
@@ -63,7 +63,7 @@ def replicated_speedup(log_ratios: Sequence[Sequence[float]], confidence: float 
     replicates = [_log_ratios(replicate, i) for i, replicate in enumerate(log_ratios)]
     means = np.array([r.mean() for r in replicates])
     grand = float(means.mean())
-    within_se = _pooled_se(replicates)
+    within_se = pooled_standard_error(replicates)
     if len(replicates) == 1:
         interval = t_interval(replicates[0], confidence)
         return ReplicatedSpeedup(1, (math.exp(grand),), math.exp(grand),

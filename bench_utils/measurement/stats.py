@@ -1,14 +1,8 @@
 """Statistics of a latency sample, from numpy and scipy.
 
-Conventions, stated once:
-
-- percentiles use numpy's default linear interpolation (as optimum-benchmark);
-- ``stdev`` is the population standard deviation (ddof=0), as optimum-benchmark
-  reports it, so our latency blocks compare with theirs number for number;
-- confidence intervals are bootstrap intervals (scipy.stats.bootstrap, BCa where it
-  is defined, percentile otherwise) with a fixed seed, so the same sample always
-  gives the same interval;
-- outliers are points beyond Tukey's fences (1.5 IQR outside the quartiles).
+Conventions (docs/measurement.md, *Statistics conventions*): numpy's linear percentiles and the population stdev
+(ddof=0), as optimum-benchmark, so our latency blocks match theirs; bootstrap intervals with a fixed seed, so a
+sample always gives the same interval; outliers beyond Tukey's fences (1.5 IQR outside the quartiles).
 """
 
 from __future__ import annotations
@@ -55,11 +49,8 @@ def outlier_count(values: Sequence[float] | np.ndarray, k: float = TUKEY_K) -> i
 
 
 def outlier_shift(values: Sequence[float] | np.ndarray, k: float = TUKEY_K) -> float:
-    """How far the values beyond Tukey's fences move the mean: mean(all) / mean(within the fences) - 1.
-
-    A tight distribution can have many outliers that move its mean by nothing (ViT at batch 16 on an
-    H200: 13 % of its runs beyond the fences of a 1 % spread, the mean moved 0.3 %); a few stalls of a
-    noisy host move it by percents. The latter is what makes a mean untrustworthy."""
+    """How far the values beyond Tukey's fences move the mean: mean(all) / mean(within the fences) - 1. Many
+    outliers of a tight distribution move it by nothing; a few stalls of a noisy host, by percents."""
     sample = as_sample(values)
     q1, q3 = np.percentile(sample, [25.0, 75.0])
     spread = k * (q3 - q1)

@@ -1,17 +1,8 @@
 """Timing one callable: warm-up, then many timed runs, then statistics.
 
-On CUDA each run is bracketed by its own pair of CUDA events. By default
-(``sync="per-call"``) the host waits for the device after each end event, outside
-the interval, so every call starts on an idle device and each figure is one
-request's latency: the host's launch overhead, which compiling removes, is in it,
-as in PyTorch's compile tutorial and its dynamo benchmark harness. With
-``sync="pipelined"`` the host synchronizes once after the loop and runs ahead of
-the device: a throughput figure, in which launch overhead hides behind device work
-where the device is the bottleneck. On the CPU each run is bracketed by
-``time.perf_counter_ns`` (every call has finished when it returns: both modes agree).
-The first call of ``fn`` is timed on its own, by the host clock with the device
-synchronized on both sides, because for a compiled model it is mostly host-side
-compilation that device events would not see as such.
+Each run is bracketed by CUDA events (``sync="per-call"``: from an idle device; ``"pipelined"``: the host runs ahead)
+or, on a CPU, by ``time.perf_counter_ns``. The first call is timed alone by the host clock, the device synchronized
+around it: for a compiled model it is mostly host-side compilation. Why: docs/measurement.md, *How times are taken*.
 """
 
 from __future__ import annotations
@@ -205,13 +196,8 @@ def measure(fn: Callable[[], Any], *, warmup: int = 10, runs: int = 300,
             sync: str = SYNC_PER_CALL) -> Measurement:
     """Time ``fn()`` on ``device`` and return every run's latency with its statistics.
 
-    Call order: the first call (timed alone, ``first_call_ms``; it is the first of
-    the ``warmup`` calls, or an extra call when ``warmup`` is 0 so that compilation
-    never lands in the timed runs), the remaining warm-up calls untimed, then
-    ``runs`` timed calls. ``fn`` is called ``max(warmup, 1) + runs`` times.
-    ``sync`` is ``"per-call"`` (each run from an idle device: a request's latency)
-    or ``"pipelined"`` (see the module's docstring). ``timer`` replaces the device's
-    timer (tests use it).
+    ``fn`` is called ``max(warmup, 1) + runs`` times: the first timed alone, the rest of the warm-up untimed, then
+    ``runs`` timed (docs/measurement.md, *Call order*). ``timer`` replaces the device's timer (tests use it).
     """
     check_arguments(fn, warmup, runs)
     check_sync(sync)

@@ -1,17 +1,8 @@
 """Why a call takes the time it does: a few calls under torch's profiler, reduced to a small block.
 
-Per call, on each side (eager, compiled) of a cell: how many kernels (GPU) or operator calls (CPU) it makes,
-how busy the device was (time in kernels, or on a CPU time in operators, over the call's wall time: a
-launch-bound model reads as idle), and where that busy time went, by kind of work (``vocabulary.WorkKind``).
-The profiler slows what it watches, so this never runs inside a timed region.
-
-On a CPU, time is an operator's *self* time (its total less its children's), so the kinds add up to the time in
-operators, each microsecond counted once. Inductor's generated C++ kernels emit no profiler event: they run
-inside the compiled graph's call (``## Call CompiledFxGraph``), whose self time is therefore the fused work, and
-that call counts as one operator call, beside the operators it calls out to (matrix products, convolutions).
-Dynamo's guards and the compiled region's wrappers are host overhead, not work. On a GPU the kernels and copies
-the device ran inside the profiled calls are the work, sorted by kernel name; Inductor's ``triton_`` kernels are
-the fused work (its ``triton_tem`` GEMM templates are matrix products).
+Per call, on each side of a cell: kernels (GPU) or operator calls (CPU), how busy the device was, and where that time
+went by kind of work (``vocabulary.WorkKind``); what each counts: docs/measurement.md, *Profiles*. The profiler slows
+what it watches, so this never runs inside a timed region.
 """
 
 from __future__ import annotations
