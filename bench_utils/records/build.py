@@ -1,15 +1,9 @@
-"""Result records: one JSON object per line of a ``results.jsonl``.
+"""Result records: one JSON object per line of a ``results.jsonl``; what a record holds: docs/records.md.
 
-A record names its cell (study, task, model, batch size, compile mode, dtype,
-device), its ``status`` (``ok``, ``oom``, ``error``, ``skipped``; the error text
-when not ok), the latency block in optimum-benchmark's shape (seconds), the
-throughput, memory and compile blocks, the run's configuration (weights, seed...)
-and the environment. A record that was not measured carries no latency at all:
-no number is ever written that was not measured.
-Building records lives here, as the JSON a line holds (``make_record`` and the blocks' builders); what each block
-holds, typed, and reading one in ``records.schema`` (``Record.from_json``); the check in ``records.check``; a
-record's identity in ``records.key``; writing and reading the results file in ``records.results_file``. No torch
-and no pandas are imported: the runner, the lease and the report read records without them.
+Building records lives here, as the JSON a line holds (``make_record`` and the blocks' builders); the typed record in
+``records.schema``, its check in ``records.check``, its identity in ``records.key``, the results file in
+``records.results_file``. No torch and no pandas are imported: the runner, the lease and the report read records
+without them.
 """
 
 from __future__ import annotations
@@ -74,7 +68,9 @@ def make_record(cell: Mapping[str, Any], *, status: str = Status.OK, measurement
     cell's identity takes, ``records.key.VARIANT_FIELDS``: a ``CellIdentity.cell_block()``, say), each
     variant setting its default where ``cell`` has none. The other settings travel in ``config``."""
     cell = record_cell(cell)
-    validate_cell(cell)  # before anything is computed from it
+    reason = cell_problem(cell)  # before anything is computed from it
+    if reason:
+        raise InvalidRecord(reason)
     compile_block: JsonBlock = {**(compile or {})}
     if measurement is not None:
         compile_block.setdefault("first_call_ms", measurement.first_call_ms)
@@ -117,13 +113,6 @@ def _tail(text: str) -> str:
     # Tracebacks name files under the home directory, and so the user: published reports must not.
     text = str(text).replace(str(Path.home()), "~")
     return text if len(text) <= MAX_ERROR_CHARS else "..." + text[-MAX_ERROR_CHARS:]
-
-
-def validate_cell(cell: Any) -> None:
-    """Raise ``InvalidRecord`` (a ValueError) naming the first cell field that is missing or malformed."""
-    reason = cell_problem(cell)
-    if reason:
-        raise InvalidRecord(reason)
 
 
 def validate_record(record: Any) -> Record:

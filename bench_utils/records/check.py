@@ -52,7 +52,6 @@ def cell_problem(cell: Any) -> str | None:
     return None
 
 
-
 def _status_problem(record: Mapping[str, Any]) -> str | None:
     status = record.get("status")
     if status not in STATUSES:
@@ -123,5 +122,3 @@ def _is_type_tag(part: Any) -> bool:
     # pydantic names the member of a union it tried ("latency.float"): not a field of the record
     return isinstance(part, str) and (part in ("function-after", "list", "dict", "none", "str", "int", "float",
                                                "bool", "literal") or "[" in part or part[:1].isupper())
-
-

@@ -8,17 +8,15 @@ hashed by their values, as resume, the cluster's dedupe and the report rely on. 
 
 from __future__ import annotations
 
-import re
-
 from dataclasses import Field
 import hashlib
 import json
+import re
 from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 from .schema import CELL_FIELDS, VARIANT_FIELDS, ConfigBlock, EnvironmentBlock, Record
 from ..settings import COMPILE, HASHED, WHEN_SET, setting_fields
 from ..vocabulary import CompileMode
-
 
 
 def cell_file_name(task: str, model: str, batch_size: int, compile_mode: str, variant: tuple[str, ...], dtype: str,

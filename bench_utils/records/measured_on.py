@@ -88,7 +88,6 @@ class ConfigBlock(Block):
     beside_compiles: Literal["compiling", "paused"] | None = None
 
 
-
 class ModelBlock(Block):
     """The model measured (``zoo.loading``): its key, checkpoint and weights, and the image it was fed."""
 

@@ -1,12 +1,7 @@
-"""The results file: records appended crash-safe, read back skipping what is torn.
+"""The results file: records appended crash-safe, read back skipping what is torn (docs/records.md).
 
-Appends are crash-safe: the whole line goes out in one ``write`` under an
-exclusive lock, then ``fsync``; a torn line left by a killed writer is fenced off
-by a newline so the next record still starts on its own line. The reader skips
-torn or corrupt lines with a ``CorruptRecordWarning`` naming the file and line;
-inside ``skipped_lines_said`` (the command line's, the report's) each is said as
-one line and counted. A UTF-8 byte-order mark that an editor put before the first
-line is read past. No torch is imported, and pandas only by ``read_results``.
+Each line a reader skips warns (``CorruptRecordWarning``, naming the file and line); inside ``skipped_lines_said``
+each is said as one line and counted. No torch is imported, and pandas only by ``read_results``.
 """
 
 from __future__ import annotations
