@@ -178,7 +178,7 @@ def _end_kernels_then_interrupt(signum, frame) -> None:
 if __name__ == "__main__":
     # jsonschema, which nbformat imports, builds rfc3987_syntax's grammar for an IRI check no notebook schema uses:
     # 1.4 s of every papermill process (one per kernel) on a 2-core CPU. None in sys.modules: its import fails fast.
-    sys.modules.setdefault("rfc3987_syntax", None)
+    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
     import click
     import signal
     from papermill.cli import papermill

@@ -19,7 +19,7 @@ from ..records.schema import ProfileBlock
 from . import why
 from .i18n import INDUCTOR_SEPARATOR, Catalog
 from ..zoo.registry import label_of
-from .markdown import environment_label, ltr, markdown_table, mode_label, number, speedup_cells
+from .markdown import environment_label, ltr, markdown_table, mode_label, number, rests_on, speedup_cells
 from .tables import is_true
 from ..vocabulary import COMPILED_MODE_ORDER, CompileMode, MemoryFormat, Status
 
@@ -195,6 +195,13 @@ def _use_text(chosen: pd.Series, tied: list[pd.Series], catalog: Catalog) -> str
     return text
 
 
+def _new_machine_text(row: pd.Series, catalog: Catalog) -> str:
+    low, high = row.get("new_low"), row.get("new_high")
+    if low is None or pd.isna(low):
+        return "–"
+    return ltr(f"{catalog.number(low, 2)}–{catalog.number(high, 2)}", catalog)
+
+
 def what_to_use(data: pd.DataFrame, catalog: Catalog) -> str:
     """Per device, model and batch size (batch sizes in numeric order): the configuration whose gate did not fail
     and whose interval lies above 1, chosen by ``choose`` (the simplest of those tied with the fastest), its
@@ -203,6 +210,8 @@ def what_to_use(data: pd.DataFrame, catalog: Catalog) -> str:
         return catalog.t("no_results")
     rows = []
     ok = data[data["status"] == Status.OK]
+    # the interval for a new machine's figure, where the spread between machines is known (``machine_coverage``)
+    new_machine = "new_low" in data and bool(data["new_low"].notna().any())
     ordered = ok.sort_values(["environment", "task_rank", "label", "batch_size"], kind="stable")
     for (environment, _, model, batch, dtype), group in ordered.groupby(
             ["environment", "task_rank", "model", "batch_size", "dtype"], sort=False):
@@ -219,17 +228,20 @@ def what_to_use(data: pd.DataFrame, catalog: Catalog) -> str:
             where[-1] += f" ({ltr(dtype, catalog)})"
         if candidates.empty:
             use = catalog.t("use_unjudged") if unjudged else mode_label(CompileMode.EAGER.value, catalog)
-            rows.append([*where, use, "–", "–", "–", "–", "–"])
+            rows.append([*where, use, *["–"] * (7 if new_machine else 6)])
             continue
         best, tied = choose(candidates)
         even = best["break_even"]
         # the gate as it was: never "passed" where it could not have failed (``parity_word``); not judged where it
         # did not run (its parity None or NaN)
         gate = parity_word(best, catalog) if isinstance(best.get("parity"), str) else catalog.t("flag_parity_none")
-        rows.append([*where, _use_text(best, tied, catalog), *speedup_cells(best, catalog), gate,
-                     number(best["compile_s"], 1, catalog),
+        beside = [_new_machine_text(best, catalog)] if new_machine else []
+        rows.append([*where, _use_text(best, tied, catalog), *speedup_cells(best, catalog), *beside,
+                     rests_on(best, catalog), gate, number(best["compile_s"], 1, catalog),
                      catalog.t("never") if even is None or pd.isna(even) else ltr(catalog.number(even, 0), catalog)])
     headers = [catalog.t("col_device"), catalog.t("col_model"), catalog.t("col_batch"), catalog.t("col_use"),
-               catalog.t("col_speedup_plain"), catalog.t("col_ci95"), catalog.t("col_parity"),
-               catalog.t("col_compile_s"), catalog.t("col_break_even")]
-    return markdown_table(headers, rows)
+               catalog.t("col_speedup_plain"), catalog.t("col_ci95"),
+               *([catalog.t("col_new_machine")] if new_machine else []), catalog.t("col_rests_on"),
+               catalog.t("col_parity"), catalog.t("col_compile_s"), catalog.t("col_break_even")]
+    table = markdown_table(headers, rows)
+    return f"{catalog.t('use_new_machine_text')}\n\n{table}" if new_machine else table

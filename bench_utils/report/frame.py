@@ -27,7 +27,7 @@ from ..records.results_file import read_records
 from ..parameters import text_list
 from ..zoo.registry import label_of
 from .i18n import DYNAMIC_BATCH_SUFFIX, INDUCTOR_SEPARATOR
-from ..vocabulary import COMPILED_MODE_ORDER, CompileMode
+from ..vocabulary import COMPILED_MODE_ORDER, CompileMode, Status
 
 TASK_ORDER = ["image-classification", "image-segmentation", "object-detection"]
 TORCH_SEPARATOR = " · torch "  # an environment: its device, then its torch version where several
@@ -69,23 +69,48 @@ class DuplicateCellWarning(UserWarning):
         self.cell = cell
 
 
+# a row's cell, whichever machine measured it (``row_key``)
+MACHINE_KEY = ["device_name", "torch_version", "task", "model", "memory_format", "shapes", "inductor", "batch_size",
+               "compile_mode", "dtype"]
+
+
 def latest_records(paths: Iterable[str | os.PathLike]) -> list[Record]:
     """Every cell's latest record (``records.key.latest_per_key``: a cell measured again replaces its earlier record,
     an error included), across all the files given. Two records that differ in settings or host but would fill the
     same row of a table are not averaged: the later one is shown, and a warning names both."""
     shown: dict[tuple, Record] = {}
     for record in latest_per_key(read_records(results_files(paths))):
-        cell, device = record.cell, device_name(record)
-        row = (cell.task, cell.model, cell.batch_size, cell.compile_mode, cell.dtype, cell.memory_format,
-               cell.shapes, cell.inductor, cell.replicate, device, record.environment.torch_version)
+        cell = record.cell
+        row = (*row_key(record), cell.replicate)
         if row in shown:
             earlier = shown[row]
-            named = f"{cell.model}, batch {cell.batch_size}, {cell.compile_mode}, {device}"
+            named = f"{cell.model}, batch {cell.batch_size}, {cell.compile_mode}, {device_name(record)}"
             warnings.warn(DuplicateCellWarning(
                 f"two records claim one cell ({named}): {_where(earlier)} and {_where(record)} differ in their "
                 "settings or host; the later is shown", cell=named), stacklevel=2)
         shown[row] = record
     return list(shown.values())
+
+
+def row_key(record: Record) -> tuple:
+    """A record's cell as a row of the report holds it, whichever machine measured it (``MACHINE_KEY``'s values)."""
+    cell = record.cell
+    return (device_name(record), record.environment.torch_version, cell.task, cell.model, cell.memory_format,
+            cell.shapes, cell.inductor, cell.batch_size, cell.compile_mode, cell.dtype)
+
+
+def with_machines(data: pd.DataFrame, records: Iterable[Record]) -> pd.DataFrame:
+    """``data`` with ``machines``: how many GPUs (by UUID) have an ``ok`` record of each row's cell among ``records``
+    (every machine's, not only the latest); 1 where none is known (a CPU's cell, a GPU without a UUID)."""
+    if data.empty:
+        return data
+    seen: dict[tuple, set[str]] = {}
+    for record in records:
+        gpu = record.environment.gpu("cuda:0") if record.cell.device_kind == "cuda" else None
+        if record.status == Status.OK and gpu is not None and gpu.uuid:
+            seen.setdefault(row_key(record), set()).add(gpu.uuid)
+    counts = [len(seen.get(tuple(row[column] for column in MACHINE_KEY), ())) or 1 for _, row in data.iterrows()]
+    return data.assign(machines=counts)
 
 
 def _where(record: Record) -> str:

@@ -15,7 +15,7 @@ from ..measurement import stats
 from .energy_text import throttled_flag
 from .frame import compiled_modes
 from .i18n import Catalog
-from .markdown import environment_label, ltr, markdown_table, mode_label, ms, speedup_cells, status_text
+from .markdown import environment_label, ltr, markdown_table, mode_label, ms, rests_on, speedup_cells, status_text
 from .steadiness import steadiness_flags
 from .tables import is_true
 from ..vocabulary import CompileMode, Status
@@ -74,7 +74,8 @@ def guide_tables(data: pd.DataFrame, catalog: Catalog) -> list[tuple[str, str]]:
                     headers += [catalog.t("col_compiled_ms", mode=mode_label(column, catalog)),
                                 catalog.t("col_speedup", mode=mode_label(column, catalog)), catalog.t("col_ci95")]
             side = mode_label(modes[0] if modes else CompileMode.EAGER.value, catalog)
-            headers += [catalog.t("col_p50_of", mode=side), catalog.t("col_p99_of", mode=side), catalog.t("col_flags")]
+            headers += [catalog.t("col_p50_of", mode=side), catalog.t("col_p99_of", mode=side),
+                        catalog.t("col_rests_on"), catalog.t("col_flags")]
             rows = []
             for task, model, label in models:
                 row = [catalog.t(f"task_{task}") if f"task_{task}" in catalog.messages else ltr(task, catalog),
@@ -87,6 +88,7 @@ def guide_tables(data: pd.DataFrame, catalog: Catalog) -> list[tuple[str, str]]:
                     noisy.append(catalog.t("noisy_series_eager"))
                 eager_means = [eager["mean_ms"]] if eager is not None and eager["status"] == Status.OK else []
                 paired_eager = None  # one eager column: the figure the row's modes were timed against
+                rested: list[tuple[str, pd.Series]] = []  # each measured compiled mode's cell
                 for index, mode in enumerate(columns):
                     compiled = cells.loc[(model, mode)] if mode is not None and (model, mode) in cells.index else None
                     # the compiled cell where it was measured
@@ -108,6 +110,8 @@ def guide_tables(data: pd.DataFrame, catalog: Catalog) -> list[tuple[str, str]]:
                         noisy.append(catalog.t("noisy_series_compiled_mode", mode=mode_label(mode, catalog)) if many
                                      else catalog.t("noisy_series_compiled"))
                     row += list(speedup_cells(measured, catalog)) if measured is not None else ["–", "–"]
+                    if measured is not None:
+                        rested.append((mode, measured))
                 if one_eager:  # no compiled mode measured: the eager cell's own figure
                     row.insert(2, eager_text if paired_eager is None else ms(paired_eager, catalog))
                 if many and not timed_together(flat[flat["label"] == model]):
@@ -126,7 +130,7 @@ def guide_tables(data: pd.DataFrame, catalog: Catalog) -> list[tuple[str, str]]:
                 shown = source if source is not None and source["status"] == Status.OK else None
                 row += [ms(shown["p50_ms"], catalog) if shown is not None else "–",
                         ms(shown["p99_ms"], catalog) if shown is not None else "–",
-                        ", ".join(sorted(flags)) or ""]
+                        _rests_on_text(rested, eager, catalog), ", ".join(sorted(flags)) or ""]
                 rows.append(row)
             caption = catalog.t("table_caption", device=environment_label(device, catalog),
                                 batch=ltr(str(batch), catalog))
@@ -134,6 +138,16 @@ def guide_tables(data: pd.DataFrame, catalog: Catalog) -> list[tuple[str, str]]:
                 caption += f" ({ltr(dtype, catalog)})"
             tables.append((caption, markdown_table(headers, rows)))
     return tables
+
+
+def _rests_on_text(rested: list[tuple[str, pd.Series]], eager: pd.Series | None, catalog: Catalog) -> str:
+    """Runs, processes and machines of each measured compiled mode (named where there are several); the eager
+    cell's where none was measured."""
+    if len(rested) > 1:
+        return "; ".join(f"{mode_label(mode, catalog)} {rests_on(cell, catalog)}" for mode, cell in rested)
+    if rested:
+        return rests_on(rested[0][1], catalog)
+    return rests_on(eager, catalog) if eager is not None and eager["status"] == Status.OK else "–"
 
 
 def _cell_latency(row: pd.Series | None, catalog: Catalog, flags: set[str], mode: str | None = None) -> str:

@@ -23,6 +23,7 @@ from pathlib import Path
 import statistics
 from typing import Iterable
 
+import pandas as pd
 from scipy import stats as scipy_stats
 
 from ..errors import UserError
@@ -34,13 +35,14 @@ from ..records.results_file import read_records
 from ..records.schema import Record
 from ..vocabulary import CompileMode, Status
 from ..zoo.registry import label_of
+from .frame import MACHINE_KEY, device_name, row_key
 from .i18n import Catalog
 from .markdown import ltr, markdown_table, mode_label
 from .replicate_rows import pair_log_ratios
 
 SMOKE_BELOW = 30  # held-out figures: under this, the covered share says little (its binomial interval is wide)
 
-CellKey = tuple[CellIdentity, str | None, str | None]  # the cell, its GPU's name, torch's version
+CellKey = tuple[CellIdentity, str, str | None]  # the cell, its device's name (``frame.device_name``), torch's version
 
 
 def _machine(record: Record) -> str | None:
@@ -69,6 +71,11 @@ def _log_ratios(record: Record) -> list[float] | None:
     return [math.log(speedup.mean) + (off if index % 2 else -off) for index in range(n)]
 
 
+def _cell_key(record: Record) -> CellKey:
+    return (CellIdentity.of_record(record).without_study().without_replicate(), device_name(record),
+            record.environment.torch_version)
+
+
 def figures_by_cell(records: Iterable[Record]) -> dict[CellKey, list[MachineFigure]]:
     """Each compiled cell's machines' figures, from ``ok`` records of a GPU."""
     ratios: dict[CellKey, dict[str, list[list[float]]]] = defaultdict(lambda: defaultdict(list))
@@ -79,9 +86,7 @@ def figures_by_cell(records: Iterable[Record]) -> dict[CellKey, list[MachineFigu
         found = _log_ratios(record)
         if found is None:
             continue
-        key = (CellIdentity.of_record(record).without_study().without_replicate(),
-               record.environment.gpu_name("cuda:0"), record.environment.torch_version)
-        ratios[key][machine].append(found)
+        ratios[_cell_key(record)][machine].append(found)
     figures: dict[CellKey, list[MachineFigure]] = {}
     for key, by_machine in ratios.items():
         found_figures = [figure for machine, replicates in sorted(by_machine.items())
@@ -182,3 +187,23 @@ def machines_table(records: Iterable[Record], catalog: Catalog) -> str | None:
     headers = [catalog.t("col_model"), catalog.t("col_batch"), catalog.t("col_mode"), catalog.t("col_machines"),
                catalog.t("col_over_machines"), catalog.t("col_new_machine")]
     return f"{text}\n\n{markdown_table(headers, rows)}"
+
+
+def with_new_machine(data: pd.DataFrame, records: list[Record]) -> pd.DataFrame:
+    """``data`` (the report's rows) with ``new_low`` and ``new_high``: each compiled row's interval for the figure a
+    new machine of its kind will show (``between_machines.new_machine_interval`` over every machine's figure of its
+    cell, one machine's included), NaN where the spread between machines is not known for its group."""
+    if data.empty:
+        return data
+    figures = figures_by_cell(records)
+    groups = by_group(figures)
+    by_row = {row_key(record): _cell_key(record) for record in records}
+    low, high = [], []
+    for _, row in data.iterrows():
+        key = by_row.get(tuple(row[column] for column in MACHINE_KEY))
+        cell = figures.get(key) if key is not None else None
+        between = spread_for(group_of(int(row["batch_size"])), groups) if cell else None
+        interval = new_machine_interval(cell, between) if cell and between is not None else None
+        low.append(interval.low if interval else math.nan)
+        high.append(interval.high if interval else math.nan)
+    return data.assign(new_low=low, new_high=high)

@@ -139,6 +139,14 @@ def speedup_cells(row: pd.Series, catalog: Catalog) -> tuple[str, str]:
     return value, interval
 
 
+def rests_on(row: pd.Series, catalog: Catalog) -> str:
+    """What a cell's figure rests on: its timed runs, its processes (replicates) and the machines that measured it."""
+    parts = [row.get("runs"), row.get("replicates"), row.get("machines")]
+    if any(value is None or pd.isna(value) for value in parts):
+        return "–"
+    return ltr(" · ".join(catalog.number(value, 0) for value in parts), catalog)
+
+
 def integer(value: Any, catalog: Catalog) -> str:
     if value is None or pd.isna(value):
         return "–"

@@ -16,7 +16,7 @@ from .guide_differences import guide_differences
 from ..measurement import stats
 from ..records.results_file import check_readable, read_records, skipped_lines_said
 from .energy_readings import PACE_RATIO
-from .frame import compiled_modes, frame, latest_records, project_paths, results_files, tidy
+from .frame import compiled_modes, frame, latest_records, project_paths, results_files, tidy, with_machines
 from .i18n import Catalog
 from .markdown import code, environment_label, isolated, ltr
 from .render import skipped_lines_metadata
@@ -51,7 +51,8 @@ class ReportView:
             self.records = latest_records(self.paths)
             self.every_record = read_records(results_files(self.paths))  # every machine's (``machines``)
         self.skipped = skipped
-        self.data = frame(self.records)
+        self.data = machine_coverage.with_new_machine(with_machines(frame(self.records), self.every_record),
+                                                      self.every_record)
         self.reference_csv = reference_csv or tables.REFERENCE_CSV
 
     def _markdown(self, text: str) -> None:
@@ -113,7 +114,8 @@ class ReportView:
         flags = [t("flags_text", cv=self.catalog.number(stats.NOISY_CV, 2),
                    shift=self.catalog.percent(stats.NOISY_OUTLIER_SHIFT), drift=self.catalog.percent(stats.DRIFT)),
                  *map(t, ["flag_noisy_series_text", "flag_no_cuda_graphs_text", "flag_gate_and_shapes_text",
-                          "flag_gate_blind_text", "flag_throttled_text", "flag_regime_text", "flag_replicates_text"])]
+                          "flag_gate_blind_text", "flag_throttled_text", "flag_regime_text", "flag_replicates_text",
+                          "rests_on_text"])]
         parts = [f"## {t('guide_heading')}\n\n{t('guide_text', runs=ltr(runs, self.catalog))}\n\n" + " ".join(flags)]
         for caption, table in guide_table.guide_tables(self.data, self.catalog):
             parts.append(f"### {caption}\n\n{table}")

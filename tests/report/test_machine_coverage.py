@@ -105,3 +105,31 @@ def test_a_record_that_kept_no_calls_enters_with_its_interval_on_its_pairs_degre
     assert figure.dof == 29 and math.exp(figure.log_speedup) == pytest.approx(1.5)
     half = 2.045 * figure.se  # t(0.975, 29): the record's own interval back
     assert math.exp(figure.log_speedup - half) == pytest.approx(1.4, rel=0.01)
+
+
+def test_the_page_says_what_each_figure_rests_on_and_where_a_new_machine_would_find_it(tmp_path):
+    from bench_utils.report.sections import ReportView
+
+    folder = study(tmp_path)
+    rng = np.random.default_rng(1)
+    with open(folder / "results.jsonl", "a") as results:  # a cell only machine A measured, in 2 fresh processes
+        for replicate in ("r1", "r2"):
+            results.write(json.dumps(gpu_record("GPU-A", "mobilenet", 1, 1.5, rng, replicate=replicate)) + "\n")
+    view = ReportView([folder], "en")
+    data = view.data.set_index("model")
+    assert data.loc["vit", "machines"] == 4 and data.loc["beit", "machines"] == 3
+    assert data.loc["mobilenet", "machines"] == 1 and data.loc["mobilenet", "replicates"] == 2
+    # another machine's figure: around the cell's, wider than one machine's own interval (the spread between machines)
+    mobilenet = data.loc["mobilenet"]
+    assert mobilenet["new_low"] < mobilenet["ci_low"] < 1.5 < mobilenet["ci_high"] < mobilenet["new_high"]
+    from bench_utils.report import diagnosis, guide_table
+
+    use = diagnosis.what_to_use(view.data, view.catalog)
+    assert "A new machine, 95 %" in use and "Runs · processes · machines" in use
+    row = next(line for line in use.splitlines() if "| MobileNet |" in line)
+    assert f"| {2 * BLOCKS * RUNS} · 2 · 1 |" in row  # the two replicates' runs pooled, on one machine
+    (_, table), = guide_table.guide_tables(view.data, view.catalog)
+    assert f"| {BLOCKS * RUNS} · 1 · 4 |" in next(line for line in table.splitlines() if "| ViT |" in line)
+    for locale in ("ar", "es"):
+        other = ReportView([folder], locale)
+        assert other.catalog.t("col_rests_on") in diagnosis.what_to_use(other.data, other.catalog)
