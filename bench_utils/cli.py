@@ -365,15 +365,10 @@ def _add_reproduce_command(commands: argparse._SubParsersAction) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m bench_utils", description="torch.compile inference speed-up study")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    _add_env_command(commands)
-    _add_validate_timer_command(commands)
-    _add_models_command(commands)
-    _add_cell_command(commands)
-    _add_run_command(commands)
-    _add_report_command(commands)
-    _add_diagnose_command(commands)
-    _add_coverage_command(commands)
-    _add_reproduce_command(commands)
+    for add_command in (_add_env_command, _add_validate_timer_command, _add_models_command, _add_cell_command,
+                        _add_run_command, _add_report_command, _add_diagnose_command, _add_coverage_command,
+                        _add_reproduce_command):
+        add_command(commands)
     return parser
 
 

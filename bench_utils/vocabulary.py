@@ -1,9 +1,7 @@
 """The study's names (compile modes, statuses, shapes, memory formats, TF32 policies, dtypes), without torch.
 
-Each is a ``StrEnum``: a member is its string (``CompileMode.EAGER == "eager"``, JSON writes
-``"eager"``), so records, grid files and notebooks keep plain strings while code names the values.
-The grid, the CLI's ``choices=``, the report and the notebooks' generator read these without loading
-torch; the modules that act on a name (``variants.modes``, ``variants.precision``, ...) use them too.
+Each is a ``StrEnum``: a member is its string (``CompileMode.EAGER == "eager"``, JSON writes ``"eager"``), so
+records, grid files and notebooks keep plain strings while code names the values.
 """
 
 from __future__ import annotations

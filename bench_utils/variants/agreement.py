@@ -1,12 +1,8 @@
-"""Task-level agreement: does the compiled model still give eager's answers?
+"""Task-level agreement: does the compiled model still give eager's answers? (docs/variants.md)
 
-Tensor parity (``parity.py``) asks whether the numbers match; this asks whether
-what a user reads off them does: the top-1 class (classification), the class of
-every pixel (segmentation), or the label and box of every query (detection).
-The study runs random weights, so this is agreement with eager, not accuracy.
-Outputs are HF ModelOutputs or plain dicts of them (``logits``, ...) or, for
-classifiers such as timm's, a bare logits tensor. Shapes that are not
-recognised give ``None`` rather than a guess.
+Tensor parity (``parity.py``) asks whether the numbers match; this asks whether the top-1 class, each pixel's class
+or each query's label and box does. Outputs are HF ModelOutputs, plain dicts of them or, for classifiers such as
+timm's, a bare logits tensor; shapes that are not recognised give ``None`` rather than a guess.
 """
 
 from __future__ import annotations

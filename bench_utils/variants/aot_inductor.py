@@ -1,15 +1,9 @@
-"""AOTInductor: a model exported once (``torch.export``), compiled ahead of time into a package
-(``torch._inductor.aoti_compile_and_package``) and loaded by a serving process
-(``torch._inductor.aoti_load_package``): no compilation at start-up, only a load.
+"""AOTInductor: a model exported once (``torch.export``), compiled ahead of time into a package and loaded by a
+serving process: no compilation at start-up, only a load (docs/variants.md).
 
-What it costs is split as a deployment pays it: export and compile once, offline (``build``);
-load in every fresh process (``startup_in_fresh_process``, measured in a new interpreter, where
-no module, kernel or cache of this one helps). A model that cannot be exported is an
-``ExportFailure`` carrying the exporter's reason, not a crash: many detection models branch on
-data and export refuses them.
-
-The package is fixed to the shapes it was exported with (one package per batch size), as
-AOTInductor's documentation says unless dimensions are marked dynamic.
+Its cost is split as a deployment pays it: export and compile once (``build``), load in every fresh process
+(``startup_in_fresh_process``, in a new interpreter). A model export refuses is an ``ExportFailure`` carrying the
+exporter's reason, not a crash. The package is fixed to the shapes it was exported with.
 """
 
 from __future__ import annotations
@@ -118,10 +112,8 @@ def load(package: AotPackage | str | os.PathLike) -> Callable[..., Any]:
 
 def startup_in_fresh_process(package: AotPackage | str | os.PathLike, example_kwargs: dict[str, torch.Tensor],
                              device: str = "cpu", timeout_s: float = 600) -> dict[str, float]:
-    """What a new serving process pays before its first answer: importing torch (and
-    transformers' output classes where installed: a Python server of a Hugging Face model needs
-    them to rebuild its outputs), loading the package, and the first call (seconds), measured in
-    a new interpreter."""
+    """What a new serving process pays before its first answer (seconds), measured in a new interpreter: its
+    imports (``fresh_process``), loading the package, and the first call."""
     path = package.path if isinstance(package, AotPackage) else Path(package)
     inputs_path = path.with_suffix(".inputs.pt")
     torch.save({name: tensor.detach().cpu() for name, tensor in example_kwargs.items()}, inputs_path)
@@ -138,12 +130,9 @@ class NotExportable(RuntimeError):
 
 def compiled_cell(model: torch.nn.Module, inputs: dict[str, torch.Tensor], make_forward: Callable,
                   device: torch.device, folder: str | os.PathLike, *, warm: bool = True) -> CompiledCell:
-    """The study's compiled cell for AOTInductor, priced as a deployment pays it.
-
-    cold: export + compile + load in this process + the first call; warm (a second process on
-    the same machine, the package already built): load + first call, here; a fresh interpreter's
-    import, load and first call are in ``cold_stats["aot"]["fresh_process"]``.
-    """
+    """The study's compiled cell for AOTInductor, priced as a deployment pays it: cold, export + compile + load +
+    the first call; warm (the package already built), load + first call, here; a fresh interpreter's import, load
+    and first call are in ``cold_stats["aot"]["fresh_process"]``."""
     package = build(model, inputs, Path(folder) / "model.pt2")
     if isinstance(package, ExportFailure):
         raise NotExportable(f"aot-inductor: {package.stage} failed: {package.reason}")

@@ -1,12 +1,8 @@
-"""One compilation for every batch size: the batch dimension marked dynamic.
+"""One compilation for every batch size: the batch dimension marked dynamic (docs/variants.md).
 
-The guide compiles once per batch size (``static``). A server that takes batches of any size wants one compilation
-for all of them (``dynamic``): the inputs' batch dimension is marked dynamic (``torch._dynamo.mark_dynamic``), the
-model is compiled at the smallest batch size and serves the larger ones. Dynamo specializes a size of 0 or 1, so the
-dynamic cells compile under ``backed_size_oblivious`` (``one_graph_for_all_batch_sizes``): the batch symbol stays a
-symbol at size 1. The alternatives tried, and why each failed, are tabled in docs/variants.md; inductor's lowering
-may still guard on a batch of 1, so whether the one compilation served is measured, not assumed: the graphs compiled
-on the first call at each later batch size are counted, and the report flags a cell that compiled any.
+Dynamo specializes a size of 0 or 1, so the dynamic cells compile under ``backed_size_oblivious``
+(``one_graph_for_all_batch_sizes``): the batch symbol stays a symbol at size 1. Inductor may still guard on a batch
+of 1, so the graphs compiled on the first call at each later batch size are counted, not assumed to be none.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """What one cell runs, in order, and how many calls each step makes: the plan the cell follows and the dry run prices.
 
-``study.cell.measured_cell`` runs a cell's steps from its ``CellPlan`` (its warm-up, its memory probe's calls, whether
-it profiles...), and ``study.pricing.prior`` prices the same plan's steps, seconds per call of each side times the
-plan's calls: a change to what a cell does is made here, once, and the dry run and ``run --time-limit`` follow it.
-A step's ``phase`` is the part of the record's ``phases`` its seconds are counted in (``study.cell.time_by_phase``).
-
-An eager cell: the FLOP count, its timed calls (warm-up, then runs), its memory probe, its energy window (CUDA).
-An eager cell that takes a compiled cell's pairs as its own (``shares_pairs``) runs nothing: its record only.
-A compiled cell: the FLOP count, the accuracy gate's references (eager and float64), eager's memory, the
-compilation (``compilation``: cold then warm, or cold only where the warm one was measured at an earlier batch
-size of its mode; warm only where an earlier replicate kept its cold compile's caches; the first calls of a dynamic
-batch's shared compilation; an AOTInductor package), the timed
-pairs (warm-up, then runs, each side), an energy window a side (CUDA), the gate's compiled call, the compiled
-side's memory, the profile of both sides, and a portable cache's fresh process. No torch is imported here.
+``study.cell.measured_cell`` runs a cell's steps from its ``CellPlan``, and ``study.pricing.prior`` prices the same
+plan's steps, seconds per call of each side times the plan's calls: a change to what a cell does is made here, once,
+and the dry run and ``run --time-limit`` follow it. A step's ``phase`` is the part of the record's ``phases`` its
+seconds are counted in (``study.cell.time_by_phase``). No torch is imported here.
 """
 
 from __future__ import annotations
@@ -132,9 +123,8 @@ def plan_cell(mode: str, *, warmup: int, runs: int, cuda: bool, profile: bool = 
 
     ``warm_compile``: the first batch size of its mode in the kernel, which compiles warm too (and times a portable
     cache); ``cold_kept``: another process kept the cell's cold compile (``kept_caches``), so it compiles warm
-    only; ``first_replicate`` False: a later replicate, which takes its latencies and its gate, and leaves the
-    figures the page takes from the first replicate (memory, energy, profile, a fresh process: ``ONCE_PER_CELL``)
-    to it, so that a replicate costs little more than its timed runs; ``reuses_compilation``: a dynamic batch's compilation made at an earlier batch size is called instead of
+    only; ``first_replicate`` False: a later replicate, which leaves the steps in ``ONCE_PER_CELL`` to the first;
+    ``reuses_compilation``: a dynamic batch's compilation made at an earlier batch size is called instead of
     compiling; ``shares_pairs``: an eager cell whose latency a compiled cell's pairs measured."""
     if mode == CompileMode.EAGER:
         if shares_pairs:

@@ -1,13 +1,9 @@
 """How a compiled cell gets its compiled forward pass: one interface, three ways, chosen once per cell.
 
-``compilation_for`` picks the way the cell's plan names (``cell_plan``): ``ColdThenWarm`` compiles with
-``torch.compile`` cold, then warm (``compile_cost``), a dynamic batch's first batch size included, or warm only
-from the caches an earlier replicate's cold compile kept (``kept_caches``); ``SharedDynamic``
-calls the compilation a dynamic batch made at an earlier batch size (``batch_shapes``); ``AotPackage`` builds and
-loads an AOTInductor package (``aot_inductor``). Each says what the whole cell runs inside (``around_cell``), gives
-the compiled forward and what compiling cost (``compile``), the record's graph figures (``graph_stats``), the
-compilation the mode's next batch sizes call (``shared_on``) and, for a portable cache, a fresh process started
-from it (``fresh_process``).
+``compilation_for`` picks the way the cell's plan names (``cell_plan``): ``ColdThenWarm`` (``torch.compile``, cold
+then warm, or warm only from kept caches), ``SharedDynamic`` (a dynamic batch's compilation made at an earlier batch
+size) or ``AotPackage`` (an AOTInductor package). Each says what the whole cell runs inside, compiles, and gives the
+record's graph figures.
 """
 
 from __future__ import annotations

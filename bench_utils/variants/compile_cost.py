@@ -1,13 +1,8 @@
 """What compiling costs, cold and warm, and a guard against compiling inside the timed runs (docs/variants.md).
 
-**Cold**: inductor's and Triton's on-disk caches point at a fresh, empty folder and the in-memory caches are
-cleared, as on a machine that never compiled this model, so that earlier cells' caches cannot make a "first"
-compilation look cheap. **Warm**: after a dynamo reset, the same model compiles again from the populated folder, as
-a second process on that machine would. The compiling calls (the first, and for CUDA-graph modes the second, which
-records the graph) are timed by the host clock with the device idle on both sides; the cost is their time minus as
-many eager calls. Inductor's compile-worker pool is up before each timed compilation: its start is no compile cost.
-The timed runs then go under ``torch.compiler.set_stance("fail_on_recompile")``: a recompile there stops the cell
-with ``RecompiledDuringTiming``, and a CUDA graph recorded (or skipped) there with ``RerecordedDuringTiming``.
+Cold: every compile cache empty; warm: after a dynamo reset, from the caches the cold compile filled. The compiling
+calls are timed with the device idle on both sides, less as many eager calls. The timed runs go under
+``fail_on_recompile``: a recompile, or a CUDA graph recorded or skipped, stops the cell.
 """
 
 from __future__ import annotations
@@ -123,13 +118,9 @@ def _compile_and_time(model: torch.nn.Module, mode: str, make_forward: Callable,
 def compile_cold_then_warm(model: torch.nn.Module, mode: str, make_forward: Callable,
                            device: torch.device, *, backend: str = "inductor", fullgraph: bool = False,
                            dynamic: bool | None = None, warm: bool = True) -> CompiledCell:
-    """Compile ``model`` cold, then warm; ``make_forward(compiled)`` gives the zero-argument call.
-
-    With ``warm`` False the cold compilation is the one returned, and none is made warm.
-
-    Call it inside ``fresh_caches()`` (kept open for the whole cell, so that a later
-    compilation never falls back to the shared cache folder).
-    """
+    """Compile ``model`` cold, then warm (``warm`` False: cold only); ``make_forward(compiled)`` gives the
+    zero-argument call. Call it inside ``fresh_caches()``, kept open for the whole cell, so that a later
+    compilation never falls back to the shared cache folder."""
     options = {"backend": backend, "fullgraph": fullgraph, "dynamic": dynamic}
     clear_in_memory_caches()
     workers = compile_workers.ready(backend)  # its start is no part of the cold compile (the warm one follows)

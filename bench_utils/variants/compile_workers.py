@@ -1,23 +1,13 @@
 """Inductor's compile-worker pool, up before every timed compilation, so no cold compile pays its start.
 
-Inductor compiles Triton kernels in a pool of worker processes (``torch._inductor.async_compile``:
-``AsyncCompile.process_pool``; with the default ``worker_start_method`` "subprocess", a sidecar
-interpreter that forks ``compile_threads`` workers). Its backend starts the pool at the first
-compilation of a process (``maybe_warm_pool``) and, until the workers answer, compiles in the main
-process: so without this module the first cold compile of a kernel pays the start (and on CPU
-shares the machine with it), later ones do not. By default the pool also quiesces (stops its
-workers) after ``quiesce_async_compile_time`` seconds without a job (60) and restarts them on the next
-one: the pool this module starts does not (``quiesce_async_compile_pool`` off while it is created), as
-a study's timed runs often last longer than that, and on torch 2.11 a sidecar whose workers were
-restarted by fork has hung for its whole 300 s shutdown wait at exit (seen in this suite).
+Inductor's backend starts its pool of Triton compile workers at a process's first compilation and compiles in the
+main process until they answer; by default the pool quiesces after 60 s idle (``quiesce_async_compile_time``) and
+restarts its workers on the next job: the pool started here does not, as on torch 2.11 a sidecar whose workers were
+restarted by fork hung for its whole 300 s shutdown wait at exit (docs/variants.md).
 
-``start()`` launches the pool where inductor would use one, without waiting: a kernel calls it first, so that the
-sidecar boots while the kernel builds its model (nothing is timed then). ``ready()`` starts it where it is not
-yet, and waits until a no-op job has gone through a worker: the kernel calls it before its compiler warm-up
-(``study.cell.task``), and each timed compilation before its timing, whose record says whether the pool was up
-and how long it waited (``compile_workers`` in the compile block). With one compile thread (``compile_threads`` 1,
-as torch decides on a one-core machine, or as a kernel whose every compiled cell compiles warm from kept caches
-sets it: ``study.cell.task``) or no Triton there is no pool to start.
+``start()`` launches the pool without waiting (the kernel calls it first, while it builds its model); ``ready()``
+starts it where it is not yet and waits until a no-op job has gone through a worker (before the compiler warm-up
+and each timed compilation, whose record says what it found). With one compile thread or no Triton there is no pool.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """A process's one-off compile costs, paid before any cell's cold compile is timed.
 
-On the H200 the first compiled cell of a kernel compiled slower than the same model's next batch sizes
-(Segformer 16.7 s at batch 1 against 10.2 and 9.8 s, BEiT 22.4 s against 19.6 and 16.8 s: reports/hf-guide-h200),
-which inflated batch 1's cold compile and its break-even. What a process pays once is in that first figure:
-importing Inductor's code generation and Triton's compiler, their first kernel builds and loads, the first use of
-the FX-graph and autotuning caches. ``warm_up_compiler`` compiles a tiny model of the layers the study's models
-are made of (a convolution, a normalization, a matmul, a softmax) once, in caches of its own that it throws
-away, so that every cell's cold compile starts from a process that has compiled before. The kernel counts its
-seconds in its start-up (the first record's ``ready_s``), never in a cell's compile. A kernel whose every compiled
-cell compiles warm from kept caches skips it: a warm compile was as fast in a fresh process as after the cold one
-(BEiT 2.1-2.7 s against 2.3 s, third H200 lease).
+On the H200 the first compiled cell of a kernel compiled slower than the same model's next batch sizes (Segformer
+16.7 s at batch 1 against 10.2 and 9.8 s: reports/hf-guide-h200). ``warm_up_compiler`` compiles a tiny model of the
+study's layers once, in caches it throws away, so that what a process pays once (Inductor's and Triton's first
+imports, builds and loads) lands in the kernel's start-up, never in a cell's compile. A kernel whose every compiled
+cell compiles warm from kept caches skips it (a warm compile was as fast in a fresh process: BEiT 2.1-2.7 s
+against 2.3 s).
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
 """What inductor did with CUDA graphs in a block: the graphs it skipped (and why) and those it recorded.
 
-A CUDA-graph mode asks for graphs; inductor skips them per compiled graph where it cannot use them
-(CPU tensors, mutated inputs, dynamic shapes, incompatible ops: common in the DETR family). Each skip
-goes through ``torch._inductor.cudagraph_utils.log_cudagraph_skip_and_bump_counter``, which logs
-"skipping cudagraphs due to ..." on that module's ``cudagraphs`` artifact logger and bumps
-``counters["inductor"]["cudagraph_skips"]`` (for graphs on CPU devices inductor bumps the counter
-without a message). CUDA-graph trees record a graph inside
-``callback_handler.install_callbacks(CallbackTrigger.CUDAGRAPH_RECORDING, ...)``
-(``CUDAGraphTreeManager.record_function``, torch 2.7+), so a start callback counts the recordings;
-on a torch without that trigger they are not counted (None).
-
-``watch()`` collects all three over a block: the compiling calls (``compile_cost``), whose result
-says whether CUDA graphs were used (``used``), and the timed runs, where a recording or a skip means
-the latencies mix recordings or eager fallbacks with replays (``compile_cost.no_recompile``).
+Each skip goes through ``torch._inductor.cudagraph_utils.log_cudagraph_skip_and_bump_counter``, which logs
+"skipping cudagraphs due to ..." on that module's ``cudagraphs`` logger and bumps
+``counters["inductor"]["cudagraph_skips"]`` (graphs on CPU devices bump it without a message). CUDA-graph trees
+record inside ``callback_handler.install_callbacks(CallbackTrigger.CUDAGRAPH_RECORDING, ...)`` (torch 2.7+), so a
+start callback counts the recordings; on a torch without that trigger they are not counted (None).
+``watch()`` collects all three over the compiling calls (``compile_cost``) and the timed runs (``no_recompile``).
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """An Inductor configuration beyond the compile mode's, applied while a cell compiles (``Settings.inductor``).
 
-``freezing`` folds the weights into the compiled graph as constants (inference's constant folding, which
-the guide never tried: layouts and fused weights are decided once); ``no-layout-optimization`` keeps the
-model's own layout for convolutions where Inductor would convert them (on the H200, MobileNet at batch 16
-compiled spent 26.3 ms in convolutions against eager's 10.8). Both are ``torch._inductor.config`` options,
-patched for the cell's compilation only (Inductor's FX-graph cache key includes its config, so a cold
-compile of one configuration never hits another's cache). An option this torch lacks is a clear error, not
-a silent no-op.
+``freezing`` folds the weights into the compiled graph as constants; ``no-layout-optimization`` keeps the model's
+own layout for convolutions (on the H200, MobileNet at batch 16 compiled spent 26.3 ms in convolutions against
+eager's 10.8). Inductor's FX-graph cache key includes its config, so one configuration's cold compile never hits
+another's cache. An option this torch lacks is a clear error, not a silent no-op.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """Compile caches kept between processes: a cell's cold compilation leaves its caches, and what it cost, for the
-cell's next replicates, which then compile warm from them (docs/study.md, *Later replicates compile warm* and
-*Compile caches that travel*).
+cell's next replicates, which then compile warm from them (docs/study.md, *Later replicates compile warm*).
 
-One folder per cell (its replicate left out of the name, its settings in a hash) holds inductor's and Triton's
-on-disk caches, ``artifacts.bin`` (the portable cache artifacts, ``variants.portable_cache``: what travels to another
-host) and ``cold.json``, the cold compilation's calls and report. ``cold.json`` is written atomically after the cold
-compilation ends, so a folder without it never serves as warm; inductor's own cache keys decide a hit. Whoever
-compiles a cell cold holds its claim (an ``flock`` released when its holder dies); a second kernel reaching the cell
-compiles cold itself without keeping it: nobody waits.
+One folder per cell holds inductor's and Triton's caches, ``artifacts.bin`` (the portable artifacts: what travels
+to another host) and ``cold.json``, written atomically once the cold compilation ended, so a folder without it never
+serves as warm. Whoever compiles a cell cold holds its claim (an ``flock``); a second kernel compiles cold without
+keeping it: nobody waits.
 """
 
 from __future__ import annotations

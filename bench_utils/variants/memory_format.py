@@ -1,9 +1,7 @@
-"""Memory formats: the guide's default (contiguous, NCHW) and ``channels_last`` (NHWC).
+"""Memory formats: the guide's default (contiguous, NCHW) and ``channels_last`` (NHWC) (docs/variants.md).
 
-Convolutions on tensor cores, and inductor's convolution templates, prefer NHWC: the PyTorch
-benchmark harness offers ``--channels-last`` for that reason. A cell in ``channels_last`` converts
-the model's 4-D weights and its 4-D floating inputs before anything is measured, so that eager,
-the fp64 reference and the compiled model all run in that layout: parity compares like with like.
+A ``channels_last`` cell converts the model's 4-D weights and its 4-D floating inputs before anything is measured,
+so that eager, the fp64 reference and the compiled model all run in that layout.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""Compile variants: applying a mode, and what compiling cost.
-
-Modes are the guide's ``default`` and ``reduce-overhead`` plus the other two
-inductor modes and ``eager`` (no compilation). Compile cost is reported as the
-PyTorch benchmark harness does (graphs, graph breaks with their reasons) plus the
-compile time: the compiled model's first call minus one eager call.
-Recompiles are the graphs compiled after the first call.
+"""Compile variants: applying a mode, and what compiling cost (graphs, graph breaks with their reasons,
+recompiles: the graphs compiled after the first call), as the PyTorch benchmark harness reports them.
 """
 
 from __future__ import annotations

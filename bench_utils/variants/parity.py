@@ -1,13 +1,9 @@
 """The accuracy gate: does the compiled model still compute what the eager one does? (docs/variants.md)
 
-The rule is dynamo's own (``torch._dynamo.utils.same``, used by its benchmark harness): a floating output passes
-when it is ``allclose`` to eager (atol = rtol = ``tol``), or else when RMSE(compiled, fp64) <= ``multiplier`` *
-RMSE(eager, fp64) + tol / 10. The float64 reference is an fp64 copy of the eager model run on float64 inputs, so
-that an error confined to small elements, invisible next to the largest ones, still moves the RMSE. Non-finite
-eager outputs fail loudly (a broken reference can vouch for nothing); without a float64 reference the rule falls
-back to ``allclose`` alone, and every verdict names its ``reference``, ``rule`` and tolerance ``source``. A gate
-that cannot fail (every floating output of eager below the tolerance) says so: ``can_fail`` false, with eager's
-largest absolute output as ``output_scale``.
+The rule is dynamo's own (``torch._dynamo.utils.same``): a floating output passes when it is ``allclose`` to eager
+(atol = rtol = ``tol``), or else when RMSE(compiled, fp64) <= ``multiplier`` * RMSE(eager, fp64) + tol / 10 (an
+error confined to small elements, invisible next to the largest ones, still moves the RMSE). Without a float64
+reference the rule is ``allclose`` alone; every verdict names its ``reference``, ``rule`` and tolerance ``source``.
 """
 
 from __future__ import annotations
@@ -98,15 +94,9 @@ def _to_fp64(value: Any) -> Any:
 
 
 def fp64_reference(model: torch.nn.Module, inputs: Any) -> tuple[Any | None, str | None]:
-    """The eager model's outputs computed in float64: ``(outputs, None)`` or ``(None, reason)``.
-
-    A deep copy of ``model`` is cast to float64 on its own device and called under
-    ``torch.no_grad()`` on ``inputs`` (a dict is passed as keyword arguments, a
-    tuple or list as positional ones, anything else as the one argument) with
-    their floating tensors cast to float64. The copy is freed before returning;
-    ``model`` is left as it was. A model that cannot run in float64 (any exception,
-    out-of-memory included) gives ``None`` and ``"ExceptionType: message"``;
-    ``compare_outputs`` then judges by ``allclose`` alone and records the reason.
+    """The eager model's outputs computed in float64 by a deep copy of it, on float64 inputs (a dict as keyword
+    arguments, a tuple or list as positional ones, else the one argument): ``(outputs, None)``, or ``(None,
+    "ExceptionType: message")`` where it cannot run in float64 (out-of-memory included). ``model`` is left as it was.
     """
     replica = None
     try:
@@ -239,12 +229,8 @@ def unjudged(dtype: str | torch.dtype, tf32: bool, reason: str) -> dict[str, Any
 def compare_outputs(eager: Any, compiled: Any, dtype: str | torch.dtype = "float32", *,
                     tf32: bool = False, fp64: Any = None,
                     fp64_missing: str | None = None) -> dict[str, Any]:
-    """Judge ``compiled`` against ``eager`` (and ``fp64``, from ``fp64_reference``).
-
-    ``dtype`` is the run's precision and ``tf32`` whether TF32 matmuls/cuDNN were
-    allowed for it; together they pick the tolerance. ``fp64=None`` falls back to
-    allclose alone; ``fp64_missing`` is the reason, recorded in ``reference_note``.
-    """
+    """Judge ``compiled`` against ``eager`` (and ``fp64``, from ``fp64_reference``); ``dtype`` and ``tf32`` (TF32
+    allowed for the run) pick the tolerance. ``fp64=None`` falls back to allclose alone; ``fp64_missing`` is why."""
     key = tolerance_key(dtype, tf32)
     tolerance = TOLERANCES[key]
     eager_t, compiled_t = flatten_outputs(eager), flatten_outputs(compiled)

@@ -1,12 +1,9 @@
-"""PyTorch's portable compile cache ("mega-cache"): what it saves a fresh process.
+"""PyTorch's portable compile cache ("mega-cache"): what it saves a fresh process (docs/variants.md).
 
-``torch.compile`` records every cache entry it writes or reads as a portable artifact;
-``torch.compiler.save_cache_artifacts()`` serializes them and ``load_cache_artifacts(bytes)``
-hot-loads them into another process's (empty) inductor and triton cache folders, as a serving
-fleet ships them to new machines of the same kind. A ``torch.compile`` there then hits the cache
-instead of compiling. ``startup_from_artifacts`` prices that start in a new interpreter with new,
-empty cache folders: loading the artifacts plus the compiling first call(s), and the inductor
-FX-graph cache hits and misses that say whether the artifacts were used.
+``torch.compiler.save_cache_artifacts()`` serializes every cache entry ``torch.compile`` wrote or read, and
+``load_cache_artifacts(bytes)`` hot-loads them into another process's empty cache folders. ``startup_from_artifacts``
+prices that start in a new interpreter: loading the artifacts, the compiling first call(s), and the FX-graph cache
+hits and misses that say whether the artifacts were used.
 
 What torch 2.14 does (``torch/compiler/_cache.py``, ``CacheArtifactManager``):
 
@@ -105,26 +102,14 @@ def loaded(artifacts: bytes | None) -> None:
         torch.compiler.load_cache_artifacts(artifacts)
 
 
-def _math() -> dict[str, Any]:
-    """This process's float32 math settings (``precision.configure_fp32_math`` sets them): a process
-    that sets them differently, even to the same values through the legacy flags, gets other cache
-    keys, and the artifacts miss."""
-    return precision.fp32_math_in_force()
-
-
 def startup_from_artifacts(model: torch.nn.Module, inputs: dict[str, torch.Tensor], artifacts: bytes, *,
                            mode: str, backend: str = "inductor", fullgraph: bool = False,
                            dynamic: bool | None = None, device: str = "cpu", timeout_s: float = 600) -> dict[str, Any]:
-    """What a new process with the artifacts pays before its first answer, measured in a new
-    interpreter whose inductor and triton cache folders are new and empty: importing torch (and
-    transformers' output classes where installed), loading the model and inputs onto ``device``,
-    hot-loading ``artifacts``, and the compiling first call(s) of
-    ``torch.compile(model, ...)(**inputs)`` (two for CUDA-graph modes: recording the graph is
-    the second call), in seconds; with the FX-graph cache hits and misses of those calls.
-
-    ``first_answer_s`` (hot-load + first calls) is what the cache-backed start costs past imports
-    and model build. The model is pickled whole: its class must be importable in a new
-    interpreter. A failing process raises RuntimeError with the end of its stderr."""
+    """What a new process with the artifacts pays before its first answer (seconds), measured in a new interpreter
+    with new, empty cache folders: its imports, loading the model and inputs onto ``device``, hot-loading
+    ``artifacts``, and the compiling first call(s) of ``torch.compile(model, ...)(**inputs)`` (two for CUDA-graph
+    modes), with their FX-graph cache hits and misses. ``first_answer_s`` is hot-load + first calls. The model is
+    pickled whole: its class must be importable there. A failing process raises RuntimeError with its stderr's end."""
     if not artifacts:
         raise ValueError("no artifacts: saved_artifacts() found nothing recorded")
     modes.check_mode(mode)
@@ -144,8 +129,9 @@ def startup_from_artifacts(model: torch.nn.Module, inputs: dict[str, torch.Tenso
             # new and empty, as on another machine: any hit comes from the artifacts
             (Path(folder) / name).mkdir()
             env[variable] = str(Path(folder) / name)
+        # this process's float32 math: set otherwise (even through the legacy flags), cache keys differ and miss
         result = run_script(_STARTUP_SCRIPT, [folder, json.dumps({**settings, "device": device, "calls": calls,
-                                                                   "math": _math()})],
+                                                                   "math": precision.fp32_math_in_force()})],
                             what="starting from cache artifacts", timeout_s=timeout_s, env=env)
     result["first_answer_s"] = result["load_artifacts_s"] + sum(result["first_calls_s"])
     result["artifact_bytes"] = len(artifacts)

@@ -1,11 +1,8 @@
-"""Precisions: names, the TF32 policy, and whether a device can run a dtype.
+"""Precisions: names, the TF32 policy, and whether a device can run a dtype (docs/variants.md).
 
-The TF32 policy of float32 math (``default``: PyTorch's, the guide's; ``strict``: no TF32; ``on``: TF32 for
-matmuls and convolutions) is set once per run and carried by every record; booleans read as the former setting
-meant them (``True`` is ``on``, ``False`` is ``strict``). torch has two APIs for these settings, the legacy flags
-and, from 2.9, the per-backend ``fp32_precision`` ones, and a legacy getter raises once the two disagree
-(docs/variants.md): ``set_fp32_math`` sets them and ``environment.capture.fp32_math_in_force`` reads them; nothing
-else in the package touches either API.
+torch has two APIs for float32 math, the legacy flags and, from 2.9, the per-backend ``fp32_precision`` ones, and a
+legacy getter raises once the two disagree: ``set_fp32_math`` sets them and ``environment.capture.fp32_math_in_force``
+reads them; nothing else in the package touches either API.
 """
 
 from __future__ import annotations
@@ -44,14 +41,11 @@ _LEGACY_NOTICE = "Please use the new API settings to control TF32 behavior"
 
 def set_fp32_math(tf32_matmul: bool, tf32_cudnn: bool,
                   fp32_precision: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Allow TF32 or not for cuBLAS matmuls and for cuDNN (convolutions and RNNs); return
-    ``fp32_math_in_force()``.
+    """Allow TF32 or not for cuBLAS matmuls and for cuDNN (convolutions and RNNs); return ``fp32_math_in_force()``.
 
-    Where torch has the per-backend API, its settings are the ones set: ``fp32_precision`` when given
-    (another process's ``fp32_math_in_force()["fp32_precision"]``), else "tf32" or "ieee". The legacy
-    flags are set first, to the same state, because torch's own inductor still reads them (the
-    autotuning cache's keys, triton's convolution templates: in 2.11 and 2.14 alike) and they raise
-    when the per-backend setters alone moved away from them. On an older torch, only the legacy flags."""
+    The legacy flags first, as inductor still reads them, then, where torch has them, the per-backend settings:
+    ``fp32_precision`` where given (another process's ``fp32_math_in_force()["fp32_precision"]``), else "tf32" or
+    "ieee"."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=_LEGACY_NOTICE)
         torch.backends.cuda.matmul.allow_tf32 = tf32_matmul  # float32_matmul_precision "high" or "highest"

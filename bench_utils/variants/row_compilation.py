@@ -1,13 +1,9 @@
 """Several torch.compile modes of one model at one batch size, callable at once: a row timed in one span.
 
-Each mode compiles as a cell of its own does (``compilation.ColdThenWarm``): cold, every cache empty and after a
-dynamo reset, then warm where its plan measures that, in a cache folder of its own (``compile_cost.cache_folder``),
-so that no mode's compilation makes another's look cheap (a folder kept between processes where the cell has one,
-``kept_caches``: a later replicate compiles warm from it). A reset drops the modes compiled before it, so once every
-mode has compiled, each but the one still callable compiles once more from its own folder with no reset
-(``compile_cost.compile_again``): dynamo then holds one entry per mode, each guarded by its backend, and no timed
-call of any mode recompiles (the timed runs forbid it). That compilation is the one timed: its calls and CUDA-graph
-report are the cell's ``timed_again``.
+Each mode compiles as a cell of its own does (``compilation.ColdThenWarm``), in a cache folder of its own. A reset
+drops the modes compiled before it, so once every mode has compiled, each but the one still callable compiles once
+more from its own folder with no reset (``compile_cost.compile_again``): that compilation is the one timed, its calls
+and CUDA-graph report the cell's ``timed_again`` (docs/measurement.md, "One eager series per row").
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
-"""The architectures of the guide's 12 checkpoints, as configurations and processors.
+"""The architectures of the guide's 12 checkpoints, as configurations and processors (docs/models.md).
 
-Each entry rebuilds its checkpoint's architecture offline (depths, widths, heads,
-image size, label count, backbone), so that a model with random weights has
-exactly the checkpoint's parameter count (pinned in tests/zoo/test_loading.py), and
-states its image processor's resize and normalisation, so that offline inputs
-have the shapes the checkpoint's own processor would give. Where the hub is
-reachable, ``weights="pretrained"`` uses the checkpoint's own files instead.
+Each entry rebuilds its checkpoint's architecture offline, with exactly its parameter count (pinned in
+tests/zoo/test_loading.py), and states its image processor's resize and normalisation, so that offline inputs have
+the shapes the checkpoint's own processor would give.
 """
 
 from __future__ import annotations

@@ -37,11 +37,8 @@ def hub_error(checkpoint: str, exc: Exception) -> WeightsUnavailableError:
 
 @functools.lru_cache(maxsize=1)
 def hub_unreachable_reason() -> str | None:
-    """Why the model hub cannot be reached (None if it can), found out quickly and once.
-
-    Without this, every pretrained load on an offline machine waits through the hub
-    client's retries (about half a minute each).
-    """
+    """Why the model hub cannot be reached (None if it can), found out quickly and once (not through the hub
+    client's retries, about half a minute each)."""
     from huggingface_hub import constants
 
     if constants.HF_HUB_OFFLINE:

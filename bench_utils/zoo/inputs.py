@@ -1,10 +1,8 @@
-"""The inputs of a forward pass: one real photo, preprocessed, repeated to the batch.
+"""The inputs of a forward pass: one real photo, preprocessed, repeated to the batch (docs/models.md, *Inputs*).
 
-The guide times COCO val2017 000000039769.jpg (two cats, 640x480), the same image
-every run. Offline we use a real photo that a package ships, scikit-image's
-``chelsea`` (a cat), resized to the guide's 640x480 so that every processor that
-keeps the aspect ratio (DETR, MaskFormer) gives the guide's input shapes.
-Preprocessing happens here, once per cell, outside any timed region.
+scikit-image's ``chelsea`` (a cat) stands for the guide's COCO photo, resized to its 640x480 so that processors that
+keep the aspect ratio give the guide's input shapes. Preprocessing happens here, once per cell, outside any timed
+region.
 """
 
 from __future__ import annotations
@@ -42,11 +40,8 @@ def sample_image_info() -> dict[str, Any]:
 
 
 def owlvit_text_inputs(batch_size: int, tokenizer: Any = None) -> tuple[dict[str, torch.Tensor], str]:
-    """input_ids and attention_mask of the two queries for each image of the batch.
-
-    With a tokenizer (the checkpoint's, where the hub is reachable) it is used;
-    otherwise the fixed token ids above. Returns the tensors and their source.
-    """
+    """input_ids and attention_mask of the two queries for each image of the batch, and their source: the
+    tokenizer where given (the checkpoint's, where the hub is reachable), else the fixed token ids above."""
     queries = list(OWLVIT_QUERIES) * batch_size
     if tokenizer is not None:
         encoded = tokenizer(queries, padding="max_length", max_length=OWLVIT_TEXT_LENGTH,

@@ -1,15 +1,8 @@
-"""The model zoo: the guide's 12 models, any Hugging Face checkpoint, any timm model.
+"""The model zoo: the guide's 12 models, any Hugging Face checkpoint, any timm model (docs/models.md).
 
-``load(key, weights=..., dtype=..., device=...)`` returns a ``LoadedModel``: the
-model in eval mode with its task, key, label, checkpoint, parameter count, the
-weights it really has, and ``inputs(batch_size)`` for one forward pass.
-
-Weights policy:
-- ``random``: the checkpoint's exact architecture with random weights, built from
-  a configuration, fully offline (the registry's 12 and ``timm:<name>``);
-- ``pretrained``: the checkpoint from the hub; where the hub cannot be reached,
-  one clear line naming the checkpoint and suggesting ``weights="random"``;
-- ``auto``: pretrained where possible, else random, saying so.
+``load(key, weights=..., dtype=..., device=...)`` returns a ``LoadedModel``: the model in eval mode with its task,
+key, label, checkpoint, parameter count, the weights it really has (``random``, ``pretrained``, or ``auto``:
+pretrained where possible, else random, saying so), and ``inputs(batch_size)`` for one forward pass.
 """
 
 from __future__ import annotations
@@ -25,7 +18,7 @@ from ..errors import UserError
 from . import inputs as inputs_module
 from ..variants.memory_format import CONTIGUOUS, apply_to_inputs, apply_to_model, check_memory_format
 from ..variants.precision import check_dtype_supported, parse_dtype
-from .architectures import ARCHITECTURES, Architecture
+from .architectures import ARCHITECTURES
 from .hub import WeightsUnavailableError, from_hub, hub_error, hub_unreachable_reason, transformers_class
 from .registry import AUTO_CLASSES, REGISTRY, TASKS, TIMM_PREFIX, WEIGHTS, ModelSpec, resolve_key
 
@@ -60,15 +53,6 @@ class LoadedModel:
                 "checkpoint": self.checkpoint, "weights": self.weights, "dtype": self.dtype,
                 "param_count": self.param_count, "memory_format": self.memory_format, **self.input_info,
                 **({"notes": self.notes} if self.notes else {})}
-
-
-def _random_from_architecture(arch: Architecture) -> torch.nn.Module:
-    config = transformers_class(arch.config_class)(**arch.config)
-    return transformers_class(arch.model_class)(config)
-
-
-def _offline_processor(arch: Architecture):
-    return transformers_class(arch.processor_class)(**arch.processor)
 
 
 def _auto_task(model: torch.nn.Module) -> str:
@@ -128,8 +112,7 @@ def _load_transformers(key: str, spec: ModelSpec | None, weights: str, task: str
                        notes: list[str]):
     checkpoint = spec.checkpoint if spec else key
     arch = ARCHITECTURES.get(spec.key) if spec else None
-    tokenizer = None
-    model = processor = None
+    model = processor = tokenizer = None
     if weights in ("pretrained", "auto"):
         classes: tuple[str, ...]
         if arch:
@@ -149,7 +132,8 @@ def _load_transformers(key: str, spec: ModelSpec | None, weights: str, task: str
             raise WeightsUnavailableError(
                 f"random weights for {checkpoint} need its configuration, which only the hub has; "
                 f"use a registry key ({', '.join(REGISTRY)}) or 'timm:<name>' offline")
-        model, processor, used = _random_from_architecture(arch), _offline_processor(arch), "random"
+        model = transformers_class(arch.model_class)(transformers_class(arch.config_class)(**arch.config))
+        processor, used = transformers_class(arch.processor_class)(**arch.processor), "random"
 
     resolved_task = spec.task if spec else (task or _auto_task(model))
     text_queries = (arch.text_queries if arch else "OwlViT" in type(model).__name__ or

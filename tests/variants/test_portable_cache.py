@@ -5,6 +5,7 @@ import tempfile
 import pytest
 import torch
 
+from bench_utils.environment.capture import fp32_math_in_force
 from bench_utils.variants import portable_cache
 from bench_utils.variants.precision import configure_fp32_math
 
@@ -104,7 +105,7 @@ def test_a_fresh_process_under_the_tf32_policy_sets_it_without_mixing_the_apis()
 def test_this_process_math_is_read_without_the_legacy_getters():
     try:
         torch.backends.cuda.matmul.fp32_precision = "tf32"  # the per-backend API alone: legacy getters raise
-        math = portable_cache._math()
+        math = fp32_math_in_force()
     finally:
         configure_fp32_math()
     assert math["tf32_matmul"] is True and math["fp32_precision"]["cuda.matmul"] == "tf32"
