@@ -42,10 +42,26 @@ def png_bytes(figure: Figure, dpi: int = 100) -> bytes:
     return buffer.getvalue()
 
 
+# The characters of a name a plot shows (a record may hold 256; the tables show it whole): its start and its end,
+# where a variant's suffix is, unless two names of a plot would then read alike. A title's device: twice as many.
+SHORT_NAME = 40
+
+
+def short_name(text: str, limit: int = SHORT_NAME) -> str:
+    return text if len(text) <= limit else f"{text[:limit - 12]}…{text[-11:]}"
+
+
+def _short_labels(data: pd.DataFrame) -> pd.DataFrame:
+    labels = data["label"].unique()
+    if len({short_name(label) for label in labels}) < len(labels):
+        return data
+    return data.assign(label=data["label"].map(short_name))
+
+
 def _improvement(data: pd.DataFrame) -> pd.DataFrame:
     ok = data[(data["status"] == Status.OK) & data["speedup"].notna()].copy()
     ok["improvement"] = (ok["speedup"] - 1.0) * 100.0
-    return ok.sort_values(["task_rank", "label"])
+    return _short_labels(ok.sort_values(["task_rank", "label"]))
 
 
 def _figure(title: str, catalog: Catalog, draw: Callable[[Axes], None] | None, size: tuple[float, float] = (9, 4)):
@@ -77,7 +93,8 @@ def _legend_outside(axis, title: str) -> None:
 def _title(catalog: Catalog, key: str, device: str, mode: str, **values) -> str:
     """A plot's title: the environment and the compile mode in the catalog's words (a figure's
     text takes no Unicode isolates: matplotlib lays out the mixed directions itself)."""
-    return (catalog.t(key, device=environment_label(device, catalog, isolate=False), **values)
+    shown = short_name(environment_label(device, catalog, isolate=False), 2 * SHORT_NAME)
+    return (catalog.t(key, device=shown, **values)
             + " — " + catalog.mode_name(mode))
 
 
@@ -96,7 +113,8 @@ def batch_comparison(data: pd.DataFrame, device: str, mode: str, catalog: Catalo
 
 def duration(data: pd.DataFrame, device: str, batch: int, mode: str, catalog: Catalog):
     """Eager vs compiled mean latency per model (the guide's duration plot)."""
-    cells = data[(data["environment"] == device) & (data["batch_size"] == batch) & (data["status"] == Status.OK)]
+    cells = _short_labels(data[(data["environment"] == device) & (data["batch_size"] == batch)
+                               & (data["status"] == Status.OK)])
     rows = []
     for label, group in cells.sort_values(["task_rank", "label"]).groupby("label", sort=False):
         for kind, wanted in (("legend_eager", "eager"), ("legend_compiled", mode)):
@@ -143,7 +161,7 @@ def latency_bars(tidy: pd.DataFrame) -> Figure:
             axis.text(0.5, 0.5, "no measured cells", ha="center", va="center")
             axis.set_axis_off()
             return figure
-        ok["cell"] = ok["model"] + " / bs " + ok["batch_size"].astype(str)
+        ok["cell"] = ok["model"].map(short_name) + " / bs " + ok["batch_size"].astype(str)
         sns.barplot(data=ok, x="cell", y="mean_ms", hue="compile_mode", ax=axis)
         axis.set_xlabel("")
         axis.set_ylabel("mean latency (ms)")
@@ -159,7 +177,7 @@ def work_kinds(rows: pd.DataFrame, catalog: Catalog):
     for _, row in rows.iterrows():
         for side in ("eager", "compiled"):
             kinds = getattr(row["profile"], side).kinds_ms or {}
-            bars.append((f"{row['label']} · {int(row['batch_size'])} · {catalog.t(f'legend_{side}')}",
+            bars.append((f"{short_name(row['label'])} · {int(row['batch_size'])} · {catalog.t(f'legend_{side}')}",
                          [kinds.get(kind, 0.0) for kind in WorkKind]))
 
     def draw(axis) -> None:
