@@ -1,18 +1,9 @@
-"""The Jupyter kernel that executes the notebooks: its name, installing it, and speaking to it.
+"""The Jupyter kernel that executes the notebooks: its name, installing it, and speaking to it (docs/study.md).
 
-Both the study (task notebooks) and the report (the report notebook) execute
-notebooks with papermill in this kernel, so it lives below both. The kernel is
-this interpreter, so a notebook sees the same packages as the command that ran it.
-
-papermill speaks to it over Unix sockets (``ENGINE_NAME``), not TCP: a kernel on
-localhost TCP can be read by any user of the machine (a shared GPU node), and
-ipykernel 7.4 says so in every kernel's log, which the study publishes.
-``python -m bench_utils.kernel`` is papermill's command line with that engine.
-
-A command's kernels keep their connection files, sockets and IPython's profile (its history database: not under
-the user's home) in a folder of the command's own (``kernel_folder``), removed when the command ends however it
-ends: a kernel killed on Ctrl-C cannot remove its own, and they piled up in the temp folder. A command killed
-outright leaves its folder, which the next command removes.
+The study and the report both execute notebooks with papermill in this kernel (this interpreter), so it lives below
+both. papermill speaks to it over Unix sockets (``ENGINE_NAME``): localhost TCP can be read by any user of the
+machine. ``python -m bench_utils.kernel`` is papermill's command line with that engine. A command's kernels keep
+their files in a folder of the command's own (``kernel_folder``), removed when the command ends however it ends.
 """
 
 from __future__ import annotations
@@ -32,8 +23,7 @@ KERNEL_NAME = "bench-utils"
 KERNEL_DISPLAY_NAME = "Python (bench-utils)"
 ENGINE_NAME = "bench-utils"
 UNIX_SOCKET_PATH_MAX = 107  # bytes: sun_path holds 108, the last a NUL
-# Where a kernel started in this process writes its own stderr, where set (the report's: its kernel's
-# "[IPKernelApp] ..." lines are not the command's to print); unset, the kernel shares this process's.
+# Where a kernel started in this process writes its stderr, where set (the report's); unset, it shares this process's
 KERNEL_STDERR_ENV = "BENCH_UTILS_KERNEL_STDERR"
 # The folder of the connection files and sockets of the kernels this process and its children start
 KERNEL_DIR_ENV = "BENCH_UTILS_KERNEL_DIR"
@@ -44,8 +34,7 @@ STALE_AFTER_S = 3600  # a killed command's kernel folder, unchanged this long, i
 @contextmanager
 def kernel_folder() -> Iterator[str]:
     """A private folder (mode 0700) for the connection files and sockets of every kernel started within, by this
-    process or the processes it starts; removed on leaving, with whatever a killed kernel left. Nested: the
-    outer one's."""
+    process or its children; removed on leaving, with whatever a killed kernel left. Nested: the outer one's."""
     if os.environ.get(KERNEL_DIR_ENV):
         yield os.environ[KERNEL_DIR_ENV]
         return
@@ -102,14 +91,8 @@ def register_engine() -> str:
 
     class UnixSocketKernelManager(AsyncKernelManager):
         """A kernel of this machine, its sockets beside its connection file in the command's kernel folder
-        (``kernel_folder``; the temp folder outside one).
-
-        A path of its own per kernel: jupyter_client's default (``kernel-ipc`` in the working
-        folder) would be shared by the kernels a runner starts side by side. The sockets and
-        the file go when the kernel ends, and with the kernel folder where it was killed. Where the
-        folder's path is too long for a Unix socket, TCP on localhost as before (and ipykernel says so
-        in the log).
-        """
+        (``kernel_folder``; the temp folder outside one): a path of its own per kernel, where jupyter_client's
+        default would be shared by the kernels a runner starts side by side. A path too long for a socket: TCP."""
 
         @default("connection_file")
         def _connection_file_default(self) -> str:
@@ -132,9 +115,8 @@ def register_engine() -> str:
         @classmethod
         def execute_managed_notebook(cls, nb_man, kernel_name, **kwargs):
             kwargs.setdefault("kernel_manager_class", UnixSocketKernelManager)
-            # Killed once its last cell has run: each cell appends its records flushed and fsynced and keeps its
-            # caches itself, so a graceful exit (the interpreter's teardown, the compile-worker pool's shutdown)
-            # only cost time: 2 s a kernel on a 2-core CPU (docs/study.md).
+            # Killed once its last cell has run: each cell appends its records fsynced and keeps its caches itself,
+            # so a graceful exit only cost time (docs/study.md).
             kwargs.setdefault("shutdown_kernel", "immediate")
             return super().execute_managed_notebook(nb_man, kernel_name, **kwargs)
 

@@ -1,11 +1,9 @@
 """``make lab``'s server extension: the exploration notebook's kernel started with the server, before a reader opens it.
 
-JupyterLab drops without a word the cells run before a notebook's session has a kernel (jupyterlab/jupyterlab#8490;
-docs/report.md). A notebook whose path already has a running session is connected to it as it opens, so the server
-starts a session for ``notebooks/explore.ipynb`` as soon as it runs, with the project's kernel. Nothing else
-changes: another notebook starts its kernel as usual, and a reader who shuts this one down gets a new one as usual.
-Enabled on ``make lab``'s command line (``--ServerApp.jpserver_extensions bench_utils.lab_sessions=True``), not
-for every server of the environment.
+JupyterLab drops the cells run before a notebook's session has a kernel (jupyterlab/jupyterlab#8490; docs/report.md);
+a notebook whose path has a running session is connected to it as it opens, so the server starts one for
+``notebooks/explore.ipynb`` as soon as it runs. Enabled on ``make lab``'s command line only
+(``--ServerApp.jpserver_extensions bench_utils.lab_sessions=True``).
 """
 
 from __future__ import annotations

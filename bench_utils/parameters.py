@@ -1,10 +1,8 @@
 """A task notebook's list parameters, as a person or papermill's command line gives them, and
 named choices checked with the closest valid name offered.
 
-``papermill nb.ipynb out.ipynb -p models vit`` injects the string ``"vit"``, which a
-loop would take as the models "v", "i" and "t". Every list parameter therefore also
-accepts one plain string: one item, or several separated by commas
-(``-p models vit,resnet``, ``-p batch_sizes 1,4,16``); a lone number is one item too.
+``papermill ... -p models vit`` injects the string ``"vit"``, which a loop would take as the models "v", "i" and "t":
+every list parameter also accepts one plain string, one item or several separated by commas (``-p models vit,resnet``).
 """
 
 from __future__ import annotations

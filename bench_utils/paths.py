@@ -1,7 +1,6 @@
 """Where the project's folders are: its root, the notebooks and the published reports.
 
-Resolved once, from this file, so that every layer (the runner, the notebooks'
-kernels, the report) agrees on them whatever the working directory is.
+Resolved once, from this file, so that every layer agrees on them whatever the working directory is.
 """
 
 from __future__ import annotations
@@ -34,12 +33,9 @@ def _site_packages() -> dict[str, str]:
 
 
 def scrub(text: str, replacements: dict[str, str] | None = None) -> str:
-    """``text`` with this machine's absolute paths replaced: the given folders first (by what
-    stands for them), then this interpreter's site-packages (``<site-packages>``), the project root
-    (``<project>``) and the home directory (``~``).
-
-    Published reports, logs and executed notebooks name no user and no absolute path.
-    """
+    """``text`` with this machine's absolute paths replaced (published files name no user and no absolute path): the
+    given folders by what stands for them, this interpreter's site-packages (``<site-packages>``), the project root
+    (``<project>``) and the home directory (``~``)."""
     mapping = {**(replacements or {}), **_site_packages(), str(PROJECT_ROOT): "<project>", str(Path.home()): "~"}
     for path in sorted(mapping, key=len, reverse=True):  # the longest first: a folder inside another
         if path not in ("", "/"):

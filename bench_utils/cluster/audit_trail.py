@@ -10,9 +10,8 @@ from ..study.grid.kernel_groups import KernelGroup, kernel_groups
 
 
 def kept_name(group: KernelGroup, kind: str | None, tries: int, relative: str) -> Path:
-    """Where the driver keeps a node's notebook or log (``logs/NAME.log``): the group's own id (a node
-    names it after its cells alone), tagged with the accelerator type and the try, so that groups,
-    types and retries never overwrite each other."""
+    """Where the driver keeps a node's notebook or log (``logs/NAME.log``): the group's own id (a node names it after
+    its cells alone), tagged with the accelerator type and the try, so that none overwrites another."""
     path = Path(relative)
     node_id = kernel_groups(group.cells)[0].group_id
     rest = path.name[len(node_id):] if path.name.startswith(node_id) else "." + path.name

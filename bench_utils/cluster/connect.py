@@ -1,12 +1,8 @@
-"""Which Ray cluster a run uses, and a clear error when it cannot be reached.
+"""Which Ray cluster a run uses, and a clear error when it cannot be reached (docs/cluster.md).
 
-``--address`` takes ``auto`` (the cluster ``ray start`` left on this machine), ``HOST:PORT`` (a
-cluster's head, from one of its nodes) or ``ray://HOST:10001`` (Ray Client: the head's client
-server, from a machine outside the cluster). Without one, ``$RAY_ADDRESS``; without that, a
-cluster of this machine alone is started for the run, listening on the loopback interface only.
-
-Ray retries an unreachable address for a minute or more before it fails; the head's port is
-tried here first, so a wrong address costs seconds and says so in one line.
+``--address``: ``auto``, ``HOST:PORT`` or ``ray://HOST:10001`` (Ray Client); else ``$RAY_ADDRESS``; else a cluster of
+this machine alone, on the loopback interface only. Ray retries an unreachable address for a minute or more: the
+head's port is tried here first, so a wrong address costs seconds and says so in one line.
 """
 
 from __future__ import annotations
@@ -84,8 +80,7 @@ def connect(address: str | None) -> None:
     if address is None:
         os.environ[LOOPBACK_ONLY_ENV] = "0"  # read when ray is imported: before that, here
         if "ray" not in sys.modules:  # Ray reads it as it is imported (later, it would be half set)
-            # Ray's default for a new local cluster (a token its processes must present), chosen here
-            # so that Ray does not warn of it at every run; a setting of the user's own is kept
+            # Ray's default for a new local cluster, set so that Ray does not warn of it; the user's own is kept
             os.environ.setdefault(AUTH_MODE_ENV, "token")
     else:
         probe(address)
@@ -95,8 +90,7 @@ def connect(address: str | None) -> None:
         raise ClusterUnreachable(NO_RAY) from None
 
     logging.getLogger("ray").setLevel(logging.WARNING)  # Ray Client's notes on how it connected
-    # and the client server's own warnings it relays (its driver runs in a thread, and says so); a
-    # filter, as Ray Client sets that logger's level as it connects
+    # and the client server's warnings it relays: a filter, as Ray Client sets that logger's level as it connects
     logging.getLogger("ray.util.client.logsclient").addFilter(_errors_only)  # once, however many runs
     options: dict[str, Any] = dict(log_to_driver=False, logging_level=logging.WARNING)
     for attempt in range(1, CLIENT_TRIES + 1):
@@ -110,8 +104,7 @@ def connect(address: str | None) -> None:
             return
         except (ConnectionError, TimeoutError, RuntimeError) as exc:
             if isinstance(exc, ConnectionAbortedError) and attempt < CLIENT_TRIES:
-                # Ray Client's server process for this driver died as it started, which Ray's
-                # client server does now and then (ray-project/ray#63202): a new one, then
+                # Ray Client's server process for this driver died as it started (ray-project/ray#63202): a new one
                 ray.shutdown()
                 continue
             lines = str(exc).strip().splitlines() or [type(exc).__name__]

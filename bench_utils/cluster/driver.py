@@ -1,16 +1,9 @@
 """A study grid on a cluster: one task per kernel group and accelerator type, one results file (docs/cluster.md).
 
-``python -m bench_utils run GRID --executor ray [--address ...]``. Each kernel group of each accelerator type the
-grid names goes to the cluster as one task (``node``), which runs the local runner where it lands and streams back
-each cell's record as soon as it is measured. The driver alone writes the results file, under the study folder's
-lease, exactly once: a record is appended only if the study has none of that cell from this run, nor an ``ok`` or
-``oom`` one of the same environment. A node lost mid-task loses none of the group's recorded cells: the unrecorded
-ones go to another task on a node of the same kind (Ray's own retry would measure the whole group again), and the
-cell in progress is charged as a dead kernel's is locally (``MAX_NODE_LOSSES``; Ray's memory monitor: ``oom``).
-
-The cluster itself is behind ``Cluster``: ``nodes()``, ``submit(task, options)`` (an iterator of the node's events;
-``NodeLost``, ``HostOutOfMemory``, ``TaskFailed`` or ``Cancelled`` when it ends otherwise) and ``cancel_all()``;
-``ray_cluster.RayCluster`` is Ray's, tests bring their own.
+Each task (``node``) runs the local runner where it lands and streams back each cell's record as it is measured; the
+driver alone appends them, under the study folder's lease, exactly once. A lost node's unrecorded cells go to another
+task of the same kind (Ray's own retry would measure the whole group again); the cell in progress is charged as a dead
+kernel's is locally (``MAX_NODE_LOSSES``). The cluster is behind ``Cluster``: Ray's, or the tests' own.
 """
 
 from __future__ import annotations
@@ -168,8 +161,7 @@ class ClusterRunner:
         kernel's, the rest sent again (to a node of the same type, if one is left)."""
         cell = next((c for c in work.cells if c.cell_id == work.current), None)
         if isinstance(exc, HostOutOfMemory) and cell is not None:
-            # as the OOM killer locally: this cell is oom, and the next node, sent its record, skips
-            # the mode's larger batches
+            # as a local OOM kill: this cell is oom, and the next node, sent its record, skips the mode's larger batches
             self._record(work, cell, "oom", f"the host ran out of memory: Ray's memory monitor ended the "
                          f"node's worker while it measured this cell ({exc})", tally, progress)
         elif isinstance(exc, TaskFailed):

@@ -1,23 +1,16 @@
-"""One kernel group measured on a cluster node, its records streamed back to the driver.
+"""One kernel group measured on a cluster node, its records streamed back to the driver (docs/cluster.md).
 
-The node runs the local runner (``study.runner.Runner``) over the group's cells, in a folder of
-its own, seeded with the study's earlier records of those cells. So a node decides what is
-already measured *on its own environment* (torch version, GPU and driver), and which batches an
-earlier OOM rules out, exactly as a local run does; dead kernels, stalls and OOMs are handled by
-the same code. The node never writes the study's results file: each record goes to the driver as
-an event as soon as the kernel has written it, and the driver appends it under its lease. The
-executed notebooks and logs follow at the end.
+The node runs the local runner over the group's cells in a folder of its own, seeded with the study's earlier records
+of them, so that it decides what is measured already on its own environment as a local run does. It never writes the
+study's results file: each record goes to the driver as an event. Events are plain dicts, ``{"event": name, ...}``:
 
-Events are plain dicts, ``{"event": name, ...}``:
-
-- ``plan``: ``node`` (its id), ``slot`` (the GPU it was given, or None), ``pending`` (cell ids to
-  measure), ``resumed`` (how many were measured already) and ``environment`` (the node's, as its
-  records carry it);
+- ``plan``: ``node`` (its id), ``slot`` (the GPU it was given, or None), ``pending`` (cell ids to measure),
+  ``resumed`` (how many were measured already) and ``environment`` (the node's, as its records carry it);
 - ``start``: ``cell_id``, the cell a kernel begins;
 - ``cell``: ``cell_id``, ``status``, ``seconds``, ``message`` and ``record``, once per cell;
 - ``say``: ``text``, a line the runner would have printed;
-- ``files``: ``files``, the executed notebooks and logs by path relative to the node's folder, and
-  ``folder``, that folder relative to the project (the notebooks name it);
+- ``files``: ``files``, the executed notebooks and logs by path relative to the node's folder, and ``folder``, that
+  folder relative to the project (the notebooks name it);
 - ``end``: ``not_run`` and ``worker_errors``, as the node's run ended.
 """
 
@@ -102,11 +95,8 @@ def _relative_log(record: Record, folder: Path) -> dict[str, Any]:
 
 def stream_group(task: GroupTask, node_id: str | None = None, slot: str | None = None,
                  executor: Executor | None = None) -> Iterator[dict[str, Any]]:
-    """Measure ``task``'s cells on this machine; yield the events above (the Ray task's body).
-
-    ``slot`` names the node's GPU the task was given (two tasks on one node differ by it);
-    ``executor`` stands in for papermill in tests, as for ``Runner``.
-    """
+    """Measure ``task``'s cells on this machine; yield the events above (the Ray task's body). ``slot``: the node's
+    GPU the task was given; ``executor`` stands in for papermill in tests, as for ``Runner``."""
     for name, value in ((ACCELERATOR_TYPE_ENV, task.accelerator), (CLUSTER_NODE_ENV, node_id)):
         if value:  # the kernels inherit them: every record says where it was measured
             os.environ[name] = value
@@ -121,13 +111,9 @@ def stream_group(task: GroupTask, node_id: str | None = None, slot: str | None =
 
 
 def _scratch_folder(node_id: str | None) -> tuple[Path, int]:
-    """The task's own study folder and the lock that says it is in use, held for the task's life.
-
-    Inside the project where it can be written (the executed notebooks then name it relative to
-    the project, as a local run's), else in the temporary folder. Its name starts with the node's
-    id, and a task removes only its own node's folders whose lock nobody holds (their task was
-    killed): a lock is trusted on the node that took it, never across a shared file system.
-    """
+    """The task's own study folder (in the project where it can be written) and the lock that says it is in use,
+    held for the task's life. A task removes only its own node's folders whose lock nobody holds (their task was
+    killed): a lock is trusted on the node that took it, never across a shared file system."""
     prefix = f"node-{(node_id or 'local')[:12]}-"
     for parent in (SCRATCH_DIR, Path(tempfile.gettempdir()) / "bench_utils-nodes"):
         try:

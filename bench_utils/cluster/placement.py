@@ -1,10 +1,8 @@
-"""What each kernel group asks of the cluster, checked against its nodes before anything runs.
+"""What each kernel group asks of the cluster, checked against its nodes before anything runs (docs/cluster.md).
 
-A group of CUDA cells asks for one GPU (Ray sets the task's CUDA_VISIBLE_DEVICES to it, and the
-node's runner pins its kernel there); a group of CPU cells asks for every CPU of the smallest node
-it may land on, so that no two CPU measurements share a machine. A grid that names accelerator
-types adds Ray's ``accelerator_type`` to each group of that kind, so it runs only on nodes of it.
-A kind, or a GPU, that no live node offers is refused in one line: its tasks would wait for ever.
+A CUDA group asks for one GPU, a CPU group for every CPU of the smallest node it may land on (no two CPU measurements
+share a machine), and a grid's accelerator type for Ray's ``accelerator_type``. A kind, or a GPU, that no live node
+offers is refused in one line: its tasks would wait for ever.
 """
 
 from __future__ import annotations

@@ -1,24 +1,14 @@
-"""Ray itself: the task a node runs, and the driver's ``Cluster`` (nodes, submit, cancel).
+"""Ray itself: the task a node runs, and the driver's ``Cluster`` (nodes, submit, cancel); docs/cluster.md.
 
-Each kernel group is a plain Ray task (``measure_group``). Its events reach the driver through an
-inbox, one small actor on the head node for the whole run: the task sends each event there as it
-comes, and the driver takes them from there while the task runs. This works over Ray Client
-(``ray://``) as well as from a node of the cluster; Ray's streaming generators do not cross Ray
-Client. The task waits for its last event to arrive before it ends or fails, so the driver's
-last take, after the task's end, has them all. A node that dies loses at most the events still on
-their way (milliseconds): a record lost so is never appended, and its cell counts as the one the
-lost node was measuring (charged as such, ``driver``), never recorded twice. An inbox that died
-or stopped answering (``InboxLost``) stops the run: no retry of a task would mend it.
-
-Ray's own retry is off (``max_retries=0``): it would measure the whole group again; the driver
-sends only the unrecorded cells again (``driver``). A node or worker that died becomes
-``NodeLost``, Ray's memory monitor ending the worker ``HostOutOfMemory``, a cancellation
-``Cancelled``, and any other failure (the task's own exception, a task Ray cannot schedule or set
-up) ``TaskFailed``.
+Each kernel group is a plain Ray task (``measure_group``) with Ray's own retry off: the driver sends only the
+unrecorded cells again. Its events reach the driver through an inbox, one small actor on the head node for the run
+(Ray's streaming generators do not cross Ray Client); the task waits for its last event to arrive before it ends,
+so the driver's last take, after the task's end, has them all. An inbox lost (``InboxLost``) stops the run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 from typing import Any, Iterator
@@ -28,8 +18,7 @@ from .connect import ClusterUnreachable, connect
 from .cluster_api import Cancelled, HostOutOfMemory, NodeLost, TaskFailed
 from .node import GroupTask, stream_group
 
-# Ray is imported only once ``connect`` has chosen how (a cluster of this machine alone listens on
-# the loopback interface only, which Ray reads as it is imported).
+# Ray is imported only once ``connect`` has set what Ray reads as it is imported (a local cluster's loopback only)
 
 HEAD_NODE_RESOURCE = "node:__internal_head__"   # Ray's resource of the head node (its docs: Resources)
 POLL_S = 0.5            # how often the driver takes a running task's events
@@ -42,11 +31,8 @@ class InboxLost(RuntimeError):
 
 
 class EventInbox:
-    """The tasks' events by task key, until the driver takes them (a Ray actor on the head node).
-
-    Written here rather than taken from ``ray.util.queue.Queue``: a Queue is an actor, so a worker
-    process, per task, and a fleet of GPUs would start one per GPU on the head.
-    """
+    """The tasks' events by task key, until the driver takes them (a Ray actor on the head node); not a
+    ``ray.util.queue.Queue`` per task: each is an actor, so a worker process on the head per GPU of the fleet."""
 
     def __init__(self) -> None:
         self.events: dict[str, list[dict[str, Any]]] = {}
@@ -79,24 +65,22 @@ def measure_group(task: GroupTask, inbox, key: str) -> None:
             last = inbox.put.remote(key, event)
     finally:  # ended or failed, every event is in the inbox before the driver hears of it
         if last is not None:
-            try:
+            with contextlib.suppress(Exception):  # the inbox is gone: the driver hears of that itself
                 ray.get(last)
-            except Exception:  # the inbox is gone: the driver hears of that itself
-                pass
 
 
 @functools.lru_cache(maxsize=1)
 def _remote_measure_group():
     import ray
 
-    # max_calls=1: a fresh worker process per group, so no task inherits another's environment
-    # (its CUDA_VISIBLE_DEVICES, the GPU torch saw first, the placement variables)
+    # max_calls=1: a fresh worker process per group: no task inherits another's CUDA_VISIBLE_DEVICES or placement
     return ray.remote(max_retries=0, max_calls=1)(measure_group)
 
 
-def _first_line(exc: BaseException) -> str:
+def _said(exc: BaseException) -> str:
+    """``Type: the message's first line``."""
     lines = [line for line in str(exc).strip().splitlines() if line.strip()]
-    return lines[0][:300] if lines else type(exc).__name__
+    return f"{type(exc).__name__}: {lines[0][:300] if lines else type(exc).__name__}"
 
 
 class RayCluster:
@@ -122,9 +106,8 @@ class RayCluster:
         except Exception as exc:
             ray.shutdown()
             raise ClusterUnreachable(
-                f"the Ray cluster's head did not start the run's inbox in {INBOX_READY_S:.0f} s "
-                f"({type(exc).__name__}: {_first_line(exc)}): start Ray on the head from the project's "
-                ".venv (docs/cluster.md)") from None
+                f"the Ray cluster's head did not start the run's inbox in {INBOX_READY_S:.0f} s ({_said(exc)}): "
+                "start Ray on the head from the project's .venv (docs/cluster.md)") from None
         return self
 
     def __exit__(self, *exc_info) -> None:
@@ -165,10 +148,8 @@ class RayCluster:
                 self._running.discard(ref)
             if not finished:  # never leave a task measuring that nobody follows
                 _cancel(ref)
-            try:
+            with contextlib.suppress(Exception):  # Ray is shutting down
                 self._inbox.close.remote(key)  # nor its events, nor any still on their way
-            except Exception:  # Ray is shutting down
-                pass
 
     def _take(self, key: str) -> list[dict[str, Any]]:
         import ray
@@ -178,8 +159,8 @@ class RayCluster:
             return ray.get(self._inbox.take.remote(key), timeout=INBOX_TAKE_S)
         except (ray_errors.RayActorError, ray_errors.GetTimeoutError) as exc:
             # not this task's failure, nor its node's: no retry would mend it
-            raise InboxLost(f"the run's inbox on the Ray head was lost ({type(exc).__name__}: "
-                            f"{_first_line(exc)}); run the command again to resume") from None
+            raise InboxLost(f"the run's inbox on the Ray head was lost ({_said(exc)}); "
+                            "run the command again to resume") from None
 
     def cancel_all(self) -> None:
         """End every running task, its worker and so its kernel; no task starts after (a stop)."""
@@ -193,10 +174,8 @@ class RayCluster:
 def _cancel(ref) -> None:
     import ray
 
-    try:
+    with contextlib.suppress(Exception):  # finished meanwhile, or Ray is shutting down
         ray.cancel(ref, force=True)
-    except Exception:  # finished meanwhile, or Ray is shutting down
-        pass
 
 
 def _raise_as_driver_error(exc: Exception) -> None:
@@ -207,12 +186,12 @@ def _raise_as_driver_error(exc: Exception) -> None:
         raise Cancelled("cancelled") from None
     if isinstance(exc, ray_errors.RayTaskError):  # the task's own exception (its cause)
         cause = exc.cause if getattr(exc, "cause", None) is not None else exc
-        raise TaskFailed(f"{type(cause).__name__}: {_first_line(cause)}") from None
+        raise TaskFailed(_said(cause)) from None
     if isinstance(exc, ray_errors.OutOfMemoryError):  # Ray's memory monitor ended the worker
-        raise HostOutOfMemory(f"{type(exc).__name__}: {_first_line(exc)}") from None
+        raise HostOutOfMemory(_said(exc)) from None
     if isinstance(exc, (ray_errors.NodeDiedError, ray_errors.WorkerCrashedError, ray_errors.LocalRayletDiedError,
                         ray_errors.ObjectLostError)):
-        raise NodeLost(f"{type(exc).__name__}: {_first_line(exc)}") from None
+        raise NodeLost(_said(exc)) from None
     if isinstance(exc, ray_errors.RayError):  # unschedulable, runtime environment, Ray's own errors
-        raise TaskFailed(f"{type(exc).__name__}: {_first_line(exc)}") from None
+        raise TaskFailed(_said(exc)) from None
     raise exc

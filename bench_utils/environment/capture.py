@@ -1,9 +1,7 @@
 """The environment of a measurement, as every result record carries it.
 
-The machine and software facts are captured once per process (they do not change);
-the settings a cell may change (thread counts, TF32, cudnn.benchmark) and the
-timestamp are read afresh on every call. Nothing identifies a person or a host:
-no host name, user name or home-directory path is collected.
+The machine and software facts are captured once per process; the settings a cell may change (thread counts, TF32,
+cudnn.benchmark) and the timestamp afresh on every call. No host name, user name or home-directory path is collected.
 """
 
 from __future__ import annotations
@@ -23,13 +21,11 @@ import psutil
 from .packages import measured_with
 from ..paths import PROJECT_ROOT, REPORTS_DIR
 
-# Set by a cluster node's task (``bench_utils.cluster.node``) for the kernels it starts: the
-# accelerator type Ray placed the work on (its name for the node's kind) and the node's id.
+# Set by a cluster node's task (``bench_utils.cluster.node``) for its kernels: Ray's accelerator type and the node's id
 ACCELERATOR_TYPE_ENV = "BENCH_UTILS_ACCELERATOR_TYPE"
 CLUSTER_NODE_ENV = "BENCH_UTILS_CLUSTER_NODE"
 
-# torch is imported inside the functions that read it: importing this module (as the
-# records and the report do, for ``gpu_name``) must not load torch.
+# torch is imported inside the functions that read it: importing this module (as the records do) must not load torch
 
 
 def _version(distribution: str) -> str | None:
@@ -60,22 +56,16 @@ def _git(*args: str) -> str | None:
     return result.stdout.strip() if result.returncode == 0 else None
 
 
-# A copy of the project with no repository of its own (a GPU host gets the working tree, not .git) records the
-# commit it was copied from, where ``make wheelhouse`` wrote it down here beforehand (git-ignored, carried).
+# The commit a copy without .git (a GPU host's working tree) was made from, written by ``make wheelhouse`` (carried)
 SOURCE_COMMIT_FILE = ".source-commit.json"
-# The published studies' folder: a study measured into it rewrites tracked files (its results, executed notebooks,
-# logs, timer check), which says nothing of the code; ``git_dirty`` is about the code (the second H200 lease's
-# clean copy recorded ``git_dirty: true`` from its own notebooks).
+# The published studies' folder: a study measured into it rewrites tracked files, which says nothing of the code
 STUDY_OUTPUTS = REPORTS_DIR.relative_to(PROJECT_ROOT).as_posix()
 
 
 def project_git() -> dict[str, Any]:
-    """Commit of this project's checkout and whether tracked files other than the studies' outputs
-    (``STUDY_OUTPUTS``) differ from it; both None, with
-    ``git_commit_note`` saying why, where there is no repository or where the repository found is not the
-    project's own (a plain copy of the project inside another checkout: its HEAD is another project's
-    commit, as on the first GPU run). Without a repository of its own, a copy that carries
-    ``SOURCE_COMMIT_FILE`` records the commit written there, and says so."""
+    """Commit of this project's checkout and whether tracked files other than ``STUDY_OUTPUTS`` differ from it;
+    both None, with ``git_commit_note`` saying why, where there is no repository or the one found is not the
+    project's own (a copy inside another checkout). A copy that carries ``SOURCE_COMMIT_FILE`` records its commit."""
     root = _git("rev-parse", "--show-toplevel")
     if root is not None and Path(root).resolve() == PROJECT_ROOT.resolve():
         commit = _git("rev-parse", "HEAD")
@@ -87,11 +77,9 @@ def project_git() -> dict[str, Any]:
     copied = _source_commit()
     if copied is not None:
         return copied
-    if root is None:
-        return {"git_commit": None, "git_dirty": None, "git_commit_note": "not a git checkout"}
-    return {"git_commit": None, "git_dirty": None,
-            "git_commit_note": "the project is not the root of the git repository around it "
-                               "(a copy inside another checkout): that repository's commit is not this code's"}
+    note = ("not a git checkout" if root is None else "the project is not the root of the git repository around it "
+            "(a copy inside another checkout): that repository's commit is not this code's")
+    return {"git_commit": None, "git_dirty": None, "git_commit_note": note}
 
 
 def _source_commit() -> dict[str, Any] | None:
@@ -203,11 +191,7 @@ def _static_environment() -> dict[str, Any]:
         "driver_version": nvml_facts.get("driver_version"),
         "cuda_driver_version": nvml_facts.get("cuda_driver_version"),
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-        "transformers_version": _version("transformers"),
-        "timm_version": _version("timm"),
-        "torchvision_version": _version("torchvision"),
-        "triton_version": _version("triton"),
-        "numpy_version": _version("numpy"),
+        **{f"{name}_version": _version(name) for name in ("transformers", "timm", "torchvision", "triton", "numpy")},
         "bench_utils_version": _version("bench-utils"),
         **project_git(),
         # every package a cell imports, at its version: what a study's environment file is derived from
@@ -234,11 +218,9 @@ def fp32_precision_settings() -> dict[str, str] | None:
 
 
 def fp32_math_in_force() -> dict[str, Any]:
-    """The float32 math in force: TF32 for cuBLAS matmuls (``tf32_matmul``) and for cuDNN convolutions
-    (``tf32_cudnn``), the matmul precision by its legacy name, and ``fp32_precision_settings()``.
-
-    Read through the per-backend API where torch has it, never through the legacy getters: torch
-    raises on those once the two APIs disagree (``variants.precision.set_fp32_math`` sets both)."""
+    """The float32 math in force: TF32 for cuBLAS matmuls and cuDNN convolutions, the matmul precision by its legacy
+    name, and ``fp32_precision_settings()``. Read through the per-backend API where torch has it: torch raises on
+    the legacy getters once the two APIs disagree (``variants.precision.set_fp32_math`` sets both)."""
     import torch
 
     settings = fp32_precision_settings()
@@ -260,9 +242,7 @@ def runtime_settings() -> dict[str, Any]:
     return {
         "torch_num_threads": torch.get_num_threads(),
         "torch_num_interop_threads": torch.get_num_interop_threads(),
-        "tf32_matmul": math["tf32_matmul"],
-        "tf32_cudnn": math["tf32_cudnn"],
-        "float32_matmul_precision": math["float32_matmul_precision"],
+        **{key: math[key] for key in ("tf32_matmul", "tf32_cudnn", "float32_matmul_precision")},
         "cudnn_benchmark": torch.backends.cudnn.benchmark,
         "cudnn_deterministic": torch.backends.cudnn.deterministic,
         "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),

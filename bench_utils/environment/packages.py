@@ -1,8 +1,7 @@
 """The installed version of every package the project measures with: its dependencies' closure, as records carry it.
 
-A study's environment file (``reproduce.study_environment``) is derived from this, so it must name exactly
-what a measurement imported, no more: the closure of the project's own dependencies (not its ``test`` or
-``ray`` extras, which never run inside a cell), each at the version installed here.
+A study's environment file is derived from this (docs/reproducing.md): the closure of the project's own dependencies,
+not of its ``test`` or ``ray`` extras (they never run inside a cell), each at the version installed here.
 """
 
 from __future__ import annotations

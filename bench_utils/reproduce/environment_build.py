@@ -1,10 +1,7 @@
 """A study's environment built in a folder of its own (``.venv-reproduce/<id>/``), from its requirements file.
 
-pip does the work: a new virtual environment, ``pip install -r`` the study's exact pins, then this checkout's
-``bench_utils`` with the pins as constraints (a dependency they lack is installed at its newest), then its
-notebook kernel. Where the
-running interpreter already holds exactly those versions nothing is built: it is the study's environment.
-A pin the registry cannot serve fails the build in one line that names it, not pip's page of resolver output.
+pip does the work (docs/reproducing.md); where the running interpreter already holds exactly those versions nothing
+is built. A pin the registry cannot serve fails the build in one line that names it, not pip's resolver output.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """``python -m bench_utils reproduce STUDY``: a published study re-run in the versions it was measured with.
 
-Four steps, each a module's: the study's environment file from its records (``environment_files``), that
-environment built in a folder of its own (``environment_build``), the study's own grid (the copy its folder
-keeps, ``grid.yaml``) run there into a new study folder by that environment's ``bench_utils run``, and the
-comparison of the two rendered as a page (``report.comparison_page``).
+The four steps of docs/reproducing.md: ``environment_files``, ``environment_build``, the study's own ``grid.yaml`` run
+by that environment's ``bench_utils run``, and ``report.comparison_page``.
 """
 
 from __future__ import annotations
