@@ -174,7 +174,7 @@ def test_a_driver_outside_the_cluster_through_ray_client_gets_each_record_as_it_
         assert Counter((r.cell.model, r.cell.batch_size) for r in kept) == {
             (model, batch): 1 for model in ("timm:test_resnet", "timm:test_vit") for batch in (1, 2)}
         assert {r.status for r in kept} == {"ok"}
-        assert {r.environment.cluster_node_id for r in kept} == {nodes.KA[0].node_id}
+        assert {r.environment.cluster_node_id for r in kept} == {nodes["KA"][0].node_id}
         assert "4 ok" in out
         # the two groups each ask for the whole node: one ran after the other, never beside it
         assert "waiting for cpu" not in err and "error" not in err, err
