@@ -11,9 +11,14 @@ from babel.lists import format_list
 import pandas as pd
 
 from ..measurement import stats
+from .frame import compiled_modes
+from .guide_table import timed_together
 from .i18n import Catalog
 from .markdown import environment_label, ltr, markdown_table, mode_label
+from .tables import REFERENCE_CSV
 from ..vocabulary import Status
+
+GUIDE_GPU = "A100"  # the guide's GPU set beside ours: its fastest, and the one with every mode
 
 
 def geomean_table(data: pd.DataFrame, catalog: Catalog) -> str:
@@ -22,19 +27,32 @@ def geomean_table(data: pd.DataFrame, catalog: Catalog) -> str:
     models were measured at batch 1, 4 and 16)."""
     rows = []
     ok = data[(data["status"] == Status.OK) & data["speedup"].notna()] if not data.empty else data
+    guide = _guide_speedups()
+    first_mode = compiled_modes(data)[0] if not ok.empty else None
     for (device, dtype, mode, layout), per_mode in ok.groupby(["environment", "dtype", "mode", "memory_format"]):
+        # a mode after the first timed beside an eager series of its own (earlier design): not against one eager
+        own_eager = {label for (label, _), cells in data[(data["environment"] == device) & (data["dtype"] == dtype)]
+                     .groupby(["label", "batch_size"]) if mode != first_mode and not timed_together(cells)}
+        apart = per_mode[per_mode["label"].isin(own_eager)]
+        per_mode = per_mode[~per_mode["label"].isin(own_eager)]
         everywhere = models_at_every_batch_size(per_mode)
-        for batch, group in per_mode.groupby("batch_size"):  # numerically: 1, 4, 16
+        for batch in sorted(set(per_mode["batch_size"]) | set(apart["batch_size"])):
+            group = per_mode[per_mode["batch_size"] == batch]
             same = group[group["label"].isin(everywhere)]
-            left_out = sorted(set(group["label"]) - everywhere)
+            left_out = [ltr(label, catalog) for label in sorted(set(group["label"]) - everywhere)] + [
+                f"{ltr(label, catalog)} ({catalog.t('flag_eager_per_mode')})"
+                for label in sorted(apart[apart["batch_size"] == batch]["label"])]
+            theirs = [guide.get((label.lower(), batch, mode)) for label in group["label"]]
             rows.append([environment_label(device, catalog), ltr(dtype, catalog), ltr(str(batch), catalog),
                          mode_label(mode, catalog) + (f" ({ltr(layout, catalog)})" if layout != "contiguous" else ""),
                          _geomean(same["speedup"], catalog), ltr(str(len(same)), catalog),
                          _geomean(group["speedup"], catalog), ltr(str(len(group)), catalog),
-                         format_list([ltr(label, catalog) for label in left_out], locale=catalog.locale) or "–"])
+                         _geomean(pd.Series(theirs, dtype=float), catalog) if None not in theirs else "–",
+                         format_list(left_out, locale=catalog.locale) or "–"])
     headers = [catalog.t("col_device"), catalog.t("col_dtype"), catalog.t("col_batch"), catalog.t("col_mode"),
                catalog.t("col_geomean_every_batch"), catalog.t("col_models"), catalog.t("col_geomean_all"),
-               catalog.t("col_models"), catalog.t("col_geomean_left_out")]
+               catalog.t("col_models"), catalog.t("col_geomean_guide", gpu=GUIDE_GPU),
+               catalog.t("col_geomean_left_out")]
     return markdown_table(headers, rows) if rows else catalog.t("no_results")
 
 
@@ -42,6 +60,16 @@ def models_at_every_batch_size(rows: pd.DataFrame) -> set[str]:
     """The models (by label) that ``rows`` (one device, dtype, mode and layout) measured at each of its batch sizes."""
     per_batch = [set(group["label"]) for _, group in rows.groupby("batch_size")]
     return set.intersection(*per_batch) if per_batch else set()
+
+
+def _guide_speedups() -> dict[tuple[str, int, str], float]:
+    """The guide's speed-ups on ``GUIDE_GPU`` by (model, batch size, mode), eager over compiled mean latency: its main
+    tables' (torch 2.0.1) where they have the cell, else its nightly tables' (reduce-overhead's only source)."""
+    guide = pd.read_csv(REFERENCE_CSV)
+    guide = guide[(guide["gpu"] == GUIDE_GPU) & (guide["status"] == Status.OK)]
+    guide = guide.sort_values("torch_version", ascending=False)  # 2.0.1 last: it wins
+    return {(str(row.model).lower(), int(row.batch_size), str(row.compile_mode)): row.eager_ms / row.compiled_ms
+            for row in guide.itertuples()}
 
 
 def _geomean(speedups: pd.Series, catalog: Catalog) -> str:
