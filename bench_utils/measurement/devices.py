@@ -1,8 +1,5 @@
-"""Which device a measurement runs on, and how to wait for it.
-
-Only two kinds are supported: ``cpu`` (host clock) and ``cuda`` (CUDA events).
-Everything else is refused with a clear message rather than timed wrongly.
-"""
+"""Which device a measurement runs on (``cpu`` or ``cuda``: anything else is refused, not timed wrongly), and how
+to wait for it."""
 
 from __future__ import annotations
 
@@ -17,11 +14,8 @@ SUPPORTED_DEVICE_TYPES = ("cpu", "cuda")
 
 
 def resolve_device(device: str | torch.device | None = None) -> torch.device:
-    """Turn ``device`` into a ``torch.device`` that this machine can run.
-
-    ``None`` means ``cuda`` when CUDA is available, else ``cpu``: the rule is
-    simple on purpose, so pass the device explicitly for CPU work on a GPU host.
-    """
+    """Turn ``device`` into a ``torch.device`` that this machine can run; ``None`` means ``cuda`` when CUDA is
+    available, else ``cpu`` (pass the device explicitly for CPU work on a GPU host)."""
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
@@ -73,9 +67,8 @@ def synchronize(device: torch.device) -> None:
 
 
 def quiet_profiler() -> None:
-    """kineto prints its start and stop on stderr (level 5, "USDT") at each profile: noise in a study's logs.
-    It reads KINETO_LOG_LEVEL once, when the process's first profile starts (set later, it changes nothing:
-    torch 2.14), so every caller that profiles sets it just before, whichever profiles first."""
+    """Silence kineto's start and stop lines on stderr; it reads KINETO_LOG_LEVEL once, at the process's first
+    profile, so every caller that profiles sets it just before (docs/measurement.md, "Memory")."""
     os.environ.setdefault("KINETO_LOG_LEVEL", "6")
 
 

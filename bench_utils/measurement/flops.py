@@ -1,24 +1,8 @@
-"""FLOPs of one model forward, and the throughput they imply at a measured latency.
+"""FLOPs of one model forward under ``FlopCounterMode``, and the throughput they imply at a measured latency
+(docs/measurement.md, "FLOPs, peak and energy"). Element-wise work is not counted: the "model FLOPs" of MFU.
 
-The count comes from ``torch.utils.flop_counter.FlopCounterMode``: shape-based
-formulas for matrix products, convolutions and attention (a multiply-add is 2
-FLOPs, so a matmul of (M, K) by (K, N) is 2*M*N*K). Element-wise work
-(activations, norms, softmax, bias adds) is not counted: the figure is the
-"model FLOPs" convention used for MFU, not everything the GPU executes.
-
-torch's registry has no formula for the CPU flash-attention kernel that
-``scaled_dot_product_attention`` runs on CPU, so transformer attention would be
-missing from CPU counts while present in CUDA ones; ``_extra_formulas`` adds the
-same formula torch uses for the CUDA kernels, so a model's count does not depend
-on the device it is counted on.
-
-Counting runs the callable once, eagerly, under ``torch.no_grad()``; call it
-outside any timed region (the dispatch mode slows every operator down). Pass the
-eager model's forward: FLOPs are a property of the model and input shapes, the
-same for every compile mode, so there is no need to count a compiled callable.
-
-``count_forward_flops`` returns a ``FlopCount`` (FLOPs, or None with the reason
-in ``note``); ``forward_flops`` is the plain ``int | None`` shortcut.
+Counting runs the eager forward once (FLOPs are the same for every compile mode), outside any timed region: the
+dispatch mode slows every operator down.
 """
 
 from __future__ import annotations
@@ -54,7 +38,8 @@ def _cpu_flash_sdpa_flop(query_shape, key_shape, value_shape, *args, out_shape=N
 
 
 def _extra_formulas() -> dict[Any, Any]:
-    """Formulas torch lacks, for ``FlopCounterMode(custom_mapping=...)``; empty once torch has them."""
+    """Formulas torch lacks, for ``FlopCounterMode(custom_mapping=...)``; empty once torch has them. Its CPU
+    flash-attention kernel has none, so attention would count on CUDA only: it gets the CUDA kernels' formula."""
     from torch.utils.flop_counter import flop_registry
 
     extra: dict[Any, Any] = {}
@@ -65,12 +50,8 @@ def _extra_formulas() -> dict[Any, Any]:
 
 
 def count_forward_flops(fn: Callable[[], Any]) -> FlopCount:
-    """Run ``fn()`` once under ``FlopCounterMode`` and ``torch.no_grad()`` and count its FLOPs.
-
-    Never raises for a failing count: a model whose forward cannot run under the
-    dispatch mode, or whose operators have no FLOP formula at all, gives
-    ``FlopCount(None, note)`` so a study goes on without the figure.
-    """
+    """Run ``fn()`` once under ``FlopCounterMode`` and ``torch.no_grad()`` and count its FLOPs. Never raises: a
+    failing count is ``FlopCount(None, note)``, so a study goes on without the figure."""
     counter = FlopCounterMode(display=False, custom_mapping=_extra_formulas())
     try:
         with torch.no_grad(), counter:
@@ -101,11 +82,8 @@ def achieved_tflops(flops: int | float | None, latency_ms: float | None) -> floa
 
 def effective_peak(count: FlopCount, gpu_name: str | None, dtype: str, *, tf32_matmul: bool,
                    tf32_conv: bool) -> float | None:
-    """The device's dense peak for this forward pass's mix of work (TFLOP/s), or None.
-
-    TF32 may be allowed for convolutions and not for matmuls (PyTorch's defaults): each
-    class of FLOPs is then held to its own peak, and the pass's peak is the rate at which
-    it would run if every class ran at its own: total / sum(flops_c / peak_c)."""
+    """The device's dense peak for this forward pass's mix of work (TFLOP/s), or None: each class of FLOPs held to
+    its own TF32 state's peak, total / sum(flops_c / peak_c) (docs/measurement.md, "FLOPs, peak and energy")."""
     from .peaks import peak_tflops
 
     if not gpu_name or not count.flops:

@@ -1,11 +1,5 @@
-"""NVML's handle of a torch CUDA device, found by UUID so that any CUDA_VISIBLE_DEVICES mask maps to the right GPU.
-
-NVML numbers every GPU of the machine (in PCI bus order), CUDA only the visible ones (in its own
-order), so an index is right only where the mask lists indices and both orders agree. A UUID
-names one device whatever the mask says: ``torch.cuda.get_device_properties(i).uuid`` is CUDA's
-``cudaDeviceProp.uuid``, printed as 8-4-4-4-12 hex without NVML's prefix; under MIG it is the MIG
-instance's own UUID, which NVML names ``MIG-<uuid>`` (``nvmlDeviceGetHandleByUUID`` takes either
-prefix). The index is the fallback only where no UUID can be had.
+"""NVML's handle of a torch CUDA device, found by UUID so that any CUDA_VISIBLE_DEVICES mask maps to the right GPU
+(docs/measurement.md, "Which GPU NVML reads"): NVML numbers every GPU in PCI bus order, CUDA only the visible ones.
 """
 
 from __future__ import annotations

@@ -1,21 +1,9 @@
-"""Vendor peak throughput per GPU and dtype, to put achieved TFLOP/s against.
+"""Vendor peak throughput per GPU and dtype, to put achieved TFLOP/s against (docs/measurement.md).
 
-Figures are NVIDIA datasheet peaks in dense TFLOP/s per GPU (boost clock). Where
-a datasheet gives only the 2:4-sparsity figure (marked "*" there) it is halved:
-sparsity needs pruned weights, which no model here has. Columns:
-
-- ``float32``: plain FP32 on CUDA cores (no tensor cores);
-- ``tf32``: FP32 matmuls/convolutions on tensor cores in TF32 (Ampere and later);
-- ``float16`` / ``bfloat16``: dense tensor-core throughput (FP32 accumulate).
-
-None where the GPU lacks the format (T4 and V100 have neither TF32 nor BF16 tensor
-cores). Peaks are upper bounds the hardware reaches only at full boost clock on
-large matmuls; a percentage of peak is a utilization figure, not a target.
-
-GPU names are matched as NVML and ``torch.cuda.get_device_name`` spell them
-("NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB", "Tesla T4", ...); a MIG slice
-("... MIG 1g.10gb") has no peak here. This module
-imports no torch: the report reads it.
+NVIDIA datasheet peaks in dense TFLOP/s per GPU (boost clock); a datasheet's 2:4-sparsity figure ("*") is halved:
+sparsity needs pruned weights, which no model here has. ``float32`` is CUDA cores, ``tf32``, ``float16`` and
+``bfloat16`` tensor cores; None where the GPU lacks the format. GPU names are matched as NVML and torch spell them;
+a MIG slice has no peak. No torch: the report reads it.
 """
 
 from __future__ import annotations
@@ -142,14 +130,8 @@ def normalize_dtype(dtype: object) -> str | None:
 
 
 def peak_tflops(gpu_name: str | None, dtype: object, tf32: bool) -> float | None:
-    """Dense peak TFLOP/s of ``gpu_name`` in ``dtype``; None for a CPU, an unknown GPU or dtype.
-
-    ``tf32`` says whether float32 matmuls/convolutions may use TF32 tensor cores
-    (``torch.backends.cuda.matmul.allow_tf32`` or ``torch.set_float32_matmul_precision("high")``;
-    note that cuDNN convolutions allow TF32 by default). With ``tf32=True`` a
-    float32 peak is the TF32 figure, except on GPUs without TF32 (T4, V100), where
-    float32 work stays on CUDA cores and the plain float32 figure applies.
-    """
+    """Dense peak TFLOP/s of ``gpu_name`` in ``dtype``; None for a CPU, an unknown GPU or dtype. With ``tf32``
+    (float32 work may use TF32 tensor cores) a float32 peak is the TF32 figure, where the GPU has one."""
     key = gpu_key(gpu_name)
     name = normalize_dtype(dtype)
     if key is None or name is None:

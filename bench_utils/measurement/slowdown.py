@@ -1,11 +1,5 @@
-"""Why a compiled cell lost to eager, read from its profile, and which remedies that points to.
-
-Each rule reads the profile block of a compiled cell (``work_profile``: per side, busy fraction and ms by kind
-of work) and names the remedies worth measuring; the rules, their thresholds' evidence and their remedies are
-tabled in docs/diagnosis.md. A remedy is a variant of the slow cell: another mode (the memory format and
-configuration kept), or the same mode in another memory format or Inductor configuration. Another mode and an
-Inductor configuration need the inductor backend (``needs_inductor``): a study compiled with another measures only
-its other remedies, and says which it left out. No torch is imported here.
+"""Why a compiled cell lost to eager, read from its profile, and which remedies (variants of the slow cell) that
+points to; the rules, their thresholds' evidence and their remedies are tabled in docs/diagnosis.md. No torch here.
 """
 
 from __future__ import annotations

@@ -1,14 +1,5 @@
-"""Check our timer against independent ones, and measure its own overhead.
-
-Two workloads. A fixed matrix product (device-bound) is timed by
-``bench_utils.measure`` and by ``torch.utils.benchmark.Timer``. A launch-bound one,
-hundreds of tiny element-wise kernels as a small model at batch 1 launches them, is
-timed by ``measure`` and by a host clock with the device synchronized around each call
-(the same estimand: one request from an idle device), and, for comparison only, by
-``measure``'s pipelined mode, which lets the host run ahead and so hides launch
-overhead. On CUDA, ``triton.testing.do_bench`` times both workloads too. Every judged
-ratio must be within ``TOLERANCE`` of 1. The harness's overhead per iteration is the
-time ``measure`` reports for a call that does nothing.
+"""Check our timer against independent ones on two workloads, and measure its own overhead (docs/measurement.md,
+"Timer check"). Every judged ratio must be within ``TOLERANCE`` of 1.
 """
 
 from __future__ import annotations
@@ -103,12 +94,8 @@ def do_bench_median_ms(fn: Callable[[], Any]) -> float | None:
 
 
 def do_bench_from_idle_ms(fn: Callable[[], Any], device: torch.device) -> float | None:
-    """do_bench's median of ``fn`` called from an idle device, as ``measure``'s per-call mode calls it.
-
-    do_bench queues a 256 MB memset (its L2 flush) before each start event and never waits for the
-    device: a launch-bound call's first launches queue behind the memset, and up to its duration
-    (~0.1 ms on an H100, 5 % of a 2 ms call) falls outside the interval. Waiting for the device
-    first, inside the interval (microseconds), times what ``measure`` and the host clock time."""
+    """do_bench's median of ``fn`` called from an idle device, as ``measure``'s per-call mode calls it: else a
+    launch-bound call's first launches queue behind do_bench's L2 flush (docs/measurement.md, "Timer check")."""
     def from_idle():
         torch.cuda.synchronize(device)
         return fn()
@@ -120,12 +107,8 @@ def do_bench_from_idle_ms(fn: Callable[[], Any], device: torch.device) -> float 
 def validate_timer(device: str | torch.device | None = None, *, size: int | None = None,
                    runs: int = 300, rounds: int = ROUNDS, min_run_time: float = 2.0,
                    noop_runs: int = 10_000, launch_ops: int = LAUNCH_BOUND_OPS) -> dict[str, Any]:
-    """Time the workload with every timer, interleaved; return medians, ratios, overheads.
-
-    The timers alternate over ``rounds`` rounds (ours ``runs / rounds`` calls, then
-    torch's Timer for ``min_run_time / rounds`` seconds, ...), so that machine
-    drift, which on a shared two-core host exceeds the ``TOLERANCE`` tested, hits both.
-    """
+    """Time the workload with every timer, alternating over ``rounds`` rounds so that machine drift hits both;
+    return medians, ratios, overheads."""
     resolved = resolve_device(device)
     fn, size = matmul_workload(resolved, size)
     if not 1 <= rounds <= runs:
@@ -175,10 +158,7 @@ def validate_timer(device: str | torch.device | None = None, *, size: int | None
     if resolved.type == "cuda":  # the host clock's overhead too, for comparison
         host = measure(lambda: None, warmup=100, runs=noop_runs, device="cpu")
         result["host_noop_overhead_median_us"] = host.median_ms * 1000.0
-    # Timer's blocked_autorange reports statistics of block means (blocks of many calls):
-    # its median estimates the mean time of a call, so our mean is what compares with it;
-    # on a skewed sample our per-call median sits below it. do_bench times single calls:
-    # there the medians compare.
+    # Timer's median is of block means, so our mean compares with it; do_bench times single calls: medians compare
     result["launch_bound"] = launch_bound_check(resolved, runs, rounds, launch_ops)
     launch = result["launch_bound"]
     ratios = [r for r in (result["ratio_torch_timer_mean"], result["ratio_do_bench"],

@@ -1,10 +1,5 @@
-"""The blocks of a record, typed: immutable, strict, each field's type and range (``records.value_types``).
-
-Each block is a frozen pydantic model: a reader reads ``block.mean``, never a key. A field a block lacks is None
-(not measured, or not asked for); the keys a block holds beyond its fields are its own (environment's settings in
-force, compile's CUDA-graph skips) and travel untyped (``Block.extra``). ``records.schema`` makes a record of them.
-Nothing here imports torch or pandas.
-"""
+"""The blocks of a record, typed: frozen, strict pydantic models, each field's range in ``records.value_types``
+(docs/records.md, "A typed, immutable record"). Nothing here imports torch or pandas."""
 
 from __future__ import annotations
 
@@ -37,9 +32,7 @@ class Block(BaseModel):
 
 
 class CellBlock(Block):
-    """What the cell is, then its variant: ``memory_format``, ``shapes`` and ``inductor`` (``records.key.VARIANT_FIELDS``,
-    the settings whose ``record`` is ``IDENTITY``), each its default in records made before it existed
-    (``records.upgrade``)."""
+    """What the cell is, then its variant (``VARIANT_FIELDS``), each its default in older records (``upgrade``)."""
 
     study: Text
     task: Text
@@ -137,8 +130,7 @@ class SpeedupBlock(Block):
     block_clocks: BlockClocks | None = None     # each side's GPU clock after every block
     # since rows (None before: each compiled mode timed against an eager series of its own)
     timed_with: list[str] | None = None         # the compiled modes timed beside this eager series, in one span
-    round_order: list[Annotated[str, Len(1, 64)]] | None = None  # a row of several: each round's sides in order,
-                                                                 # "0" eager, "1"... timed_with's modes
+    round_order: list[Annotated[str, Len(1, 64)]] | None = None  # rounds' sides: "0" eager, "1"... timed_with's modes
 
     def after_a_switch(self, mode: str | None = None) -> dict[str, list[bool]] | None:
         """Per side (``eager``, ``compiled``), per block, whether the block timed just before it was another side's:
@@ -294,10 +286,7 @@ class ParityBlock(Block):
     per_tensor: dict[str, Any] | None = None       # each output tensor's figures (``variants.parity``)
     problem_count: Count | None = None
     problems: list[str] | None = None
-    # Whether the gate could have failed (None: records before it was asked; ``report.cell_text.gate_cannot_fail``
-    # derives what it can for them). False where every floating output of eager lies below the tolerance
-    # (random weights make MobileNet's logits about 1e-25): allclose then passes any compiled output of
-    # their scale, zeros included. ``output_scale``: eager's largest absolute floating output, its evidence.
+    # whether the gate could have failed (None: records before it was asked; docs/records.md), with its evidence
     can_fail: bool | None = None
     output_scale: NonNegative | None = None
 
@@ -320,9 +309,8 @@ class ComputeBlock(Block):
 
 
 class EnergySide(Block):
-    """One side's energy (``measurement.energy_per_inference``): the probe's report (``measurement.power.REPORT_KEYS``)
-    and the window's rule and outcome; records before the window was sized by its steps have ``window_min_s``
-    (5 s) and none of ``steps`` to ``idle_power_w``."""
+    """One side's energy (``measurement.energy_per_inference``); records before the window was sized by its steps
+    have ``window_min_s`` (5 s) and none of ``steps`` to ``idle_power_w``."""
 
     joules_per_inference: NonNegative | None = None
     duration_s: NonNegative | None = None   # the window integrated, step to step of the counter
@@ -381,9 +369,8 @@ class ProfileSide(Block):
 
 
 class ProfileBlock(Block):
-    """Why a compiled cell got faster or slower: both sides profiled after the timed runs. Absent where not
-    taken: ``profile: false`` (``cell --no-profile``), or a failure, which the record's ``notes`` name.
-    ``traces``: the kept traces' file names (``--keep-traces``)."""
+    """Why a compiled cell got faster or slower: both sides profiled after the timed runs (docs/records.md, profile).
+    Absent where not taken: ``profile: false``, or a failure, which the record's ``notes`` name."""
 
     method: str | None = None
     activities: str | None = None                 # "cpu" or "cpu+cuda"

@@ -1,13 +1,5 @@
-"""What holds a record to its schema beyond its types, and a failure said in one line.
-
-``Record.from_json`` (``records.schema``) is the one way a JSON object becomes a record: it lifts it to the current
-version (``records.upgrade``), asks ``rules_problem`` what no type can say (the cell's fields, the status's: an
-``ok`` record has a latency, a failed one none; no NaN), validates every field's type and range with pydantic,
-strictly (records are JSON: the string "0.03" is no latency, ``true`` no count; an integer is a number), and asks
-``consistency_problem`` what only the whole record says (an interval's bounds in order, a mean inside its runs).
-Whichever fails first is ``InvalidRecord``, in one line naming the field and what it holds: "latency.mean: must
-be greater than 0, got -0.0288" (``error_reason`` says pydantic's error so). ``records.schema.problem(data)``
-is that reason, or None. No torch, no pandas.
+"""What holds a record to its schema beyond its types, and a failure said in one line naming the field and what it
+holds (docs/records.md, "Checked against its schema"; ``Record.from_json`` asks these in turn). No torch, no pandas.
 """
 
 from __future__ import annotations

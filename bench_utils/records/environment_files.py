@@ -1,10 +1,6 @@
-"""A study's own environments: the exact versions its records were measured with, one pip requirements file each.
-
-``bench_utils report`` writes them into the study folder (``environments/<id>.txt``) and ``bench_utils reproduce``
-installs one of them. They are derived from the records alone, never from the machine that renders them: each
-record's environment block carries the closure of the project's dependencies at their installed versions
-(``installed_packages``). Records from before that block held only the main versions (torch, torchvision,
-transformers, timm, triton, numpy): their file pins those and says that the rest was not recorded.
+"""A study's own environments: the exact versions its records were measured with, one pip requirements file each
+(``environments/<id>.txt``, which ``report`` writes and ``reproduce`` installs), from the records alone, never from
+the machine that renders them. Records from before the full package list pin only the main versions.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """What makes two records the same measurement: the cell's identity, its settings' hash and its environment.
 
-``RecordKey.of(identity, config, environment)`` is the one way a key is made: ``record_key(record)`` makes
-a record's, and the runner its grid cell's (``study.grid.Cell.identity()``, the config it would record and
-its machine's environment), so the two cannot drift apart. Keys are tuples (NamedTuples): equal and
-hashed by their values, as resume, the cluster's dedupe and the report rely on. No torch, no pandas.
+``RecordKey.of`` is the one way a key is made, a record's (``record_key``) and a grid cell's alike, so the two cannot
+drift apart; keys are NamedTuples, equal and hashed by their values. No torch, no pandas.
 """
 
 from __future__ import annotations
@@ -161,8 +159,7 @@ def _number(value: Any) -> Any:
 def warmed_up_as_its_eager_cell(timed_warmup: Any, cell_warmup: Any) -> bool:
     """Whether the eager side of a compiled cell's pairs, warmed up ``timed_warmup`` calls, stands for the eager
     cell set to ``cell_warmup``: only where they are the same (a CUDA-graph mode warms up at least twice,
-    ``variants.cell_plan``, which an eager cell set to once is not). The cell decides by it whether to
-    write the eager cell's record too, and a reader whether a compiled record's eager side is the eager cell."""
+    ``variants.cell_plan``, which an eager cell set to once is not)."""
     return timed_warmup == cell_warmup
 
 
@@ -201,10 +198,8 @@ def as_environment(environment: EnvironmentBlock | Mapping[str, Any]) -> Environ
 
 
 def environment_key(environment: EnvironmentBlock | Mapping[str, Any], kind: str) -> tuple[Any, ...]:
-    """What a cell's identity takes from the environment: the torch version, the processor, and
-    the host fact that changes latency on it (the GPU driver; the CPU's core count). A CPU cell
-    placed by a cluster on a declared accelerator type also takes that kind (a GPU's kind is its
-    name, already there)."""
+    """What a cell's identity takes from the environment: the torch version, the processor, and the host fact that
+    changes latency on it (the GPU driver; the CPU's core count, and a cluster's declared accelerator type)."""
     environment = as_environment(environment)
     if kind == "cuda":
         return environment.torch_version, environment.gpu_name("cuda:0"), environment.driver_version

@@ -1,11 +1,5 @@
-"""The record, typed: a ``Record`` of immutable blocks (``records.blocks``) that reads and writes its JSON.
-
-A record is one JSON object per line of a ``results.jsonl``. ``Record.from_json`` takes any record of the schema's
-versions (``records.upgrade`` lifts versions 1 and 2 to this one, ``SCHEMA_VERSION``), holds it to the rules no type
-says (``records.check``) and to every field's type and range, strictly (records are JSON: the string "0.03" is no
-latency, ``true`` no count), and gives a ``Record`` whose blocks a reader reads as ``record.latency.mean``;
-``to_json`` gives back what it read, or what a builder made (``records.build``). A block absent from a record is
-None: not measured (a failed cell has no latency) or not asked for. Nothing here imports torch or pandas.
+"""The record, typed: a ``Record`` of immutable blocks (``records.blocks``) that reads and writes its JSON
+(docs/records.md, "A typed, immutable record"). Nothing here imports torch or pandas.
 """
 
 from __future__ import annotations
@@ -25,9 +19,7 @@ from .check import InvalidRecord, consistency_problem, error_reason, rules_probl
 from .upgrade import upgrade
 from .value_types import CELL_FIELDS, VARIANT_FIELDS
 
-# 3: every record read lifted to one shape (``records.upgrade``): the cell's variant and the config always there
-# 2: per-call latency, paired speed-up, TF32 policy names, cold/warm compile, fp64 gate
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 3  # what each version changed: ``records.upgrade``
 Status = Literal["ok", "oom", "error", "skipped"]  # vocabulary.Status's names (tests check they agree)
 __all__ = ["SCHEMA_VERSION", "CELL_FIELDS", "VARIANT_FIELDS", "Record", "problem", "BLOCK_TYPES",
            "InvalidRecord", "Block", "CellBlock", "LatencyBlock", "ThroughputBlock", "BlockClock",
@@ -68,9 +60,8 @@ class Record(Block):
 
     @classmethod
     def from_json(cls, data: Any) -> Record:
-        """The record ``data`` (a JSON object of any schema version) holds: lifted to this version
-        (``records.upgrade``), held to the rules no type says (``records.check``) and to every field's type and
-        range, strictly; ``InvalidRecord`` (a ValueError) naming the first field that fails, and what it holds."""
+        """The record ``data`` (a JSON object of any schema version) holds, lifted and checked; ``InvalidRecord``
+        (a ValueError) naming the first field that fails, and what it holds."""
         if not isinstance(data, Mapping):
             raise InvalidRecord(f"a record must be a JSON object, got {type(data).__name__}")
         try:

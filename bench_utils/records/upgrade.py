@@ -1,18 +1,9 @@
-"""One upgrader: a record of any schema version the study has written, as the current one (``records.schema``).
+"""One upgrader: a record of any schema version as the current one, lifted as it is read, never rewritten in its
+file (docs/records.md, "One upgrader"). A figure an old version did not measure stays absent, never made up.
 
-Records are never rewritten in their files (a study's records are what was measured); they are lifted as they are
-read, so that every reader meets one shape and keeps no compatibility code of its own. Each step says what its
-version lacked; a figure the old version did not measure stays absent (None), never made up.
-
-- 1 -> 2: latency was timed pipelined (one wait after the loop) and the speed-up compared unpaired runs with
-  Welch's test; the TF32 setting was a boolean. The step says so: ``sync: pipelined``, the speed-up's ``method``
-  names the unpaired comparison and no paired p-value is invented; ``tf32`` becomes its policy's name
-  (``true``: on, ``false``: strict). Its compile time (first call less an eager call) is no cold compile as
-  version 2 measures it, and stays under its own name.
-- 2 -> 3: the cell's variant fields (``memory_format``, ``shapes``, ``inductor``), which records written before
-  each existed lack, take their defaults (the guide's cells), and a record without ``config`` gets an empty one.
-  A compile block written before CUDA graphs' request and outcome were told apart said one boolean,
-  ``cuda_graphs``: the request (``cuda_graphs_requested``) is that boolean.
+- 1 -> 2: pipelined timing, an unpaired speed-up (its ``method`` says so), TF32 a boolean (read as its policy's name).
+- 2 -> 3: the cell's variant fields take their defaults, ``config`` is always there, and a lone ``cuda_graphs``
+  boolean (before request and outcome were told apart) is the request, ``cuda_graphs_requested``.
 
 Nothing here imports torch or pandas.
 """

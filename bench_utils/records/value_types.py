@@ -1,10 +1,6 @@
-"""The kinds of value a record's fields hold: ranges (a duration is positive, a count is not negative) and names
-checked to be what they say (a device, a compile mode, a version, a file-name-safe part).
-
-Each is an ``Annotated`` type that ``records.schema``'s blocks use and ``records.check`` holds records to; a checked
-name's function says in its docstring what the value must be, which is the reason a record is refused with. A
-name that reaches a file name or a pip requirements file (``records.environment_files``) is checked here, never
-trusted: records travel. Nothing here imports torch, pandas or pydantic.
+"""The kinds of value a record's fields hold: ranges, and names checked to be what they say (docs/records.md,
+"Checked against its schema"). A checked name's function's docstring is the reason a record is refused with.
+Nothing here imports torch, pandas or pydantic.
 """
 
 from __future__ import annotations
@@ -32,8 +28,7 @@ NonNegative = Annotated[float, Ge(0)]     # seconds of a phase, bytes, FLOPs, jo
 Count = Annotated[int, Ge(0)]             # calls, graphs, outliers, bytes
 Share = Annotated[float, Ge(0), Le(1)]    # a p-value
 Bounds = Annotated[list[float], Len(2, 2)]         # (low, high) of a mean whose lower bound may dip below 0
-# Physical ranges, where a field has one: a figure outside is no measurement, and a page cannot show it (a latency of
-# 1e30 s, a speed-up of 1e308). Small values stay: committed records hold p-values of 1e-22 and outputs of 1e-25.
+# physical ranges: a figure outside is no measurement; small values stay (committed p-values of 1e-22)
 Seconds = Annotated[float, Ge(1e-9), Le(3600.0)]         # one call's latency: a nanosecond to an hour
 Milliseconds = Annotated[float, Ge(1e-6), Le(3.6e6)]     # the same, in milliseconds
 Ratio = Annotated[float, Ge(1e-6), Le(1e6)]              # a speed-up, and its interval's bounds
