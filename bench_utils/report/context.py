@@ -68,7 +68,7 @@ def environment_tables(records: Iterable[Record], catalog: Catalog) -> list[tupl
         rows = [[catalog.t(f"env_{key}"), environment_value(key, environment.read(key), catalog)]
                 for key in ENVIRONMENT_KEYS]
         for key, values in machine_spread(device_records).items():
-            rows.append([catalog.t(f"env_{key}_all"), ltr(", ".join(f"{value} ({count})" for value, count in values),
+            rows.append([catalog.t(f"env_{key}_all"), ltr(", ".join(f"{value} ({where})" for value, where in values),
                                                           catalog)])
         tables.append((environment_label(device, catalog),
                        markdown_table([catalog.t("col_key"), catalog.t("col_value")], rows)))
@@ -84,20 +84,28 @@ def gpu_uuid(record: Record) -> str | None:
 # what differs between the machines of one name that a page names with its records' count (where more than one)
 SPREAD_KEYS = {"gpu_uuid": gpu_uuid, "cpu_model": lambda record: record.environment.cpu_model,
                "git_commit": lambda record: (record.environment.read("git_commit") or "")[:7] or None}
+# how the records were measured, where that differs: each value with the GPUs (else the records' count) it was on
+PROTOCOL_KEYS = {"torch_num_threads": lambda record: record.environment.read("torch_num_threads"),
+                 "cpu_affinity_count": lambda record: record.environment.read("cpu_affinity_count"),
+                 "runs": lambda record: record.config.runs, "blocks": lambda record: record.config.blocks,
+                 "beside_compiles": lambda record: record.config.beside_compiles or "-"}
 
 
-def machine_spread(records: list[Record]) -> dict[str, list[tuple[str, int]]]:
-    """Per key of ``SPREAD_KEYS`` whose value differs between ``records``: each value and how many records have it,
-    in the order first met."""
+def machine_spread(records: list[Record]) -> dict[str, list[tuple[str, str]]]:
+    """Per key of ``SPREAD_KEYS`` and ``PROTOCOL_KEYS`` whose value differs between ``records``: each value, in the
+    order first met, and how many records have it (a protocol's: the GPUs they ran on, where every record names
+    one)."""
     spread = {}
-    for key, read in SPREAD_KEYS.items():
-        counts: dict[str, int] = {}
+    on_gpus = all(gpu_uuid(record) for record in records)
+    for key, read in {**SPREAD_KEYS, **PROTOCOL_KEYS}.items():
+        found: dict[str, list[Record]] = {}
         for record in records:
             value = read(record)
             if value is not None:
-                counts[str(value)] = counts.get(str(value), 0) + 1
-        if len(counts) > 1:
-            spread[key] = list(counts.items())
+                found.setdefault(str(value), []).append(record)
+        if len(found) > 1:
+            spread[key] = [(value, ", ".join(dict.fromkeys(str(gpu_uuid(record)) for record in kept))
+                            if key in PROTOCOL_KEYS and on_gpus else str(len(kept))) for value, kept in found.items()]
     return spread
 
 

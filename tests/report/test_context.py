@@ -47,6 +47,27 @@ def test_records_from_two_machines_of_one_name_are_named_each_with_its_count():
     assert "| Project commits measured at (records) | f9ea3be (1), fea7b02 (2) |" in table
     (_, alone), = environment_tables([on("bdc136f9", "f9ea3be1")], Catalog("es"))
     assert "(registros)" not in alone  # one machine: nothing to tell apart
+    assert "where they differ" not in table  # measured alike on both
+
+
+def test_a_protocol_that_differs_between_machines_is_named_with_the_gpus_it_ran_on():
+    def on(uuid, threads, runs, beside=None):
+        record = ok_record(device="cuda", environment={
+            "torch_version": "2.11.0", "torch_num_threads": threads,
+            "gpus": [{"index": 0, "name": "NVIDIA H200", "uuid": f"GPU-{uuid}-0ab2-4c1e-9f00-000000000000"}]})
+        record["config"] = {**record["config"], "runs": runs, "beside_compiles": beside}
+        return R(record)
+
+    records = [on("bdc136f9", 16, 300), on("566418d4", 16, 300), on("05941d95", 4, 100, "paused")]
+    for locale in ("en", "ar", "es"):
+        catalog = Catalog(locale)
+        (_, table), = context.environment_tables(records, catalog)
+        rows = {key.strip(): value.strip() for key, value in
+                (line.strip("|").split(" | ", 1) for line in table.splitlines()[2:])}
+        assert rows[catalog.t("env_torch_num_threads_all")] == ltr("16 (bdc136f9, 566418d4), 4 (05941d95)", catalog)
+        assert rows[catalog.t("env_runs_all")] == ltr("300 (bdc136f9, 566418d4), 100 (05941d95)", catalog)
+        assert rows[catalog.t("env_beside_compiles_all")] == ltr("- (bdc136f9, 566418d4), paused (05941d95)", catalog)
+        assert catalog.t("env_blocks_all") not in rows  # the same blocks everywhere: not listed
 
 
 def test_the_methodology_counts_the_cells_timed_beside_compile_processes_and_those_timed_with_them_paused():
