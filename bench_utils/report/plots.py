@@ -20,7 +20,7 @@ import seaborn as sns
 
 from .i18n import Catalog
 from .markdown import environment_label
-from ..vocabulary import Status, WorkKind
+from ..vocabulary import CompileMode, Status, WorkKind
 
 FONT = "DejaVu Sans"
 
@@ -146,6 +146,43 @@ def percentage(data: pd.DataFrame, device: str, batch: int, mode: str, catalog: 
 
     return _figure(_title(catalog, "plot_percentage_title", device, mode, batch=batch), catalog,
                    None if ok.empty else draw)
+
+
+def at_a_glance(data: pd.DataFrame, device: str, catalog: Catalog):
+    """Every measured compiled cell's speed-up on ``device`` with its 95 % interval and, where the spread between
+    machines is known, the wider one a new machine's figure falls in; a log scale, eager's 1x marked (the page's
+    first picture)."""
+    ok = data[(data["environment"] == device) & (data["status"] == Status.OK) & data["speedup"].notna()
+              & (data["compile_mode"] != CompileMode.EAGER)]
+    ok = _short_labels(ok.sort_values(["task_rank", "label", "batch_size", "mode"]))
+    modes = list(dict.fromkeys(ok["mode"]))
+    colours = dict(zip(modes, sns.color_palette("deep", len(modes))))
+
+    def draw(axis) -> None:
+        rows = list(ok.itertuples())[::-1]  # the first cell on top
+        places = range(len(rows))
+        if "new_low" in ok and ok["new_low"].notna().any():
+            axis.hlines(places, [row.new_low for row in rows], [row.new_high for row in rows], color="#d9d9d9",
+                        linewidth=6, label=catalog.t("col_new_machine"))
+        for mode in modes:
+            mine = [(place, row) for place, row in zip(places, rows) if row.mode == mode]
+            axis.errorbar([row.speedup for _, row in mine], [place for place, _ in mine],
+                          xerr=[[row.speedup - row.ci_low for _, row in mine],
+                                [row.ci_high - row.speedup for _, row in mine]],
+                          fmt="o", color=colours[mode], capsize=2, markersize=4, label=catalog.mode_name(mode))
+        axis.axvline(1.0, color="black", linewidth=0.8)
+        axis.set_xscale("log")
+        low, high = axis.get_xlim()  # ticks a reader reads (no powers of ten: the page draws text as written)
+        ticks = [tick for tick in (0.25, 0.5, 0.75, 1, 1.5, 2, 3, 4, 6, 8, 12, 16) if low <= tick <= high]
+        axis.set_xticks(ticks, [catalog.number(tick, 2 if tick < 1 else 1 if tick % 1 else 0) + "×" for tick in ticks])
+        axis.set_xticks([], minor=True)
+        axis.set_yticks(list(places), [f"{row.label} · {row.batch_size}" for row in rows])
+        axis.set_xlabel(catalog.t("axis_speedup"))
+        _legend_outside(axis, "")
+
+    title = catalog.t("plot_glance_title", device=short_name(environment_label(device, catalog, isolate=False),
+                                                             2 * SHORT_NAME))
+    return _figure(title, catalog, draw if len(ok) else None, size=(9, 1.2 + 0.28 * len(ok)))
 
 
 def latency_bars(tidy: pd.DataFrame) -> Figure:

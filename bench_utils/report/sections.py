@@ -15,6 +15,7 @@ from . import context, diagnosis, geometric_means, guide_table, machine_coverage
 from .guide_differences import guide_differences
 from ..measurement import stats
 from ..records.results_file import check_readable, read_records, skipped_lines_said
+from ..vocabulary import CompileMode
 from .energy_readings import PACE_RATIO
 from .frame import compiled_modes, frame, latest_records, project_paths, results_files, tidy, with_machines
 from .i18n import Catalog
@@ -61,10 +62,16 @@ class ReportView:
     def header(self) -> None:
         t, devices = self.catalog.t, sorted(set(self.data["environment"])) if not self.data.empty else []
         listed = ", ".join(environment_label(device, self.catalog) for device in devices) or "–"
-        opening = f"# {t('title')}\n\n{t('intro', devices=listed)}" + "".join(
-            f"\n\n> {text}" for text in [*self.provenance_text(), *self.skipped_text()])
         # the lines skipped ride along for the command that renders this notebook (``render.say_skipped_lines``)
-        display(Markdown(opening), metadata=skipped_lines_metadata(self.skipped))
+        display(Markdown(f"# {t('title')}\n\n{t('intro', devices=listed)}"),
+                metadata=skipped_lines_metadata(self.skipped))
+        for device in devices:  # the results first, then what changes what they mean
+            if (self.data[self.data["environment"] == device]["compile_mode"] != CompileMode.EAGER).any():
+                show_figure(plots.at_a_glance(self.data, device, self.catalog),
+                            t("alt_glance", device=environment_label(device, self.catalog, markdown=False)))
+        notes = [*self.provenance_text(), *self.skipped_text()]
+        if notes:
+            self._markdown("\n\n".join(f"> {text}" for text in notes))
 
     def provenance_text(self) -> list[str]:
         """What a reader must know before any figure: what sets these figures apart from the guide's

@@ -135,3 +135,22 @@ def test_a_long_name_is_shortened_in_a_plot_unless_two_would_then_read_alike():
     long_device = data.assign(environment="CPU (" + "z" * 250 + ")")
     title = plots.batch_comparison(long_device, long_device["environment"].iloc[0], "default", catalog)
     assert len(title.axes[0].get_title()) < 2 * plots.SHORT_NAME + 40
+
+
+def test_the_first_picture_shows_every_compiled_cell_and_where_a_new_machine_would_land():
+    import warnings
+
+    from bench_utils.paths import PROJECT_ROOT
+    from bench_utils.report.sections import ReportView
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the study's cells measured again on later machines
+        view = ReportView([PROJECT_ROOT / "reports" / "hf-guide-h200"], "es")
+    compiled = view.data[(view.data["compile_mode"] != "eager") & view.data["speedup"].notna()]
+    figure = plots.at_a_glance(view.data, "NVIDIA H200", view.catalog)
+    axis = figure.axes[0]
+    assert len(axis.get_yticklabels()) == len(compiled) == 25
+    assert axis.get_xscale() == "log" and "1×" in [tick.get_text() for tick in axis.get_xticklabels()]
+    band = view.catalog.t("col_new_machine")
+    bands = [collection for collection in axis.collections if collection.get_label() == band]
+    assert len(bands) == 1 and len(bands[0].get_segments()) == len(compiled)

@@ -45,7 +45,9 @@ def test_the_header_counts_the_lines_skipped_per_file_and_the_lines_are_listed(l
     assert len(view.data) == torn - 1  # every record, the first one behind the mark included
     assert f"{study / 'results.jsonl'}:{torn}: skipped: not valid JSON" in capsys.readouterr().err
     # (the example's records were measured before switch calls: a note after the results says so, not the header)
-    skipped = [line for line in shown[0].split("\n\n") if line.startswith("> ") and words in line]
+    assert shown[0].startswith("# ")  # the title, then the results' picture, then the notes on them
+    text = "\n\n".join(item for item in shown if isinstance(item, str))
+    skipped = [line for line in text.split("\n\n") if line.startswith("> ") and words in line]
     assert len(skipped) == 1 and "study/results.jsonl" in skipped[0]
     assert re.search(r"\b1\b", skipped[0])
     # handed to the command that renders the notebook, in the header's output metadata
@@ -57,8 +59,13 @@ def test_the_header_counts_the_lines_skipped_per_file_and_the_lines_are_listed(l
 def test_the_header_says_nothing_of_skipped_lines_where_none_were(monkeypatch):
     shown = []
     monkeypatch.setattr(sections, "display", lambda obj, metadata=None: shown.append(obj.data))
-    ReportView([EXAMPLE], "en").header()
-    assert "Lines of" not in shown[0] and "skipped" not in shown[0]
+    view = ReportView([EXAMPLE], "en")
+    view.header()
+    text = "\n\n".join(item for item in shown if isinstance(item, str))
+    assert "Lines of" not in text and "skipped" not in text
+    # the title, every compiled cell's speed-up in one picture, then what changes what it means (the guide's caveats)
+    assert shown[0].startswith("# ") and isinstance(shown[1], bytes) and shown[1].startswith(b"\x89PNG")
+    assert view.catalog.t("difference_weights_random") in shown[2]
 
 
 def test_a_results_file_with_no_record_is_one_line_in_the_notebook_and_the_command(tmp_path):
