@@ -31,8 +31,10 @@ Bounds = Annotated[list[float], Len(2, 2)]         # (low, high) of a mean whose
 # physical ranges: a figure outside is no measurement; small values stay (committed p-values of 1e-22)
 Seconds = Annotated[float, Ge(1e-9), Le(3600.0)]         # one call's latency: a nanosecond to an hour
 Milliseconds = Annotated[float, Ge(1e-6), Le(3.6e6)]     # the same, in milliseconds
-Ratio = Annotated[float, Ge(1e-6), Le(1e6)]              # a speed-up, and its interval's bounds
-RatioInterval = Annotated[list[Ratio], Len(2, 2)]
+Ratio = Annotated[float, Ge(1e-6), Le(1e6)]              # a speed-up
+# an interval's bound: few noisy pairs take it towards 0 (2 pairs on a loaded CPU: 1e-10), a real measurement still;
+# at most what the page can write (Babel's decimals fail near 1e28)
+RatioInterval = Annotated[list[Annotated[float, Gt(0), Le(1e20)]], Len(2, 2)]
 BatchSize = Annotated[int, Ge(1), Le(2 ** 20)]
 PerSecond = Annotated[float, Gt(0), Le(1e12)]            # a throughput: samples a second
 NAME_LENGTH = 256                                          # a model, a study, a GPU or a CPU named longer is no name
