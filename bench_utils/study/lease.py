@@ -1,9 +1,7 @@
 """One runner per study folder, and kernels that never outlive their runner (``docs/study.md``, "Crash safety").
 
-The runner holds an exclusive ``flock`` on ``DIR/.runner.lock`` for its lifetime (released when it dies, even by
-SIGKILL) and writes a fresh run id into it under the results file's lock. A notebook appends its record only while
-the run id is its own, checked under that same lock, so a kernel orphaned by a killed runner never records a cell a
-new runner measures again; its watchdog ends it, so that it does not keep the device busy either.
+An exclusive ``flock`` on ``DIR/.runner.lock`` (released when the runner dies, even by SIGKILL) holds a fresh run id,
+written under the results file's lock: a notebook appends only while it is its own; a watchdog ends an orphan.
 """
 
 from __future__ import annotations

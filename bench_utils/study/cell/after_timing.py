@@ -1,8 +1,4 @@
-"""Figures a cell takes after its timed runs: memory (energy: ``measurement.energy_per_inference``).
-
-Taken outside every timed region; if one fails (an OOM, say), that figure is missing with a note
-saying why, and the latency measured before it stands.
-"""
+"""Figures a cell takes after its timed runs: memory, and any figure attempted with a note where it fails."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""A kernel's own cost, as its first record reports it, and the order that keeps it short (docs/study.md).
-
-A kernel pays once for what no cell measures: its start (papermill, ipykernel, the imports), the memory cap,
-Inductor's compile-worker pool and the process's first compile (``variants.compile_workers``,
-``variants.compiler_warmup``), the environment's capture and its first model's build. The pool's start (7 to 9 s on
-the H200) was waited for before anything else; now the kernel launches it first, builds its first model while its
-sidecar boots (nothing is timed then), and only then waits for it and warms the compiler up. The first record
-carries ``startup_s`` (the process's age when ``task.run`` began) and ``ready_s`` (from then to its first cell, less
-the model's build: that cell's ``load_s``).
+"""A kernel's own cost, as its first record reports it, and the order that keeps it short (docs/study.md, *A
+kernel's own cost is recorded, and cut*): the compile-worker pool is launched first and waited for only before the
+compiler's warm-up. The first record carries ``startup_s`` (the process's age when ``task.run`` began) and
+``ready_s`` (from then to its first cell, less the model's build: that cell's ``load_s``).
 """
 
 from __future__ import annotations

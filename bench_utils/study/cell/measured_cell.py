@@ -1,21 +1,9 @@
-"""One cell of the study: a model, a batch size and a compile mode, measured.
+"""One cell of the study: a model, a batch size and a compile mode, measured by its plan (``variants.cell_plan``).
 
-The cell runs its plan (``variants.cell_plan``): the steps, their order and their calls that the dry
-run prices too. An eager cell is timed with ``measure``. A compiled cell compiles as its plan says
-(``variants.compilation``: cold then warm, a dynamic batch's shared compilation, or an AOTInductor
-package), and is timed against eager with ``compare`` (random-order
-pairs of blocks, so drift cannot fake a speed-up) with recompiles forbidden. Each
-timed call starts from an idle device (``sync="per-call"``): a request's latency.
-Outside every timed region: the FLOPs of one forward pass, the accuracy gate
-(against an fp64 eager reference, with a task-level agreement figure), energy where
-NVML has it, and the memory of both variants, probed after the reference outputs
-are freed. ``cell_record`` (``cell_record.py``) turns the result into a record.
-
-A compiled cell's eager side is a measurement of eager in its own right: its
-``shared_eager`` result is what an eager cell of the same batch size records, so
-that eager is not timed twice (``task``). Where the time went is in ``phases``.
-A portable cache is timed in a fresh process, after the other figures (``channels_last`` is the
-loaded model's layout, nothing of the cell's).
+An eager cell is timed with ``measure``; a compiled cell compiles as its plan says (``variants.compilation``) and is
+timed against eager with ``compare``, recompiles forbidden. Every other figure (FLOPs, the accuracy gate, energy,
+memory, the profile, a portable cache's fresh process) is taken outside the timed runs (docs/measurement.md). A
+compiled cell's eager side is its ``shared_eager`` result, what the eager cell of its batch size records (``task``).
 """
 
 from __future__ import annotations
@@ -81,10 +69,6 @@ class CellResult:
     round_order: list[str] | None = None             # a row of several modes: each round's order of sides
 
 
-def _gpu_name(device: torch.device) -> str | None:
-    return torch.cuda.get_device_name(device) if device.type == "cuda" else None
-
-
 @dataclass(frozen=True)
 class CellContext:
     """What every step of one cell works on: the model, its inputs and eager's call on them, the device, the
@@ -113,7 +97,8 @@ class CellContext:
         return any(self.tf32_by_work.values())
 
     def compute(self, latency_ms: float, eager_latency_ms: float | None = None) -> dict[str, Any]:
-        return compute_block(self.flops, gpu_name=_gpu_name(self.device), dtype=self.loaded.dtype,
+        gpu_name = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else None
+        return compute_block(self.flops, gpu_name=gpu_name, dtype=self.loaded.dtype,
                              tf32_matmul=self.tf32_by_work["matmul"], tf32_conv=self.tf32_by_work["convolution"],
                              latency_ms=latency_ms, eager_latency_ms=eager_latency_ms)
 
@@ -138,18 +123,16 @@ def run_cell(loaded: LoadedModel, batch_size: int, mode: str, settings: Settings
              math_settings: dict[str, Any] | None = None, warm_compile: bool = True,
              compilation: SharedCompilation | None = None, phases: Phases | None = None,
              trace_prefix: str | None = None, kept: KeptCell | None = None) -> CellResult:
-    """Measure ``loaded`` at ``batch_size`` in ``mode`` (eager, or a compile mode), as ``settings`` say (runs,
-    warm-up, blocks, the compile options, shapes...), by the plan they make (``variants.cell_plan``).
+    """Measure ``loaded`` at ``batch_size`` in ``mode`` (eager, or a compile mode), as ``settings`` say, by the plan
+    they make (``variants.cell_plan``).
 
-    ``math_settings`` are the float32 settings in force (``configure_fp32_math``'s result): the accuracy gate's
-    tolerances and the peak figure follow TF32. ``warm_compile``: the first batch size of its mode in the kernel,
-    which compiles warm too and times a portable cache (elsewhere the warm cost was measured at another batch size
-    of the same model and mode). ``compilation``, with ``shapes`` ``dynamic``: the one compilation made at a
-    smaller batch size of the mode (the result's), called instead of compiling again; the caller discards it (and
-    resets dynamo) when the mode is done. ``phases``, if given, collects where the time goes (the caller keeps
-    it, even when the cell fails). With ``keep_traces`` the profile's traces are written to ``trace_prefix``
-    .eager.json and .compiled.json. ``kept``: the cell's compile caches kept between processes (``kept_caches``; a
-    static torch.compile cell's): it compiles warm from an earlier replicate's cold compile there, else cold there.
+    ``math_settings``: the float32 settings in force (``configure_fp32_math``'s result; the gate's tolerances and the
+    peak figure follow TF32). ``warm_compile``: the mode's first batch size in the kernel, which compiles warm too
+    and times a portable cache. ``compilation``, with ``shapes`` ``dynamic``: the mode's compilation made at a
+    smaller batch size, called instead of compiling again (the caller resets dynamo when the mode is done).
+    ``phases`` collects where the time goes, kept by the caller even when the cell fails. ``trace_prefix``: where
+    ``keep_traces`` writes the profile's traces. ``kept``: the cell's compile caches kept between processes
+    (``variants.kept_caches``).
     """
     phases = phases if phases is not None else Phases()
     settings = settings.checked()

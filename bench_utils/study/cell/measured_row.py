@@ -1,17 +1,12 @@
-"""A row: every torch.compile mode of one model, dtype and batch size, timed beside one eager series in one span.
+"""A row: every torch.compile mode of one model, dtype and batch size, timed beside one eager series in one span
+(docs/study.md, *The task notebooks*), so that a row of the page has one eager figure (timed apart, ResNet-50 at
+batch 1 on the H200 read 3.69 ms eager beside default and 5.06 ms beside reduce-overhead).
 
-Timed one mode at a time, each compiled cell had an eager series of its own: on the H200, ResNet-50 at batch 1
-read 3.69 ms eager beside default and 5.06 ms beside reduce-overhead, so one row showed two eager figures and the
-two speed-ups were against different baselines. Here the modes compile one after another as their cells would
-(``variants.row_compilation``: cold, then warm where the plan measures it, each in its own caches), then all are
-made callable at once and timed with ``compare_many``: in every round one block of eager and of each mode, in a
-random order balanced over the rounds, so each speed-up is paired, round by round, with the one eager series.
-Each mode's figures after the timed runs (energy, the accuracy gate, memory, profile, a portable cache's fresh
-process) are then taken as its cell takes them (``measured_cell``), and each mode gets its own ``CellResult``.
-
-The row's shared work (the FLOP count, the gate's references, eager's memory) counts in its first mode's phases;
-the joint timed runs count in every mode's, a share each. A mode whose compilation fails gets its exception and
-the others go on; a failure of the joint part raises (the kernel then times each mode on its own).
+The modes compile one after another as their cells would (``variants.row_compilation``), then are timed together
+with ``compare_many``; each mode's figures after the timed runs are taken as its cell takes them (``measured_cell``).
+The row's shared work counts in its first mode's phases, the joint timed runs in every mode's, a share each. A mode
+whose compilation fails gets its exception; a failure of the joint part raises (the kernel then times each mode on
+its own).
 """
 
 from __future__ import annotations

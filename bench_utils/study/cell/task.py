@@ -1,12 +1,7 @@
 """What a task notebook does: measure its cells and write their records (docs/study.md, *The task notebooks*).
 
-One kernel measures many cells (the grid runner's kernel groups): the environment is captured and the model built
-once, the kernel's own cost first (``kernel_start``); each compiled cell still starts from a dynamo reset and fresh
-compile caches. Every cell gets exactly one record, appended as soon as it is measured: ``ok``; ``oom`` (the larger
-batch sizes of that model, mode and dtype recorded ``oom`` without running); or ``error`` with the end of the
-traceback. A batch size's compile modes are timed in one row beside one eager series (``measured_row``), and its
-eager cell takes that series; with ``shapes="dynamic"`` a mode's one compilation serves its larger batch sizes
-(``variants.batch_shapes``). Under the grid runner, records are written only while its lease is this run's.
+Every cell gets exactly one record, appended as soon as it is measured: ``ok``, ``oom`` or ``error``. Under the grid
+runner, records are written only while its lease is this run's.
 
 Tests reach the failure paths through ``BENCH_UTILS_INJECT_FAULT``, ``kind:model:batch_size`` entries separated by
 ``;`` (kind: ``oom``, ``error``, ``crash``: the kernel aborts as on a segfault, ``hang``: blocks for ever after
@@ -105,15 +100,11 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
         compile_caches: str | os.PathLike | None = None, **setting_values: Any) -> list[dict[str, Any]]:
     """Measure every cell of models x dtypes x modes x batch sizes; return their records.
 
-    ``settings`` say how (``bench_utils.settings.Settings``, or a mapping of its fields, as the
-    notebooks' ``settings`` parameter gives them); a setting given by name (``runs=20``) wins.
-    ``only_cells``, if given, are the ``(compile_mode, batch_size)`` pairs to measure instead
-    of every mode x batch size (the grid runner's kernel groups); either way they are measured
-    in ``groups.execution_order``: compiled modes first, eager last, batch sizes ascending.
-    ``progress_file``, if given, names the cell being begun (the grid runner reads it). With ``keep_compiles``
-    cells keep their cold compile's caches for their next replicates, which compile warm from them
-    (``variants.kept_caches``), in the study folder's kept caches or in ``compile_caches`` where given. The
-    first record carries the kernel's own cost (``kernel_start``).
+    ``settings``: a ``Settings`` or a mapping of its fields; a setting given by name (``runs=20``) wins.
+    ``only_cells``: the ``(compile_mode, batch_size)`` pairs to measure instead of every mode x batch size, either
+    way in ``kernel_groups.execution_order``. ``progress_file`` names the cell being begun (the runner reads it).
+    ``keep_compiles``: cold compiles kept for the next replicates (``variants.kept_caches``), under
+    ``compile_caches`` where given.
     """
     started = time.perf_counter()
     base = settings.to_parameters() if isinstance(settings, Settings) else dict(settings or {})
@@ -161,7 +152,7 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
                                "ready_s": time.perf_counter() - started - built_s}
     written = []
     # a bar over the cells for a person (tqdm's widget in JupyterLab); none under the grid runner, which has its own
-    with cell_bar(len(order) * len(pairs), shown=not runner_pid) as bar:
+    with tqdm(total=len(order) * len(pairs), unit="cell", desc="cells", disable=bool(runner_pid), leave=True) as bar:
         for index, (model_key, dtype) in enumerate(order):
             cells = first if index == 0 and first is not None else model_cells(model_key, dtype)
             first = None  # each model freed once its cells are measured
@@ -191,11 +182,6 @@ def kept_for(caches: KeptCaches | None, task: str, model: str, dtype: str, devic
     if caches is None or not timed_in_rows(mode, settings.shapes):
         return None
     return kept_cell(caches, task, model, batch_size, mode, settings, dtype, device)
-
-
-def cell_bar(total: int, shown: bool):
-    """tqdm.auto's bar over ``total`` cells: the notebook widget in a kernel, text on a terminal."""
-    return tqdm(total=total, unit="cell", desc="cells", disable=not shown, leave=True)
 
 
 def _cell_pairs(only_cells: Iterable[Sequence]) -> list[tuple[str, int]]:

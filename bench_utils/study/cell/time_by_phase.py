@@ -1,14 +1,5 @@
-"""Where a cell's time goes: seconds per kind of work, carried by its record as ``phases``.
-
-The study-cost benchmark (``benchmarks/study_cost.py``) subtracts these from the
-runner's wall time per cell; what is left is overhead. Keys, all in seconds:
-``startup_s`` (the kernel's start to the task's: imports, kernel boot) and ``ready_s`` (the task's start to its
-first cell: the device prepared, the compile-worker pool, the environment; both in the first record a kernel writes,
-``study.cell.kernel_start``), ``load_s`` (building the model; in the record of the cell
-that built it), ``cell_s`` (the cell itself) and its parts ``compile_s``,
-``warmup_s``, ``timed_s``, ``parity_s``, ``memory_s``, ``flops_s``, ``energy_s``, ``profile_s``.
-Beside them ``host_steal_s``: the CPU seconds the hypervisor took from the host's cores (all of them) while the
-cell ran (``psutil.cpu_times().steal``; where the cell keeps its own clock, not a row's mode, and the host says).
+"""Where a cell's time goes: seconds per kind of work, carried by its record as ``phases`` (its keys:
+docs/records.md; ``benchmarks/study_cost.py`` subtracts them from the runner's wall time per cell).
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """Study grids: a YAML file validated, then expanded into cells (the keys: ``docs/study.md``, "Grid files").
 
-A grid names a study and sub-grids, each a product of models x batch sizes x compile modes x dtypes (x memory
-formats, shapes, Inductor configurations) measured on each device kind listed. Eager cells are always ``static``
-(nothing compiles); ``aot-inductor`` packages are exported at fixed shapes, so ``dynamic`` applies to the
-torch.compile modes only. Every mistake is reported before anything runs, in one line naming the file and the key
-(``GridError``).
+Eager cells are always ``static`` (nothing compiles); ``aot-inductor`` packages are exported at fixed shapes, so
+``dynamic`` applies to the torch.compile modes only. Each mistake is a one-line ``GridError`` naming file and key.
 """
 
 from __future__ import annotations
@@ -202,10 +199,8 @@ def kernel_key(cell: Cell) -> tuple:
 
 
 def replicated(cells: list[Cell]) -> list[Cell]:
-    """Every cell's replicates, staggered by kernel: kernel k's second replicate after kernel k+1's first, its third
-    after kernel k+3's first (``REPLICATE_LAG`` steps apart; in each step the later replicates come before the new
-    first one). Why: a study stopped early (a GPU lease's time limit) then has its first kernels' cells in every
-    replicate, and a cell's replicates run minutes apart, in fresh kernels, another kernel between them."""
+    """Every cell's replicates, staggered by kernel, ``REPLICATE_LAG`` steps apart, the later replicates of each step
+    before its new first one (why: docs/study.md, *Grid files*)."""
     most = max((cell.settings.replicates or 1 for cell in cells), default=1)
     if most == 1:
         return list(cells)

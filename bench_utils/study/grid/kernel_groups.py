@@ -1,13 +1,6 @@
-"""Kernel groups: the cells one kernel measures, and the order it measures them in.
-
-A group is every cell of one (task, model, dtype, memory format, shapes, device) with the same
-measurement settings: one kernel starts, imports torch and builds the model once for all of
-them. Batch sizes ascend, so that an out-of-memory error skips a mode's larger batches; within a
-batch size the compiled modes come first, in the grid's order, then eager, which takes its latency
-from the eager series the compiled cells of its batch size have just been timed against: with
-static shapes a batch size's compile modes are timed together, in one row beside one eager series
-(``study.cell.measured_row``). A dynamic batch's one compilation serves its mode's next batch sizes,
-so there each mode's batch sizes come in a run, mode after mode, eager last.
+"""Kernel groups: the cells one kernel measures, and the order it measures them in (docs/study.md: *The task
+notebooks*, *Running a grid*). Batch sizes ascend, so that an out-of-memory error skips a mode's larger batches;
+eager comes last, taking the eager series its batch size's compiled cells were timed against.
 """
 
 from __future__ import annotations
@@ -71,11 +64,6 @@ class KernelGroup:
         return KernelGroup(self.group_id, tuple(cell for cell in self.cells if cell not in done))
 
 
-def _ordered(cells: list[Cell]) -> tuple[Cell, ...]:
-    by_pair = {(cell.compile_mode, cell.batch_size): cell for cell in cells}
-    return tuple(by_pair[pair] for pair in execution_order(by_pair, by_batch=cells[0].settings.shapes == STATIC))
-
-
 def kernel_groups(cells: Iterable[Cell]) -> list[KernelGroup]:
     """The cells grouped by kernel, groups in the order their first cell appears."""
     grouped: dict[tuple, list[Cell]] = defaultdict(list)
@@ -90,15 +78,16 @@ def kernel_groups(cells: Iterable[Cell]) -> list[KernelGroup]:
         while group_id in used:  # the same model in sub-grids of different settings
             group_id, suffix = f"{base}__{suffix}", suffix + 1
         used.add(group_id)
-        groups.append(KernelGroup(group_id, _ordered(members)))
+        by_pair = {(cell.compile_mode, cell.batch_size): cell for cell in members}
+        order = execution_order(by_pair, by_batch=first.settings.shapes == STATIC)
+        groups.append(KernelGroup(group_id, tuple(by_pair[pair] for pair in order)))
     return groups
 
 
 def for_workers(groups: list[KernelGroup], workers: int) -> list[KernelGroup]:
-    """``groups`` in the order ``workers`` workers on one queue take them. One worker takes the grid's order, its
-    replicates staggered (``grid_file.replicated``); several run kernels side by side, where a kernel's next
-    replicate, two groups behind its first, could start while its first still runs (its kept caches not yet
-    kept, its out-of-memory errors not yet recorded): there every first replicate goes before any second."""
+    """``groups`` in the order ``workers`` workers on one queue take them: the grid's for one; for several, every
+    first replicate before any second, since a kernel's next replicate could otherwise start while its first runs
+    (its caches not yet kept, its out-of-memory errors not yet recorded)."""
     if workers <= 1:
         return list(groups)
     return sorted(groups, key=lambda group: group.first.replicate.number)

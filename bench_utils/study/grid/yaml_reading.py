@@ -1,11 +1,6 @@
-"""Reading a grid file's YAML strictly: UTF-8 only, a key given twice is an error, and so is a document that
-aliases expand beyond any grid's size.
-
-PyYAML keeps the last of two equal keys without a word, so a grid that sets
-``runs`` twice would silently measure with one of them; here it names the line.
-An alias is a reference, not a copy, so a "billion laughs" document (anchors of
-anchors) loads small; walking it, or quoting it in an error, would not end: it is
-refused before it is built, with the number of values it would hold.
+"""Reading a grid file's YAML strictly: UTF-8 only, a key given twice is an error (PyYAML would keep the last one
+without a word), and so is a document whose aliases expand beyond any grid's size (a "billion laughs" document
+loads small, but walking or quoting it would not end: it is refused before it is built).
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""What a run would do, and what it would cost: ``python -m bench_utils run GRID --dry-run``: the kernels the runner
-would start, each with its cells in execution order priced by ``prices``' one rule, the cells an earlier out-of-memory
-error rules out, the total as minutes with a range; what nothing prices is counted and left out. No torch, no pandas.
+"""What a run would do, and what it would cost: ``python -m bench_utils run GRID --dry-run`` (``docs/study.md``, "Dry
+run"): the kernels, each with its cells in execution order priced by ``prices``, and the total. No torch, no pandas.
 """
 
 from __future__ import annotations

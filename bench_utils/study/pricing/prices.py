@@ -1,14 +1,8 @@
 """The one rule that prices a cell and a kernel's start, for the dry run and ``run --time-limit`` (the records it
-reads, and each rule in full: ``docs/study.md``, "Dry run"). A cell costs, by the first rule that applies:
-
-1. its own most recent ``ok`` record that compiled as the cell will, scaled to the cell's calls;
-2. on a GPU, the prior (``prior``) scaled by the ratio recorded / prior over the model's recorded cells, else the
-   device's; energy windows left out of the ratio and not scaled (a design cost: the first H200 records spent
-   10.8 s in 5-second windows);
-3. else (a CPU has no datasheet peaks; a model outside the table) nothing: counted, never guessed.
-
-A wait for a compile process (``compile_wait_s``) and a kernel started ahead are a removed design's: the first is no
-cost of the cell's, and the second recorded only part of the kernel's start. No torch is imported here.
+reads, and each rule in full: ``docs/study.md``, "Dry run"): 1. the cell's own record, else 2. on a GPU the
+calibrated prior (``prior``), else 3. nothing, counted and never guessed. Energy windows are a design cost: left out
+of the ratio and not scaled (the first H200 records spent 10.8 s in 5-second windows). ``compile_wait_s`` and a
+kernel started ahead are a removed design's: no cost of the cell's, and only part of the kernel's start. No torch.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Stopping a run cleanly: Ctrl-C and SIGTERM end the running kernels, and no new cell starts.
-
-The signal only sets a flag and ends the processes of the cells being measured
-(papermill and its kernel, which jupyter_client starts in a session of its own, so
-its whole process tree is ended). Workers see the flag before each cell; a cell
-cut short writes no record, so it is measured again on the next run.
+"""Stopping a run cleanly: Ctrl-C and SIGTERM end the running kernels, and no new cell starts (docs/study.md,
+*Stopping*). The signal only sets a flag and ends the processes of the cells being measured, whole trees.
 """
 
 from __future__ import annotations
@@ -64,12 +60,9 @@ class Interrupt:
 
 
 class StopOnSignal:
-    """``with StopOnSignal(on_stop) as stop:``: SIGINT/SIGTERM set ``stop.requested`` and call ``on_stop``.
-
-    Installed only in the main thread (signals are delivered there); the previous
-    handlers come back on exit. A ``time_limit`` (``study.time_limit.TimeLimit``) stops the
-    run the same way when its deadline passes, with no signal.
-    """
+    """``with StopOnSignal(on_stop) as stop:``: SIGINT/SIGTERM set ``stop.requested`` and call ``on_stop`` (handlers
+    installed in the main thread only, where signals are delivered); a ``time_limit`` (``time_limit.TimeLimit``)
+    stops the run the same way at its deadline."""
 
     def __init__(self, on_stop: Callable[[], None], time_limit=None) -> None:
         self.on_stop = on_stop

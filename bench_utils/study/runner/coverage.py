@@ -1,11 +1,7 @@
 """How much of a study folder's grid its records hold: "21 of the grid's 80 cells" at the top of the report.
 
-A study folder keeps the grid it was last run from (``grid.yaml``). Per environment its records were measured
-on (a GPU's name and torch version, as the report splits them), a cell of that grid is measured where an ``ok``
-or ``oom`` record of the same cell is there, whatever study name or settings it carries, or where a compiled
-cell's record measured it as the eager side of its pairs (``records.key.eager_side_key``): the counts resume
-and the report agree on. A cell measured in replicates counts once, measured where any replicate is. No torch is
-imported here.
+Per environment of its records, a cell of the folder's ``grid.yaml`` is measured as resume counts it (``resume``),
+whatever study name or settings the record carries; a cell measured in replicates counts once. No torch.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""One measurement per device on this host, whichever runner or command is measuring.
-
-The study-folder lease keeps two runners off one folder; this lock keeps two
-measurements off one device: a second ``make report``, a runner of another study,
-or a timer check wait until the device is free instead of timing under each other.
-It is an ``flock`` on a file per physical device in the host's temporary folder,
-released by the kernel when its holder dies.
+"""One measurement per device on this host, whichever runner or command is measuring (docs/study.md, *One
+measurement per device on the host*): an ``flock`` on a file per physical device, released when its holder dies.
 """
 
 from __future__ import annotations

@@ -19,11 +19,8 @@ def workers_of(grid: Grid, devices: list[str] | None, kind: str) -> list[str]:
 
 def check_workers(grid: Grid, devices: list[str] | None, environment: dict[str, Any], *,
                   this_machine: bool = True) -> list[str]:
-    """Every worker's device, checked against this machine before anything runs.
-
-    A GPU that is not there, or one device listed twice (two measurements on one
-    device at once), is refused in one line rather than failing every cell. With ``this_machine`` False
-    (a dry run priced for another GPU, ``--device-model``) the GPUs are not looked for here.
+    """Every worker's device, checked against this machine before anything runs: a GPU that is not there, or one
+    device listed twice, is refused in one line. With ``this_machine`` False (``--device-model``) no GPU is looked for.
     """
     kinds = sorted({cell.device for cell in grid.cells})
     unused = [device for device in devices or [] if device.split(":")[0] not in kinds]

@@ -1,10 +1,5 @@
 """``python -m bench_utils diagnose STUDY``: every compiled cell compile made slower, its remedies measured
-(``docs/diagnosis.md``).
-
-The remedies the slow cells' profiles name (``measurement.slowdown``) make a grid, kept in the study folder as
-``diagnosis.yaml`` once its run has started, with the slow cell's own settings, run by the study runner into the
-same results file: resumable, ``--time-limit`` aware, each remedy a cell of its own identity measured against eager
-in the same interleaved design. No torch is imported here.
+(``docs/diagnosis.md``) by the study runner, as a grid kept in the study folder as ``diagnosis.yaml``. No torch.
 """
 
 from __future__ import annotations

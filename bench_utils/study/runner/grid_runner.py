@@ -1,15 +1,9 @@
 """The grid runner: a whole study from one YAML file, crash-proof and resumable (``docs/study.md``, "Running a grid").
 
-``python -m bench_utils run PARAMS.yaml [--out DIR] [--force] [--devices cuda:0,cuda:1] [--time-limit 9m]``
-
-One papermill execution of the task notebook, in its own kernel process, measures every pending cell of a kernel
-group (``grid.kernel_groups``): torch is imported and the model built once per group. The kernel appends each
-cell's record as soon as it is measured, and the runner follows the results file (``kernel_watch``), so that a
-kernel that dies, is OOM-killed or stalls past ``timeout`` costs one cell, charged as ``error`` or ``oom``; a new
-kernel takes up the rest. ``START_FAILURES_IN_A_ROW`` kernel groups in a row that fail to start stop the run:
-the environment fails, not a cell (the first pipelined H200 lease started 22 kernels that all died on one missing
-torch hook, and wrote 60 error records). One worker per device, one kernel a device at a time
-(``device_lock``); after the grid, unsteady cells are measured once more (``unsteady``).
+One kernel per kernel group (``grid.kernel_groups``), followed through the results file (``kernel_watch``), so that a
+kernel that dies, is OOM-killed or stalls costs one cell. ``START_FAILURES_IN_A_ROW`` groups in a row that fail to
+start stop the run: the environment fails, not a cell (the first pipelined H200 lease started 22 kernels that all
+died on one missing torch hook).
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""Following one kernel while it runs, and saying why it ended.
-
-The runner learns which cells a kernel has measured from the results file (the records
-are the kernel's report), and which cell it is measuring from a progress file the task
-writes before each cell (``task.run(progress_file=...)``). So when a kernel dies, the
-cell it was on is known, and a kernel that died before it began any cell is told apart:
-the fault is then the kernel's start, not a cell's.
+"""Following one kernel while it runs, and saying why it ended: its records come through the results file, the cell
+it is on through the progress file (``progress_file``), so a kernel that died is charged to its cell, or to its start.
 """
 
 from __future__ import annotations

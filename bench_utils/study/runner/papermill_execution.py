@@ -1,8 +1,5 @@
-"""Executing a kernel group's task notebook with papermill, in its own kernel process.
-
-The papermill child dies with the runner (``PR_SET_PDEATHSIG``), so a killed
-runner leaves no kernel measuring behind it; its log is kept per kernel, and its
-tail becomes the error text of a cell whose kernel died before recording.
+"""Executing a kernel group's task notebook with papermill, in its own kernel process that dies with the runner
+(``PR_SET_PDEATHSIG``); its log is kept per kernel.
 """
 
 from __future__ import annotations
@@ -53,11 +50,8 @@ def visible_devices_for(device: str, parent_mask: str | None) -> str:
 
 
 def oom_kill_count() -> int | None:
-    """How many processes the operating system's out-of-memory killer has ended so far (Linux), or None.
-
-    A kernel killed that way dies without a word; a count that rose while its cell ran
-    tells the runner the cell ran out of memory rather than failed.
-    """
+    """How many processes the operating system's out-of-memory killer has ended so far (Linux), or None: a kernel
+    killed that way dies without a word, so a count that rose while its cell ran says the cell ran out of memory."""
     try:
         with open("/proc/vmstat", encoding="ascii") as vmstat:
             for line in vmstat:
@@ -70,14 +64,8 @@ def oom_kill_count() -> int | None:
 
 def notebook_parameters(group: KernelGroup, results_path: Path, run_id: str,
                         progress_path: Path, keep_compiles: bool = True) -> dict[str, Any]:
-    """The task notebook's parameters for one kernel group (papermill injects them).
-
-    ``only_cells``: the group's ``[compile_mode, batch_size]`` pairs in the order the kernel measures them;
-    ``show`` is off: a grid run draws no table and no plot; the kernel names the cell it begins in
-    ``progress_file`` (``study.progress_file``, read by ``kernel_watch``); cold compiles are kept for the cells'
-    next replicates where some may come (``keep_compiles``: in the study's folder of ``variants.kept_caches``,
-    which the kernel finds from ``results_path``). Paths are relative to the project root, the kernel's folder.
-    """
+    """The task notebook's parameters for one kernel group (papermill injects them; ``task.run`` reads them), paths
+    relative to the project root, the kernel's folder."""
     cell = group.first
     return {"study": cell.study, "models": [cell.model],
             "batch_sizes": sorted({c.batch_size for c in group.cells}),
@@ -95,20 +83,17 @@ def execute_with_papermill(group: KernelGroup, device: str, parameters: dict[str
                            cpus: set[int] | None = None) -> tuple[int, Path]:
     """Run the group's notebook in one kernel; return papermill's exit status and the log's path.
 
-    ``poll``, if given, is called about every ``POLL_S`` while the kernel runs; when it returns
-    True the kernel is ended (a stalled cell, a stop request). ``running``, if given, holds the
-    papermill process while it runs, so that a stop request can end it and its kernel;
-    ``cpus``, if given, are the only cores it and its kernel may use. A second attempt at a
-    group (after its kernel died) gets files of its own: the first one's log is evidence.
+    ``poll`` is called about every ``POLL_S``, and the kernel ended when it returns True; ``running`` holds the
+    process while it runs, for a stop request; ``cpus``: the only cores it and its kernel may use. A later
+    ``attempt`` gets files of its own: the first one's log is evidence.
     """
     name = group.group_id if attempt == 1 else f"{group.group_id}.{attempt}"
     executed = out_dir / "notebooks" / f"{name}.ipynb"
     log_path = out_dir / "logs" / f"{name}.log"
     executed.parent.mkdir(parents=True, exist_ok=True)
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    # papermill's command line, its kernel spoken to over Unix sockets (bench_utils.kernel). Paths relative to the
-    # kernel's working folder (the project root), so that the executed notebook names no absolute path; what is
-    # left is scrubbed once it has run.
+    # papermill's command line, its kernel spoken to over Unix sockets (bench_utils.kernel); relative paths, so that
+    # the executed notebook names no absolute path; what is left is scrubbed once it has run.
     command = [sys.executable, "-m", "bench_utils.kernel",
                os.path.relpath(NOTEBOOK_DIR / group.first.notebook, PROJECT_ROOT),
                os.path.relpath(executed, PROJECT_ROOT), "--engine", ENGINE_NAME,

@@ -1,11 +1,6 @@
 """``run GRID --time-limit 9m``: start no cell that would not finish in time, and stop at the limit
-(``docs/study.md``, "Time limit").
-
-Short GPU commands and batch schedulers' wall-time limits both end a run from outside; this ends it from inside,
-cleanly. Before each kernel starts, its cells are cut to those that fit in the time left, each priced by
-``pricing.prices`` at the estimate's high figure, so that the last one started rarely overruns (``cell_costs``). A run
-that has started nothing yet starts a kernel's first cell where its point figure fits: an uncalibrated prior's high
-figure may exceed any short limit, and only a record calibrates it. At the limit the run stops as on SIGTERM.
+(``docs/study.md``, "Time limit"); each cell priced by ``pricing.prices`` at the estimate's high figure, so that the
+last one started rarely overruns.
 """
 
 from __future__ import annotations

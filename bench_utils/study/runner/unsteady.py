@@ -1,10 +1,7 @@
 """Unsteady cells, measured once more: a compiled cell whose block means changed regime inside its timed runs
-(``docs/study.md``, "Unsteady cells are measured once more").
-
-On the H200 the host changed regime inside cells while the GPU clock held (BEiT at batch 1: compiled blocks 2-11
-about 6.3 ms, blocks 12-30 about 3.6 ms), and a cell's figures then describe neither regime. Such a cell is measured
-once more, after the grid, as one more replicate in a fresh kernel: its interval is then over the replicates
-(``measurement.replicates``). Once: a cell whose extra replicate shifts too is not measured again.
+(``docs/study.md``, "Unsteady cells are measured once more"; on the H200, BEiT at batch 1's compiled blocks went
+from about 6.3 ms to 3.6 ms at block 12, the GPU clock unchanged). Once: an extra replicate that shifts too is not
+measured again.
 """
 
 from __future__ import annotations
