@@ -380,21 +380,3 @@ def compiled_modes(data: pd.DataFrame) -> list[str]:
     order = [name for mode in COMPILED_MODE_ORDER for name in (str(mode), mode + DYNAMIC_BATCH_SUFFIX)]
     present = set(data["mode"]) - {"eager"}
     return [mode for mode in order if mode in present] + sorted(present - set(order))
-
-
-TIDY_COLUMNS = ["model", "batch_size", "compile_mode", "dtype", "device", "status", "mean_ms",
-           "median_ms", "p99_ms", "speedup", "speedup_ci95", "parity", "compile_s", "error"]
-
-
-def tidy(records: Iterable[Record | Mapping[str, Any]]) -> pd.DataFrame:
-    """One row per record with the figures a reader looks at first (ms, x, s): a view of ``frame``."""
-    data = frame(list(records))
-    if data.empty:
-        return pd.DataFrame(columns=TIDY_COLUMNS)
-    # the variants folded as the report folds them: a channels_last model and a dynamic-batch mode apart
-    data["model"] = data["model"].where(data["memory_format"] != "channels_last", data["model"] + CHANNELS_LAST_LABEL)
-    data = data.drop(columns=["compile_mode"]).rename(columns={"mode": "compile_mode"})
-    data["speedup_ci95"] = [f"{low:.2f}-{high:.2f}" if pd.notna(low) else None
-                            for low, high in zip(data["ci_low"], data["ci_high"])]
-    data["error"] = data["error"].str.slice(0, 120)
-    return data[TIDY_COLUMNS].reset_index(drop=True)

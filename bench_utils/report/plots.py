@@ -185,28 +185,6 @@ def at_a_glance(data: pd.DataFrame, device: str, catalog: Catalog):
     return _figure(title, catalog, draw if len(ok) else None, size=(9, 1.2 + 0.28 * len(ok)))
 
 
-def latency_bars(tidy: pd.DataFrame) -> Figure:
-    """Mean latency per model and batch size, one bar per compile mode (a task notebook's plot).
-
-    ``tidy`` is ``frame.tidy(records)``; only ok cells are drawn.
-    """
-    ok = tidy[tidy["status"] == Status.OK].copy()
-    figure = Figure(figsize=(8, 3.5))
-    with style():
-        axis = figure.subplots()
-        if ok.empty:
-            axis.text(0.5, 0.5, "no measured cells", ha="center", va="center")
-            axis.set_axis_off()
-            return figure
-        ok["cell"] = ok["model"].map(short_name) + " / bs " + ok["batch_size"].astype(str)
-        sns.barplot(data=ok, x="cell", y="mean_ms", hue="compile_mode", ax=axis)
-        axis.set_xlabel("")
-        axis.set_ylabel("mean latency (ms)")
-        axis.tick_params(axis="x", rotation=30)
-        figure.tight_layout()
-    return figure
-
-
 def work_kinds(rows: pd.DataFrame, catalog: Catalog):
     """Time per inference by kind of work, eager beside compiled, one pair of stacked bars per cell
     (``report.why``: a model at its smallest and largest batch)."""

@@ -15,9 +15,10 @@ from . import context, diagnosis, geometric_means, guide_table, machine_coverage
 from .guide_differences import guide_differences
 from ..measurement import stats
 from ..records.results_file import check_readable, read_records, skipped_lines_said
+from ..records.schema import Record
 from ..vocabulary import CompileMode
 from .energy_readings import PACE_RATIO
-from .frame import compiled_modes, frame, latest_records, project_paths, results_files, tidy, with_machines
+from .frame import compiled_modes, frame, latest_records, project_paths, results_files, with_machines
 from .i18n import Catalog
 from .markdown import code, environment_label, isolated, ltr
 from .render import skipped_lines_metadata
@@ -31,11 +32,24 @@ def show_figure(figure, description: str | None = None) -> None:
     display(Image(data=plots.png_bytes(figure), format="png", metadata={"alt": description} if description else None))
 
 
-def show_records(records: list[dict]) -> None:
-    """A task notebook's records as a table and a latency plot (none when nothing was measured)."""
-    results = tidy(records)
-    display(results)
-    show_figure(plots.latency_bars(results))
+def show_records(records: list[dict], locale: str = "en") -> None:
+    """A task notebook's records as the report shows them (its tables, one place for both): per device and batch size
+    the guide's table, each failed cell's reason, then every compiled cell's speed-up in one picture."""
+    catalog = Catalog(locale)
+    data = frame(records)
+    if data.empty:
+        display(Markdown(catalog.t("no_results")))
+        return
+    data = with_machines(data, [Record.of(record) for record in records])
+    parts = [f"#### {caption}\n\n{table}" for caption, table in guide_table.guide_tables(data, catalog)]
+    failed = data[data["error"].notna() & (data["error"] != "")]
+    parts += [f"- {ltr(row['label'], catalog)} · {ltr(str(row['batch_size']), catalog)} · "
+              f"{catalog.mode_name(row['mode'])}: {ltr(row['error'], catalog)}" for _, row in failed.iterrows()]
+    display(Markdown("\n\n".join(parts)))
+    for device in sorted(set(data["environment"])):
+        if (data[data["environment"] == device]["compile_mode"] != CompileMode.EAGER).any():
+            show_figure(plots.at_a_glance(data, device, catalog),
+                        catalog.t("alt_glance", device=environment_label(device, catalog, markdown=False)))
 
 
 class ReportView:

@@ -3,8 +3,6 @@ import pytest
 
 from bench_utils import make_record
 from bench_utils.measurement.timing import Measurement
-from bench_utils.report.frame import TIDY_COLUMNS, tidy
-from bench_utils.report.plots import latency_bars
 from sample_records import R
 
 
@@ -20,22 +18,23 @@ def records():
     return [ok, oom]
 
 
-def test_tidy_rows():
-    frame = tidy(records())
-    assert list(frame.columns) == TIDY_COLUMNS and len(frame) == 2
-    ok, oom = frame.iloc[0], frame.iloc[1]
-    assert ok["mean_ms"] == 11.0 and ok["speedup"] == 1.5 and ok["speedup_ci95"] == "1.40-1.60"
-    assert ok["compile_s"] == 0.88 and ok["parity"] == "pass"
-    assert oom["status"] == "oom" and pd.isna(oom["mean_ms"])  # not measured: no number
-    assert oom["error"] == "torch.OutOfMemoryError: CUDA out of memory"
+def test_a_task_notebook_shows_its_records_as_the_report_does(monkeypatch):
+    from bench_utils.report import sections
+    from bench_utils.report.i18n import Catalog
 
-
-def test_plot_shows_measured_cells_and_copes_with_none():
-    figure = latency_bars(tidy(records()))
-    assert figure.axes[0].get_ylabel() == "mean latency (ms)"
-    assert len(figure.axes[0].patches) >= 1
-    empty = latency_bars(tidy(records()[1:]))
-    assert empty.axes[0].texts[0].get_text() == "no measured cells"
+    shown = []
+    monkeypatch.setattr(sections, "display", lambda obj, metadata=None: shown.append(obj.data))
+    sections.show_records(records(), locale="es")
+    catalog = Catalog("es")
+    text = shown[0]
+    assert "#### " in text and catalog.t("col_speedup", mode=catalog.mode_name("default")) in text  # its headers
+    assert "1,50×" in text and "1,40–1,60" in text  # rounded, with units and its interval, in the page's language
+    assert "mean_ms" not in text and "speedup_ci95" not in text and "NaN" not in text  # nothing raw
+    assert "torch.OutOfMemoryError: CUDA out of memory" in text  # a failed cell's reason, its last line
+    assert isinstance(shown[1], bytes) and shown[1].startswith(b"\x89PNG")  # every compiled cell's speed-up
+    shown.clear()
+    sections.show_records([])
+    assert shown == [Catalog("en").t("no_results")]
 
 
 def test_results_paths_are_a_list_or_papermills_comma_separated_string_relative_to_the_project(tmp_path):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 from dataclasses import replace
+import logging
 import os
 import threading
 import time
@@ -107,6 +108,9 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
     ``compile_caches`` where given.
     """
     started = time.perf_counter()
+    # torch's note, as Inductor first builds C++ on a host without a CUDA runtime, that it found none: no one's to act
+    # on (the record says the device), yet a red box in a notebook
+    logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
     base = settings.to_parameters() if isinstance(settings, Settings) else dict(settings or {})
     settings = Settings.from_parameters({**base, **setting_values})
     models, compile_modes, dtypes = (text_list(name, value) for name, value in (
