@@ -92,12 +92,11 @@ PROTOCOL_KEYS = {"torch_num_threads": lambda record: record.environment.read("to
 
 
 def machine_spread(records: list[Record]) -> dict[str, list[tuple[str, str]]]:
-    """Per key of ``SPREAD_KEYS`` and ``PROTOCOL_KEYS`` whose value differs between ``records``: each value, in the
-    order first met, and how many records have it (a protocol's: the GPUs they ran on, where every record names
-    one)."""
+    """Per key of ``SPREAD_KEYS`` whose value differs between ``records``: each value, in the order first met, and
+    how many records have it; where every record names its GPU, ``PROTOCOL_KEYS`` too, with the GPUs they ran on."""
     spread = {}
     on_gpus = all(gpu_uuid(record) for record in records)
-    for key, read in {**SPREAD_KEYS, **PROTOCOL_KEYS}.items():
+    for key, read in {**SPREAD_KEYS, **(PROTOCOL_KEYS if on_gpus else {})}.items():
         found: dict[str, list[Record]] = {}
         for record in records:
             value = read(record)
@@ -105,7 +104,7 @@ def machine_spread(records: list[Record]) -> dict[str, list[tuple[str, str]]]:
                 found.setdefault(str(value), []).append(record)
         if len(found) > 1:
             spread[key] = [(value, ", ".join(dict.fromkeys(str(gpu_uuid(record)) for record in kept))
-                            if key in PROTOCOL_KEYS and on_gpus else str(len(kept))) for value, kept in found.items()]
+                            if key in PROTOCOL_KEYS else str(len(kept))) for value, kept in found.items()]
     return spread
 
 

@@ -1,7 +1,6 @@
 """Records as a table: the latest record of each cell, one row each, for the report and notebooks.
 
-Every table and plot of the report starts from ``frame``; ``tidy`` is the short
-view a task notebook shows after measuring.
+Every table and plot of the report, and of a task notebook, starts from ``frame``.
 """
 
 from __future__ import annotations
@@ -99,18 +98,23 @@ def row_key(record: Record) -> tuple:
             cell.shapes, cell.inductor, cell.batch_size, cell.compile_mode, cell.dtype)
 
 
-def with_machines(data: pd.DataFrame, records: Iterable[Record]) -> pd.DataFrame:
-    """``data`` with ``machines``: how many GPUs (by UUID) have an ``ok`` record of each row's cell among ``records``
-    (every machine's, not only the latest); 1 where none is known (a CPU's cell, a GPU without a UUID)."""
+def with_machines(data: pd.DataFrame, shown: Iterable[Record], every: Iterable[Record]) -> pd.DataFrame:
+    """``data`` with ``machines``: how many GPUs (by UUID) measured the figure each row shows (its records among
+    ``shown``), and ``machines_all``: how many measured its cell (``every`` machine's ``ok`` records); NaN where
+    none is known (a CPU's cell, a GPU without a UUID)."""
     if data.empty:
         return data
-    seen: dict[tuple, set[str]] = {}
-    for record in records:
-        gpu = record.environment.gpu("cuda:0") if record.cell.device_kind == "cuda" else None
-        if record.status == Status.OK and gpu is not None and gpu.uuid:
-            seen.setdefault(row_key(record), set()).add(gpu.uuid)
-    counts = [len(seen.get(tuple(row[column] for column in MACHINE_KEY), ())) or 1 for _, row in data.iterrows()]
-    return data.assign(machines=counts)
+
+    def counts(records: Iterable[Record]) -> list[float]:
+        seen: dict[tuple, set[str]] = {}
+        for record in records:
+            gpu = record.environment.gpu("cuda:0") if record.cell.device_kind == "cuda" else None
+            if record.status == Status.OK and gpu is not None and gpu.uuid:
+                seen.setdefault(row_key(record), set()).add(gpu.uuid)
+        return [len(seen.get(tuple(row[column] for column in MACHINE_KEY), ())) or np.nan
+                for _, row in data.iterrows()]
+
+    return data.assign(machines=counts(shown), machines_all=counts(every))
 
 
 def _where(record: Record) -> str:

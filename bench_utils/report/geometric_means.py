@@ -12,11 +12,10 @@ import pandas as pd
 
 from ..measurement import stats
 from .frame import compiled_modes
-from .guide_table import timed_together
 from .i18n import Catalog
 from .markdown import environment_label, ltr, markdown_table, mode_label
 from .tables import REFERENCE_CSV
-from ..vocabulary import Status
+from ..vocabulary import AOT_MODES, Status
 
 GUIDE_GPU = "A100"  # the guide's GPU set beside ours: its fastest, and the one with every mode
 
@@ -28,19 +27,16 @@ def geomean_table(data: pd.DataFrame, catalog: Catalog) -> str:
     rows = []
     ok = data[(data["status"] == Status.OK) & data["speedup"].notna()] if not data.empty else data
     guide = _guide_speedups()
-    first_mode = compiled_modes(data)[0] if not ok.empty else None
+    apart_all = ok[_beside_own_eager(ok)] if not ok.empty else ok
     for (device, dtype, mode, layout), per_mode in ok.groupby(["environment", "dtype", "mode", "memory_format"]):
-        # a mode after the first timed beside an eager series of its own (earlier design): not against one eager
-        own_eager = {label for (label, _), cells in data[(data["environment"] == device) & (data["dtype"] == dtype)]
-                     .groupby(["label", "batch_size"]) if mode != first_mode and not timed_together(cells)}
-        apart = per_mode[per_mode["label"].isin(own_eager)]
-        per_mode = per_mode[~per_mode["label"].isin(own_eager)]
+        apart = per_mode[per_mode.index.isin(apart_all.index)]
+        per_mode = per_mode.drop(apart.index)
         everywhere = models_at_every_batch_size(per_mode)
         for batch in sorted(set(per_mode["batch_size"]) | set(apart["batch_size"])):
             group = per_mode[per_mode["batch_size"] == batch]
             same = group[group["label"].isin(everywhere)]
             left_out = [ltr(label, catalog) for label in sorted(set(group["label"]) - everywhere)] + [
-                f"{ltr(label, catalog)} ({catalog.t('flag_eager_per_mode')})"
+                f"{ltr(label, catalog)} — {catalog.t('flag_eager_per_mode')}"
                 for label in sorted(apart[apart["batch_size"] == batch]["label"])]
             theirs = [guide.get((label.lower(), batch, mode)) for label in group["label"]]
             rows.append([environment_label(device, catalog), ltr(dtype, catalog), ltr(str(batch), catalog),
@@ -54,6 +50,19 @@ def geomean_table(data: pd.DataFrame, catalog: Catalog) -> str:
                catalog.t("col_models"), catalog.t("col_geomean_guide", gpu=GUIDE_GPU),
                catalog.t("col_geomean_left_out")]
     return markdown_table(headers, rows) if rows else catalog.t("no_results")
+
+
+def _beside_own_eager(ok: pd.DataFrame) -> pd.Series:
+    """Whether each cell is a mode after its row's first (of its device, dtype, model and batch size) that was timed
+    beside an eager series of its own (earlier design: no ``timed_with``), so not against the eager the first mode's
+    speed-up is. A dynamic batch's or an AOTInductor cell times its own pairs by design: it stays."""
+    order = compiled_modes(ok)
+    in_row = (ok["shapes"] == "static") & ~ok["compile_mode"].isin([str(mode) for mode in AOT_MODES])
+    keys = ["environment", "dtype", "label", "batch_size"]
+    first = ok[in_row].groupby(keys)["mode"].agg(lambda modes: min(modes, key=order.index))
+    return pd.Series([bool(row_in) and row.mode != first.get((row.environment, row.dtype, row.label, row.batch_size))
+                      and not isinstance(row.timed_with, str) for row_in, row in zip(in_row, ok.itertuples())],
+                     index=ok.index, dtype=bool)
 
 
 def models_at_every_batch_size(rows: pd.DataFrame) -> set[str]:

@@ -196,13 +196,14 @@ def with_new_machine(data: pd.DataFrame, records: list[Record]) -> pd.DataFrame:
     if data.empty:
         return data
     figures = figures_by_cell(records)
-    groups = by_group(figures)
     by_row = {row_key(record): _cell_key(record) for record in records}
     low, high = [], []
     for _, row in data.iterrows():
         key = by_row.get(tuple(row[column] for column in MACHINE_KEY))
         cell = figures.get(key) if key is not None else None
-        between = spread_for(group_of(int(row["batch_size"])), groups) if cell else None
+        # the spread between machines of its kind only (its device's name and torch's version)
+        kind = {other: cells for other, cells in figures.items() if key is not None and other[1:] == key[1:]}
+        between = spread_for(group_of(int(row["batch_size"])), by_group(kind)) if cell else None
         interval = new_machine_interval(cell, between) if cell and between is not None else None
         low.append(interval.low if interval else math.nan)
         high.append(interval.high if interval else math.nan)

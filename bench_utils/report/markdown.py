@@ -140,11 +140,15 @@ def speedup_cells(row: pd.Series, catalog: Catalog) -> tuple[str, str]:
 
 
 def rests_on(row: pd.Series, catalog: Catalog) -> str:
-    """What a cell's figure rests on: its timed runs, its processes (replicates) and the machines that measured it."""
-    parts = [row.get("runs"), row.get("replicates"), row.get("machines")]
-    if any(value is None or pd.isna(value) for value in parts):
+    """What a cell's figure rests on: its timed runs, its processes (replicates) and the GPUs that measured it, of
+    all that measured the cell where more did (``frame.with_machines``; "–" where unknown: a CPU's)."""
+    runs, processes, machines, every = (row.get(key) for key in ("runs", "replicates", "machines", "machines_all"))
+    if any(value is None or pd.isna(value) for value in (runs, processes)):
         return "–"
-    return ltr(" · ".join(catalog.number(value, 0) for value in parts), catalog)
+    shown = "–" if machines is None or pd.isna(machines) else catalog.number(machines, 0)
+    if shown != "–" and every is not None and pd.notna(every) and every > machines:
+        shown = catalog.t("machines_of", shown=shown, every=catalog.number(every, 0))
+    return ltr(f"{catalog.number(runs, 0)} · {catalog.number(processes, 0)} · {shown}", catalog)
 
 
 def integer(value: Any, catalog: Catalog) -> str:

@@ -172,11 +172,17 @@ def at_a_glance(data: pd.DataFrame, device: str, catalog: Catalog):
                           fmt="o", color=colours[mode], capsize=2, markersize=4, label=catalog.mode_name(mode))
         axis.axvline(1.0, color="black", linewidth=0.8)
         axis.set_xscale("log")
-        low, high = axis.get_xlim()  # ticks a reader reads (no powers of ten: the page draws text as written)
+        # around the speed-ups: an interval of 2 noisy pairs may reach 1e-10, drawn to the edge
+        low, high = axis.get_xlim()
+        low = max(low, min(ok["speedup"].min(), 1.0) / 4)
+        high = min(high, max(ok["speedup"].max(), 1.0) * 4)
+        axis.set_xlim(low, high)  # ticks a reader reads (no powers of ten: the page draws text as written)
         ticks = [tick for tick in (0.25, 0.5, 0.75, 1, 1.5, 2, 3, 4, 6, 8, 12, 16) if low <= tick <= high]
         axis.set_xticks(ticks, [catalog.number(tick, 2 if tick < 1 else 1 if tick % 1 else 0) + "×" for tick in ticks])
         axis.set_xticks([], minor=True)
-        axis.set_yticks(list(places), [f"{row.label} · {row.batch_size}" for row in rows])
+        several = ok["dtype"].nunique() > 1  # a model's float32 and bfloat16 cells apart
+        axis.set_yticks(list(places), [f"{row.label} · {row.batch_size}" + (f" · {row.dtype}" if several else "")
+                                       for row in rows])
         axis.set_xlabel(catalog.t("axis_speedup"))
         _legend_outside(axis, "")
 

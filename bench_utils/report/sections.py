@@ -40,7 +40,8 @@ def show_records(records: list[dict], locale: str = "en") -> None:
     if data.empty:
         display(Markdown(catalog.t("no_results")))
         return
-    data = with_machines(data, [Record.of(record) for record in records])
+    read = [Record.of(record) for record in records]
+    data = with_machines(data, read, read)
     parts = [f"#### {caption}\n\n{table}" for caption, table in guide_table.guide_tables(data, catalog)]
     failed = data[data["error"].notna() & (data["error"] != "")]
     parts += [f"- {ltr(row['label'], catalog)} · {ltr(str(row['batch_size']), catalog)} · "
@@ -66,8 +67,8 @@ class ReportView:
             self.records = latest_records(self.paths)
             self.every_record = read_records(results_files(self.paths))  # every machine's (``machines``)
         self.skipped = skipped
-        self.data = machine_coverage.with_new_machine(with_machines(frame(self.records), self.every_record),
-                                                      self.every_record)
+        self.data = machine_coverage.with_new_machine(
+            with_machines(frame(self.records), self.records, self.every_record), self.every_record)
         self.reference_csv = reference_csv or tables.REFERENCE_CSV
 
     def _markdown(self, text: str) -> None:

@@ -55,3 +55,27 @@ def test_the_guides_mean_on_the_same_models_and_no_mode_against_an_eager_of_its_
     overhead = [row for row in rows if row not in default]
     assert len(overhead) == 2 and all(row[4] == row[6] == "–" and catalog.t("flag_eager_per_mode") in row[9]
                                       for row in overhead)
+
+
+def test_modes_timed_beside_one_eager_and_cells_that_time_their_own_pairs_by_design_stay_in_the_means():
+    from test_tables import _measured
+
+    def timed_with(record, modes):
+        record["speedup"]["timed_with"] = modes
+        return record
+
+    together = ["default", "max-autotune-no-cudagraphs"]
+    records = [timed_with(_measured(model, batch, 1.5), together) for model in ("resnet", "vit") for batch in (1, 16)]
+    records += [timed_with(_measured(model, batch, 2.0, mode="max-autotune-no-cudagraphs"), together)
+                for model in ("resnet", "vit") for batch in (1, 16)]
+    # an AOTInductor package times its own pairs by design; ResNet's batch-16 reduce-overhead the earlier way
+    records += [_measured(model, batch, 1.2, mode="aot-inductor") for model in ("resnet", "vit") for batch in (1, 16)]
+    records.append(_measured("resnet", 16, 3.0, mode="reduce-overhead"))
+    catalog = Catalog("en")
+    rows = [[cell.strip() for cell in line.strip("|").split("|")]
+            for line in geomean_table(frame(records), catalog).splitlines()[2:]]
+    by_mode = {(row[3], row[2]): row for row in rows}
+    for mode in ("max-autotune-no-cudagraphs", "aot-inductor"):
+        assert [by_mode[(mode, batch)][7] for batch in ("1", "16")] == ["2", "2"]  # both models, every batch size
+    overhead = by_mode[("reduce-overhead", "16")]
+    assert overhead[7] == "0" and overhead[9] == f"ResNet — {catalog.t('flag_eager_per_mode')}"

@@ -56,6 +56,13 @@ HANG_MARKER_ENV = "BENCH_UTILS_HANG_MARKER"
 TRACEBACK_LINES = 30
 
 
+def _no_cuda_runtime_note(record: logging.LogRecord) -> bool:
+    return "No CUDA runtime is found" not in record.getMessage()
+
+
+NO_CUDA_RUNTIME = _no_cuda_runtime_note
+
+
 def is_out_of_memory(exc: BaseException) -> bool:
     """CUDA's OutOfMemoryError, or an allocator's or CUDA library's allocation failure in any other error."""
     if isinstance(exc, torch.cuda.OutOfMemoryError):
@@ -109,8 +116,10 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
     """
     started = time.perf_counter()
     # torch's note, as Inductor first builds C++ on a host without a CUDA runtime, that it found none: no one's to act
-    # on (the record says the device), yet a red box in a notebook
-    logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
+    # on (the record says the device), yet a red box in a notebook; that note only, its other warnings kept
+    cpp_extension = logging.getLogger("torch.utils.cpp_extension")
+    if NO_CUDA_RUNTIME not in cpp_extension.filters:
+        cpp_extension.addFilter(NO_CUDA_RUNTIME)
     base = settings.to_parameters() if isinstance(settings, Settings) else dict(settings or {})
     settings = Settings.from_parameters({**base, **setting_values})
     models, compile_modes, dtypes = (text_list(name, value) for name, value in (
