@@ -24,13 +24,13 @@ def process_age_s() -> float:
     return max(0.0, time.time() - psutil.Process().create_time())
 
 
-def ready_the_compiler(backend: str, device: str) -> None:
-    """The compile-worker pool answered, then the process's first compile (``variants.compiler_warmup``): their
-    seconds the kernel's, never a cell's compile's."""
+def ready_the_compiler(backend: str, device: str, warm_only: bool = False) -> None:
+    """The compile-worker pool answered, then the process's first compile (``variants.compiler_warmup``; warm from the
+    host's caches in a kernel that compiles only warm): their seconds the kernel's, never a cell's compile's."""
     import torch
 
     compile_workers.ready(backend)
-    warm_up_compiler(torch.device(device), backend)
+    warm_up_compiler(torch.device(device), backend, fresh=not warm_only)
 
 
 @dataclass

@@ -158,8 +158,8 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
     order = [(model_key, dtype) for model_key in models for dtype in dtypes]
     first = model_cells(*order[0]) if order else None
     built_s = first.build() if first is not None else 0.0
-    if compiles and not warm_only:  # no cold compile pays the pool's start or the process's first compile
-        ready_the_compiler(settings.backend, device)
+    if compiles:  # no compile pays the pool's start or the process's first compile
+        ready_the_compiler(settings.backend, device, warm_only)
     if runner_pid:
         kernel.start_phases = {"startup_s": max(0.0, startup_s),
                                "ready_s": time.perf_counter() - started - built_s}

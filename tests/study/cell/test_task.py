@@ -345,10 +345,10 @@ def test_a_later_replicates_kernel_compiles_warm_from_the_caches_the_first_kept(
                    compile_caches=tmp_path / "kept")
     first = run(tmp_path, replicate="r1", **options)
     assert THREADS_ENV not in os.environ  # the first replicate compiles cold: Inductor's pool as torch decides
-    assert len(readied) == 1  # and its compiler warmed up first
+    assert readied == [("aot_eager", "cpu", False)]  # and its compiler warmed up first, in fresh caches
     later = run(tmp_path, replicate="r2", **options)
     assert os.environ[THREADS_ENV] == "1"  # every compiled cell warm from kept caches: no pool to start
-    assert len(readied) == 1  # nor a compiler warm-up: nothing compiles cold
+    assert readied[1:] == [("aot_eager", "cpu", True)]  # its warm-up warm too: from the host's caches
     compiled = [(a, b) for a, b in zip(first, later) if a["cell"]["compile_mode"] != "eager"]
     folders = {path for path in (tmp_path / "kept").iterdir() if path.is_dir()}
     assert len(compiled) == 4 and len(folders) == 4  # a folder a compiled cell (beside its claim's file)
