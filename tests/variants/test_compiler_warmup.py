@@ -24,7 +24,8 @@ def test_a_kernel_with_a_compiled_cell_warms_the_compiler_up_once_before_it(tmp_
     from bench_utils.study.cell import kernel_start, task
 
     calls = []
-    monkeypatch.setattr(kernel_start, "warm_up_compiler", lambda device, backend: calls.append((str(device), backend)))
+    monkeypatch.setattr(kernel_start, "warm_up_compiler",
+                        lambda device, backend, fresh: calls.append((str(device), backend, fresh)))
     monkeypatch.setattr(task.compile_workers, "start", lambda backend: None)  # no real pool in this process
     task.run(study="t", task="image-classification", models=["timm:test_resnet"], batch_sizes=[1],
              compile_modes=["eager"], runs=2, warmup=1, blocks=1, results_path=tmp_path / "a.jsonl")
@@ -34,4 +35,4 @@ def test_a_kernel_with_a_compiled_cell_warms_the_compiler_up_once_before_it(tmp_
     monkeypatch.setattr(task, "append_record", lambda *args, **kwargs: None)
     task.run(study="t", task="image-classification", models=["timm:test_resnet"], batch_sizes=[1, 2],
              compile_modes=["default"], runs=2, warmup=1, blocks=1, results_path=tmp_path / "b.jsonl")
-    assert calls == [("cpu", "inductor")]
+    assert calls == [("cpu", "inductor", True)]  # once, in fresh caches: the cells compile cold
