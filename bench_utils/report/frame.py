@@ -98,6 +98,12 @@ def row_key(record: Record) -> tuple:
             cell.shapes, cell.inductor, cell.batch_size, cell.compile_mode, cell.dtype)
 
 
+def machine_of(record: Record) -> str | None:
+    """The machine that measured a GPU record: its GPU's UUID (None for a CPU's, or a GPU without one)."""
+    gpu = record.environment.gpu("cuda:0") if record.cell.device_kind == "cuda" else None
+    return gpu.uuid if gpu is not None else None
+
+
 def with_machines(data: pd.DataFrame, shown: Iterable[Record], every: Iterable[Record]) -> pd.DataFrame:
     """``data`` with ``machines``: how many GPUs (by UUID) measured the figure each row shows (its records among
     ``shown``), and ``machines_all``: how many measured its cell (``every`` machine's ``ok`` records); NaN where
@@ -108,9 +114,9 @@ def with_machines(data: pd.DataFrame, shown: Iterable[Record], every: Iterable[R
     def counts(records: Iterable[Record]) -> list[float]:
         seen: dict[tuple, set[str]] = {}
         for record in records:
-            gpu = record.environment.gpu("cuda:0") if record.cell.device_kind == "cuda" else None
-            if record.status == Status.OK and gpu is not None and gpu.uuid:
-                seen.setdefault(row_key(record), set()).add(gpu.uuid)
+            machine = machine_of(record)
+            if record.status == Status.OK and machine:
+                seen.setdefault(row_key(record), set()).add(machine)
         return [len(seen.get(tuple(row[column] for column in MACHINE_KEY), ())) or np.nan
                 for _, row in data.iterrows()]
 

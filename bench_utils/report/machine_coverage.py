@@ -35,7 +35,7 @@ from ..records.results_file import read_records
 from ..records.schema import Record
 from ..vocabulary import CompileMode, Status
 from ..zoo.registry import label_of
-from .frame import MACHINE_KEY, device_name, row_key
+from .frame import MACHINE_KEY, device_name, machine_of, row_key
 from .i18n import Catalog
 from .markdown import ltr, markdown_table, mode_label
 from .replicate_rows import pair_log_ratios
@@ -43,11 +43,6 @@ from .replicate_rows import pair_log_ratios
 SMOKE_BELOW = 30  # held-out figures: under this, the covered share says little (its binomial interval is wide)
 
 CellKey = tuple[CellIdentity, str, str | None]  # the cell, its device's name (``frame.device_name``), torch's version
-
-
-def _machine(record: Record) -> str | None:
-    gpu = record.environment.gpu("cuda:0") if record.cell.device_kind == "cuda" else None
-    return gpu.uuid if gpu is not None else None
 
 
 def _log_ratios(record: Record) -> list[float] | None:
@@ -80,7 +75,7 @@ def figures_by_cell(records: Iterable[Record]) -> dict[CellKey, list[MachineFigu
     """Each compiled cell's machines' figures, from ``ok`` records of a GPU."""
     ratios: dict[CellKey, dict[str, list[list[float]]]] = defaultdict(lambda: defaultdict(list))
     for record in records:
-        machine = _machine(record)
+        machine = machine_of(record)
         if record.status != Status.OK or record.cell.compile_mode == CompileMode.EAGER or machine is None:
             continue
         found = _log_ratios(record)

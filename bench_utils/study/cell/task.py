@@ -56,11 +56,9 @@ HANG_MARKER_ENV = "BENCH_UTILS_HANG_MARKER"
 TRACEBACK_LINES = 30
 
 
-def _no_cuda_runtime_note(record: logging.LogRecord) -> bool:
+def no_cuda_runtime_note(record: logging.LogRecord) -> bool:
+    """A logging filter: torch's record that it found no CUDA runtime is dropped."""
     return "No CUDA runtime is found" not in record.getMessage()
-
-
-NO_CUDA_RUNTIME = _no_cuda_runtime_note
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
@@ -117,9 +115,7 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
     started = time.perf_counter()
     # torch's note, as Inductor first builds C++ on a host without a CUDA runtime, that it found none: no one's to act
     # on (the record says the device), yet a red box in a notebook; that note only, its other warnings kept
-    cpp_extension = logging.getLogger("torch.utils.cpp_extension")
-    if NO_CUDA_RUNTIME not in cpp_extension.filters:
-        cpp_extension.addFilter(NO_CUDA_RUNTIME)
+    logging.getLogger("torch.utils.cpp_extension").addFilter(no_cuda_runtime_note)  # once: logging keeps no copies
     base = settings.to_parameters() if isinstance(settings, Settings) else dict(settings or {})
     settings = Settings.from_parameters({**base, **setting_values})
     models, compile_modes, dtypes = (text_list(name, value) for name, value in (
