@@ -36,11 +36,11 @@ def show_records(records: list[dict], locale: str = "en") -> None:
     """A task notebook's records as the report shows them (its tables, one place for both): per device and batch size
     the guide's table, each failed cell's reason, then every compiled cell's speed-up in one picture."""
     catalog = Catalog(locale)
-    data = frame(records)
+    read = [Record.of(record) for record in records]  # checked once, for the frame and the machine counts
+    data = frame(read)
     if data.empty:
         display(Markdown(catalog.t("no_results")))
         return
-    read = [Record.of(record) for record in records]
     data = with_machines(data, read, read)
     parts = [f"#### {caption}\n\n{table}" for caption, table in guide_table.guide_tables(data, catalog)]
     failed = data[data["error"].notna() & (data["error"] != "")]
