@@ -142,7 +142,8 @@ lab: setup
 	$(PY) -m jupyterlab --no-browser --ip=127.0.0.1 --port=$(LAB_PORT) --ServerApp.root_dir="$(CURDIR)" \
 		--MultiKernelManager.default_kernel_name=bench-utils $(if $(filter 0,$(shell id -u)),--allow-root) \
 		--ServerApp.jpserver_extensions bench_utils.lab_sessions=True \
-		--LabApp.app_settings_dir="$(CURDIR)/bench_utils/lab_settings"
+		--LabApp.app_settings_dir="$(CURDIR)/bench_utils/lab_settings" \
+		--LabApp.extra_labextensions_path="$(CURDIR)/bench_utils/lab_extensions"
 
 env: setup
 	$(PY) -m bench_utils env

@@ -1,9 +1,10 @@
-"""``make lab``'s server extension: the exploration notebook's kernel started with the server, before a reader opens it.
+"""``make lab``'s server extension: the notebooks' kernels started with the server, before a reader opens one.
 
 JupyterLab drops the cells run before a notebook's session has a kernel (jupyterlab/jupyterlab#8490; docs/report.md);
-a notebook whose path has a running session is connected to it as it opens, so the server starts one for
-``notebooks/explore.ipynb`` as soon as it runs. Enabled on ``make lab``'s command line only
-(``--ServerApp.jpserver_extensions bench_utils.lab_sessions=True``).
+a notebook whose path has a running session is connected to it as it opens, so the server starts one for the explore
+and task notebooks as soon as it runs (an idle kernel: ~60 MB, torch not imported yet). Where a page is opened before
+its kernel is found, make lab's front-end plugin (``lab_extensions/``) runs the dropped Run All once it is. Enabled on
+``make lab``'s command line only (``--ServerApp.jpserver_extensions bench_utils.lab_sessions=True``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-PRESTARTED = ("notebooks/explore.ipynb",)  # from the server's root (the project)
+# from the server's root (the project): the notebooks a newcomer opens first
+PRESTARTED = ("notebooks/explore.ipynb", "notebooks/classification.ipynb", "notebooks/segmentation.ipynb",
+              "notebooks/detection.ipynb")
 KERNEL = "bench-utils"                     # make setup's kernelspec
 
 

@@ -1,4 +1,4 @@
-"""make lab's server extension: the explore notebook's kernel started before the server serves (``lab_sessions``)."""
+"""make lab's server extension: the explore and task notebooks' kernels started before the server serves (``lab_sessions``)."""
 
 import asyncio
 import logging
@@ -34,11 +34,14 @@ class FakeServer:
         self.log = logging.getLogger("fake-server")
 
 
-def test_the_explore_notebooks_session_exists_once_the_extension_is_loaded(caplog):
+def test_the_explore_and_task_notebooks_sessions_exist_once_the_extension_is_loaded(caplog):
     server = FakeServer(FakeSessions())
     lab_sessions._load_jupyter_server_extension(server)
-    assert server.session_manager.created == [{"path": "notebooks/explore.ipynb", "name": "explore.ipynb",
-                                               "type": "notebook", "kernel_name": "bench-utils"}]
+    created = server.session_manager.created
+    assert created[0] == {"path": "notebooks/explore.ipynb", "name": "explore.ipynb", "type": "notebook",
+                          "kernel_name": "bench-utils"}
+    assert [session["path"] for session in created[1:]] == [f"notebooks/{task}.ipynb" for task in
+                                                           ("classification", "segmentation", "detection")]
     assert lab_sessions._jupyter_server_extension_points() == [{"module": "bench_utils.lab_sessions"}]
 
 

@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..errors import UserError
 from . import regressions
+from .explorer_tables import VERDICT_KEYS, comparison_html as comparison_table_html
 from .frame import frame, latest_records
 from .i18n import Catalog
 from .markdown import ltr, markdown_html, mode_label, plain
@@ -22,21 +23,25 @@ from .render import write_atomically
 from .sanitize import CONTENT_SECURITY_POLICY
 
 PUBLISHED, REPRODUCED = "published", "reproduced"
-# compare_environments' verdicts in a reader's words (message keys)
-VERDICT_KEYS = {"same": "reproduce_same", "improvement": "reproduce_faster", "regression": "reproduce_slower",
-                "inconclusive": "reproduce_inconclusive"}
 FOLDER = "comparison"
 
 
-def compare_studies(published: Path, reproduced: Path, tolerance: float = 0.10) -> pd.DataFrame:
-    """One row per compiled cell measured in both study folders, with its verdict and the ratio's interval."""
+def both_studies(published: Path, reproduced: Path) -> pd.DataFrame:
+    """The two study folders' records as one frame, each side's environment named ``PUBLISHED`` or ``REPRODUCED``."""
     sides = []
     for name, folder in ((PUBLISHED, published), (REPRODUCED, reproduced)):
         data = frame(latest_records([folder]))
         if data.empty:
             raise UserError(f"{folder} holds no record to compare")
         sides.append(data.assign(environment=name))
-    return regressions.compare_environments(pd.concat(sides, ignore_index=True), PUBLISHED, REPRODUCED, tolerance)
+    return pd.concat(sides, ignore_index=True)
+
+
+def compare_studies(published: Path, reproduced: Path, tolerance: float = 0.10,
+                    catalog: Catalog | None = None) -> pd.DataFrame:
+    """One row per compiled cell measured in both study folders, with its verdict and the ratio's interval."""
+    return regressions.compare_environments(both_studies(published, reproduced), PUBLISHED, REPRODUCED, tolerance,
+                                            catalog)
 
 
 def verdict_line(row: pd.Series, catalog: Catalog) -> str:
@@ -63,7 +68,7 @@ def _summary(table: pd.DataFrame, catalog: Catalog, tolerance: float) -> str:
 
 def comparison_html(table: pd.DataFrame, catalog: Catalog, tolerance: float, names: tuple[str, str]) -> str:
     lines = "\n".join(f"<li>{markdown_html(verdict_line(row, catalog))}</li>" for _, row in table.iterrows())
-    shown = regressions.highlighted(table).to_html() if not table.empty else ""  # its cells escaped
+    shown = comparison_table_html(table, catalog) if not table.empty else ""  # its cells escaped
     title = catalog.t("reproduce_title", published=names[0], reproduced=names[1])
     return (f'<!DOCTYPE html>\n<html lang="{catalog.locale}" dir="{catalog.direction}">\n<head>\n'
             f'<meta charset="utf-8">\n<meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">\n'
@@ -86,12 +91,14 @@ def comparison_markdown(table: pd.DataFrame, catalog: Catalog, tolerance: float,
 def render_comparison(published: Path, reproduced: Path, *, locales: Iterable[str] = ("en", "ar", "es"),
                       tolerance: float = 0.10) -> tuple[pd.DataFrame, list[Path]]:
     """``<reproduced>/comparison/<locale>/index.html`` and ``README.md``; the table and the paths written."""
-    table = compare_studies(published, reproduced, tolerance)
+    data = both_studies(published, reproduced)
+    table = regressions.compare_environments(data, PUBLISHED, REPRODUCED, tolerance)
     out = reproduced / FOLDER
     names = (os.path.basename(os.path.normpath(published)), os.path.basename(os.path.normpath(reproduced)))
     written = []
     for locale in locales:
         catalog = Catalog(locale)
+        table = regressions.compare_environments(data, PUBLISHED, REPRODUCED, tolerance, catalog)
         folder = out / locale
         folder.mkdir(parents=True, exist_ok=True)
         for name, text in (("index.html", comparison_html(table, catalog, tolerance, names)),

@@ -26,7 +26,9 @@ import pandas as pd
 from ..errors import UserError
 from ..records.results_file import check_readable, skipped_lines_said
 from . import explorer_tables as views, geometric_means, plots, regressions, selection as slices, why
-from .frame import DuplicateCellWarning, frame, latest_records, project_paths, results_files
+from ..records.schema import Record
+from ..zoo.registry import label_of
+from .frame import DuplicateCellWarning, device_name, frame, latest_records, project_paths, results_files
 from .i18n import Catalog
 from .markdown import markdown_html
 from .study_choices import relative, study_choices
@@ -98,8 +100,8 @@ class Explorer:
             if not issubclass(warning.category, DuplicateCellWarning):
                 warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
         self.paths, self.data, self.skipped = paths, data, skipped
-        self.duplicates = [getattr(warning.message, "cell", "") for warning in caught
-                           if issubclass(warning.category, DuplicateCellWarning)]
+        self.duplicates = [warning.message.record for warning in caught
+                           if isinstance(warning.message, DuplicateCellWarning) and warning.message.record]
 
     # --- the studies, and their summary ---
 
@@ -114,11 +116,18 @@ class Explorer:
                                                      for line in self.skipped).items())
         duplicates = "<p>" + html.escape(catalog.plural(
             "explore_duplicates", len(self.duplicates), count=catalog.number(len(self.duplicates), 0),
-            cells="; ".join(self.duplicates))) + "</p>" if self.duplicates else ""
+            cells="; ".join(self.cell_named(record) for record in self.duplicates))) + "</p>" if self.duplicates else ""
         return (f"<h2>{html.escape(catalog.t('summary_heading'))}</h2><p>{said}</p>" + skipped + duplicates
                 + views.table_html(views.summary_view(slices.summary_table(self.data), catalog), catalog)
                 + f"<h3>{html.escape(catalog.t('explore_geomean_heading'))}</h3>"
                 + markdown_html(geometric_means.geomean_table(self.data, catalog)))
+
+    def cell_named(self, record: Record) -> str:
+        """"ViT, batch 1, default, float32 (NVIDIA H200)": a record's row in the tables' words."""
+        cell, catalog = record.cell, self.catalog
+        named = catalog.t("reproduce_cell", model=label_of(cell.model), batch_size=cell.batch_size,
+                          mode=catalog.mode_name(cell.compile_mode), dtype=cell.dtype)
+        return f"{named} ({device_name(record)})"
 
     def summary(self, controls: bool = False) -> None:
         """The summary; with ``controls``, the study picker above it (a live kernel)."""
@@ -246,20 +255,23 @@ class Explorer:
     # --- two environments ---
 
     def comparison_html(self, baseline: str, candidate: str, tolerance: float) -> str:
-        table = regressions.compare_environments(self.data, baseline, candidate, tolerance)
+        catalog = self.catalog
+        table = regressions.compare_environments(self.data, baseline, candidate, tolerance, catalog)
         counts = table["verdict"].value_counts()
-        return (f"<h2>{html.escape(candidate)} against {html.escape(baseline)}</h2>"
-                f"<p>{len(table)} compiled cells measured in both: {counts.get('regression', 0)} regressions "
-                f"(red), {counts.get('improvement', 0)} improvements (green), {counts.get('inconclusive', 0)} "
-                f"inconclusive (yellow). A regression: the cell no longer runs, fails the accuracy gate it "
-                f"passed, or its speed-up over eager is more than {tolerance:.0%} lower with a ratio interval "
-                f"below 1. The compiled latency ratio (above 1: slower) is shown, not judged.</p>"
-                + (regressions.highlighted(table).to_html() if not table.empty else "<p>no cell in common</p>"))
+        said = catalog.plural("compare_summary", len(table), cells=catalog.number(len(table), 0),
+                              same=catalog.number(int(counts.get("same", 0)), 0),
+                              faster=catalog.number(int(counts.get("improvement", 0)), 0),
+                              slower=catalog.number(int(counts.get("regression", 0)), 0),
+                              inconclusive=catalog.number(int(counts.get("inconclusive", 0)), 0))
+        title = catalog.t("compare_title", candidate=candidate, baseline=baseline)
+        return (f"<h2>{html.escape(title)}</h2><p>{html.escape(said)}</p>"
+                f"<p>{html.escape(catalog.t('compare_method', tolerance=catalog.percent(tolerance)))}</p>"
+                + views.comparison_html(table, catalog))
 
     def one_environment_html(self) -> str:
         environments = slices.options(self.data)["environment"]
-        return (f"<p>One environment only ({html.escape(', '.join(environments) or 'none')}): pick studies of "
-                "another device or torch version above (or give several study folders) to compare.</p>")
+        said = self.catalog.t("compare_one_environment", environments=", ".join(environments) or "–")
+        return f"<p>{html.escape(said)}</p>"
 
     def compare(self, baseline: str | None = None, candidate: str | None = None, tolerance: float = 0.10,
                 controls: bool = True) -> None:

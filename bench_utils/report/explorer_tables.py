@@ -17,6 +17,9 @@ from .i18n import Catalog
 from .markdown import integer, isolated, number, speedup_cells
 
 NOT_AVAILABLE = "–"
+# ``regressions.compare_environments``' verdicts in a reader's words (message keys)
+VERDICT_KEYS = {"same": "reproduce_same", "improvement": "reproduce_faster", "regression": "reproduce_slower",
+                "inconclusive": "reproduce_inconclusive"}
 # every table: headers wrap (a header is words, not one line), cells keep a figure on one line, and the table
 # never grows past its output area
 TABLE_STYLES = [
@@ -25,18 +28,32 @@ TABLE_STYLES = [
     {"selector": "td", "props": "white-space: nowrap; text-align: right;"},
     {"selector": "td.col0, th.col_heading.col0", "props": "text-align: left;"},
 ]
-WORDS_CELL = {"white-space": "normal", "max-width": "16em", "text-align": "left"}  # a column of words: it wraps
+# a column of words wraps; a figure's column breaks before its interval ("!important": over the table's own
+# nowrap, whose selector is the more specific)
+WORDS_CELL = {"white-space": "normal !important", "max-width": "16em", "text-align": "start !important"}
+FIGURE_CELL = {"white-space": "normal !important", "max-width": "7em"}
 
 
-def table_html(table: pd.DataFrame, catalog: Catalog, wrapping: tuple[str, ...] = ()) -> str:
-    """``table`` (already readable: strings and numbers) as HTML that fits; ``wrapping``: columns of words."""
+# a comparison's verdicts: regressions in red, improvements in green, inconclusive cells in yellow
+VERDICT_COLOURS = {"regression": "#f8d7da", "improvement": "#d4edda", "inconclusive": "#fff3cd"}
+
+
+def table_html(table: pd.DataFrame, catalog: Catalog, wrapping: tuple[str, ...] = (),
+               row_colours: list[str] | None = None, breaking: tuple[str, ...] = ()) -> str:
+    """``table`` (already readable: strings and numbers) as HTML that fits; ``wrapping``: columns of words;
+    ``breaking``: columns of a figure with its interval; ``row_colours``: a background per row ("" for none)."""
     if table.empty:
         return f"<p>{html.escape(catalog.t('explore_nothing_here'))}</p>"
     styler = (table.style.format(precision=2, na_rep=NOT_AVAILABLE, escape="html").hide(axis="index")
               .set_table_styles(TABLE_STYLES))
-    for column in wrapping:
-        if column in table.columns:
-            styler = styler.set_properties(subset=[column], **WORDS_CELL)
+    for columns, style in ((wrapping, WORDS_CELL), (breaking, FIGURE_CELL)):
+        for column in columns:
+            if column in table.columns:
+                styler = styler.set_properties(subset=[column], **style)
+    if row_colours is not None:
+        colours = list(row_colours)
+        styler = styler.apply(lambda row: [f"background-color: {colours[row.name]}" if colours[row.name] else ""]
+                              * len(row), axis=1)
     direction = ' dir="rtl"' if catalog.direction == "rtl" else ""
     return f"<div{direction}>{styler.to_html()}</div>"
 
@@ -51,6 +68,44 @@ def _status(catalog: Catalog, status: Any) -> str | None:
         return None
     key = f"status_{status}"
     return catalog.t(key) if key in catalog.messages else str(status)
+
+
+def comparison_view(table: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
+    """``regressions.compare_environments``' table as the comparison page and the explore notebook show it: the
+    cell in words, each side's speed-up with its interval, their ratio with its interval, the compiled latency
+    ratio, and the verdict with its reason."""
+    def with_interval(value: Any, low: Any, high: Any) -> str | None:
+        if pd.isna(value):
+            return None
+        shown = f"{catalog.number(value, 2)}×"
+        if not (pd.isna(low) or pd.isna(high)):
+            shown += f" ({catalog.number(low, 2)}–{catalog.number(high, 2)})"
+        return isolated(shown, catalog)  # one left-to-right run in Arabic
+
+    def figures(prefix: str, low: str, high: str) -> list[str]:
+        return [with_interval(*values) for values in zip(table[prefix], table[low], table[high])]
+
+    cells = [catalog.t("reproduce_cell", model=isolated(model, catalog), batch_size=integer(batch, catalog),
+                       mode=isolated(catalog.mode_name(mode), catalog), dtype=isolated(dtype, catalog))
+             for model, batch, mode, dtype in zip(table["model"], table["batch_size"], table["mode"], table["dtype"])]
+    verdicts = [catalog.t(VERDICT_KEYS[verdict]) + (f": {why}" if why else "")
+                for verdict, why in zip(table["verdict"], table["why"])]
+    return pd.DataFrame({
+        catalog.t("col_cell"): cells,
+        catalog.t("col_speedup_baseline"): figures("speedup_base", "ci_low_base", "ci_high_base"),
+        catalog.t("col_speedup_candidate"): figures("speedup_cand", "ci_low_cand", "ci_high_cand"),
+        catalog.t("col_speedup_ratio"): figures("speedup_ratio", "ratio_low", "ratio_high"),
+        catalog.t("col_compiled_latency_ratio"): [_number(catalog, v) for v in table["compiled_latency_ratio"]],
+        catalog.t("col_verdict"): verdicts,
+    })
+
+
+def comparison_html(table: pd.DataFrame, catalog: Catalog) -> str:
+    """``comparison_view`` as HTML that fits, its rows coloured by verdict."""
+    figures = tuple(catalog.t(key) for key in ("col_speedup_baseline", "col_speedup_candidate", "col_speedup_ratio"))
+    return table_html(comparison_view(table, catalog), catalog,
+                      wrapping=(catalog.t("col_cell"), catalog.t("col_verdict")), breaking=figures,
+                      row_colours=[VERDICT_COLOURS.get(verdict, "") for verdict in table["verdict"]])
 
 
 def latency_view(table: pd.DataFrame, catalog: Catalog, mode: str) -> pd.DataFrame:
@@ -126,4 +181,5 @@ def summary_view(table: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
     named = {"environment": catalog.t("col_environment"), "cells": catalog.t("col_cells"),
              "models": catalog.t("col_models"), "batch_sizes": catalog.t("col_batch_sizes"),
              "modes": catalog.t("col_modes"), "dtypes": catalog.t("col_dtypes"), "weights": catalog.t("col_weights")}
-    return table.rename(columns={column: named.get(column) or _status(catalog, column) for column in table.columns})
+    return table.rename(columns={column: named.get(column) or catalog.t("col_cells_status", status=_status(catalog, column))
+                                 for column in table.columns})

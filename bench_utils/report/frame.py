@@ -60,12 +60,12 @@ def results_files(paths: Iterable[str | os.PathLike]) -> list[Path]:
 
 
 class DuplicateCellWarning(UserWarning):
-    """Two records claim the same row of the report; the later one is shown. ``cell`` names the row (a view that
-    says it in its own words lists them: the exploration notebook)."""
+    """Two records claim the same row of the report; the later one is shown. ``record`` is that later one (a view
+    that says it in its own words lists them: the exploration notebook)."""
 
-    def __init__(self, message: str, cell: str = "") -> None:
+    def __init__(self, message: str, record: Record | None = None) -> None:
         super().__init__(message)
-        self.cell = cell
+        self.record = record
 
 
 # a row's cell, whichever machine measured it (``row_key``)
@@ -86,7 +86,7 @@ def latest_records(paths: Iterable[str | os.PathLike]) -> list[Record]:
             named = f"{cell.model}, batch {cell.batch_size}, {cell.compile_mode}, {device_name(record)}"
             warnings.warn(DuplicateCellWarning(
                 f"two records claim one cell ({named}): {_where(earlier)} and {_where(record)} differ in their "
-                "settings or host; the later is shown", cell=named), stacklevel=2)
+                "settings or host; the later is shown", record=record), stacklevel=2)
         shown[row] = record
     return list(shown.values())
 

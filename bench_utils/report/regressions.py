@@ -16,6 +16,7 @@ from scipy import stats
 from ..errors import UserError
 from ..measurement import paired
 from ..vocabulary import CompileMode, Status
+from .i18n import Catalog
 
 KEYS = ["task_rank", "label", "batch_size", "mode", "dtype"]
 SHOWN = ["mean_ms", "speedup", "ci_low", "ci_high", "pairs", "speedup_method", "parity", "status"]
@@ -40,10 +41,10 @@ def ratio_interval(base, base_low, base_high, base_pairs, cand, cand_low, cand_h
     return np.exp(log_ratio), np.exp(log_ratio - spread), np.exp(log_ratio + spread)
 
 
-def compare_environments(data: pd.DataFrame, baseline: str, candidate: str,
-                         tolerance: float = 0.10) -> pd.DataFrame:
-    """One row per compiled cell measured in both environments, with ``verdict`` (regression,
-    improvement or same) and ``why``."""
+def compare_environments(data: pd.DataFrame, baseline: str, candidate: str, tolerance: float = 0.10,
+                         catalog: Catalog | None = None) -> pd.DataFrame:
+    """One row per compiled cell measured in both environments, with ``verdict`` (regression, improvement,
+    inconclusive or same) and ``why``, in ``catalog``'s words (English by default)."""
     present = sorted(set(data["environment"])) if not data.empty else []
     for name in (baseline, candidate):
         if name not in present:
@@ -61,7 +62,8 @@ def compare_environments(data: pd.DataFrame, baseline: str, candidate: str,
     # > 1: the candidate's compiled model is slower (no interval: shown, not judged)
     both["compiled_latency_ratio"] = both["mean_ms_cand"] / both["mean_ms_base"]
     both[["pairs_base", "pairs_cand"]] = both[["pairs_base", "pairs_cand"]].astype(float).round().astype("Int64")
-    verdicts = [_verdict(row, tolerance) for row in both.itertuples()]
+    catalog = catalog or Catalog("en")
+    verdicts = [_verdict(row, tolerance, catalog) for row in both.itertuples()]
     both["verdict"] = [verdict for verdict, _ in verdicts]
     both["why"] = [why for _, why in verdicts]
     both = both.sort_values(KEYS).drop(columns=["task_rank", "speedup_method_base", "speedup_method_cand"])
@@ -69,33 +71,25 @@ def compare_environments(data: pd.DataFrame, baseline: str, candidate: str,
     return both.reset_index(drop=True)
 
 
-def _verdict(row, tolerance: float) -> tuple[str, str]:
+def _verdict(row, tolerance: float, catalog: Catalog) -> tuple[str, str]:
+    def status(name: str) -> str:
+        key = f"status_{name}"
+        return catalog.t(key) if key in catalog.messages else str(name)
+
     if row.status_base == Status.OK and row.status_cand != Status.OK:
-        return "regression", f"{row.status_cand} (was ok)"
+        return "regression", catalog.t("why_no_longer_ok", now=status(row.status_cand))
     if row.status_base != Status.OK and row.status_cand == Status.OK:
-        return "improvement", f"ok (was {row.status_base})"
+        return "improvement", catalog.t("why_now_ok", was=status(row.status_base))
     if row.status_base != Status.OK:
-        return "inconclusive", f"{row.status_cand} (was {row.status_base})"
+        return "inconclusive", catalog.t("why_neither_ok", now=status(row.status_cand), was=status(row.status_base))
     if row.parity_base == "pass" and row.parity_cand == "fail":
-        return "regression", "fails the accuracy gate (passed)"
+        return "regression", catalog.t("why_gate_failed")
     if row.speedup_method_base != paired.METHOD or row.speedup_method_cand != paired.METHOD:
-        return "inconclusive", "speed-up intervals of another method: not comparable here"
+        return "inconclusive", catalog.t("why_other_method")
     if not (np.isfinite(row.ratio_low) and np.isfinite(row.ratio_high)) or row.ratio_low == row.ratio_high:
-        return "inconclusive", "no interval for a speed-up (fewer than 2 pairs, or none recorded)"
+        return "inconclusive", catalog.t("why_no_interval")
     if row.ratio_high < 1 and row.speedup_ratio < 1 - tolerance:
-        return "regression", f"speed-up {1 - row.speedup_ratio:.0%} lower"
+        return "regression", catalog.t("why_lower", percent=catalog.percent(1 - row.speedup_ratio))
     if row.ratio_low > 1 and row.speedup_ratio > 1 / (1 - tolerance):  # the mirror of 1 - tolerance
-        return "improvement", f"speed-up {row.speedup_ratio - 1:.0%} higher"
+        return "improvement", catalog.t("why_higher", percent=catalog.percent(row.speedup_ratio - 1))
     return "same", ""
-
-
-def highlighted(comparison: pd.DataFrame):
-    """The comparison as a pandas Styler: regressions in red, improvements in green."""
-    colours = {"regression": "background-color: #f8d7da", "improvement": "background-color: #d4edda",
-               "inconclusive": "background-color: #fff3cd"}
-
-    def row_style(row: pd.Series) -> list[str]:
-        return [colours.get(row["verdict"], "")] * len(row)
-
-    # escape: the names and reasons are the records' (a Styler shows its cells as HTML otherwise)
-    return comparison.style.apply(row_style, axis=1).format(precision=3, na_rep="–", escape="html").hide(axis="index")

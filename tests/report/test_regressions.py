@@ -31,8 +31,8 @@ def test_regressions_are_named_and_small_changes_are_not(tmp_path):
 def test_a_cell_that_stops_running_or_fails_the_gate_is_a_regression(tmp_path):
     data = merged(tmp_path, speedups={}, statuses={"resnet": "error"}, parities={"detr": "fail"})
     table = regressions.compare_environments(data, *environments(data)).set_index("model")
-    assert table.loc["ResNet", "verdict"] == "regression" and table.loc["ResNet", "why"] == "error (was ok)"
-    assert table.loc["DETR", "why"] == "fails the accuracy gate (passed)"
+    assert table.loc["ResNet", "verdict"] == "regression" and table.loc["ResNet", "why"] == "error now, was ok"
+    assert table.loc["DETR", "why"] == "fails the accuracy gate it passed"
     assert table.loc["Segformer", "verdict"] == "same"  # unchanged
 
 
@@ -54,10 +54,13 @@ def test_bad_input_is_refused_with_what_is_there(tmp_path):
         regressions.compare_environments(data, base, cand, 1.5)
 
 
-def test_the_highlight_colours_regressions_and_improvements(tmp_path):
-    data = merged(tmp_path, speedups={"segformer": 1.2, "detr": 1.5})
-    html = regressions.highlighted(regressions.compare_environments(data, *environments(data))).to_html()
-    assert html.count("#f8d7da") and html.count("#d4edda")
+def test_the_reasons_are_in_the_catalogs_language(tmp_path):
+    from bench_utils.report.i18n import Catalog
+
+    data = merged(tmp_path, speedups={"segformer": 1.2}, statuses={"resnet": "error"})
+    table = regressions.compare_environments(data, *environments(data), catalog=Catalog("es")).set_index("model")
+    assert table.loc["Segformer", "why"] == "aceleración un 34% menor"
+    assert table.loc["ResNet", "why"] == "ahora error, antes ok"
 
 
 def simulated_run(true_speedup, pairs, rng, noise=0.05, runs_per_block=4):
@@ -118,4 +121,4 @@ def test_a_cell_failing_on_both_sides_is_inconclusive(tmp_path):
     base = next(e for e in data["environment"].unique() if "2.98.0" in e)
     cand = next(e for e in data["environment"].unique() if "2.99.0" in e)
     table = regressions.compare_environments(data, base, cand).set_index("model")
-    assert (table.loc["DETR", "verdict"], table.loc["DETR", "why"]) == ("inconclusive", "error (was oom)")
+    assert (table.loc["DETR", "verdict"], table.loc["DETR", "why"]) == ("inconclusive", "error now, was OOM")

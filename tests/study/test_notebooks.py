@@ -101,7 +101,7 @@ def test_the_explore_notebook_compares_two_study_folders_from_papermills_command
     assert done.returncode == 0, done.stderr[-2000:]
     shown = executed_outputs(out)
     assert "12 cells from first, second" in shown and "torch 2.99.0" in shown
-    assert "1 regressions (red)" in shown and "speed-up 34% lower" in shown
+    assert "1 slower (red)" in shown and "slower: speed-up 34% lower" in shown
     assert "application/vnd.jupyter.widget-view+json" not in shown and "Traceback" not in shown
 
 

@@ -55,6 +55,7 @@ def test_a_fresh_process_with_empty_caches_hits_the_cache_through_the_artifacts(
     print("fresh process from artifacts:", start)
 
 
+@pytest.mark.slow  # two compiles and a fresh process, 35-50 s: make bench runs it
 def test_artifacts_of_another_model_do_not_help_and_the_measurement_shows_it(artifacts):
     # recorded after the 8-channel net's artifacts: were they kept, the fresh process would hit
     other = compiled_artifacts(tiny_net(channels=16))

@@ -39,7 +39,7 @@ from ...variants.precision import tf32_in_force
 from ...zoo.loading import LoadedModel
 from ...measurement.energy_per_inference import energy_per_inference
 from .after_timing import attempt, memory_of, release
-from .time_by_phase import Phases
+from .time_by_phase import Phases, now_doing
 from ...settings import Settings
 from ...vocabulary import CompileMode, Replicate
 
@@ -165,6 +165,7 @@ def run_cell(loaded: LoadedModel, batch_size: int, mode: str, settings: Settings
 def _eager_cell(cell: CellContext) -> CellResult:
     """An eager cell: timed alone, then its memory and energy."""
     settings, plan = cell.settings, cell.plan
+    now_doing("timed")  # said before the window, never in it
     with EnergyProbe(cell.device) as clocks:  # clocks, throttling at start and end
         start = time.perf_counter()
         measurement = measure(cell.eager_fn, warmup=plan.warmup, runs=plan.runs, device=cell.device,
@@ -265,6 +266,7 @@ def _timed_pairs(cell: CellContext, compiled: CompiledCell) -> Timed:
     """Compiled against eager in random-order pairs of blocks, no recompile allowed."""
     settings, plan = cell.settings, cell.plan
     # the GPU's clock after every block: what moves between the sides shows in the record
+    now_doing("timed")  # said before the window, never in it
     with BlockClocks(cell.device) as block_clocks, no_recompile(), \
             EnergyProbe(cell.device) as clocks:
         start = time.perf_counter()

@@ -35,7 +35,7 @@ from ...vocabulary import CUDA_GRAPH_MODES, CompileMode, Replicate
 from ...zoo.loading import LoadedModel
 from .measured_cell import CellContext, CellResult, Timed, after_timing, compiled_result, references_for
 from .after_timing import release
-from .time_by_phase import Phases
+from .time_by_phase import Phases, now_doing
 
 EAGER_SIDE = CompileMode.EAGER.value   # the row's baseline, as compare_many names it
 
@@ -141,6 +141,7 @@ def _timed_row(cells: dict[str, CellContext], compiled: dict[str, CompiledCell])
     lead = next(iter(cells.values()))
     settings = lead.settings
     warmup = max(cell.plan.warmup for cell in cells.values())  # a CUDA-graph mode's longer warm-up, for every side
+    now_doing("timed")  # said before the window, never in it
     with BlockClocks(lead.device) as block_clocks, no_recompile(), \
             EnergyProbe(lead.device) as clocks:
         start = time.perf_counter()

@@ -21,7 +21,6 @@ import traceback
 from typing import Any, Iterable, Mapping, Sequence
 
 import torch
-from tqdm.auto import tqdm
 
 from ...errors import UserError
 from ...measurement.memory_cap import gpu_memory_cap
@@ -43,7 +42,8 @@ from .cell_record import cell_record
 from .kernel_start import Kernel, process_age_s, ready_the_compiler
 from ..grid.kernel_groups import execution_order
 from ...parameters import positive_int_list, text_list
-from .time_by_phase import Phases
+from .progress_bar import CellsBar
+from .time_by_phase import Phases, now_doing, told_to
 from ..progress_file import write_progress
 from ..lease import lease_is_current, start_watchdog
 from ...settings import Settings
@@ -152,27 +152,32 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
                            trace_dir=results_path.parent / TRACES)
 
     order = [(model_key, dtype) for model_key in models for dtype in dtypes]
-    first = model_cells(*order[0]) if order else None
-    built_s = first.build() if first is not None else 0.0
-    if compiles:  # no compile pays the pool's start or the process's first compile
-        ready_the_compiler(settings.backend, device, warm_only)
-    if runner_pid:
-        kernel.start_phases = {"startup_s": max(0.0, startup_s),
-                               "ready_s": time.perf_counter() - started - built_s}
-    written = []
     # a bar over the cells for a person (tqdm's widget in JupyterLab); none under the grid runner, which has its own
-    with tqdm(total=len(order) * len(pairs), unit="cell", desc="cells", disable=bool(runner_pid), leave=True) as bar:
+    bar = CellsBar(len(order) * len(pairs), disable=bool(runner_pid))
+    with ExitStack() as stack:
+        stack.callback(bar.close)
+        if not runner_pid:
+            stack.enter_context(told_to(bar.doing))
+        first = model_cells(*order[0]) if order else None
+        built_s = first.build() if first is not None else 0.0
+        if compiles:  # no compile pays the pool's start or the process's first compile
+            now_doing("ready")
+            ready_the_compiler(settings.backend, device, warm_only)
+        if runner_pid:
+            kernel.start_phases = {"startup_s": max(0.0, startup_s),
+                                   "ready_s": time.perf_counter() - started - built_s}
+        written = []
         for index, (model_key, dtype) in enumerate(order):
             cells = first if index == 0 and first is not None else model_cells(model_key, dtype)
             first = None  # each model freed once its cells are measured
             for mode, batch_size in pairs:
                 if progress_file:  # the runner learns which cell a dying kernel was on
                     write_progress(Path(progress_file), mode, batch_size)
-                bar.set_postfix_str(f"{model_key} {cells.dtype} {mode} batch {batch_size}")
+                bar.cell(f"{model_key} {cells.dtype} {mode} batch {batch_size}")
                 record = cells.record(mode, batch_size)
                 append_record(results_path, record, guard=guard)
                 written.append(record)
-                bar.update()
+                bar.done()
     return written
 
 
@@ -284,6 +289,7 @@ class _ModelCells:
         """Build the model, once: a failure fails every cell of it."""
         if self.load_error is not None:
             raise self.load_error
+        now_doing("load")
         try:
             settings = self.settings
             self.loaded = load(self.model, weights=settings.weights, dtype=self.dtype, device=self.device,

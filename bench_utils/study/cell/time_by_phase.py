@@ -8,9 +8,27 @@ from contextlib import contextmanager
 import time
 
 import psutil
-from typing import Iterator
+from typing import Callable, Iterator
 
 PARTS = ("compile", "warmup", "timed", "parity", "memory", "flops", "energy", "profile")
+# who is told as each part begins (a task notebook's progress bar, ``progress_bar``); never inside a timed window
+_LISTENERS: list[Callable[[str], None]] = []
+
+
+def now_doing(part: str) -> None:
+    """``part`` (one of ``PARTS``, or "load" and "ready": the kernel's model build and compiler warm-up) begins."""
+    for listener in _LISTENERS:
+        listener(part)
+
+
+@contextmanager
+def told_to(listener: Callable[[str], None]) -> Iterator[None]:
+    """``listener`` is told each part as it begins, within the block."""
+    _LISTENERS.append(listener)
+    try:
+        yield
+    finally:
+        _LISTENERS.remove(listener)
 
 
 class Phases:
@@ -28,6 +46,7 @@ class Phases:
 
     @contextmanager
     def timing(self, part: str) -> Iterator[None]:
+        now_doing(part)
         start = time.perf_counter()
         try:
             yield

@@ -120,6 +120,7 @@ def test_a_figure_that_fails_after_the_timed_runs_costs_that_figure_not_the_cell
     assert record["status"] == "ok" and record["notes"] == result.notes
 
 
+@pytest.mark.slow  # 40-70 s of C++ compile: make bench runs it (make test: tests/variants/test_aot_inductor.py)
 def test_an_aot_inductor_cell_is_priced_as_a_deployment_and_gated_like_any_compiled_cell(loaded):
     result = run_cell(loaded, 2, "aot-inductor", Settings(runs=6, warmup=1, blocks=3))
     aot = result.compile["aot"]
@@ -147,6 +148,7 @@ def test_a_model_that_cannot_be_exported_fails_its_aot_cell_with_the_reason(load
         run_cell(loaded, 1, "aot-inductor", Settings(runs=2, warmup=1, blocks=1))
 
 
+@pytest.mark.slow  # 60-80 s of fresh process: make bench runs it (make test: tests/variants/test_portable_cache.py)
 def test_a_portable_cache_starts_a_fresh_process_that_hits_it(loaded):
     result = run_cell(loaded, 2, "default", Settings(runs=4, warmup=1, blocks=2, portable_cache=True))
     fresh = result.compile["portable_cache"]

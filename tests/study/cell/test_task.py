@@ -211,36 +211,43 @@ def test_an_eager_cell_without_a_compiled_one_is_timed_itself(tmp_path):
     assert "shared_measurement" not in eager_two and eager_two["phases"]["timed_s"] > 0
 
 
-class RecordingBar:
-    """Stands in for tqdm: what the bar was told."""
+def test_a_person_sees_a_bar_that_moves_through_each_cells_parts_with_what_it_is_doing(tmp_path, monkeypatch):
+    from bench_utils.study.cell import progress_bar, time_by_phase
 
+    shown = []  # (position, description, postfix) at each refresh of the real tqdm bar
     made = []
+    real_show = progress_bar.CellsBar._show
 
-    def __init__(self, total, unit, desc, disable, leave):
-        self.total, self.disable, self.updates, self.postfixes = total, disable, 0, []
-        RecordingBar.made.append(self)
+    def show(self, position, doing):
+        real_show(self, position, doing)
+        made.append(self)
+        shown.append((self.bar.n, self.bar.desc, self.doing_now, self.bar.disable))
 
-    def __enter__(self):
-        return self
+    monkeypatch.setattr(progress_bar.CellsBar, "_show", show)
+    records = run(tmp_path, models=["timm:test_resnet", "no-such-model"], batch_sizes=[1],
+                  compile_modes=["eager", "default"], backend="aot_eager")
+    assert [r["status"] for r in records] == ["ok", "ok", "error", "error"]  # failed cells count too
+    bar = made[-1].bar
+    assert bar.total == 4 and bar.n == 4 and not any(disabled for *_, disabled in shown)
+    positions = [position for position, *_ in shown]
+    assert positions == sorted(positions) and positions[-1] == 4  # never backwards, to its end
+    assert [p for p in positions if 0 < p < 1]  # within the first cell, before its record
+    doing = " ".join(said for _, _, said, _ in shown)
+    for said in ("building the model", "compiling", "warming up and timing", "accuracy gate"):
+        assert said in doing, (said, doing)
+    assert "timm:test_resnet float32 default batch 1: compiling" in doing
+    assert shown[-1][1] == "cell 4 of 4" and "no-such-model float32" in shown[-1][2]
+    assert not time_by_phase._LISTENERS  # told no more once the run is over
+    assert progress_bar.tqdm.monitor_interval == 0  # no monitor thread beside the timed windows
 
-    def __exit__(self, *exc):
-        return False
 
-    def update(self):
-        self.updates += 1
-
-    def set_postfix_str(self, text):
-        self.postfixes.append(text)
-
-
-def test_a_person_sees_a_bar_over_the_cells_and_the_grid_runner_none(tmp_path, monkeypatch):
-    monkeypatch.setattr(task, "tqdm", RecordingBar)
-    RecordingBar.made.clear()
-    run(tmp_path, models=["timm:test_resnet", "no-such-model"], batch_sizes=[1, 2])
-    bar = RecordingBar.made[-1]
-    assert bar.total == 4 and bar.updates == 4 and not bar.disable  # failed cells count too
-    assert bar.postfixes[0] == "timm:test_resnet float32 eager batch 1"
-    assert bar.postfixes[-1] == "no-such-model float32 eager batch 2"
+def test_under_the_grid_runner_no_bar_is_shown_and_no_part_is_said(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(task, "start_watchdog", lambda *args, **kwargs: None)  # it would end this very process
+    results = tmp_path / "results.jsonl"
+    with RunnerLease(tmp_path, results) as lease:
+        records = run(tmp_path, batch_sizes=[1], runner_pid=os.getpid(), run_id=lease.run_id)
+    assert [r["status"] for r in records] == ["ok"]
+    assert "cell 1 of 1" not in capsys.readouterr().err  # the runner's own lines say it
 
 
 def test_dynamic_shapes_compile_once_and_count_what_later_batch_sizes_recompile(tmp_path):

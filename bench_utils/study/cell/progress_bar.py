@@ -1,0 +1,53 @@
+"""A task notebook's progress for a person: a bar over its cells that moves as each part of a cell begins, the cell
+and what it is doing now beside it, and tqdm's estimate of the time left. None under the grid runner (its own
+progress lines). Updated only as a part begins (``time_by_phase.now_doing``), never during a timed window, and with
+tqdm's monitor thread off: nothing runs beside the measurement.
+"""
+
+from __future__ import annotations
+
+from tqdm.auto import tqdm
+
+from .time_by_phase import PARTS
+
+DOING = {"load": "building the model", "ready": "readying the compiler", "compile": "compiling",
+         "flops": "counting FLOPs", "warmup": "warming up", "timed": "warming up and timing", "parity": "accuracy gate",
+         "memory": "measuring memory", "energy": "measuring energy", "profile": "profiling"}
+# what it is doing goes into the format itself (tqdm's postfix field would prefix it with a comma)
+BAR_FORMAT = "{{desc}} {{percentage:3.0f}}%|{{bar}}| {doing} [{{elapsed}} so far, ~{{remaining}} left]"
+
+
+class CellsBar:
+    """Progress over ``cells`` cells: ``cell`` as one begins, ``doing`` (a ``time_by_phase`` listener) as each of
+    its parts does, ``done`` as its record is written. A cell's share moves by its distinct parts begun, short of
+    its end until its record is there (a row's cells are measured together, in its first cell's turn)."""
+
+    def __init__(self, cells: int, disable: bool = False) -> None:
+        tqdm.monitor_interval = 0  # its stall monitor is a thread that wakes every 10 s: none beside timed windows
+        self.cells, self.finished, self.name, self.doing_now = cells, 0, "", "starting"
+        self.seen: set[str] = set()
+        self.bar = tqdm(total=cells, desc="cells", disable=disable, leave=True,
+                        bar_format=BAR_FORMAT.format(doing="starting"))
+
+    def cell(self, name: str) -> None:
+        self.name, self.seen = name, set()
+        self._show(max(self.bar.n, self.finished), "starting")
+
+    def doing(self, part: str) -> None:
+        self.seen.add(part)
+        share = min(len(self.seen) / (len(PARTS) + 1), 0.95)
+        self._show(max(self.bar.n, self.finished + share), DOING.get(part, part))
+
+    def done(self) -> None:
+        self.finished += 1
+        self._show(self.finished, "done")
+
+    def close(self) -> None:
+        self.bar.close()
+
+    def _show(self, position: float, doing: str) -> None:
+        self.bar.n = position
+        self.doing_now = f"{self.name}: {doing}" if self.name else doing
+        self.bar.bar_format = BAR_FORMAT.format(doing=self.doing_now.replace("{", "{{").replace("}", "}}"))
+        self.bar.set_description_str(f"cell {min(self.finished + 1, self.cells)} of {self.cells}", refresh=False)
+        self.bar.refresh()
