@@ -82,7 +82,7 @@ def comparison_view(table: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
             shown += f" ({catalog.number(low, 2)}–{catalog.number(high, 2)})"
         return isolated(shown, catalog)  # one left-to-right run in Arabic
 
-    def figures(prefix: str, low: str, high: str) -> list[str]:
+    def figures(prefix: str, low: str, high: str) -> list[str | None]:
         return [with_interval(*values) for values in zip(table[prefix], table[low], table[high])]
 
     cells = [catalog.t("reproduce_cell", model=isolated(model, catalog), batch_size=integer(batch, catalog),
