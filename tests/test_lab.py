@@ -387,6 +387,7 @@ def test_a_newcomer_runs_the_explore_notebook_at_once_picks_two_studies_and_chan
         # a control change: batch size 4 of the example's environment redraws the slice
         dropdowns.nth(1).select_option(label="4")
         expect(page.locator(".jp-OutputArea h2", has_text=", batch 4, ")).to_be_visible(timeout=wait)
+        page.locator(".jp-OutputArea h2", has_text="against").first.scroll_into_view_if_needed()  # the screenshot's
     # the kernel started ahead ran the notebook: the early Run All started none beside it
     assert explore_kernel(lab) == started_ahead
 

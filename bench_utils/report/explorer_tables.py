@@ -14,7 +14,7 @@ import pandas as pd
 
 from .diagnosis import parity_word
 from .i18n import Catalog
-from .markdown import integer, isolated, number, speedup_cells
+from .markdown import LRI, PDI, WORD_JOINER, integer, isolated, number, speedup_cells
 
 NOT_AVAILABLE = "–"
 # ``regressions.compare_environments``' verdicts in a reader's words (message keys)
@@ -79,8 +79,9 @@ def comparison_view(table: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
             return None
         shown = f"{catalog.number(value, 2)}×"
         if not (pd.isna(low) or pd.isna(high)):
-            shown += f" ({catalog.number(low, 2)}–{catalog.number(high, 2)})"
-        return isolated(shown, catalog)  # one left-to-right run in Arabic
+            # word joiners: the line breaks before the interval, never inside it
+            shown += f" ({catalog.number(low, 2)}{WORD_JOINER}–{WORD_JOINER}{catalog.number(high, 2)})"
+        return f"{LRI}{shown}{PDI}" if catalog.direction == "rtl" else shown  # one left-to-right run in Arabic
 
     def figures(prefix: str, low: str, high: str) -> list[str | None]:
         return [with_interval(*values) for values in zip(table[prefix], table[low], table[high])]
