@@ -118,6 +118,7 @@ def test_the_driver_killed_and_run_again_records_each_cell_once_on_a_node_of_its
         cluster.shutdown()
 
 
+@pytest.mark.slow  # 40 s alone, with the machine to itself (make bench runs it)
 def test_a_node_removed_mid_group_loses_no_finished_cell_and_duplicates_none(tmp_path, monkeypatch):
     marker = tmp_path / "stuck"
     # the KB node's kernel sticks at batch 2 (once): the node is removed while it measures that cell

@@ -53,3 +53,25 @@ def test_memory_figures_of_two_kinds_are_named_each_and_empty_tables_say_so():
     assert views.table_html(view.iloc[0:0], Catalog("en")) == "<p>nothing measured here</p>"
     html = views.table_html(view, Catalog("en"), wrapping=("Measured by",))
     assert "white-space: normal" in html and "–" in html  # headers wrap; a figure not measured is a dash
+
+
+def test_the_comparison_view_names_each_cell_and_keeps_a_figure_with_its_interval(tmp_path):
+    from bench_utils.report import regressions
+    from explore_data import remeasured, write_study
+
+    data = frame(latest_records([EXAMPLE, write_study(tmp_path / "later", remeasured({"segformer": 1.2}))]))
+    base, cand = sorted(set(data["environment"]), key=lambda name: "2.99.0" in name)
+    for locale in ("en", "ar"):
+        catalog = Catalog(locale)
+        table = regressions.compare_environments(data, base, cand, catalog=catalog)
+        view = views.comparison_view(table, catalog)
+        assert list(view.columns) == [catalog.t(key) for key in (
+            "col_cell", "col_speedup_baseline", "col_speedup_candidate", "col_speedup_ratio",
+            "col_compiled_latency_ratio", "col_verdict")]
+        ratio = view[catalog.t("col_speedup_ratio")].iloc[0]
+        assert "\u2060–\u2060" in ratio and "<U+" not in ratio  # no break inside the interval, nothing shown raw
+        assert ratio.startswith("\u2066") == (locale == "ar")  # one left-to-right run in Arabic
+        html = views.comparison_html(table, catalog)
+        assert html.count(views.VERDICT_COLOURS["regression"]) >= 1
+    segformer = view[view[catalog.t("col_cell")].str.contains("Segformer")].iloc[0]
+    assert segformer[catalog.t("col_verdict")].startswith(catalog.t("reproduce_slower"))
