@@ -2,9 +2,8 @@
 
 JupyterLab drops the cells run before a notebook's session has a kernel (jupyterlab/jupyterlab#8490; docs/report.md);
 a notebook whose path has a running session is connected to it as it opens, so the server starts one for the explore
-and task notebooks as soon as it runs (an idle kernel: ~60 MB, torch not imported yet). Where a page is opened before
-its kernel is found, make lab's front-end plugin (``lab_extensions/``) runs the dropped Run All once it is. Enabled on
-``make lab``'s command line only (``--ServerApp.jpserver_extensions bench_utils.lab_sessions=True``).
+and task notebooks as it starts (an idle kernel: ~60 MB; ``lab_extensions/`` runs a Run All that Lab still drops).
+Enabled on ``make lab``'s command line only (``--ServerApp.jpserver_extensions bench_utils.lab_sessions=True``).
 """
 
 from __future__ import annotations

@@ -24,11 +24,6 @@ class FlopCount:
     note: str | None = None
     by_operator: dict[str, int] = field(default_factory=dict)
 
-    def as_dict(self) -> dict[str, Any]:
-        """``{"flops", "flops_note", "flops_by_operator"}``, ready for a record."""
-        return {"flops": self.flops, "flops_note": self.note,
-                "flops_by_operator": dict(self.by_operator)}
-
 
 def _cpu_flash_sdpa_flop(query_shape, key_shape, value_shape, *args, out_shape=None, **kwargs) -> int:
     """FLOPs of ``aten._scaled_dot_product_flash_attention_for_cpu``: the CUDA kernels' formula."""
@@ -64,11 +59,6 @@ def count_forward_flops(fn: Callable[[], Any]) -> FlopCount:
         # 0 would read as "free"; it only means no operator with a formula ran.
         return FlopCount(None, "no operator with a FLOP formula ran (no matmul, conv or attention)")
     return FlopCount(total, None, by_operator)
-
-
-def forward_flops(fn: Callable[[], Any]) -> int | None:
-    """FLOPs of one call of ``fn`` (see ``count_forward_flops``), or None when not countable."""
-    return count_forward_flops(fn).flops
 
 
 def achieved_tflops(flops: int | float | None, latency_ms: float | None) -> float | None:

@@ -37,13 +37,6 @@ def both_studies(published: Path, reproduced: Path) -> pd.DataFrame:
     return pd.concat(sides, ignore_index=True)
 
 
-def compare_studies(published: Path, reproduced: Path, tolerance: float = 0.10,
-                    catalog: Catalog | None = None) -> pd.DataFrame:
-    """One row per compiled cell measured in both study folders, with its verdict and the ratio's interval."""
-    return regressions.compare_environments(both_studies(published, reproduced), PUBLISHED, REPRODUCED, tolerance,
-                                            catalog)
-
-
 def verdict_line(row: pd.Series, catalog: Catalog) -> str:
     """"resnet, batch 1, default, float32: the same within the intervals (speed-up 1.21x -> 1.18x, ...)"."""
     cell = catalog.t("reproduce_cell", model=ltr(str(row["model"]), catalog), batch_size=int(row["batch_size"]),
@@ -55,7 +48,7 @@ def verdict_line(row: pd.Series, catalog: Catalog) -> str:
                         ratio=ltr(catalog.number(row["speedup_ratio"]), catalog),
                         low=ltr(catalog.number(row["ratio_low"]), catalog),
                         high=ltr(catalog.number(row["ratio_high"]), catalog)) if finite else ""
-    why = f" ({ltr(row['why'], catalog)})" if row["why"] and not finite else ""
+    why = f" ({plain(row['why'])})" if row["why"] and not finite else ""  # the page's own words: not isolated
     return f"{cell}: {verdict}{why}" + (f" {figures}" if figures else "")
 
 
@@ -92,7 +85,6 @@ def render_comparison(published: Path, reproduced: Path, *, locales: Iterable[st
                       tolerance: float = 0.10) -> tuple[pd.DataFrame, list[Path]]:
     """``<reproduced>/comparison/<locale>/index.html`` and ``README.md``; the table and the paths written."""
     data = both_studies(published, reproduced)
-    table = regressions.compare_environments(data, PUBLISHED, REPRODUCED, tolerance)
     out = reproduced / FOLDER
     names = (os.path.basename(os.path.normpath(published)), os.path.basename(os.path.normpath(reproduced)))
     written = []
@@ -105,4 +97,4 @@ def render_comparison(published: Path, reproduced: Path, *, locales: Iterable[st
                            ("README.md", comparison_markdown(table, catalog, tolerance, names))):
             write_atomically(folder / name, text.encode("utf-8"))
             written.append(folder / name)
-    return table, written
+    return regressions.compare_environments(data, PUBLISHED, REPRODUCED, tolerance), written  # its reasons in English

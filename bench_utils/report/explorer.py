@@ -26,11 +26,10 @@ import pandas as pd
 from ..errors import UserError
 from ..records.results_file import check_readable, skipped_lines_said
 from . import explorer_tables as views, geometric_means, plots, regressions, selection as slices, why
-from ..records.schema import Record
 from ..zoo.registry import label_of
 from .frame import DuplicateCellWarning, device_name, frame, latest_records, project_paths, results_files
 from .i18n import Catalog
-from .markdown import markdown_html
+from .markdown import isolated, markdown_html
 from .study_choices import relative, study_choices
 
 FIELD_HEADERS = {"environment": "col_environment", "batch_size": "col_batch", "mode": "col_mode", "dtype": "col_dtype"}
@@ -77,6 +76,14 @@ def figure_html(figure: Figure) -> str:
             f'src="data:image/png;base64,{base64.b64encode(plots.png_bytes(figure)).decode()}"/>')
 
 
+def _row_named(record: Any, catalog: Catalog) -> str:
+    """A record's row as the tables say it: "ViT, batch 1, default, float32 (NVIDIA H200)"."""
+    cell, name = record.cell, lambda text: isolated(text, catalog)
+    return (catalog.t("reproduce_cell", model=name(label_of(cell.model)), batch_size=cell.batch_size,
+                      mode=catalog.mode_name(cell.compile_mode, name), dtype=name(cell.dtype))
+            + f" ({name(device_name(record))})")
+
+
 class Explorer:
     """The records of the given study folders or results.jsonl files (latest record per cell), its views' words in
     ``language`` (a catalog of the report's: en, ar, es)."""
@@ -116,18 +123,12 @@ class Explorer:
                                                      for line in self.skipped).items())
         duplicates = "<p>" + html.escape(catalog.plural(
             "explore_duplicates", len(self.duplicates), count=catalog.number(len(self.duplicates), 0),
-            cells="; ".join(self.cell_named(record) for record in self.duplicates))) + "</p>" if self.duplicates else ""
+            cells=("؛ " if catalog.direction == "rtl" else "; ").join(
+                _row_named(record, catalog) for record in self.duplicates))) + "</p>" if self.duplicates else ""
         return (f"<h2>{html.escape(catalog.t('summary_heading'))}</h2><p>{said}</p>" + skipped + duplicates
                 + views.table_html(views.summary_view(slices.summary_table(self.data), catalog), catalog)
                 + f"<h3>{html.escape(catalog.t('explore_geomean_heading'))}</h3>"
                 + markdown_html(geometric_means.geomean_table(self.data, catalog)))
-
-    def cell_named(self, record: Record) -> str:
-        """"ViT, batch 1, default, float32 (NVIDIA H200)": a record's row in the tables' words."""
-        cell, catalog = record.cell, self.catalog
-        named = catalog.t("reproduce_cell", model=label_of(cell.model), batch_size=cell.batch_size,
-                          mode=catalog.mode_name(cell.compile_mode), dtype=cell.dtype)
-        return f"{named} ({device_name(record)})"
 
     def summary(self, controls: bool = False) -> None:
         """The summary; with ``controls``, the study picker above it (a live kernel)."""
@@ -258,19 +259,19 @@ class Explorer:
         catalog = self.catalog
         table = regressions.compare_environments(self.data, baseline, candidate, tolerance, catalog)
         counts = table["verdict"].value_counts()
-        said = catalog.plural("compare_summary", len(table), cells=catalog.number(len(table), 0),
-                              same=catalog.number(int(counts.get("same", 0)), 0),
-                              faster=catalog.number(int(counts.get("improvement", 0)), 0),
-                              slower=catalog.number(int(counts.get("regression", 0)), 0),
-                              inconclusive=catalog.number(int(counts.get("inconclusive", 0)), 0))
-        title = catalog.t("compare_title", candidate=candidate, baseline=baseline)
-        return (f"<h2>{html.escape(title)}</h2><p>{html.escape(said)}</p>"
+        said = catalog.plural("compare_summary", len(table), cells=len(table), same=counts.get("same", 0),
+                              faster=counts.get("improvement", 0), slower=counts.get("regression", 0),
+                              inconclusive=counts.get("inconclusive", 0))  # as the comparison page counts
+        names = {"candidate": isolated(candidate, catalog), "baseline": isolated(baseline, catalog)}
+        return (f"<h2>{html.escape(catalog.t('compare_title', **names))}</h2>"
+                f"<p>{html.escape(said)}</p>"
                 f"<p>{html.escape(catalog.t('compare_method', tolerance=catalog.percent(tolerance)))}</p>"
                 + views.comparison_html(table, catalog))
 
     def one_environment_html(self) -> str:
         environments = slices.options(self.data)["environment"]
-        said = self.catalog.t("compare_one_environment", environments=", ".join(environments) or "–")
+        said = self.catalog.t("compare_one_environment",
+                              environments=", ".join(isolated(name, self.catalog) for name in environments) or "–")
         return f"<p>{html.escape(said)}</p>"
 
     def compare(self, baseline: str | None = None, candidate: str | None = None, tolerance: float = 0.10,

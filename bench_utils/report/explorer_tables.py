@@ -51,7 +51,7 @@ def table_html(table: pd.DataFrame, catalog: Catalog, wrapping: tuple[str, ...] 
             if column in table.columns:
                 styler = styler.set_properties(subset=[column], **style)
     if row_colours is not None:
-        colours = list(row_colours)
+        colours = dict(zip(table.index, row_colours))  # by the row's label, whatever the index
         styler = styler.apply(lambda row: [f"background-color: {colours[row.name]}" if colours[row.name] else ""]
                               * len(row), axis=1)
     direction = ' dir="rtl"' if catalog.direction == "rtl" else ""
@@ -63,28 +63,15 @@ def _number(catalog: Catalog, value: Any, digits: int = 2) -> str | None:
     return None if value is None or pd.isna(value) else number(value, digits, catalog)
 
 
-def _status(catalog: Catalog, status: Any) -> str | None:
-    if status is None or pd.isna(status):
-        return None
-    key = f"status_{status}"
-    return catalog.t(key) if key in catalog.messages else str(status)
-
-
 def comparison_view(table: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
     """``regressions.compare_environments``' table as the comparison page and the explore notebook show it: the
     cell in words, each side's speed-up with its interval, their ratio with its interval, the compiled latency
     ratio, and the verdict with its reason."""
-    def with_interval(value: Any, low: Any, high: Any) -> str | None:
-        if pd.isna(value):
-            return None
-        shown = f"{catalog.number(value, 2)}×"
-        if not (pd.isna(low) or pd.isna(high)):
-            # word joiners: the line breaks before the interval, never inside it
-            shown += f" ({catalog.number(low, 2)}{WORD_JOINER}–{WORD_JOINER}{catalog.number(high, 2)})"
-        return f"{LRI}{shown}{PDI}" if catalog.direction == "rtl" else shown  # one left-to-right run in Arabic
-
-    def figures(prefix: str, low: str, high: str) -> list[str | None]:
-        return [with_interval(*values) for values in zip(table[prefix], table[low], table[high])]
+    def figures(value: str, low: str, high: str) -> list[str | None]:  # the line breaks before the interval only
+        shown = [None if pd.isna(v) else f"{catalog.number(v, 2)}×" + ("" if pd.isna(lo) or pd.isna(hi) else
+                 f" ({catalog.number(lo, 2)}{WORD_JOINER}–{WORD_JOINER}{catalog.number(hi, 2)})")
+                 for v, lo, hi in zip(table[value], table[low], table[high])]
+        return [f"{LRI}{text}{PDI}" if text and catalog.direction == "rtl" else text for text in shown]  # one run
 
     cells = [catalog.t("reproduce_cell", model=isolated(model, catalog), batch_size=integer(batch, catalog),
                        mode=isolated(catalog.mode_name(mode), catalog), dtype=isolated(dtype, catalog))
@@ -103,6 +90,8 @@ def comparison_view(table: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
 
 def comparison_html(table: pd.DataFrame, catalog: Catalog) -> str:
     """``comparison_view`` as HTML that fits, its rows coloured by verdict."""
+    if table.empty:
+        return f"<p>{html.escape(catalog.t('compare_none'))}</p>"
     figures = tuple(catalog.t(key) for key in ("col_speedup_baseline", "col_speedup_candidate", "col_speedup_ratio"))
     return table_html(comparison_view(table, catalog), catalog,
                       wrapping=(catalog.t("col_cell"), catalog.t("col_verdict")), breaking=figures,
@@ -119,12 +108,12 @@ def latency_view(table: pd.DataFrame, catalog: Catalog, mode: str) -> pd.DataFra
         said = []
         status = getattr(row, "compiled_status", None)
         if isinstance(status, str) and status != "ok":
-            said.append(_status(catalog, status))
+            said.append(catalog.status_name(status))
         if getattr(row, "eager_drift", None) is True:
             said.append(catalog.t("flag_eager_cell_drift", value=_number(catalog, row.eager_cell_ms)))
         eager_status = getattr(row, "eager_cell_status", None)
         if isinstance(eager_status, str) and eager_status != "ok":
-            said.append(catalog.t("flag_eager_cell", status=_status(catalog, eager_status)))
+            said.append(catalog.t("flag_eager_cell", status=catalog.status_name(eager_status)))
         flags.append(", ".join(filter(None, said)))
     # the report's own cells: a speed-up and its interval, the gate's verdict (a gate that could not fail is no pass)
     speedups = [speedup_cells(row, catalog) for _, row in table.iterrows()]
@@ -182,5 +171,6 @@ def summary_view(table: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
     named = {"environment": catalog.t("col_environment"), "cells": catalog.t("col_cells"),
              "models": catalog.t("col_models"), "batch_sizes": catalog.t("col_batch_sizes"),
              "modes": catalog.t("col_modes"), "dtypes": catalog.t("col_dtypes"), "weights": catalog.t("col_weights")}
-    return table.rename(columns={column: named.get(column) or catalog.t("col_cells_status", status=_status(catalog, column))
+    return table.rename(columns={column: named.get(column) or
+                                 catalog.t("col_cells_status", status=catalog.status_name(column))
                                  for column in table.columns})

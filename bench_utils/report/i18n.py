@@ -68,6 +68,10 @@ class Catalog:
         one = f"{key}_one"
         return self.t(one if number == 1 and one in self.messages else key, **values)
 
+    def status_name(self, status: str) -> str:
+        """A cell's status (ok, oom, error, ...) in the locale's words; one the catalog does not know as written."""
+        return self.t(f"status_{status}") if f"status_{status}" in self.messages else str(status)
+
     def mode_name(self, mode: str, code: Callable[[str], str] = str) -> str:
         """A compile mode (torch.compile's ``mode=``, or eager) in the locale's words, with the
         option's own name kept recognisable (``code`` wraps it, e.g. to keep it left-to-right);

@@ -72,10 +72,7 @@ def compare_environments(data: pd.DataFrame, baseline: str, candidate: str, tole
 
 
 def _verdict(row, tolerance: float, catalog: Catalog) -> tuple[str, str]:
-    def status(name: str) -> str:
-        key = f"status_{name}"
-        return catalog.t(key) if key in catalog.messages else str(name)
-
+    status = catalog.status_name
     if row.status_base == Status.OK and row.status_cand != Status.OK:
         return "regression", catalog.t("why_no_longer_ok", now=status(row.status_cand))
     if row.status_base != Status.OK and row.status_cand == Status.OK:

@@ -3,7 +3,11 @@ import math
 import pytest
 import torch
 
-from bench_utils.measurement.flops import FlopCount, achieved_tflops, count_forward_flops, forward_flops
+from bench_utils.measurement.flops import FlopCount, achieved_tflops, count_forward_flops
+
+
+def forward_flops(fn):
+    return count_forward_flops(fn).flops
 
 
 def test_linear_counts_two_m_n_k():
@@ -28,8 +32,6 @@ def test_conv_then_linear_match_the_hand_count():
     assert count.flops == conv + linear
     assert count.note is None
     assert count.by_operator == {"aten.convolution": conv, "aten.addmm": linear}
-    assert count.as_dict() == {"flops": conv + linear, "flops_note": None,
-                               "flops_by_operator": {"aten.convolution": conv, "aten.addmm": linear}}
 
 
 def _vit_hand_count(config, batch):

@@ -1,9 +1,14 @@
 import pytest
 
-from bench_utils.report import comparison_page
+from bench_utils.report import comparison_page, regressions
 from bench_utils.report.i18n import Catalog
 
 from explore_data import example_records, remeasured, write_study
+
+
+def compared(published, reproduced):
+    data = comparison_page.both_studies(published, reproduced)
+    return regressions.compare_environments(data, comparison_page.PUBLISHED, comparison_page.REPRODUCED)
 
 
 @pytest.fixture
@@ -17,13 +22,13 @@ def studies(tmp_path):
 
 
 def test_each_cell_gets_the_verdict_its_intervals_give(studies):
-    table = comparison_page.compare_studies(*studies).set_index("model")
+    table = compared(*studies).set_index("model")
     assert table.loc["ResNet", "verdict"] == "same"
     assert table.loc["Segformer", "verdict"] == "regression" and table.loc["Segformer", "ratio_high"] < 1
     assert table.loc["DETR", "verdict"] == "improvement" and table.loc["DETR", "ratio_low"] > 1
     # two folders measured under the same environment label are still two sides: named by folder, not torch
     same_label = write_study(studies[1].parent / "same-label", example_records())
-    assert set(comparison_page.compare_studies(studies[0], same_label)["verdict"]) == {"same"}
+    assert set(compared(studies[0], same_label)["verdict"]) == {"same"}
 
 
 def test_the_page_says_one_line_per_cell_in_every_locale_with_regressions_in_red(studies):
@@ -39,6 +44,7 @@ def test_the_page_says_one_line_per_cell_in_every_locale_with_regressions_in_red
     assert "1 the same within the intervals, 1 faster, 1 slower" in english
     page = (studies[1] / "comparison" / "en" / "index.html").read_text(encoding="utf-8")
     assert "#f8d7da" in page and "#d4edda" in page  # the regression red, the improvement green
+    assert set(table["why"]) == {"", "speed-up 34% lower", "speed-up 27% higher"}  # the table returned: English
     for locale in ("ar", "es"):
         catalog = Catalog(locale)
         text = (studies[1] / "comparison" / locale / "README.md").read_text(encoding="utf-8")
@@ -50,7 +56,7 @@ def test_the_page_says_one_line_per_cell_in_every_locale_with_regressions_in_red
 def test_a_folder_without_records_is_refused(studies, tmp_path):
     empty = write_study(tmp_path / "empty", [])
     with pytest.raises(ValueError, match="holds no record"):
-        comparison_page.compare_studies(studies[0], empty)
+        compared(studies[0], empty)
 
 
 def test_a_records_markup_is_text_on_the_comparison_page(tmp_path):

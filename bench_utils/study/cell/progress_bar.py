@@ -18,14 +18,12 @@ BAR_FORMAT = "{{desc}} {{percentage:3.0f}}%|{{bar}}| {doing} [{{elapsed}} so far
 
 
 class CellsBar:
-    """Progress over ``cells`` cells: ``cell`` as one begins, ``doing`` (a ``time_by_phase`` listener) as each of
-    its parts does, ``done`` as its record is written. A cell's share moves by its distinct parts begun, short of
-    its end until its record is there (a row's cells are measured together, in its first cell's turn)."""
+    """Progress over ``cells`` cells: ``cell`` as one begins, ``doing`` (a ``time_by_phase`` listener) as each part
+    does, ``done`` as its record is written: a cell's share moves by its distinct parts begun, short of its end."""
 
     def __init__(self, cells: int, disable: bool = False) -> None:
         tqdm.monitor_interval = 0  # its stall monitor is a thread that wakes every 10 s: none beside timed windows
-        self.cells, self.finished, self.name, self.doing_now = cells, 0, "", "starting"
-        self.seen: set[str] = set()
+        self.cells, self.finished, self.name, self.doing_now, self.seen = cells, 0, "", "starting", set[str]()
         self.bar = tqdm(total=cells, desc="cells", disable=disable, leave=True,
                         bar_format=BAR_FORMAT.format(doing="starting"))
 
@@ -41,9 +39,6 @@ class CellsBar:
     def done(self) -> None:
         self.finished += 1
         self._show(self.finished, "done")
-
-    def close(self) -> None:
-        self.bar.close()
 
     def _show(self, position: float, doing: str) -> None:
         self.bar.n = position

@@ -10,7 +10,7 @@ touching the file named by ``BENCH_UTILS_HANG_MARKER``, ``hang-once``: only whil
 
 from __future__ import annotations
 
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from dataclasses import replace
 import logging
 import os
@@ -155,9 +155,8 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
     # a bar over the cells for a person (tqdm's widget in JupyterLab); none under the grid runner, which has its own
     bar = CellsBar(len(order) * len(pairs), disable=bool(runner_pid))
     with ExitStack() as stack:
-        stack.callback(bar.close)
-        if not runner_pid:
-            stack.enter_context(told_to(bar.doing))
+        stack.callback(bar.bar.close)
+        stack.enter_context(told_to(bar.doing) if not runner_pid else nullcontext())
         first = model_cells(*order[0]) if order else None
         built_s = first.build() if first is not None else 0.0
         if compiles:  # no compile pays the pool's start or the process's first compile

@@ -5,20 +5,24 @@ docs/records.md; ``benchmarks/study_cost.py`` subtracts them from the runner's w
 from __future__ import annotations
 
 from contextlib import contextmanager
+import logging
 import time
 
 import psutil
 from typing import Callable, Iterator
 
 PARTS = ("compile", "warmup", "timed", "parity", "memory", "flops", "energy", "profile")
-# who is told as each part begins (a task notebook's progress bar, ``progress_bar``); never inside a timed window
-_LISTENERS: list[Callable[[str], None]] = []
+_LISTENERS: list[Callable[[str], None]] = []  # told as each part begins (``progress_bar``), never in a timed window
 
 
 def now_doing(part: str) -> None:
     """``part`` (one of ``PARTS``, or "load" and "ready": the kernel's model build and compiler warm-up) begins."""
-    for listener in _LISTENERS:
-        listener(part)
+    for listener in list(_LISTENERS):
+        try:
+            listener(part)
+        except Exception as problem:  # a display's failure is never the measurement's: that listener goes
+            _LISTENERS.remove(listener)
+            logging.getLogger(__name__).warning("progress display stopped: %s", problem)
 
 
 @contextmanager
@@ -28,7 +32,7 @@ def told_to(listener: Callable[[str], None]) -> Iterator[None]:
     try:
         yield
     finally:
-        _LISTENERS.remove(listener)
+        _LISTENERS[:] = [told for told in _LISTENERS if told is not listener]  # unless a failure took it off
 
 
 class Phases:

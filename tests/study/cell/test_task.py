@@ -224,6 +224,21 @@ def test_a_person_sees_a_bar_that_moves_through_each_cells_parts_with_what_it_is
         shown.append((self.bar.n, self.bar.desc, self.doing_now, self.bar.disable))
 
     monkeypatch.setattr(progress_bar.CellsBar, "_show", show)
+    from bench_utils.study.cell import measured_cell, measured_row
+
+    windows, opened = [], []  # a timed window open (the bar must not be told anything then), and those opened
+    for module, name in ((measured_cell, "compare"), (measured_cell, "measure"), (measured_row, "compare_many")):
+        def windowed(*args, _real=getattr(module, name), _name=name, **kwargs):
+            windows.append(True)
+            opened.append(_name)
+            try:
+                return _real(*args, **kwargs)
+            finally:
+                windows.pop()
+        monkeypatch.setattr(module, name, windowed)
+    told_inside = []  # parts the bar was told while a window was open
+    monkeypatch.setattr(progress_bar.CellsBar, "doing", lambda self, part, _real=progress_bar.CellsBar.doing: (
+        _real(self, part), windows and told_inside.append(part)))
     records = run(tmp_path, models=["timm:test_resnet", "no-such-model"], batch_sizes=[1],
                   compile_modes=["eager", "default"], backend="aot_eager")
     assert [r["status"] for r in records] == ["ok", "ok", "error", "error"]  # failed cells count too
@@ -237,17 +252,34 @@ def test_a_person_sees_a_bar_that_moves_through_each_cells_parts_with_what_it_is
         assert said in doing, (said, doing)
     assert "timm:test_resnet float32 default batch 1: compiling" in doing
     assert shown[-1][1] == "cell 4 of 4" and "no-such-model float32" in shown[-1][2]
+    assert opened and windows == [] and told_inside == []
     assert not time_by_phase._LISTENERS  # told no more once the run is over
     assert progress_bar.tqdm.monitor_interval == 0  # no monitor thread beside the timed windows
 
 
 def test_under_the_grid_runner_no_bar_is_shown_and_no_part_is_said(tmp_path, monkeypatch, capsys):
+    from bench_utils.study.cell import progress_bar
+
     monkeypatch.setattr(task, "start_watchdog", lambda *args, **kwargs: None)  # it would end this very process
+    told = []
+    monkeypatch.setattr(progress_bar.CellsBar, "doing", lambda self, part: told.append(part))
     results = tmp_path / "results.jsonl"
     with RunnerLease(tmp_path, results) as lease:
         records = run(tmp_path, batch_sizes=[1], runner_pid=os.getpid(), run_id=lease.run_id)
-    assert [r["status"] for r in records] == ["ok"]
+    assert [r["status"] for r in records] == ["ok"] and told == []
     assert "cell 1 of 1" not in capsys.readouterr().err  # the runner's own lines say it
+
+
+def test_a_display_that_fails_is_dropped_and_the_cell_is_measured(tmp_path):
+    from bench_utils.study.cell import time_by_phase
+
+    def broken(part):
+        raise RuntimeError("the widget went away")
+
+    with time_by_phase.told_to(broken):
+        records = run(tmp_path, batch_sizes=[1])
+        assert broken not in time_by_phase._LISTENERS
+    assert [r["status"] for r in records] == ["ok"]
 
 
 def test_dynamic_shapes_compile_once_and_count_what_later_batch_sizes_recompile(tmp_path):

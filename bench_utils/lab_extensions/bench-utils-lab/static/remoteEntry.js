@@ -12,8 +12,19 @@
   function apputils() {
     var versions = shared && shared["@jupyterlab/apputils"];
     if (!versions) return Promise.resolve(null);
-    var newest = Object.keys(versions).sort().pop();
+    var number = function (version) { return version.split(".").map(function (part) { return parseInt(part, 10) || 0; }); };
+    var newest = Object.keys(versions).sort(function (a, b) {
+      var x = number(a), y = number(b);
+      for (var i = 0; i < Math.max(x.length, y.length); i++) if ((x[i] || 0) !== (y[i] || 0)) return (x[i] || 0) - (y[i] || 0);
+      return 0;
+    }).pop();
     return versions[newest].get().then(function (factory) { return factory(); });
+  }
+
+  function stillInitializingNotices(lab, path) {  // Lab's "... still initializing" warning names the notebook
+    return lab.Notification.manager.notifications.filter(function (notice) {
+      return notice.type === "warning" && notice.message.indexOf(path) >= 0;
+    });
   }
 
   function whenIdle(context) {
@@ -45,20 +56,24 @@
         var panel = app.shell.currentWidget;
         var context = panel && panel.sessionContext;
         if (!context || !panel.content || context.kernelDisplayStatus !== "initializing" || waiting.has(panel)) return;
-        waiting.add(panel);
-        whenIdle(context).then(function () {
-          waiting.delete(panel);
-          if (panel.isDisposed) return;
-          return apputils().then(function (lab) {
-            if (lab) {
-              lab.Notification.manager.notifications
-                .filter(function (notice) { return notice.type === "warning" && notice.message.indexOf(context.path) >= 0; })
-                .forEach(function (notice) { lab.Notification.dismiss(notice.id); });
-              lab.Notification.info("The kernel of " + context.path + " is ready: its cells run now, as asked.",
-                                    {autoClose: 8000});
+        // kept only where Lab dropped it: it said so (a user who turned that notice off has the cells run by Lab)
+        Promise.all([Promise.resolve(executed.result), apputils()]).then(function (done) {
+          var ran = done[0], lab = done[1];
+          if (ran !== false || (lab && !stillInitializingNotices(lab, context.path).length) || waiting.has(panel)) return;
+          waiting.add(panel);
+          panel.disposed.connect(function () { waiting.delete(panel); });
+          return whenIdle(context).then(function () {
+            waiting.delete(panel);
+            if (panel.isDisposed) return;
+            try {  // the notice closed, and a word said; the cells are run whatever happens here
+              if (lab) {
+                stillInitializingNotices(lab, context.path).forEach(function (notice) { lab.Notification.dismiss(notice.id); });
+                lab.Notification.info("The kernel of " + context.path + " is ready: its cells run now, as asked.",
+                                      {autoClose: 8000});
+              }
+            } finally {
+              return app.commands.execute("notebook:run-all-cells", {widgetId: panel.id});  // that notebook's
             }
-            app.shell.activateById(panel.id);
-            return app.commands.execute("notebook:run-all-cells");
           });
         }).catch(function (problem) { console.warn("bench-utils-lab: " + problem); });
       });
