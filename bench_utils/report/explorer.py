@@ -117,9 +117,8 @@ class Explorer:
         sources = ", ".join(html.escape(f"{p.parent.name}/{p.name}" if p.is_file() else p.name) for p in self.paths)
         said = catalog.plural("explore_cells_from", len(self.data), count=catalog.number(len(self.data), 0),
                               sources=sources)
-        skipped = "".join(f"<p><b>Lines of {html.escape(name)} skipped as unreadable: {count}</b> (torn, corrupt or "
-                          "of another schema version; this cell's output lists them).</p>"
-                          for name, count in Counter(f"{Path(line.path).parent.name}/{Path(line.path).name}"
+        skipped = "".join(f"<p>{html.escape(catalog.t('explore_skipped', name=isolated(name, catalog), count=n))}</p>"
+                          for name, n in Counter(f"{Path(line.path).parent.name}/{Path(line.path).name}"
                                                      for line in self.skipped).items())
         duplicates = "<p>" + html.escape(catalog.plural(
             "explore_duplicates", len(self.duplicates), count=catalog.number(len(self.duplicates), 0),
