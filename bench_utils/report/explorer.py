@@ -76,8 +76,7 @@ def figure_html(figure: Figure) -> str:
             f'src="data:image/png;base64,{base64.b64encode(plots.png_bytes(figure)).decode()}"/>')
 
 
-def _row_named(record: Any, catalog: Catalog) -> str:
-    """A record's row as the tables say it: "ViT, batch 1, default, float32 (NVIDIA H200)"."""
+def _row_named(record: Any, catalog: Catalog) -> str:  # as the tables say it: "ViT, batch 1, default, float32 (H200)"
     cell, name = record.cell, lambda text: isolated(text, catalog)
     return (catalog.t("reproduce_cell", model=name(label_of(cell.model)), batch_size=cell.batch_size,
                       mode=catalog.mode_name(cell.compile_mode, name), dtype=name(cell.dtype))
@@ -261,9 +260,8 @@ class Explorer:
         said = catalog.plural("compare_summary", len(table), cells=len(table), same=counts.get("same", 0),
                               faster=counts.get("improvement", 0), slower=counts.get("regression", 0),
                               inconclusive=counts.get("inconclusive", 0))  # as the comparison page counts
-        names = {"candidate": isolated(candidate, catalog), "baseline": isolated(baseline, catalog)}
-        return (f"<h2>{html.escape(catalog.t('compare_title', **names))}</h2>"
-                f"<p>{html.escape(said)}</p>"
+        title = catalog.t("compare_title", candidate=isolated(candidate, catalog), baseline=isolated(baseline, catalog))
+        return (f"<h2>{html.escape(title)}</h2><p>{html.escape(said)}</p>"
                 f"<p>{html.escape(catalog.t('compare_method', tolerance=catalog.percent(tolerance)))}</p>"
                 + views.comparison_html(table, catalog))
 
