@@ -24,26 +24,11 @@ import torch  # noqa: E402
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 
-@pytest.hookimpl(trylast=True)  # after `-m` has deselected: the order below is of the tests that run
 def pytest_collection_modifyitems(config, items):
     # Tests marked `cuda` run only where a GPU is present.
     for item in items:
         if "cuda" in item.keywords:
             item.add_marker(requires_cuda)
-    # pytest-xdist's worksteal hands each worker a contiguous share of the tests at the start, and steals from a
-    # share's end: the long tests go one by one to the head of each share, so that none is left for the end
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    long = [item for item in items if item.get_closest_marker("long")]
-    if workers < 2 or not long:
-        return
-    rest = [item for item in items if not item.get_closest_marker("long")]
-    shares: list[list] = [long[worker::workers] for worker in range(workers)]
-    size = len(items) // workers
-    for worker, share in enumerate(shares):
-        take = len(rest) if worker == workers - 1 else max(0, size - len(share))
-        share.extend(rest[:take])
-        del rest[:take]
-    items[:] = [item for share in shares for item in share]
 
 
 @pytest.fixture

@@ -30,7 +30,6 @@ def example_is_this_environment() -> bool:
 
 @pytest.mark.skipif(not example_is_this_environment(), reason="the example was measured with the lock's versions "
                     "(make setup); this environment differs, and building that one takes torch's download")
-@pytest.mark.long
 def test_reproducing_the_example_study_ends_with_verdicts_from_the_intervals(tmp_path):
     study = shutil.copytree(EXAMPLE, tmp_path / "example-tiny", ignore=shutil.ignore_patterns("environments"))
     done = reproduce(study, locales=("en", "es"), say=lambda line: None)

@@ -110,7 +110,6 @@ def test_each_command_leaves_one_archive_and_the_second_resumes_from_the_first(h
     assert (tmp_path / "checks").read_text().count("x") == 1  # the lease's checks ran once per machine
 
 
-@pytest.mark.long
 def test_a_run_that_overruns_its_limit_is_ended_by_the_scripts_own_timeout_and_its_records_packed(host):
     """Nothing packs beside a timed window: a run that hangs past its time limit is ended by the script's own
     timeout, well before the device tool's, and the archive packed at the end holds what it had recorded."""

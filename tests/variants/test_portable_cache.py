@@ -42,7 +42,6 @@ def test_artifacts_are_those_compiled_inside_the_block(artifacts):
     assert portable_cache.saved_artifacts() is None  # nothing compiled in the block: nothing to save
 
 
-@pytest.mark.long
 def test_a_fresh_process_with_empty_caches_hits_the_cache_through_the_artifacts(artifacts, tmp_path, monkeypatch):
     # its own temp folder: another test's fresh process, running beside it under make test, makes one of its own
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
@@ -78,7 +77,6 @@ def test_arguments_without_a_compile_cache_are_refused_before_any_process():
         portable_cache.startup_from_artifacts(tiny_net(), INPUTS, b"x", mode="eager")
 
 
-@pytest.mark.long
 def test_the_fresh_process_sets_the_float32_math_the_compiling_one_set():
     # the legacy flags set the per-backend settings too ("ieee" where a new process has "none"), which
     # changes the cache key; a fresh process that does not do the same misses every artifact
@@ -94,7 +92,6 @@ def test_the_fresh_process_sets_the_float32_math_the_compiling_one_set():
     assert fresh["fx_graph_cache_hits"] >= 1 and fresh["fx_graph_cache_misses"] == 0
 
 
-@pytest.mark.long
 def test_a_fresh_process_under_the_tf32_policy_sets_it_without_mixing_the_apis():
     # there, setting cuda.matmul's per-backend precision then reading the legacy getter raised
     try:

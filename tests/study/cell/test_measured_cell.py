@@ -227,7 +227,6 @@ def test_a_compiled_cell_is_profiled_after_its_timed_runs_and_says_where_that_ti
     assert "profile" not in cell_record(unprofiled, loaded, study="t", environment=ENV)
 
 
-@pytest.mark.long
 def test_a_forced_graph_break_is_recorded_with_its_reason_and_profiled_as_two_graphs():
     model = _BreakingChain().eval()
     inputs = {"pixel_values": torch.randn(1, 3, 8, 8)}

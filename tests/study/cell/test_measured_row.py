@@ -78,7 +78,6 @@ def test_a_row_is_compile_modes_of_static_shapes_only(loaded):
         run_row(loaded, 2, ("default", "default"), Settings(runs=4, warmup=1, blocks=2))
 
 
-@pytest.mark.long
 def test_inductor_modes_compiled_one_after_another_are_all_callable_without_recompiling(loaded):
     # inductor's own modes (its C++ compiles, ~20 s here): dynamo's real entries of two modes, one after the other
     results = run_row(loaded, 1, ("default", "max-autotune-no-cudagraphs"),

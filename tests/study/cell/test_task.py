@@ -146,7 +146,6 @@ def test_an_eager_cell_takes_the_eager_side_of_the_compiled_cells_pairs(tmp_path
     assert by_cell[("default", 2)]["compile"]["warm_ms"] is None
 
 
-@pytest.mark.long
 def test_a_batch_sizes_compile_modes_are_timed_in_one_row_beside_one_eager_series(tmp_path, modes_as_backends):
     row = ["default", "reduce-overhead"]
     # warmed up twice, as a CUDA-graph mode's side is at least: the row's eager series stands for the eager cell
@@ -283,7 +282,6 @@ def test_a_display_that_fails_is_dropped_and_the_cell_is_measured(tmp_path):
     assert [r["status"] for r in records] == ["ok"]
 
 
-@pytest.mark.long
 def test_dynamic_shapes_compile_once_and_count_what_later_batch_sizes_recompile(tmp_path):
     returned = run(tmp_path, compile_modes=["default"], batch_sizes=[2, 3, 4], runs=4, blocks=2,
                    backend="aot_eager", shapes="dynamic")
@@ -372,7 +370,6 @@ def test_a_later_replicates_kernel_writes_records_of_that_replicate(tmp_path):
     assert record.cell.replicate == "r2" and record.config.replicates == 2
 
 
-@pytest.mark.long
 def test_a_later_replicates_kernel_compiles_warm_from_the_caches_the_first_kept(tmp_path, modes_as_backends,
                                                                                 monkeypatch):
     from bench_utils.variants.compile_workers import THREADS_ENV

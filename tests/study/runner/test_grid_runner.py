@@ -455,7 +455,6 @@ def run_cli(*args, **kwargs):
                           text=True, timeout=900, **kwargs)
 
 
-@pytest.mark.long
 def test_papermill_executes_each_task_notebook_with_smoke_parameters(tmp_path):
     result = run_cli("params/smoke.yaml", "--out", str(tmp_path))
     assert result.returncode == 0, result.stderr[-2000:]
@@ -489,7 +488,6 @@ def test_papermill_executes_each_task_notebook_with_smoke_parameters(tmp_path):
     assert "random, with each checkpoint" in page and "KeyError" not in page
 
 
-@pytest.mark.long
 def test_a_runner_killed_mid_grid_then_run_again_records_every_cell_once(tmp_path):
     grid = tmp_path / "kill.yaml"
     grid.write_text(SMOKE_SUBSET)
