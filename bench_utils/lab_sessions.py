@@ -2,7 +2,7 @@
 
 JupyterLab drops the cells run before a notebook's session has a kernel (jupyterlab/jupyterlab#8490; docs/report.md);
 a notebook whose path has a running session is connected to it as it opens, so the server starts one for the explore
-and task notebooks as it starts (an idle kernel: ~60 MB; ``lab_extensions/`` runs a Run All that Lab still drops).
+and task notebooks as it starts (an idle kernel: 52 MiB measured; ``lab_extensions/`` runs a Run All that Lab still drops).
 Enabled on ``make lab``'s command line only (``--ServerApp.jpserver_extensions bench_utils.lab_sessions=True``).
 """
 

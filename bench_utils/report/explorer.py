@@ -76,13 +76,6 @@ def figure_html(figure: Figure) -> str:
             f'src="data:image/png;base64,{base64.b64encode(plots.png_bytes(figure)).decode()}"/>')
 
 
-def _row_named(record: Any, catalog: Catalog) -> str:  # as the tables say it: "ViT, batch 1, default, float32 (H200)"
-    cell, name = record.cell, lambda text: isolated(text, catalog)
-    return (catalog.t("reproduce_cell", model=name(label_of(cell.model)), batch_size=cell.batch_size,
-                      mode=catalog.mode_name(cell.compile_mode, name), dtype=name(cell.dtype))
-            + f" ({name(device_name(record))})")
-
-
 class Explorer:
     """The records of the given study folders or results.jsonl files (latest record per cell), its views' words in
     ``language`` (a catalog of the report's: en, ar, es)."""
@@ -119,10 +112,10 @@ class Explorer:
         skipped = "".join(f"<p>{html.escape(catalog.t('explore_skipped', name=isolated(name, catalog), count=n))}</p>"
                           for name, n in Counter(f"{Path(line.path).parent.name}/{Path(line.path).name}"
                                                      for line in self.skipped).items())
-        duplicates = "<p>" + html.escape(catalog.plural(
-            "explore_duplicates", len(self.duplicates), count=catalog.number(len(self.duplicates), 0),
-            cells=("؛ " if catalog.direction == "rtl" else "; ").join(
-                _row_named(record, catalog) for record in self.duplicates))) + "</p>" if self.duplicates else ""
+        rows = [views.cell_named(catalog, label_of(r.cell.model), r.cell.batch_size, r.cell.compile_mode, r.cell.dtype)
+                + f" ({isolated(device_name(r), catalog)})" for r in self.duplicates]  # as the tables name them
+        duplicates = "<p>" + html.escape(catalog.plural("explore_duplicates", len(rows), count=len(rows), cells=(
+            "؛ " if catalog.direction == "rtl" else "; ").join(rows))) + "</p>" if rows else ""
         return (f"<h2>{html.escape(catalog.t('summary_heading'))}</h2><p>{said}</p>" + skipped + duplicates
                 + views.table_html(views.summary_view(slices.summary_table(self.data), catalog), catalog)
                 + f"<h3>{html.escape(catalog.t('explore_geomean_heading'))}</h3>"

@@ -63,6 +63,14 @@ def _number(catalog: Catalog, value: Any, digits: int = 2) -> str | None:
     return None if value is None or pd.isna(value) else number(value, digits, catalog)
 
 
+def cell_named(catalog: Catalog, label: str, batch_size: Any, mode: str, dtype: str) -> str:
+    """A cell as the tables name it, "ViT, batch 1, default, float32": in Arabic each name left-to-right."""
+    def name(text: Any) -> str:
+        return isolated(text, catalog)
+    return catalog.t("reproduce_cell", model=name(label), batch_size=integer(batch_size, catalog),
+                     mode=catalog.mode_name(mode, name), dtype=name(dtype))
+
+
 def comparison_view(table: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
     """``regressions.compare_environments``' table as the comparison page and the explore notebook show it: the
     cell in words, each side's speed-up with its interval, their ratio with its interval, the compiled latency
@@ -73,9 +81,8 @@ def comparison_view(table: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
                  for v, lo, hi in zip(table[value], table[low], table[high])]
         return [f"{LRI}{text}{PDI}" if text and catalog.direction == "rtl" else text for text in shown]  # one run
 
-    cells = [catalog.t("reproduce_cell", model=isolated(model, catalog), batch_size=integer(batch, catalog),
-                       mode=isolated(catalog.mode_name(mode), catalog), dtype=isolated(dtype, catalog))
-             for model, batch, mode, dtype in zip(table["model"], table["batch_size"], table["mode"], table["dtype"])]
+    cells = [cell_named(catalog, *cell) for cell in zip(table["model"], table["batch_size"], table["mode"],
+                                                         table["dtype"])]
     verdicts = [catalog.t(VERDICT_KEYS[verdict]) + (f": {why}" if why else "")
                 for verdict, why in zip(table["verdict"], table["why"])]
     return pd.DataFrame({
