@@ -1,7 +1,4 @@
-"""``python -m bench_utils``: the command line of the study.
-
-Sub-commands (each one's ``--help`` says what it does): ``env``, ``validate-timer``, ``models``, ``cell``, ``run``,
-``report``, ``diagnose``, ``coverage`` and ``reproduce``.
+"""``python -m bench_utils``: the command line of the study (``--help`` names its sub-commands).
 
 Exit status: 0 done; 1 a cell errored (``run``) or a check failed (``--strict``, ``--verify``); 2 what the
 user asked cannot be done (a ``UserError``, or argparse's usage error: one line); 3 ``run --time-limit``
@@ -111,20 +108,26 @@ def _cmd_cell(args: argparse.Namespace) -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     started = time.monotonic()  # a --time-limit counts from the command's start
+    # options that do not go together: said before the grid is read (reading it imports torch)
+    ray = args.executor == "ray"
+    if ray and (args.time_limit or args.device_model):  # the nodes' kernels are the cluster's to end, not a limit's
+        raise UserError("--time-limit and --device-model are for the local executor: not with --executor ray")
+    if ray and args.devices:
+        raise UserError("--devices pins this machine's devices; on a cluster Ray places each group on a GPU")
+    if ray and args.dry_run:
+        raise UserError("--dry-run plans the run of this machine: run it without --executor ray")
+    if not ray and args.address:
+        raise UserError("--address names a Ray cluster: use it with --executor ray")
     from .study.grid.grid_file import load_grid
 
     grid = load_grid(args.params)  # GridError (a UserError): one line, exit 2
     if args.keep_traces:  # not part of a cell's identity nor of its record's hash: resume is unchanged
         grid = grid.with_settings(keep_traces=True)
-    if args.executor == "ray":
-        if args.time_limit or args.device_model:  # the nodes' kernels are the cluster's to end, not this limit's
-            raise UserError("--time-limit and --device-model are for the local executor: not with --executor ray")
+    if ray:
         from .cluster.command import run_on_cluster
 
         return run_on_cluster(grid, args.params, out=args.out, force=args.force, timeout=args.timeout,
-                              address=args.address, devices=args.devices, dry_run=args.dry_run)
-    if args.address:
-        raise UserError("--address names a Ray cluster: use it with --executor ray")
+                              address=args.address)
     from .study.runner.run_command import run_locally
 
     return run_locally(grid, args.params, out=args.out, force=args.force, timeout=args.timeout,
@@ -263,8 +266,7 @@ def _add_validate_timer_command(commands: argparse._SubParsersAction) -> None:
 
 def _add_models_command(commands: argparse._SubParsersAction) -> None:
     models = commands.add_parser("models", help="list the model zoo with parameter counts")
-    models.add_argument("--verify", action="store_true",
-                        help="build each model offline and check its parameter count")
+    models.add_argument("--verify", action="store_true", help="build each model offline and check its parameter count")
     models.add_argument("--json", action="store_true", help="print JSON instead of a table")
     models.set_defaults(handler=_cmd_models)
 
@@ -288,14 +290,12 @@ def _add_cell_command(commands: argparse._SubParsersAction) -> None:
 def _add_run_command(commands: argparse._SubParsersAction) -> None:
     run = commands.add_parser("run", help="run a study grid (YAML) through the task notebooks")
     run.add_argument("params", type=_path, help="the grid file, such as params/cpu-quick.yaml")
-    run.add_argument("--out", type=_path, default=None,
-                     help="study folder for results.jsonl and executed notebooks "
-                          "(default: reports/<study>/)")
+    run.add_argument("--out", type=_path, default=None, help="study folder for results.jsonl and executed "
+                     "notebooks (default: reports/<study>/)")
     run.add_argument("--force", action="store_true", help="measure every cell again")
     run.add_argument("--keep-traces", action="store_true", help="keep one profiled call's full trace per side of "
                      "each compiled cell in the study folder's traces/ (Perfetto, TensorBoard); as keep_traces: true")
-    run.add_argument("--devices", default=None,
-                     help="comma-separated devices, one worker each (e.g. cuda:0,cuda:1)")
+    run.add_argument("--devices", default=None, help="comma-separated devices, one worker each (e.g. cuda:0,cuda:1)")
     _add_limit_flags(run)
     run.add_argument("--executor", choices=("local", "ray"), default="local",
                      help="local: this machine's devices; ray: one task per kernel group on a Ray "

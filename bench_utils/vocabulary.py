@@ -23,6 +23,8 @@ class CompileMode(StrEnum):
     AOT_INDUCTOR = "aot-inductor"
 
 
+# torch.compile backends torch always has: a grid naming one is checked without importing torch's list of them.
+BUILT_IN_BACKENDS = ("inductor", "eager", "aot_eager")
 # Built ahead of time (torch.export, then AOTInductor), not by torch.compile.
 AOT_MODES = (CompileMode.AOT_INDUCTOR,)
 # Their compiled model replays CUDA graphs: outputs live in buffers the next call overwrites.

@@ -8,6 +8,8 @@ model or the median cell, and every such choice is noted. No torch is imported.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
+from datetime import datetime
+import json
 from pathlib import Path
 import re
 import statistics
@@ -222,6 +224,30 @@ def unrecorded_samples(logs: Iterable[Path], records_by_folder: dict[Path, list[
     return samples
 
 
+# --- a kernel's exit, from the executed notebooks ---------------------------------------------------------------------
+
+def executed_notebooks_beside(results_paths: Iterable[Path]) -> list[Path]:
+    """The executed notebooks kept beside studies' records: ``<study>/notebooks/*.ipynb`` and ``lease-*/**/``."""
+    found: set[Path] = set()
+    for results in results_paths:
+        for pattern in ("notebooks/*.ipynb", "lease-*/**/*.ipynb"):
+            found.update(Path(results).parent.glob(pattern))
+    return sorted(found)
+
+
+def kernel_exit_s(notebook: Path) -> float | None:
+    """Seconds from the notebook's last cell's end to papermill's end (the kernel's shutdown and the notebook's
+    writing), as papermill's own timestamps say; None where it did not end (a kernel killed mid-cell)."""
+    try:
+        metadata = json.loads(notebook.read_text(encoding="utf-8"))
+        ended = [datetime.fromisoformat(cell["metadata"]["papermill"]["end_time"])
+                 for cell in metadata["cells"] if (cell["metadata"].get("papermill") or {}).get("end_time")]
+        end = metadata["metadata"]["papermill"]["end_time"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return (datetime.fromisoformat(end) - max(ended)).total_seconds() if end and ended else None
+
+
 # --- prices ---------------------------------------------------------------------------------------------------------
 
 @dataclass
@@ -250,6 +276,7 @@ class Prices:
     alone: int = 0
     first_cell_s: float = 0.0
     pool_start_s: list[float] = field(default_factory=list)     # kernel-first records' compile_workers.start_ms
+    exit_s: list[float] = field(default_factory=list)           # the executed notebooks' ``kernel_exit_s``
 
 
 def nearest_parts(by_batch: dict[int, Parts], batch: int) -> tuple[Parts, str]:
@@ -268,9 +295,9 @@ def nearest_parts(by_batch: dict[int, Parts], batch: int) -> tuple[Parts, str]:
 
 
 def build_prices(cells: list[Cell], records: list[Record], logs: Iterable[Path], closest: dict[str, str],
-                 gpu_name: str) -> Prices:
+                 gpu_name: str, notebooks: Iterable[Path] = ()) -> Prices:
     """Each model's kernel and each compiled cell of ``cells`` priced from the records measured alone on ``gpu_name``
-    (``closest``: a model never measured, priced from the one it names)."""
+    (``closest``: a model never measured, priced from the one it names), the kernels' exits from ``notebooks``."""
     alone, left_out = alone_records(records, gpu_name)
     compiled = [record for record in alone if record.cell.compile_mode != EAGER]
     first_cell_s = first_cell_extra_s(compiled)
@@ -376,6 +403,7 @@ def build_prices(cells: list[Cell], records: list[Record], logs: Iterable[Path],
     return Prices(kernels=kernels, parts=parts, warm=warm, sources=sources, cell_notes=notes,
                   energy_sized_s=energy_sized_s, samples=samples, left_out=left_out, alone=len(alone),
                   first_cell_s=first_cell_s,
+                  exit_s=[s for s in map(kernel_exit_s, notebooks) if s is not None],
                   pool_start_s=[s for s in (pool_start_s(r) for r in compiled if is_kernel_first(r)) if s is not None])
 
 

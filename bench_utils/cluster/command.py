@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import sys
 
-from ..errors import UserError
 from ..study.grid.grid_file import Grid, keep_grid_copy
 from ..study.runner.progress_display import format_run_outcome
 from .driver import ClusterRunner
@@ -13,14 +12,9 @@ from .placement import task_resources
 
 
 def run_on_cluster(grid: Grid, params: os.PathLike | str, *, out=None, force: bool = False,
-                   timeout: int | None = None, address: str | None = None, devices: str | None = None,
-                   dry_run: bool = False) -> int:
-    """Run ``grid`` on a Ray cluster and print its summary; the exit status. Bad input, and a
-    cluster that cannot be reached or cannot run the grid, raise UserError (one line, exit 2)."""
-    if devices:
-        raise UserError("--devices pins this machine's devices; on a cluster Ray places each group on a GPU")
-    if dry_run:
-        raise UserError("--dry-run plans the run of this machine: run it without --executor ray")
+                   timeout: int | None = None, address: str | None = None) -> int:
+    """Run ``grid`` on a Ray cluster and print its summary; the exit status. A cluster that cannot be reached or
+    cannot run the grid raises UserError (one line, exit 2)."""
     runner = ClusterRunner(grid, out, force=force, timeout=timeout)
     keep_grid_copy(params, runner.out_dir)
     from .ray_cluster import RayCluster  # Ray: only for cluster runs

@@ -62,8 +62,9 @@ def dependency_closure(requirements: list[Requirement]) -> dict[str, str]:
         distribution = _distribution(name)
         if distribution is None:
             continue
-        versions[name] = distribution.version
-        for text in distribution.requires or []:
+        metadata = distribution.metadata  # parsed on each access: once (a kernel's start read each file 9 times)
+        versions[name] = metadata["Version"]
+        for text in metadata.get_all("Requires-Dist") or distribution.requires or []:  # or an egg's requires.txt
             dependency = Requirement(text)
             if _applies(dependency, set(extras)):
                 pending.append((dependency, frozenset(dependency.extras)))

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from ..errors import UserError
-from ..vocabulary import AOT_MODES, CUDA_GRAPH_MODES, CompileMode, check_mode
+from ..vocabulary import AOT_MODES, BUILT_IN_BACKENDS, CUDA_GRAPH_MODES, CompileMode, check_mode
 
 # The names live in ``vocabulary`` (no torch); AOT modes are built by ``variants.aot_inductor``, and
 # CUDA-graph modes' outputs must be cloned before they are kept (the next replay overwrites them).
@@ -23,7 +23,7 @@ __all__ = ["AOT_MODES", "BACKENDS_WITH_MODES", "CUDA_GRAPH_MODES", "MODES", "che
 def check_backend(backend: str) -> str:
     from torch._dynamo import list_backends
 
-    valid = sorted(set(list_backends(exclude_tags=())) | {"inductor", "eager", "aot_eager"})
+    valid = sorted(set(list_backends(exclude_tags=())) | set(BUILT_IN_BACKENDS))
     if backend not in valid:
         raise UserError(f"unknown compile backend {backend!r}: use one of {', '.join(valid)}")
     return backend

@@ -20,7 +20,8 @@ from ...records.schema import CELL_FIELDS
 from ...records.key import CellIdentity, cell_file_name
 from ...parameters import quoted
 from ...settings import ANYWHERE, AXIS, DEFAULT_BLOCKS, GPU_REPLICATES, TOP, Settings, setting_fields
-from ...vocabulary import AOT_MODES, CompileMode, InductorConfig, Replicate, Shapes, check_mode, dtype_name
+from ...vocabulary import (AOT_MODES, BUILT_IN_BACKENDS, CompileMode, InductorConfig, Replicate, Shapes, check_mode,
+                           dtype_name)
 from ...zoo.registry import TASKS, resolve_key
 from .checks import (GridError, check_accelerators, check_devices, check_timm, check_type, checked_names, fail,
                           non_empty, unknown_keys)
@@ -242,7 +243,7 @@ def _check_study_settings(path: str, settings: Settings, devices: list[str]) -> 
     if settings.gpu_memory_gib is not None and not any(device.startswith("cuda") for device in devices):
         raise fail(path, "gpu_memory_gib", "caps a GPU's memory, but the grid has no CUDA device (devices: "
                    f"{', '.join(devices)})")
-    if settings.backend != "inductor":  # only torch knows its backends: read with torch here alone
+    if settings.backend not in BUILT_IN_BACKENDS:  # only torch knows the others: read with torch here alone
         from ...variants.modes import check_backend
 
         try:
