@@ -59,6 +59,9 @@ NO_PANDAS = ["bench_utils.errors", "bench_utils.environment.packages", "bench_ut
             "bench_utils.records.schema",
              "bench_utils.records.upgrade", "bench_utils.records.check", "bench_utils.records.key", "bench_utils.records.build",
              "bench_utils.records.results_file", "bench_utils.study.lease", "bench_utils.kernel"]
+# What the kernels import (the cells', the report's): never nbformat, whose jsonschema builds a URI grammar (2.3 s a
+# report kernel, once a locale)
+NO_NBFORMAT = ["bench_utils.report.sections", "bench_utils.study.cell.task"]
 # A module this long is worth a look (a warning: files split by meaning, not by size); past the limit, split it.
 WARN_LINES = 400
 MAX_LINES = 600
@@ -178,18 +181,18 @@ def test_importing_a_subpackage_loads_no_higher_layer():
 
 
 def heavy_modules_loaded_by(*names: str) -> dict[str, bool]:
-    """Whether importing ``names``, in a fresh interpreter, loads torch and pandas."""
+    """Whether importing ``names``, in a fresh interpreter, loads torch, pandas and nbformat."""
     script = (f"import importlib, json, sys; [importlib.import_module(name) for name in {list(names)!r}]; "
-              "print(json.dumps({m: m in sys.modules for m in ('torch', 'pandas')}))")
+              "print(json.dumps({m: m in sys.modules for m in ('torch', 'pandas', 'nbformat')}))")
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def test_lease_records_registry_and_report_load_no_torch():
+def test_lease_records_registry_and_report_load_no_torch_and_the_kernels_no_nbformat():
     # all at once (a fresh interpreter each took 41 s): what the modules load together holds what each loads alone,
     # so a heavy module absent from the union is absent from each; where one is there, each is tried alone to name it
-    for heavy, names in (("torch", NO_TORCH), ("pandas", NO_PANDAS)):
+    for heavy, names in (("torch", NO_TORCH), ("pandas", NO_PANDAS), ("nbformat", NO_NBFORMAT)):
         if heavy_modules_loaded_by(*names)[heavy]:
             assert [name for name in names if heavy_modules_loaded_by(name)[heavy]] == [], heavy
 
