@@ -165,13 +165,15 @@ def read_run_log(path: Path) -> RunLog:
     return RunLog(path, study, walls, ahead)
 
 
+def beside(results_paths: Iterable[Path], *patterns: str) -> list[Path]:
+    """The files kept beside studies' records that ``patterns`` name, each from the study's folder."""
+    return sorted({found for results in results_paths for pattern in patterns
+                   for found in Path(results).parent.glob(pattern)})
+
+
 def run_logs_beside(results_paths: Iterable[Path]) -> list[Path]:
     """The run logs kept beside studies' records: ``<study>/lease-*/**/*.log`` and ``*.txt``."""
-    found: set[Path] = set()
-    for results in results_paths:
-        for pattern in ("lease-*/**/*.log", "lease-*/**/*.txt"):
-            found.update(Path(results).parent.glob(pattern))
-    return sorted(found)
+    return beside(results_paths, "lease-*/**/*.log", "lease-*/**/*.txt")
 
 
 def cell_name(record: Record) -> str | None:
@@ -228,11 +230,7 @@ def unrecorded_samples(logs: Iterable[Path], records_by_folder: dict[Path, list[
 
 def executed_notebooks_beside(results_paths: Iterable[Path]) -> list[Path]:
     """The executed notebooks kept beside studies' records: ``<study>/notebooks/*.ipynb`` and ``lease-*/**/``."""
-    found: set[Path] = set()
-    for results in results_paths:
-        for pattern in ("notebooks/*.ipynb", "lease-*/**/*.ipynb"):
-            found.update(Path(results).parent.glob(pattern))
-    return sorted(found)
+    return beside(results_paths, "notebooks/*.ipynb", "lease-*/**/*.ipynb")
 
 
 def kernel_exit_s(notebook: Path) -> float | None:
