@@ -8,8 +8,6 @@ model or the median cell, and every such choice is noted. No torch is imported.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
-from datetime import datetime
-import json
 from pathlib import Path
 import re
 import statistics
@@ -165,15 +163,10 @@ def read_run_log(path: Path) -> RunLog:
     return RunLog(path, study, walls, ahead)
 
 
-def beside(results_paths: Iterable[Path], *patterns: str) -> list[Path]:
-    """The files kept beside studies' records that ``patterns`` name, each from the study's folder."""
-    return sorted({found for results in results_paths for pattern in patterns
-                   for found in Path(results).parent.glob(pattern)})
-
-
 def run_logs_beside(results_paths: Iterable[Path]) -> list[Path]:
     """The run logs kept beside studies' records: ``<study>/lease-*/**/*.log`` and ``*.txt``."""
-    return beside(results_paths, "lease-*/**/*.log", "lease-*/**/*.txt")
+    return sorted({found for results in results_paths for pattern in ("lease-*/**/*.log", "lease-*/**/*.txt")
+                   for found in Path(results).parent.glob(pattern)})
 
 
 def cell_name(record: Record) -> str | None:
@@ -226,26 +219,6 @@ def unrecorded_samples(logs: Iterable[Path], records_by_folder: dict[Path, list[
     return samples
 
 
-# --- a kernel's exit, from the executed notebooks ---------------------------------------------------------------------
-
-def executed_notebooks_beside(results_paths: Iterable[Path]) -> list[Path]:
-    """The executed notebooks kept beside studies' records: ``<study>/notebooks/*.ipynb`` and ``lease-*/**/``."""
-    return beside(results_paths, "notebooks/*.ipynb", "lease-*/**/*.ipynb")
-
-
-def kernel_exit_s(notebook: Path) -> float | None:
-    """Seconds from the notebook's last cell's end to papermill's end (the kernel's shutdown and the notebook's
-    writing), as papermill's own timestamps say; None where it did not end (a kernel killed mid-cell)."""
-    try:
-        metadata = json.loads(notebook.read_text(encoding="utf-8"))
-        ended = [datetime.fromisoformat(cell["metadata"]["papermill"]["end_time"])
-                 for cell in metadata["cells"] if (cell["metadata"].get("papermill") or {}).get("end_time")]
-        end = metadata["metadata"]["papermill"]["end_time"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return (datetime.fromisoformat(end) - max(ended)).total_seconds() if end and ended else None
-
-
 # --- prices ---------------------------------------------------------------------------------------------------------
 
 @dataclass
@@ -274,7 +247,6 @@ class Prices:
     alone: int = 0
     first_cell_s: float = 0.0
     pool_start_s: list[float] = field(default_factory=list)     # kernel-first records' compile_workers.start_ms
-    exit_s: list[float] = field(default_factory=list)           # the executed notebooks' ``kernel_exit_s``
 
 
 def nearest_parts(by_batch: dict[int, Parts], batch: int) -> tuple[Parts, str]:
@@ -293,9 +265,9 @@ def nearest_parts(by_batch: dict[int, Parts], batch: int) -> tuple[Parts, str]:
 
 
 def build_prices(cells: list[Cell], records: list[Record], logs: Iterable[Path], closest: dict[str, str],
-                 gpu_name: str, notebooks: Iterable[Path] = ()) -> Prices:
+                 gpu_name: str) -> Prices:
     """Each model's kernel and each compiled cell of ``cells`` priced from the records measured alone on ``gpu_name``
-    (``closest``: a model never measured, priced from the one it names), the kernels' exits from ``notebooks``."""
+    (``closest``: a model never measured, priced from the one it names)."""
     alone, left_out = alone_records(records, gpu_name)
     compiled = [record for record in alone if record.cell.compile_mode != EAGER]
     first_cell_s = first_cell_extra_s(compiled)
@@ -401,7 +373,6 @@ def build_prices(cells: list[Cell], records: list[Record], logs: Iterable[Path],
     return Prices(kernels=kernels, parts=parts, warm=warm, sources=sources, cell_notes=notes,
                   energy_sized_s=energy_sized_s, samples=samples, left_out=left_out, alone=len(alone),
                   first_cell_s=first_cell_s,
-                  exit_s=[s for s in map(kernel_exit_s, notebooks) if s is not None],
                   pool_start_s=[s for s in (pool_start_s(r) for r in compiled if is_kernel_first(r)) if s is not None])
 
 

@@ -38,8 +38,7 @@ if TYPE_CHECKING:
     from bench_utils.study.grid.grid_file import Cell
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from lease_prices import (EAGER, ROOT, Prices, build_prices, executed_notebooks_beside,  # noqa: E402  (a sibling)
-                          run_logs_beside)
+from lease_prices import EAGER, ROOT, Prices, build_prices, run_logs_beside  # noqa: E402  (this folder's sibling)
 
 GRID = "params/hf-guide.yaml"
 # The H200 leases' records (every record carries its GPU; only those on GPU_NAME count).
@@ -74,10 +73,12 @@ class Knobs:
     # process no longer builds a URI grammar as it imports (launch to the kernel's first cell 2.1-2.5 -> 0.9-1.0 s: off
     # the unrecorded part).
     LAUNCH_CUT_S: float = 1.3
-    # A kernel's exit now: it is killed after its last cell, pool or none. Papermill's timestamps (the last cell's end
-    # to its own end) read 0.13-0.14 s on this CPU (the smoke grid's 3 kernels), ASSUMED the same on the H200's host;
-    # the H200 leases' notebooks read 2.62-2.72 s (``lease_prices.kernel_exit_s``: a shutdown's fixed wait, every
-    # kernel with a compile-worker pool). The difference comes off the gap, of every kernel.
+    # A kernel's exit, within KERNEL_GAP_S: papermill's own timestamps, its last cell's end to its own end. Before the
+    # kernel was killed after its last cell: 2.62-2.72 s, median 2.72, in the 9 executed task notebooks the H200 leases
+    # of 2026-11-26 and 27 brought back (a shutdown's fixed wait; a compile-worker pool in every kernel). Killed, pool
+    # or none: 0.13-0.14 s on this CPU (the smoke grid's 3 kernels), ASSUMED the same on the H200's host. The
+    # difference comes off every kernel's gap, a later replicate's too.
+    EXITED_S: float = 2.72
     KILLED_EXIT_S: float = 0.14
     # A new cell's energy windows (eager and compiled): None, as each record measured them where its windows were
     # sized from the counter's step (2.1-2.5 s on the H200), the median of those where a record had the old fixed
@@ -216,13 +217,12 @@ def kernel_own(prices: Prices, model: str, knobs: Knobs, later: bool = False) ->
         taken = min(own[name], max(0.0, cut))
         own[name] -= taken
         cut -= taken
-    return {**own, "gap": max(0.0, knobs.KERNEL_GAP_S - exit_cut_s(prices, knobs))}
+    return {**own, "gap": max(0.0, knobs.KERNEL_GAP_S - exit_cut_s(knobs))}
 
 
-def exit_cut_s(prices: Prices, knobs: Knobs) -> float:
-    """What a kernel's exit no longer costs: the leases' recorded exit (the median) less a killed kernel's; 0 where no
-    notebook recorded one."""
-    return max(0.0, statistics.median(prices.exit_s) - knobs.KILLED_EXIT_S) if prices.exit_s else 0.0
+def exit_cut_s(knobs: Knobs) -> float:
+    """What a kernel's exit no longer costs: the leases' recorded exit less a killed kernel's."""
+    return max(0.0, knobs.EXITED_S - knobs.KILLED_EXIT_S)
 
 
 def pool_start_s(prices: Prices) -> float:
@@ -425,10 +425,8 @@ def report(cells: list[Cell], prices: Prices, knobs: Knobs, outcome: Outcome, gr
     for note in prices.cell_notes:
         lines.append(f"  {note}")
     lines.append(f"  (kernel s: its own cost, {knobs.KERNEL_GAP_S:.2f} s between kernels included, less the kernel's "
-                 f"launch cut on this CPU ({knobs.LAUNCH_CUT_S:.1f} s) and its exit's {exit_cut_s(prices, knobs):.1f} s "
-                 f"(the leases' notebooks' {len(prices.exit_s)} exits, median "
-                 f"{statistics.median(prices.exit_s) if prices.exit_s else 0.0:.2f} s, against "
-                 f"{knobs.KILLED_EXIT_S:.2f} s killed)"
+                 f"launch cut on this CPU ({knobs.LAUNCH_CUT_S:.1f} s) and its exit's {exit_cut_s(knobs):.1f} s "
+                 f"(the leases' notebooks' {knobs.EXITED_S:.2f} s against {knobs.KILLED_EXIT_S:.2f} s killed)"
                  + (f", {knobs.KERNEL_COST_CUT_S:.1f} s cut" if knobs.KERNEL_COST_CUT_S is not None else
                     ", new cells' less the pool's start their model's build covers")
                  + (f", later replicates' {later_cut_s(prices, None, knobs):.1f} s less (no compile-worker pool)"
@@ -462,8 +460,9 @@ def report(cells: list[Cell], prices: Prices, knobs: Knobs, outcome: Outcome, gr
                        f"x{knobs.PRECOMPILE_FACTOR:.1f} a compile alone")
     assumed.append(f"M rests on an assumed figure: a cell's carried caches loaded in {knobs.CACHE_LOAD_S:.1f} s and "
                    "a warm compile from them as fast as from the machine's own cache")
-    if knobs.LAUNCH_CUT_S or exit_cut_s(prices, knobs):
-        assumed.append("both rest on a kernel's launch and exit cut as this CPU measured the cut, not yet the H200")
+    if knobs.LAUNCH_CUT_S or exit_cut_s(knobs):
+        assumed.append("both rest on a kernel's launch cut and a killed kernel's exit as this CPU measured them, not "
+                       "yet the H200")
     if knobs.KERNEL_COST_CUT_S is None or knobs.LATER_KERNEL_CUT_S is None:
         assumed.append("both rest on the kernel's order since these records (a new cell's kernel builds its model "
                        "while the compile-worker pool boots; a later replicate's starts none), priced from the "
@@ -520,8 +519,7 @@ def main(argv: list[str] | None = None) -> int:
     results = [at_root(name) for name in args.results]
     grid = load_grid(at_root(args.grid))
     records = read_records([path for path in results if path.exists()])
-    prices = build_prices(grid.cells, records, run_logs_beside(results), CLOSEST, GPU_NAME,
-                          executed_notebooks_beside(results))
+    prices = build_prices(grid.cells, records, run_logs_beside(results), CLOSEST, GPU_NAME)
     outcome = run_replay(grid.cells, prices, knobs)
     names = [str(path.relative_to(ROOT)) if ROOT in path.parents else str(path) for path in results]
     print("\n".join(report(grid.cells, prices, knobs, outcome, args.grid, names)))

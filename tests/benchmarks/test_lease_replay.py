@@ -1,6 +1,7 @@
 """benchmarks/lease_replay.py (and lease_prices.py, its prices) on synthetic H200 records, logs and a small replicated
 grid, with answers computed by hand; then on the committed records (the last line's format only)."""
 
+from dataclasses import replace
 import json
 import re
 import subprocess
@@ -194,7 +195,7 @@ def test_n_and_m_by_hand(study, capsys):
     replicates, lean: resnet 8 and 7, vit 6 and 6, beit 7 and 7.5; in the staggered order resnet r2 (41 s), vit r2
     (38), resnet r3 (41): 120 s, then 10 s left, too few for any kernel: M = 6."""
     assert lease_replay.main(["--grid", str(study.parent / "grid.yaml"), "--results", str(study / "results.jsonl"),
-                              "--set", "COMMAND_S=130", "--set", "KERNEL_GAP_S=1"]) == 0
+                              "--set", "COMMAND_S=130", "--set", "KERNEL_GAP_S=1", "--set", "EXITED_S=0.14"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[-1] == "lease replay: 4 new cells, 6 later replicates per 130-s command"
     assert "beit" in next(line for line in lines if line.strip().startswith("beit ")) and \
@@ -203,28 +204,13 @@ def test_n_and_m_by_hand(study, capsys):
     assert lines[-2].startswith("assumed (no lease measured it; the next lease does): M rests on")
 
 
-def executed_notebook(path, last_cell_end, end):
-    cell = {"cell_type": "code", "metadata": {"papermill": {"start_time": "2026-11-26T03:26:47+00:00",
-                                                             "end_time": last_cell_end}}, "source": ""}
-    path.write_text(json.dumps({"cells": [cell], "metadata": {"papermill": {"end_time": end}}}))
-
-
-def test_a_kernels_exit_is_read_off_papermills_timestamps_and_cut_alike_with_a_pool_or_none(study, tmp_path):
-    (study / "notebooks").mkdir()
-    executed_notebook(study / "notebooks" / "a.ipynb", "2026-11-26T03:28:00.000+00:00", "2026-11-26T03:28:02.700+00:00")
-    executed_notebook(study / "lease-1" / "b.ipynb", "2026-11-26T03:29:00.000+00:00", "2026-11-26T03:29:02.900+00:00")
-    (study / "notebooks" / "killed.ipynb").write_text(json.dumps({"cells": [], "metadata": {"papermill": {}}}))
-    notebooks = lease_prices.executed_notebooks_beside([study / "results.jsonl"])
-    assert [lease_prices.kernel_exit_s(n) for n in notebooks] == [2.9, 2.7, None]
-    cells, _ = prices_of(study)
-    from bench_utils.records.results_file import read_records
-
-    prices = lease_prices.build_prices(cells, read_records(study / "results.jsonl"),
-                                       lease_prices.run_logs_beside([study / "results.jsonl"]), {}, "H200", notebooks)
-    knobs = lease_replay.Knobs(KERNEL_GAP_S=3.75, KILLED_EXIT_S=0.2)
-    assert lease_replay.exit_cut_s(prices, knobs) == pytest.approx(2.6)  # the median exit, 2.8 s, less 0.2 s
+def test_a_kernels_exit_is_cut_alike_with_a_pool_or_none(study):
+    cells, prices = prices_of(study)
+    knobs = lease_replay.Knobs(KERNEL_GAP_S=3.75, EXITED_S=2.8, KILLED_EXIT_S=0.2)
+    assert lease_replay.exit_cut_s(knobs) == pytest.approx(2.6)
     for later in (False, True):  # a later replicate's kernel starts no pool: its exit is killed all the same
         assert lease_replay.kernel_own(prices, "resnet", knobs, later=later)["gap"] == pytest.approx(1.15)
+    assert lease_replay.kernel_own(prices, "resnet", replace(knobs, EXITED_S=0.1))["gap"] == 3.75  # no cut below 0
 
 
 def test_a_knob_is_set_by_name():
