@@ -1,28 +1,28 @@
-"""A task notebook's progress for a person: a bar over its cells that moves as each part of a cell begins, the cell
-and what it is doing now beside it, and tqdm's estimate of the time left. None under the grid runner (its own
-progress lines). Updated only as a part begins (``time_by_phase.now_doing``), never during a timed window, and with
-tqdm's monitor thread off: nothing runs beside the measurement.
+"""A task notebook's progress for a person: a bar over its cells that moves as each part of a cell begins, with the
+cell, what it is doing and tqdm's estimate of the time left; none under the grid runner. Updated only as a part
+begins (``time_by_phase.now_doing``), never during a timed window, tqdm's monitor thread off; a failing display goes.
 """
 
 from __future__ import annotations
+
+import logging
 
 from tqdm.auto import tqdm
 
 from .time_by_phase import PARTS
 
 DOING = {"load": "building the model", "ready": "readying the compiler", "compile": "compiling",
-         "flops": "counting FLOPs", "warmup": "warming up", "timed": "warming up and timing", "parity": "accuracy gate",
+         "flops": "counting FLOPs", "timed": "warming up and timing", "parity": "accuracy gate",
          "memory": "measuring memory", "energy": "measuring energy", "profile": "profiling"}
 # what it is doing goes into the format itself (tqdm's postfix field would prefix it with a comma)
+tqdm.monitor_interval = 0  # its stall monitor is a thread that wakes every 10 s: none beside timed windows
 BAR_FORMAT = "{{desc}} {{percentage:3.0f}}%|{{bar}}| {doing} [{{elapsed}} so far, ~{{remaining}} left]"
 
 
 class CellsBar:
-    """Progress over ``cells`` cells: ``cell`` as one begins, ``doing`` (a ``time_by_phase`` listener) as each part
-    does, ``done`` as its record is written: a cell's share moves by its distinct parts begun, short of its end."""
+    """Told ``cell`` as one begins, ``doing`` (a ``time_by_phase`` listener) as each of its parts does, ``done``."""
 
     def __init__(self, cells: int, disable: bool = False) -> None:
-        tqdm.monitor_interval = 0  # its stall monitor is a thread that wakes every 10 s: none beside timed windows
         self.cells, self.finished, self.name, self.doing_now, self.seen = cells, 0, "", "starting", set[str]()
         self.bar = tqdm(total=cells, desc="cells", disable=disable, leave=True,
                         bar_format=BAR_FORMAT.format(doing="starting"))
@@ -41,8 +41,14 @@ class CellsBar:
         self._show(self.finished, "done")
 
     def _show(self, position: float, doing: str) -> None:
-        self.bar.n = position
         self.doing_now = f"{self.name}: {doing}" if self.name else doing
-        self.bar.bar_format = BAR_FORMAT.format(doing=self.doing_now.replace("{", "{{").replace("}", "}}"))
-        self.bar.set_description_str(f"cell {min(self.finished + 1, self.cells)} of {self.cells}", refresh=False)
-        self.bar.refresh()
+        if self.bar.disable:  # under the runner, or a display that failed
+            return
+        try:
+            self.bar.n = position
+            self.bar.bar_format = BAR_FORMAT.format(doing=self.doing_now.replace("{", "{{").replace("}", "}}"))
+            self.bar.set_description_str(f"cell {min(self.finished + 1, self.cells)} of {self.cells}", refresh=False)
+            self.bar.refresh()
+        except Exception as problem:  # a display's failure is never the measurement's: the bar goes, the cells go on
+            self.bar.disable = True
+            logging.getLogger(__name__).warning("progress display stopped: %s", problem)

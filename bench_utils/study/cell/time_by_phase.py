@@ -5,7 +5,6 @@ docs/records.md; ``benchmarks/study_cost.py`` subtracts them from the runner's w
 from __future__ import annotations
 
 from contextlib import contextmanager
-import logging
 import time
 
 import psutil
@@ -18,11 +17,7 @@ _LISTENERS: list[Callable[[str], None]] = []  # told as each part begins (``prog
 def now_doing(part: str) -> None:
     """``part`` (one of ``PARTS``, or "load" and "ready": the kernel's model build and compiler warm-up) begins."""
     for listener in list(_LISTENERS):
-        try:
-            listener(part)
-        except Exception as problem:  # a display's failure is never the measurement's: that listener goes
-            _LISTENERS.remove(listener)
-            logging.getLogger(__name__).warning("progress display stopped: %s", problem)
+        listener(part)
 
 
 @contextmanager
@@ -32,7 +27,7 @@ def told_to(listener: Callable[[str], None]) -> Iterator[None]:
     try:
         yield
     finally:
-        _LISTENERS[:] = [told for told in _LISTENERS if told is not listener]  # unless a failure took it off
+        _LISTENERS.remove(listener)
 
 
 class Phases:
