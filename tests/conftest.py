@@ -16,6 +16,7 @@ atexit.register(shutil.rmtree, os.environ["BENCH_UTILS_SCRATCH_DIR"], ignore_err
 # Ray clusters of the tests listen on the loopback interface only (Ray reads this on import).
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 
+import gc  # noqa: E402
 import socket  # noqa: E402
 
 import pytest  # noqa: E402
@@ -29,6 +30,13 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "cuda" in item.keywords:
             item.add_marker(requires_cuda)
+
+
+def pytest_collection_finish(session):
+    # What the imports and the collection made lives to the end: frozen (gc.freeze), it is no longer scanned by each
+    # of the cells' gc.collect calls (release, gc_paused). Measured over make test's parallel phase: 62 s of
+    # collections in all workers where there were 188 s.
+    gc.freeze()
 
 
 @pytest.fixture

@@ -457,3 +457,38 @@ def test_a_task_notebook_shows_progress_that_moves_a_busy_kernel_and_the_reports
             assert_readable_tables(page)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+NODE = shutil.which("node")
+PLUGIN = PROJECT_ROOT / "bench_utils" / "lab_extensions" / "bench-utils-lab" / "static" / "remoteEntry.js"
+# The plugin in node, against a fake Lab: a Run All that Lab dropped (its result false, its notice open) while the
+# kernel initializes, in a shared scope holding two @jupyterlab/apputils, the older one the one Lab took (loaded).
+RUN_ALL_DROPPED = """
+const fs = require("fs"), vm = require("vm");
+const window = {}; vm.runInNewContext(fs.readFileSync(process.argv[1], "utf8"), {window, console, Promise, Set});
+const used = [];
+const apputils = (version) => ({get: () => Promise.resolve(() => ({Notification: {
+  manager: {get notifications() { used.push(version);
+    return [{id: "n1", type: "warning", message: "Kernel for a.ipynb is still initializing"}]; }},
+  dismiss: () => {}, info: () => {}}}))});
+const shared = {"@jupyterlab/apputils": {"4.9.0": apputils("4.9.0"), "4.2.1": {...apputils("4.2.1"), loaded: 1}}};
+const signal = () => ({connect: () => {}, disconnect: () => {}});
+let handler;
+const context = {kernelDisplayStatus: "initializing", path: "a.ipynb", ready: new Promise(() => {}),
+                 statusChanged: signal(), connectionStatusChanged: signal()};
+const app = {commands: {commandExecuted: {connect: (fn) => { handler = fn; }}},
+             shell: {currentWidget: {sessionContext: context, content: {}, disposed: signal()}}};
+const entry = window._JUPYTERLAB["bench-utils-lab"];
+entry.init(shared).then(() => entry.get("./extension")).then((factory) => {
+  factory().default[0].activate(app);
+  handler(null, {id: "notebook:run-all-cells", result: Promise.resolve(false)});
+  setTimeout(() => console.log(JSON.stringify(used)), 50);
+});
+"""
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_the_plugin_reads_labs_notices_through_the_apputils_lab_loaded_not_the_newest_in_the_shared_scope():
+    shown = subprocess.run([NODE, "-e", RUN_ALL_DROPPED, str(PLUGIN)], capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert set(json.loads(shown.stdout)) == {"4.2.1"}

@@ -13,12 +13,14 @@
     var versions = shared && shared["@jupyterlab/apputils"];
     if (!versions) return Promise.resolve(null);
     var number = function (version) { return version.split(".").map(function (part) { return parseInt(part, 10) || 0; }); };
-    var newest = Object.keys(versions).sort(function (a, b) {
+    // the version Lab itself took (webpack marks it loaded); the newest only where none is marked
+    var names = Object.keys(versions), taken = names.filter(function (version) { return versions[version].loaded; });
+    var chosen = (taken.length ? taken : names).sort(function (a, b) {
       var x = number(a), y = number(b);
       for (var i = 0; i < Math.max(x.length, y.length); i++) if ((x[i] || 0) !== (y[i] || 0)) return (x[i] || 0) - (y[i] || 0);
       return 0;
     }).pop();
-    return versions[newest].get().then(function (factory) { return factory(); });
+    return versions[chosen].get().then(function (factory) { return factory(); });
   }
 
   function stillInitializingNotices(lab, path) {  // Lab's "... still initializing" warning names the notebook
