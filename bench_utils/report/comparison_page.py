@@ -15,10 +15,10 @@ import pandas as pd
 
 from ..errors import UserError
 from . import regressions
-from .explorer_tables import VERDICT_KEYS, comparison_html as comparison_table_html
+from .explorer_tables import VERDICT_KEYS, cell_named, comparison_html as comparison_table_html
 from .frame import frame, latest_records
 from .i18n import Catalog
-from .markdown import ltr, markdown_html, mode_label, plain
+from .markdown import ltr, markdown_html, plain
 from .render import write_atomically
 from .sanitize import CONTENT_SECURITY_POLICY
 
@@ -39,8 +39,7 @@ def both_studies(published: Path, reproduced: Path) -> pd.DataFrame:
 
 def verdict_line(row: pd.Series, catalog: Catalog) -> str:
     """"resnet, batch 1, default, float32: the same within the intervals (speed-up 1.21x -> 1.18x, ...)"."""
-    cell = catalog.t("reproduce_cell", model=ltr(str(row["model"]), catalog), batch_size=int(row["batch_size"]),
-                     mode=mode_label(str(row["mode"]), catalog), dtype=ltr(str(row["dtype"]), catalog))
+    cell = plain(cell_named(catalog, row["model"], row["batch_size"], row["mode"], row["dtype"]))  # as its table does
     verdict = catalog.t(VERDICT_KEYS[row["verdict"]])
     finite = all(pd.notna(row[name]) for name in ("speedup_base", "speedup_cand", "ratio_low", "ratio_high"))
     figures = catalog.t("reproduce_figures", published=ltr(catalog.number(row["speedup_base"]), catalog),

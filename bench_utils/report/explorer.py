@@ -26,8 +26,7 @@ import pandas as pd
 from ..errors import UserError
 from ..records.results_file import check_readable, skipped_lines_said
 from . import explorer_tables as views, geometric_means, plots, regressions, selection as slices, why
-from ..zoo.registry import label_of
-from .frame import DuplicateCellWarning, device_name, frame, latest_records, project_paths, results_files
+from .frame import DuplicateCellWarning, device_name, frame, latest_records, project_paths, results_files, row_names
 from .i18n import Catalog
 from .markdown import isolated, markdown_html
 from .study_choices import relative, study_choices
@@ -112,7 +111,7 @@ class Explorer:
         skipped = "".join(f"<p>{html.escape(catalog.t('explore_skipped', name=isolated(name, catalog), count=n))}</p>"
                           for name, n in Counter(f"{Path(line.path).parent.name}/{Path(line.path).name}"
                                                      for line in self.skipped).items())
-        rows = [views.cell_named(catalog, label_of(r.cell.model), r.cell.batch_size, r.cell.compile_mode, r.cell.dtype)
+        rows = [views.cell_named(catalog, row_names(r)[0], r.cell.batch_size, row_names(r)[1], r.cell.dtype)
                 + f" ({isolated(device_name(r), catalog)})" for r in self.duplicates]  # as the tables name them
         duplicates = "<p>" + html.escape(catalog.plural("explore_duplicates", len(rows), count=len(rows), cells=(
             "؛ " if catalog.direction == "rtl" else "; ").join(rows))) + "</p>" if rows else ""

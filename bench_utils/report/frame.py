@@ -153,6 +153,14 @@ def frame(records: Iterable[Record | Mapping[str, Any]]) -> pd.DataFrame:
     return result
 
 
+def row_names(record: Record) -> tuple[str, str]:
+    """The model and the mode as the rows name them: "ResNet (channels_last)", "default+dynamic-batch"."""
+    cell = record.cell
+    return (label_of(cell.model) + (CHANNELS_LAST_LABEL if cell.memory_format == "channels_last" else ""),
+            cell.compile_mode + (DYNAMIC_BATCH_SUFFIX if cell.shapes == "dynamic" else "")
+            + (INDUCTOR_SEPARATOR + cell.inductor if cell.inductor != "default" else ""))
+
+
 def _row(record: Record) -> dict[str, Any]:
     cell, latency, speedup = record.cell, record.latency, record.speedup
     compiled = record.compile or CompileBlock()
@@ -160,22 +168,16 @@ def _row(record: Record) -> dict[str, Any]:
     parity, compute, config = record.parity, record.compute, record.config
     cuda = cell.device_kind == "cuda"
     count = latency.count if latency else 0
-    memory_format, shapes, inductor = cell.memory_format, cell.shapes, cell.inductor
+    label, mode = row_names(record)
     eager_values = speedup.eager_values if speedup else None
     interval = speedup.mean_ci95 if speedup and speedup.mean_ci95 else [np.nan, np.nan]
     portable, batch_shapes = compiled.portable_cache, compiled.batch_shapes
     return {
-        "device_name": device_name(record), "study": cell.study,
-        "torch_version": record.environment.torch_version,
-        "task": cell.task, "model": cell.model,
-        "label": label_of(cell.model) + (CHANNELS_LAST_LABEL if memory_format == "channels_last" else ""),
-        "device": cell.device, "memory_format": memory_format, "shapes": shapes,
-        "error": record.error_line,
-        "batch_size": cell.batch_size, "compile_mode": cell.compile_mode,
-        "mode": (cell.compile_mode + (DYNAMIC_BATCH_SUFFIX if shapes == "dynamic" else "")
-                 + (INDUCTOR_SEPARATOR + inductor if inductor != "default" else "")),
-        "inductor": inductor, "dtype": cell.dtype,
-        "status": record.status,
+        "device_name": device_name(record), "study": cell.study, "torch_version": record.environment.torch_version,
+        "task": cell.task, "model": cell.model, "label": label, "device": cell.device,
+        "memory_format": cell.memory_format, "shapes": cell.shapes, "error": record.error_line,
+        "batch_size": cell.batch_size, "compile_mode": cell.compile_mode, "mode": mode, "inductor": cell.inductor,
+        "dtype": cell.dtype, "status": record.status,
         "mean_ms": latency.mean * 1e3 if latency else np.nan,
         "p50_ms": latency.p50 * 1e3 if latency else np.nan,
         "median_ms": latency.median * 1e3 if latency else np.nan,

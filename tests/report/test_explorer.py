@@ -160,16 +160,20 @@ def test_two_records_of_one_row_are_said_once_in_the_summary_and_warn_nothing(sh
     from bench_utils.report.frame import DuplicateCellWarning
     from explore_data import example_records
 
-    again = example_records()
+    first, again = example_records(), example_records()
+    for record in first + again:  # one row a channels-last variant: named as its row is, not as the plain one
+        if (record["cell"]["model"], record["cell"]["batch_size"]) == ("segformer", 1):
+            record["cell"]["memory_format"] = "channels_last"
     for record in again:  # the same cells, same torch, measured with other settings: they claim the same rows
         record["config"]["runs"] = record["config"]["runs"] + 1
         record["environment"]["timestamp_utc"] = "2026-12-01T00:00:00+00:00"
     with warnings.catch_warnings():
         warnings.simplefilter("error", DuplicateCellWarning)  # none reaches the notebook's stderr
-        explorer = Explorer([EXAMPLE, write_study(tmp_path / "again", again)])
+        explorer = Explorer([write_study(tmp_path / "first", first), write_study(tmp_path / "again", again)])
     explorer.summary()
     page = html_of(shown[0])
     assert page.count("are claimed by two records") == 1 and "ResNet, batch 1, default, float32 (CPU" in page
+    assert "Segformer (channels_last), batch 1, default, float32 (CPU" in page
     assert len(explorer.duplicates) == len(again)
 
 
