@@ -22,7 +22,6 @@ DYNAMIC_BATCH_SUFFIX = "+dynamic-batch"  # a mode compiled once for all batch si
 INDUCTOR_SEPARATOR = " + "  # a mode and the Inductor configuration it was compiled with
 
 LOCALES_DIR = Path(__file__).parent / "locales"
-REFERENCE_LOCALE = "en"
 
 
 def available_locales() -> list[str]:
@@ -95,8 +94,3 @@ class Catalog:
     def percent(self, fraction: float, digits: int = 0) -> str:
         pattern = "#,##0" + ("." + "0" * digits if digits else "") + "%"
         return format_percent(fraction, format=pattern, locale=self.locale)
-
-
-def missing_keys(locale: str) -> set[str]:
-    """Keys of the reference catalog that ``locale`` lacks (empty when complete)."""
-    return set(_load(REFERENCE_LOCALE)) - set(_load(locale))

@@ -40,7 +40,7 @@ GATE = "gate"                         # the compiled call the gate judges
 MEMORY = "memory"                     # the cell's own memory: an eager cell's, or the compiled side's
 PROFILE = "profile"                   # both sides under the profiler
 FRESH_PROCESS = "fresh process"       # a new interpreter started from the saved compile cache (portable cache)
-ONCE_PER_CELL = (EAGER_MEMORY, MEMORY, ENERGY, PROFILE, FRESH_PROCESS)   # a later replicate's plan leaves them out
+ONCE_PER_CELL = (FLOP_COUNT, EAGER_MEMORY, MEMORY, ENERGY, PROFILE, FRESH_PROCESS)  # a later replicate leaves them
 LATER_REPLICATE = "later replicate"   # ``not_taken``'s key for them
 
 

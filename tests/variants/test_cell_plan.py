@@ -90,12 +90,13 @@ def test_a_later_replicate_times_its_runs_and_gate_and_leaves_the_once_per_cell_
 
     first = plan_cell("default", warmup=1, runs=5, cuda=True, portable_cache=True)
     later = plan_cell("default", warmup=1, runs=5, cuda=True, portable_cache=True, first_replicate=False)
-    assert set(names(first)) - set(names(later)) == {EAGER_MEMORY, MEMORY, ENERGY, PROFILE, FRESH_PROCESS}
+    assert set(names(first)) - set(names(later)) == {FLOP_COUNT, EAGER_MEMORY, MEMORY, ENERGY, PROFILE, FRESH_PROCESS}
     assert [name for name in names(first) if name not in ONCE_PER_CELL] == names(later)  # the rest, in its order
     assert {GATE, REFERENCES, TIMED, WARMUP} <= set(names(later))
-    assert later.not_taken[LATER_REPLICATE].startswith("eager memory, energy, memory, profile, fresh process: taken")
+    assert later.not_taken[LATER_REPLICATE].startswith("flop count, eager memory, energy, memory, profile, fresh "
+                                                        "process: taken")
     eager = plan_cell("eager", warmup=1, runs=5, cuda=False, first_replicate=False)
-    assert names(eager) == [FLOP_COUNT, WARMUP, TIMED] and "memory: taken in the cell's first replicate" in \
+    assert names(eager) == [WARMUP, TIMED] and "flop count, memory: taken in the cell's first replicate" in \
         eager.not_taken[LATER_REPLICATE]
     # a CPU package's note on its profile goes with the profile: the first replicate's record says it
     package = plan_cell("aot-inductor", warmup=1, runs=5, cuda=False, first_replicate=False)

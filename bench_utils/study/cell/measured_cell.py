@@ -28,8 +28,8 @@ from ...variants import modes as compile_module
 from ...variants.agreement import task_agreement
 from ...variants.batch_shapes import DYNAMIC, STATIC, SharedCompilation
 from ...variants import cell_plan
-from ...variants.cell_plan import (EAGER_MEMORY, ENERGY, FRESH_PROCESS, LATER_REPLICATE, MEMORY, PROFILE, WARM_COMPILE,
-                                   CellPlan)
+from ...variants.cell_plan import (EAGER_MEMORY, ENERGY, FLOP_COUNT, FRESH_PROCESS, LATER_REPLICATE, MEMORY, PROFILE,
+                                   WARM_COMPILE, CellPlan)
 from ...variants.compilation import Compilation, compilation_for, forward_call
 from ...variants.compile_cost import CompiledCell, no_recompile
 from ...variants.inductor_config import inductor_configuration
@@ -152,14 +152,21 @@ def run_cell(loaded: LoadedModel, batch_size: int, mode: str, settings: Settings
     inputs = loaded.inputs(batch_size)  # built once, outside every timed region
     eager_fn = forward_call(loaded.model, inputs, CompileMode.EAGER)
     with torch.no_grad():  # inference, as the guide measures it
-        with phases.timing("flops"):
-            flops = count_forward_flops(eager_fn)
+        flops = count_flops(eager_fn, plan, phases)
         cell = CellContext(loaded, inputs, eager_fn, device, tf32_by_work, flops, settings, plan, phases,
                             batch_size, trace_prefix=trace_prefix if settings.keep_traces else None,
                             notes=[plan.not_taken[LATER_REPLICATE]] if LATER_REPLICATE in plan.not_taken else [])
         if plan.compilation is None:
             return _eager_cell(cell)
         return _compiled_cell(cell, compilation_for(plan, batch_size, settings, device, shared, kept))
+
+
+def count_flops(eager_fn: Callable[[], Any], plan: CellPlan, phases: Phases) -> FlopCount:
+    """The forward pass's FLOPs, counted where the plan has it (a later replicate leaves them to the first)."""
+    if not plan.has(FLOP_COUNT):
+        return FlopCount(None, "counted in the cell's first replicate")
+    with phases.timing("flops"):
+        return count_forward_flops(eager_fn)
 
 
 def _eager_cell(cell: CellContext) -> CellResult:

@@ -19,7 +19,6 @@ import torch
 from ...measurement.block_clocks import BlockClocks
 from ...measurement.compare import compare_many
 from ...measurement.devices import quiet_toolchain_logs
-from ...measurement.flops import count_forward_flops
 from ...measurement.power import EnergyProbe
 from ...records.key import warmed_up_as_its_eager_cell
 from ...settings import Settings
@@ -33,7 +32,7 @@ from ...variants.precision import tf32_in_force
 from ...variants.row_compilation import RowCompilation
 from ...vocabulary import CUDA_GRAPH_MODES, CompileMode, Replicate
 from ...zoo.loading import LoadedModel
-from .measured_cell import CellContext, CellResult, Timed, after_timing, compiled_result, references_for
+from .measured_cell import CellContext, CellResult, Timed, after_timing, compiled_result, count_flops, references_for
 from .after_timing import release
 from .time_by_phase import Phases, now_doing
 
@@ -68,8 +67,7 @@ def run_row(loaded: LoadedModel, batch_size: int, row_modes: Sequence[str], sett
     phases = {mode: Phases() for mode in row_modes}
     prefixes = (trace_prefixes or {}) if settings.keep_traces else {}
     with torch.no_grad():  # inference, as the guide measures it
-        with phases[row_modes[0]].timing("flops"):
-            flops = count_forward_flops(eager_fn)
+        flops = count_flops(eager_fn, plans[row_modes[0]], phases[row_modes[0]])
         cells = {mode: CellContext(loaded, inputs, eager_fn, device, tf32_by_work, flops, settings, plans[mode],
                                    phases[mode], batch_size, trace_prefix=prefixes.get(mode),
                                    notes=[note for key, note in plans[mode].not_taken.items() if key == LATER_REPLICATE])

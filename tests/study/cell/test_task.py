@@ -399,6 +399,7 @@ def test_a_later_replicates_kernel_compiles_warm_from_the_caches_the_first_kept(
         assert r2["compile"]["warm_ms"] is not None  # its one compile is the warm one
         # its runs and its gate; the memory (and on a GPU the energy) the page takes from the first replicate
         assert r1["memory"]["rss_peak_increase_bytes"] is not None and r2.get("memory") is None
+        assert r1["compute"]["flops"] > 0 and r2["compute"]["flops"] is None  # the FLOPs: counted once a cell
         assert r2["parity"]["parity"] == "pass" and any("taken in the cell's first replicate only" in note
                                                         for note in r2["notes"])
     # eager compiles nothing and keeps nothing; a kernel told no folder keeps none

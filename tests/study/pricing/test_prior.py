@@ -92,9 +92,10 @@ def test_a_later_replicate_takes_its_timed_runs_and_gate_only_and_compiles_warm_
     eager, compiled = h100.call(shape(), "eager").point, h100.call(shape(), "default").point
     cold = h100.cold_compile("m", "default").point
     assert later_cold - later_kept == pytest.approx(cold * (1 - WARM_SHARE))
-    # what the first replicate takes once per cell: both memory probes, both energy windows, the profile of both sides
-    once = (3 * (eager + compiled) + 2 * 0.5 + 2 * ENERGY_SIDE.point
-            + cell_plan.PROFILED_CALLS * (eager + compiled) + 2 * 0.3)
+    # what the first replicate takes once per cell: the FLOP count (its counting and its eager call), both memory
+    # probes, both energy windows, the profile of both sides
+    once = (ROW["eager_ops"] * prior_module.FLOP_COUNT_S_PER_OP + eager + 3 * (eager + compiled) + 2 * 0.5
+            + 2 * ENERGY_SIDE.point + cell_plan.PROFILED_CALLS * (eager + compiled) + 2 * 0.3)
     assert first - later_cold == pytest.approx(once)
     assert h100.energy(shape(first=False)) == Span.exact(0.0)
 
