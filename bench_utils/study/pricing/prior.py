@@ -11,11 +11,12 @@ point, high): each step's calls of each side at that side's seconds a call, and 
 - A cold compile: 4.9 s + 30.4 ms per eager operator (least squares of the log over the H200's 27 compiled cells, each
   within 0.6 to 1.9 of it: Mask2Former's 65 to 78 s the furthest), 0.6 to twice that, times a factor per mode
   (max-autotune benchmarks kernels); a warm one (the FX graph cache hit) 0.2 of it (0.12 to 0.27 on the H200).
-- Once per cell, in its first replicate only (``plan_cell(first_replicate=False)`` leaves them out): a memory probe
-  0.5 s beside its calls, an energy window 1.05 to 1.35 s a side (8 to 11 steps of NVML's 100 ms counter and 2.5 of
-  polling), the profile 0.3 s a side beside its calls, a portable cache's fresh process (a boot and a warm compile).
-- A cell 1 s beside its steps (its record, dynamo's reset, the allocator); the FLOP count 50 us an operator; an eager
-  cell that takes a compiled cell's pairs 0.5 s (its record only). A kernel's start: a boot of 7 to 20 s (9.5) and a
+- Once per cell, in its first replicate only (``plan_cell(first_replicate=False)`` leaves them out): the FLOP count
+  50 us an operator, a memory probe 0.5 s beside its calls, an energy window 1.05 to 1.35 s a side (8 to 11 steps of
+  NVML's 100 ms counter and 2.5 of polling), the profile 0.3 s a side beside its calls, a portable cache's fresh
+  process (a boot and a warm compile).
+- A cell 1 s beside its steps (its record, dynamo's reset, the allocator); an eager cell that takes a compiled cell's
+  pairs 0.5 s (its record only). A kernel's start: a boot of 7 to 20 s (9.5) and a
   share of the table's model build (H200: boot 5.3 to 9 s, build 3 to 5.7 s, whatever the table's CPU took). No torch.
 """
 
