@@ -11,6 +11,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 import io
 from typing import Callable, Iterator
+import warnings
 
 import matplotlib
 from matplotlib.axes import Axes
@@ -75,7 +76,9 @@ def _figure(title: str, catalog: Catalog, draw: Callable[[Axes], None] | None, s
         else:
             draw(axis)
         axis.set_title(title)
-        figure.tight_layout()
+        with warnings.catch_warnings():  # names too long for its margins: the saved picture takes them whole
+            warnings.filterwarnings("ignore", "Tight layout not applied", UserWarning)
+            figure.tight_layout()
     return figure
 
 
@@ -91,11 +94,9 @@ def _legend_outside(axis, title: str) -> None:
 
 
 def _title(catalog: Catalog, key: str, device: str, mode: str, **values) -> str:
-    """A plot's title: the environment and the compile mode in the catalog's words (a figure's
-    text takes no Unicode isolates: matplotlib lays out the mixed directions itself)."""
+    """A plot's title: the environment (no Unicode isolates: matplotlib orders mixed directions) and the mode."""
     shown = short_name(environment_label(device, catalog, isolate=False), 2 * SHORT_NAME)
-    return (catalog.t(key, device=shown, **values)
-            + " — " + catalog.mode_name(mode))
+    return catalog.t(key, device=shown, **values) + " — " + catalog.mode_name(mode)
 
 
 def batch_comparison(data: pd.DataFrame, device: str, mode: str, catalog: Catalog):
@@ -132,8 +133,7 @@ def duration(data: pd.DataFrame, device: str, batch: int, mode: str, catalog: Ca
 
 def percentage(data: pd.DataFrame, device: str, batch: int, mode: str, catalog: Catalog):
     """Improvement per model at one batch size (the guide's percentage plot)."""
-    ok = _improvement(data[(data["environment"] == device) & (data["batch_size"] == batch)
-                           & (data["mode"] == mode)])
+    ok = _improvement(data[(data["environment"] == device) & (data["batch_size"] == batch) & (data["mode"] == mode)])
 
     def draw(axis) -> None:
         colors = ["#2a9d8f" if value >= 0 else "#e76f51" for value in ok["improvement"]]
