@@ -64,7 +64,9 @@ def dependency_closure(requirements: list[Requirement]) -> dict[str, str]:
             continue
         metadata = distribution.metadata  # parsed anew on each access (a kernel's start parsed 1,462 for 162 packages)
         versions[name] = metadata["Version"]
-        for text in metadata.get_all("Requires-Dist") or distribution.requires or []:  # or an egg's requires.txt
+        # a package that needs nothing has no Requires-Dist; ``requires`` parses again: only for an egg's requires.txt
+        needs = metadata.get_all("Requires-Dist") or (distribution.read_text("requires.txt") and distribution.requires)
+        for text in needs or []:
             dependency = Requirement(text)
             if _applies(dependency, set(extras)):
                 pending.append((dependency, frozenset(dependency.extras)))

@@ -111,8 +111,8 @@ class Explorer:
         skipped = "".join(f"<p>{html.escape(catalog.t('explore_skipped', name=isolated(name, catalog), count=n))}</p>"
                           for name, n in Counter(f"{Path(line.path).parent.name}/{Path(line.path).name}"
                                                      for line in self.skipped).items())
-        rows = [views.cell_named(catalog, row_names(r)[0], r.cell.batch_size, row_names(r)[1], r.cell.dtype)
-                + f" ({isolated(device_name(r), catalog)})" for r in self.duplicates]  # as the tables name them
+        rows = [views.cell_named(catalog, label, r.cell.batch_size, mode, r.cell.dtype)  # as the tables name them
+                + f" ({isolated(device_name(r), catalog)})" for r in self.duplicates for label, mode in [row_names(r)]]
         duplicates = "<p>" + html.escape(catalog.plural("explore_duplicates", len(rows), count=len(rows), cells=(
             "؛ " if catalog.direction == "rtl" else "; ").join(rows))) + "</p>" if rows else ""
         return (f"<h2>{html.escape(catalog.t('summary_heading'))}</h2><p>{said}</p>" + skipped + duplicates

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from ..errors import UserError
-from ..vocabulary import AOT_MODES, BUILT_IN_BACKENDS, CUDA_GRAPH_MODES, CompileMode, check_mode
+from ..vocabulary import AOT_MODES, CUDA_GRAPH_MODES, CompileMode, check_mode
 
 # The names live in ``vocabulary`` (no torch); AOT modes are built by ``variants.aot_inductor``, and
 # CUDA-graph modes' outputs must be cloned before they are kept (the next replay overwrites them).
@@ -21,9 +21,7 @@ __all__ = ["AOT_MODES", "BACKENDS_WITH_MODES", "CUDA_GRAPH_MODES", "MODES", "che
 
 
 def check_backend(backend: str) -> str:
-    from torch._dynamo import list_backends
-
-    valid = sorted(set(list_backends(exclude_tags=())) | set(BUILT_IN_BACKENDS))
+    valid = sorted(torch.compiler.list_backends(exclude_tags=()))  # every one, the built-in ones included
     if backend not in valid:
         raise UserError(f"unknown compile backend {backend!r}: use one of {', '.join(valid)}")
     return backend
@@ -31,10 +29,9 @@ def check_backend(backend: str) -> str:
 
 def reset() -> None:
     """Forget every compiled graph and counter (between models, so none leaks)."""
-    import torch._dynamo
-    from torch._dynamo.utils import counters
+    from torch._dynamo.utils import counters  # no public way to clear them
 
-    torch._dynamo.reset()
+    torch.compiler.reset()
     counters.clear()
 
 
