@@ -42,7 +42,7 @@ class CellIdentity(NamedTuple):
     def of_record(cls, record: Record) -> CellIdentity:
         cell = record.cell
         return cls(cell.study, cell.task, cell.model, cell.batch_size, cell.compile_mode, cell.dtype,
-                   cell_variant(record), cell.device_kind)
+                   tuple(getattr(cell, name) for name in VARIANT_FIELDS), cell.device_kind)
 
     def variant_fields(self) -> dict[str, str]:
         """The variant by name (``{"memory_format": "contiguous", "shapes": "static"}``)."""
@@ -108,11 +108,6 @@ def latest_per_cell(records: Iterable[Record]) -> list[Record]:
     """Each cell's latest record on each machine (``environment_key``), whatever settings measured it: a cell
     measured again with other settings (a later design, another lease's) replaces its earlier record."""
     return latest_per_key(records, RecordKey.without_settings)
-
-
-def cell_variant(record: Record) -> tuple[str, ...]:
-    """A record's variant values (``VARIANT_FIELDS``' order)."""
-    return tuple(getattr(record.cell, name) for name in VARIANT_FIELDS)
 
 
 def cell_identity(record: Record) -> CellIdentity:

@@ -40,10 +40,7 @@ def switch_table(data: pd.DataFrame, catalog: Catalog) -> str | None:
             "–" if pd.isna(cost) else ltr(f"{catalog.number(cost, 3)} ({catalog.percent(share, 1)})", catalog)
             for cost, share in ((row["eager_switch_cost_ms"], row["eager_switch_cost_share"]),
                                 (row["switch_cost_ms"], row["switch_cost_share"])))])
-    if not rows:
-        return None
-    headers = [*_cell_headers(catalog), catalog.t("col_switch_eager"), catalog.t("col_switch_compiled")]
-    return markdown_table(headers, rows)
+    return _cell_table(rows, catalog, "col_switch_eager", "col_switch_compiled") if rows else None
 
 
 def clocks_table(data: pd.DataFrame, catalog: Catalog) -> str | None:
@@ -62,11 +59,7 @@ def clocks_table(data: pd.DataFrame, catalog: Catalog) -> str | None:
         rows.append([*_cell_columns(row, catalog), span(row["sm_clock_min_mhz"], row["sm_clock_max_mhz"]),
                      span(row["temperature_min_c"], row["temperature_max_c"]),
                      "–" if pd.isna(trend) else ltr(("+" if trend >= 0 else "") + catalog.percent(trend, 1), catalog)])
-    if not rows:
-        return None
-    headers = [*_cell_headers(catalog), catalog.t("col_sm_clock"), catalog.t("col_temperature"),
-               catalog.t("col_eager_trend")]
-    return markdown_table(headers, rows)
+    return _cell_table(rows, catalog, "col_sm_clock", "col_temperature", "col_eager_trend") if rows else None
 
 
 def _compiled_rows(data: pd.DataFrame) -> list[pd.Series]:
@@ -83,8 +76,11 @@ def _cell_columns(row: pd.Series, catalog: Catalog) -> list[str]:
             mode_label(row["mode"], catalog), ltr(str(row["batch_size"]), catalog)]
 
 
-def _cell_headers(catalog: Catalog) -> list[str]:
-    return [catalog.t("col_device"), catalog.t("col_model"), catalog.t("col_mode"), catalog.t("col_batch")]
+def _cell_table(rows: list[list[str]], catalog: Catalog, *columns: str) -> str:
+    """``rows`` under the per-cell headers (device, model, mode, batch) and ``columns``' (message keys); "no results"
+    where there are none."""
+    headers = [catalog.t(key) for key in ("col_device", "col_model", "col_mode", "col_batch", *columns)]
+    return markdown_table(headers, rows) if rows else catalog.t("no_results")
 
 
 FIRST_IN_KERNEL_MARK = "†"  # a cold compile that was the first of its model and mode in its kernel
@@ -107,10 +103,8 @@ def compile_table(data: pd.DataFrame, catalog: Catalog) -> str:
                      catalog.t("never") if even is None or pd.isna(even) else ltr(catalog.number(even, 0), catalog),
                      "–" if pd.isna(row["compile_warm_s"]) else
                      catalog.t("never") if pd.isna(warm_even) else ltr(catalog.number(warm_even, 0), catalog)])
-    headers = [*_cell_headers(catalog), catalog.t("col_compile_s"), catalog.t("col_compile_warm_s"),
-               catalog.t("col_graphs"), catalog.t("col_breaks"), catalog.t("col_recompiles"),
-               catalog.t("col_break_even"), catalog.t("col_break_even_warm")]
-    return markdown_table(headers, rows) if rows else catalog.t("no_results")
+    return _cell_table(rows, catalog, "col_compile_s", "col_compile_warm_s", "col_graphs", "col_breaks",
+                       "col_recompiles", "col_break_even", "col_break_even_warm")
 
 
 def startup_table(data: pd.DataFrame, catalog: Catalog) -> str:
@@ -129,9 +123,8 @@ def startup_table(data: pd.DataFrame, catalog: Catalog) -> str:
                          ltr(str(batch), catalog), _eager_call(row, eager, catalog),  # ms
                          number(row["first_answer_s"], 1, catalog), number(row["warm_first_answer_s"], 2, catalog),
                          _fresh_process(row, catalog)])
-    headers = [*_cell_headers(catalog), catalog.t("col_eager_first_s"), catalog.t("col_cold_first_s"),
-               catalog.t("col_warm_first_s"), catalog.t("col_fresh_process_s")]
-    return markdown_table(headers, rows) if rows else catalog.t("no_results")
+    return _cell_table(rows, catalog, "col_eager_first_s", "col_cold_first_s", "col_warm_first_s",
+                       "col_fresh_process_s")
 
 
 def _eager_call(compiled: pd.Series, eager_cell_ms: float | None, catalog: Catalog) -> str:
@@ -166,10 +159,8 @@ def dynamic_batch_table(data: pd.DataFrame, catalog: Catalog) -> str:
         static_cells = speedup_cells(static.iloc[0], catalog) if not static.empty else ("–", "–")
         rows.append([*_cell_columns(one, catalog), *static_cells, *speedup_cells(one, catalog),
                      integer(one["compiled_at_batch"], catalog), integer(one["batch_recompiles"], catalog)])
-    headers = [*_cell_headers(catalog), catalog.t("col_static_speedup"), catalog.t("col_ci95"),
-               catalog.t("col_dynamic_speedup"), catalog.t("col_ci95"), catalog.t("col_compiled_at"),
-               catalog.t("col_batch_recompiles")]
-    return markdown_table(headers, rows) if rows else catalog.t("no_results")
+    return _cell_table(rows, catalog, "col_static_speedup", "col_ci95", "col_dynamic_speedup", "col_ci95",
+                       "col_compiled_at", "col_batch_recompiles")
 
 
 def memory_table(data: pd.DataFrame, catalog: Catalog) -> str:
@@ -177,9 +168,8 @@ def memory_table(data: pd.DataFrame, catalog: Catalog) -> str:
              region_mib(row["peak_bytes"], row["peak_method"], catalog), _graph_pool(row, catalog),
              mib(row["reserved_bytes"], catalog), ltr(catalog.number(row["throughput"], 1), catalog)]
             for row in _compiled_rows(data)]
-    headers = [*_cell_headers(catalog), catalog.t("col_memory_eager"), catalog.t("col_memory_compiled"), catalog.t("col_graph_pool"),
-               catalog.t("col_reserved"), catalog.t("col_throughput")]
-    return markdown_table(headers, rows) if rows else catalog.t("no_results")
+    return _cell_table(rows, catalog, "col_memory_eager", "col_memory_compiled", "col_graph_pool", "col_reserved",
+                       "col_throughput")
 
 
 def _graph_pool(row: pd.Series, catalog: Catalog) -> str:
@@ -207,9 +197,8 @@ def hardware_table(data: pd.DataFrame, catalog: Catalog) -> str:
                          row["eager_energy_throttled"], catalog),
              joules_text(row["joules"], row["window_ms"], row["mean_ms"], row["energy_throttled"], catalog)]
             for row in _compiled_rows(data)]
-    headers = [*_cell_headers(catalog), catalog.t("col_gflop"), catalog.t("col_tflops_eager"), catalog.t("col_tflops_compiled"),
-               catalog.t("col_joules_eager"), catalog.t("col_joules_compiled")]
-    return markdown_table(headers, rows) if rows else catalog.t("no_results")
+    return _cell_table(rows, catalog, "col_gflop", "col_tflops_eager", "col_tflops_compiled", "col_joules_eager",
+                       "col_joules_compiled")
 
 
 def reference_table(data: pd.DataFrame, catalog: Catalog,

@@ -39,6 +39,8 @@ def forward_call(model: Callable, inputs: Inputs, mode: str) -> Callable[[], Any
 class Compilation(ABC):
     """One way a compiled cell gets its compiled forward pass, for one cell (``mode`` at ``batch_size``)."""
 
+    shared: SharedCompilation | None = None  # a dynamic batch's one compilation, where this cell made or called it
+
     def __init__(self, mode: str, batch_size: int, settings: Settings, device: torch.device) -> None:
         self.mode, self.batch_size, self.settings, self.device = mode, batch_size, settings, device
 
@@ -64,11 +66,13 @@ class Compilation(ABC):
 
     def graph_stats(self, compiled: CompiledCell) -> dict[str, Any]:
         """The record's graph figures: graphs, breaks and their reasons, as the compilation made them."""
-        return dict(compiled.cold_stats)
+        if self.shared is None:
+            return dict(compiled.cold_stats)
+        return self.shared.compile_stats(self.batch_size, compiled.cold_stats)
 
     def shared_on(self) -> SharedCompilation | None:
         """The compilation the mode's next batch sizes call (a dynamic batch's); None: each compiles its own."""
-        return None
+        return self.shared
 
     def fresh_process(self, model: torch.nn.Module, inputs: Inputs) -> dict[str, Any]:
         """A fresh process started from this compilation's saved cache (``portable_cache``)."""
@@ -86,7 +90,6 @@ class ColdThenWarm(Compilation):
         self.keep_cache = keep_cache             # save the compile cache's artifacts for a fresh process
         self.kept = kept                         # caches kept between processes (``kept_caches``); None: none
         self.artifacts: bytes | None = None
-        self.shared: SharedCompilation | None = None
 
     @contextmanager
     def around_cell(self, inputs: Inputs) -> Iterator[None]:
@@ -137,14 +140,6 @@ class ColdThenWarm(Compilation):
                        portable.saved_artifacts())
         return compiled
 
-    def graph_stats(self, compiled: CompiledCell) -> dict[str, Any]:
-        if self.shared is None:
-            return super().graph_stats(compiled)
-        return self.shared.compile_stats(self.batch_size, compiled.cold_stats)
-
-    def shared_on(self) -> SharedCompilation | None:
-        return self.shared
-
     def fresh_process(self, model: torch.nn.Module, inputs: Inputs) -> dict[str, Any]:
         settings = self.settings
         if self.artifacts is None:
@@ -161,7 +156,7 @@ class SharedDynamic(Compilation):
     def __init__(self, mode: str, batch_size: int, settings: Settings, device: torch.device,
                  shared: SharedCompilation) -> None:
         super().__init__(mode, batch_size, settings, device)
-        self.shared = shared
+        self.shared: SharedCompilation = shared
 
     @contextmanager
     def around_cell(self, inputs: Inputs) -> Iterator[None]:
@@ -174,12 +169,6 @@ class SharedDynamic(Compilation):
         shared = self.shared
         return reuse_compiled(shared.model, self.mode, lambda compiled: forward_call(compiled, inputs, self.mode),
                               self.device, shared.compiled_at_batch_size, backend=self.settings.backend)
-
-    def graph_stats(self, compiled: CompiledCell) -> dict[str, Any]:
-        return self.shared.compile_stats(self.batch_size, compiled.cold_stats)
-
-    def shared_on(self) -> SharedCompilation | None:
-        return self.shared
 
 
 class AotPackage(Compilation):

@@ -99,16 +99,6 @@ class CompiledCell:
                                              "cold (warm measured at another batch size of this model and mode)")}
 
 
-def _time_compiling_calls(forward: Callable[[], Any], mode: str,
-                          device: torch.device) -> tuple[list[float], dict[str, Any]]:
-    """The compiling calls' times, and what inductor did with CUDA graphs in them."""
-    times = []
-    with cuda_graph_checks.watch() as graphs:
-        for _ in range(compiling_calls(mode)):
-            times.append(time_first_call(forward, device))
-    return times, graphs.report()
-
-
 def _compile_and_time(model: torch.nn.Module, mode: str, make_forward: Callable, device: torch.device,
                       options: dict[str, Any]) -> tuple[Callable[[], Any], list[float], dict[str, Any]]:
     modes.reset()
@@ -178,9 +168,10 @@ def _first_calls(make: Callable[[], Callable[[], Any]], mode: str,
     """The forward ``make()`` gives, its compiling calls' times, and what dynamo and inductor did in them."""
     at_start = modes.dynamo_snapshot()
     forward = make()
-    times, graphs = _time_compiling_calls(forward, mode, device)
+    with cuda_graph_checks.watch() as graphs:
+        times = [time_first_call(forward, device) for _ in range(compiling_calls(mode))]
     after = modes.dynamo_snapshot()
-    return forward, times, {**modes.compile_report(at_start, after, after), **graphs}
+    return forward, times, {**modes.compile_report(at_start, after, after), **graphs.report()}
 
 
 def reuse_compiled(compiled_model: Any, mode: str, make_forward: Callable, device: torch.device,
