@@ -124,7 +124,7 @@ def test_the_unrecorded_kernel_cost_comes_from_the_logs_first_cells(study):
 
 def test_a_new_cell_and_a_later_replicate_are_priced_by_part(study):
     cells, prices = prices_of(study)
-    knobs = lease_replay.Knobs()
+    knobs = lease_replay.Knobs(FROZEN_REST_CUT_S=0.0, FROZEN_WARMUP_CUT_S=0.0)  # the records' parts as they are
     cell = {(c.model, c.compile_mode, c.batch_size, c.replicate.number): c for c in cells}
     resnet4 = lease_replay.new_cell_parts(prices, cell["resnet", "default", 4, 1], False, knobs)
     # fixed windows: the sized median (2 s); timed runs 6 s / 300 runs x 100; no warm compile at a mode's 2nd batch
@@ -137,6 +137,18 @@ def test_a_new_cell_and_a_later_replicate_are_priced_by_part(study):
     assert (first["cold"], first["warm"], first["rest"]) == pytest.approx((10.0, 2.0, 2.0))  # 7 less the first's 5
     ahead = lease_replay.new_cell_parts(prices, cell["resnet", "default", 4, 1], False, knobs, precompiled=True)
     assert (ahead["cold"], ahead["warm"]) == (0.0, 2.0)              # compiled before: warm at every batch size
+
+
+def test_the_frozen_heap_comes_off_each_compiled_cells_rest_and_warm_up_and_costs_each_kernel_its_freeze(study):
+    cells, prices = prices_of(study)
+    cell = {(c.model, c.compile_mode, c.batch_size, c.replicate.number): c for c in cells}
+    knobs = lease_replay.Knobs(FROZEN_REST_CUT_S=0.4, FROZEN_WARMUP_CUT_S=1.5, FREEZE_S=0.3)
+    for parts in (lease_replay.new_cell_parts(prices, cell["resnet", "default", 4, 1], False, knobs),
+                  lease_replay.later_cell_parts(prices, cell["resnet", "default", 4, 2], knobs)):
+        assert (parts["rest"], parts["warmup"]) == pytest.approx((0.6, 0.0))  # 1.0 s each recorded: none below 0
+    for later in (False, True):
+        thawed = lease_replay.kernel_own(prices, "resnet", replace(knobs, FREEZE_S=0.0), later=later)
+        assert lease_replay.kernel_own(prices, "resnet", knobs, later=later) == pytest.approx({**thawed, "freeze": 0.3})
 
 
 def test_a_missing_batch_size_takes_the_nearest_with_timed_runs_interpolated():

@@ -1,14 +1,17 @@
 """A kernel's own cost, as its first record reports it, and the order that keeps it short (docs/study.md, *A
 kernel's own cost is recorded, and cut*): the compile-worker pool is launched first and waited for only before the
-compiler's warm-up. The first record carries ``startup_s`` (the process's age when ``task.run`` began) and
-``ready_s`` (from then to its first cell, less the model's build: that cell's ``load_s``).
+compiler's warm-up; then what lives through the cells is frozen out of the collector's reach. The first record
+carries ``startup_s`` (the process's age when ``task.run`` began) and ``ready_s`` (from then to its first cell, less
+the model's build: that cell's ``load_s``).
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+import gc
 import time
-from typing import Any
+from typing import Any, Iterator
 
 import psutil
 
@@ -31,6 +34,21 @@ def ready_the_compiler(backend: str, device: str, warm_only: bool = False) -> No
 
     compile_workers.ready(backend)
     warm_up_compiler(torch.device(device), backend, fresh=not warm_only)
+
+
+@contextmanager
+def long_lived_frozen() -> Iterator[None]:
+    """After one collection, what is alive (imports, model, the compiler's readying) frozen (``gc.freeze``, as vLLM
+    does after its warm-up): the collections a cell makes then scan only what the cells made. Thawed after, unless
+    something froze before; a model, free of reference cycles, is freed when dropped, frozen or not (docs/study.md)."""
+    thaw = gc.get_freeze_count() == 0
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        if thaw:
+            gc.unfreeze()
 
 
 @dataclass

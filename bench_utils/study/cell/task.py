@@ -39,7 +39,7 @@ from .after_timing import release
 from .measured_cell import CellResult, run_cell
 from .measured_row import run_row
 from .cell_record import cell_record
-from .kernel_start import Kernel, process_age_s, ready_the_compiler
+from .kernel_start import Kernel, long_lived_frozen, process_age_s, ready_the_compiler
 from ..grid.kernel_groups import execution_order
 from ...parameters import positive_int_list, text_list
 from .progress_bar import CellsBar
@@ -162,6 +162,7 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
         if compiles:  # no compile pays the pool's start or the process's first compile
             now_doing("ready")
             ready_the_compiler(settings.backend, device, warm_only)
+        stack.enter_context(long_lived_frozen())
         if runner_pid:
             kernel.start_phases = {"startup_s": max(0.0, startup_s),
                                    "ready_s": time.perf_counter() - started - built_s}

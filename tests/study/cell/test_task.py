@@ -363,6 +363,30 @@ def test_a_kernel_starts_the_compile_worker_pool_before_its_first_compiled_cell(
                           ("cell", "default")]
 
 
+def test_a_kernels_cells_run_with_its_imports_and_model_frozen_and_the_heap_is_thawed_after(tmp_path, monkeypatch):
+    import gc
+
+    seen = []
+    run_cell = task.run_cell
+
+    def cell(loaded, **kw):  # the model among the collector's objects (not frozen), and the heap's frozen count
+        seen.append((any(item is loaded.model for item in gc.get_objects()), gc.get_freeze_count()))
+        return run_cell(loaded, **kw)
+
+    monkeypatch.setattr(task, "run_cell", cell)
+    gc.unfreeze()  # this session's own freeze (conftest.py), made again below
+    try:
+        run(tmp_path, batch_sizes=[1, 2])
+        assert [tracked for tracked, _ in seen] == [False, False] and all(count > 10_000 for _, count in seen)
+        assert gc.get_freeze_count() == 0  # thawed as it was found: a model a notebook drops later is collected
+        kept = [[]]  # a user's object, frozen before the kernel's run (as a test session's are)
+        gc.freeze()
+        run(tmp_path, batch_sizes=[1])
+        assert not any(item is kept for item in gc.get_objects())  # left frozen
+    finally:
+        gc.freeze()
+
+
 def test_a_later_replicates_kernel_writes_records_of_that_replicate(tmp_path):
     returned = run(tmp_path, batch_sizes=[1], compile_modes=["eager"], replicate="r2", replicates=2)
     assert [r["status"] for r in returned] == ["ok"]
