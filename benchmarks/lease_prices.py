@@ -68,7 +68,7 @@ def is_kernel_first(record: Record) -> bool:
 def kernel_start_s(record: Record) -> float:
     """What a kernel's first record holds of its own cost: its start, its readying (``ready_s``), its model build."""
     phases = phases_of(record)
-    return phases.get("startup_s", 0.0) + phases.get("ready_s", 0.0) + phases.get("load_s", 0.0)
+    return sum(phases.get(name, 0.0) for name in ("startup_s", "ready_s", "freeze_s", "load_s"))
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,7 @@ class Parts:
     energy_s: float | None     # None: the old fixed 5-s windows
     profile_s: float
     rest_s: float              # cell_s less its named parts: inputs, resets, teardown
+    heap_frozen: float = 0.0   # 1.0: measured in a kernel that froze its heap (``config.heap_frozen``); a mean: a share
 
     @classmethod
     def of_record(cls, record: Record) -> Parts:
@@ -103,7 +104,8 @@ class Parts:
                    flops_s=phases.get("flops_s", 0.0),
                    energy_s=None if fixed_energy_windows(record) else phases.get("energy_s", 0.0),
                    profile_s=phases.get("profile_s", 0.0),
-                   rest_s=max(0.0, phases.get("cell_s", 0.0) - named))
+                   rest_s=max(0.0, phases.get("cell_s", 0.0) - named),
+                   heap_frozen=float(bool(record.config.heap_frozen)))
 
     @classmethod
     def mean(cls, many: list[Parts]) -> Parts:
@@ -230,6 +232,7 @@ class KernelCost:
     note: str
     first_cell_s: float = 0.0  # what a kernel's first cell costs beyond any other (``first_cell_extra_s``)
     with_ready: bool = False   # its records carry ready_s: measured as the kernel now runs (no cut to price)
+    with_freeze: bool = False  # its records carry freeze_s: the heap's freeze is in start_s already
 
 
 @dataclass
@@ -306,7 +309,8 @@ def build_prices(cells: list[Cell], records: list[Record], logs: Iterable[Path],
         load = statistics.fmean(phases_of(record).get("load_s", 0.0) for record in first)
         kernels[model] = KernelCost(model, start, unrecorded, load,
                                     f"{what} {start:.1f} s ({len(first)} record{'s' if len(first) > 1 else ''}), "
-                                    f"unrecorded {unrecorded:.1f} s from {where}", first_cell_s, with_ready)
+                                    f"unrecorded {unrecorded:.1f} s from {where}", first_cell_s, with_ready,
+                                    all("freeze_s" in phases_of(record) for record in first))
 
     models = list(dict.fromkeys(cell.model for cell in cells))
     sources: dict[str, str] = {}

@@ -38,7 +38,8 @@ if TYPE_CHECKING:
     from bench_utils.study.grid.grid_file import Cell
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from lease_prices import EAGER, ROOT, Prices, build_prices, run_logs_beside  # noqa: E402  (this folder's sibling)
+from lease_prices import (EAGER, ROOT, Parts, Prices, build_prices,  # noqa: E402  (this folder's sibling)
+                          run_logs_beside)
 
 GRID = "params/hf-guide.yaml"
 # The H200 leases' records (every record carries its GPU; only those on GPU_NAME count).
@@ -98,12 +99,16 @@ class Knobs:
     CACHE_LOAD_S: float = 0.0
     # Every kernel's heap frozen once it is ready (``study.cell.kernel_start.long_lived_frozen``): a compiled cell's
     # own collections (its releases, its timed loop's start) then scan only what the cells made. Measured on this CPU
-    # (a 2-core Xeon; ResNet-50 at batches 1 and 2, its kernel compiling cold, then a later replicate's warm, each
-    # through the runner, code without and with the freeze alternately; docs/study.md): outside its phases ("rest")
-    # a compiled cell took FROZEN_REST_CUT_S less, its warm-up FROZEN_WARMUP_CUT_S less; the freeze's one collection,
-    # FREEZE_S, is the kernel's. ASSUMED the same on the H200's host, whose kernels hold as many objects (586,802
-    # frozen after ResNet-50's compile in the third lease's gc-freeze probe, against 585,000 here at a kernel's end).
-    FROZEN_REST_CUT_S: float = 0.55
+    # (a 2-core Xeon; a later replicate's kernel of ResNet-50 at batches 1 and 2, compiling warm; docs/study.md): a
+    # compiled cell spent FROZEN_REST_CUT_S less outside its phases ("rest"; 0.634 s in 10 cells of the code before,
+    # 0.075 s in 4 through the runner) and FROZEN_WARMUP_CUT_S less warming up (the mean of batch 1's 0.40 and batch
+    # 2's 0.27); the freeze's one collection, FREEZE_S (0.24-0.35 s), is the kernel's. A first replicate's cells saved
+    # more (0.82 against 0.10 s outside the phases), so the cut is taken off new cells too. Applied only to records
+    # whose kernel did not freeze (``config.heap_frozen``; ``freeze_s`` in a kernel's first record). ASSUMED the same
+    # on the H200's host: its kernels hold about as many objects (586,802 frozen after ResNet-50's compile in the third
+    # lease's gc-freeze probe; 553,000-634,000 here at the freeze), but a collection's seconds also depend on the core,
+    # which no lease measured yet: the next lease's freeze_s against this CPU's 0.29 s scales the cuts.
+    FROZEN_REST_CUT_S: float = 0.56
     FROZEN_WARMUP_CUT_S: float = 0.33
     FREEZE_S: float = 0.29
     # The eager cells: their records' cell_s is 0.00 s (they take the compiled cells' eager side).
@@ -142,9 +147,9 @@ def new_cell_parts(prices: Prices, cell: Cell, first_of_mode: bool, knobs: Knobs
     energy = (knobs.ENERGY_FULL_S if knobs.ENERGY_FULL_S is not None else
               p.energy_s if p.energy_s is not None else prices.energy_sized_s)
     return {"cold": 0.0 if precompiled else p.cold_s, "warm": warm if (first_of_mode or precompiled) else 0.0,
-            "warmup": frozen(p.warmup_s, knobs.FROZEN_WARMUP_CUT_S), "timed": p.timed_per_run_s * cell.settings.runs,
+            "warmup": frozen(p, "warmup_s", knobs.FROZEN_WARMUP_CUT_S), "timed": p.timed_per_run_s * cell.settings.runs,
             "parity": p.parity_s, "memory": p.memory_s, "flops": p.flops_s, "energy": energy,
-            "profile": p.profile_s if knobs.FULL_PROFILE else 0.0, "rest": frozen(p.rest_s, knobs.FROZEN_REST_CUT_S)}
+            "profile": p.profile_s if knobs.FULL_PROFILE else 0.0, "rest": frozen(p, "rest_s", knobs.FROZEN_REST_CUT_S)}
 
 
 def later_cell_parts(prices: Prices, cell: Cell, knobs: Knobs) -> dict[str, float]:
@@ -152,16 +157,17 @@ def later_cell_parts(prices: Prices, cell: Cell, knobs: Knobs) -> dict[str, floa
     gate and the rest; energy, profile, memory and FLOPs only as the ``LEAN_*`` knobs say."""
     p = prices.parts[(cell.model, cell.compile_mode, cell.batch_size)]
     warm = p.warm_s if p.warm_s is not None else prices.warm[(cell.model, cell.compile_mode)]
-    return {"cold": 0.0, "warm": warm + knobs.CACHE_LOAD_S, "warmup": frozen(p.warmup_s, knobs.FROZEN_WARMUP_CUT_S),
+    return {"cold": 0.0, "warm": warm + knobs.CACHE_LOAD_S, "warmup": frozen(p, "warmup_s", knobs.FROZEN_WARMUP_CUT_S),
             "timed": p.timed_per_run_s * cell.settings.runs, "parity": p.parity_s,
             "memory": p.memory_s if knobs.LEAN_MEMORY else 0.0,
             "flops": p.flops_s if knobs.LEAN_FLOPS else 0.0, "energy": knobs.ENERGY_LEAN_S,
-            "profile": p.profile_s if knobs.LEAN_PROFILE else 0.0, "rest": frozen(p.rest_s, knobs.FROZEN_REST_CUT_S)}
+            "profile": p.profile_s if knobs.LEAN_PROFILE else 0.0, "rest": frozen(p, "rest_s", knobs.FROZEN_REST_CUT_S)}
 
 
-def frozen(seconds: float, cut_s: float) -> float:
-    """A recorded part less what the frozen heap takes off it, never below nothing."""
-    return max(0.0, seconds - cut_s)
+def frozen(parts: Parts, name: str, cut_s: float) -> float:
+    """A recorded part less what a frozen heap takes off it, where its records' kernels did not freeze theirs
+    (``Parts.heap_frozen``), never below nothing."""
+    return max(0.0, getattr(parts, name) - cut_s * (1.0 - parts.heap_frozen))
 
 
 # --- the replay -------------------------------------------------------------------------------------------------------
@@ -220,8 +226,9 @@ def replay(kernels: list[KernelRun], budget_s: float) -> Replayed:
 
 def kernel_own(prices: Prices, model: str, knobs: Knobs, later: bool = False) -> dict[str, float]:
     """A kernel's own seconds by part: its recorded start (startup, readying, load), the unrecorded part, its first
-    cell's extra, the heap's freeze, and the gap to the next. ``new_cut_s`` (a new cell's kernel) or ``later_cut_s`` (a later
-    replicate's) comes off the unrecorded part first (the compile-worker pool is there), then the others."""
+    cell's extra, the heap's freeze (where its records do not hold it), and the gap to the next. ``new_cut_s`` (a new
+    cell's kernel) or ``later_cut_s`` (a later replicate's) comes off the unrecorded part first (the compile-worker
+    pool is there), then the others."""
     kernel = prices.kernels[model]
     own = {"unrecorded": max(0.0, kernel.unrecorded_s - knobs.LAUNCH_CUT_S), "start": kernel.start_s,
            "first cell": kernel.first_cell_s}
@@ -232,7 +239,8 @@ def kernel_own(prices: Prices, model: str, knobs: Knobs, later: bool = False) ->
         taken = min(own[name], max(0.0, cut))
         own[name] -= taken
         cut -= taken
-    return {**own, "freeze": knobs.FREEZE_S, "gap": max(0.0, knobs.KERNEL_GAP_S - exit_cut_s(knobs))}
+    return {**own, "freeze": 0.0 if kernel.with_freeze else knobs.FREEZE_S,
+            "gap": max(0.0, knobs.KERNEL_GAP_S - exit_cut_s(knobs))}
 
 
 def exit_cut_s(knobs: Knobs) -> float:

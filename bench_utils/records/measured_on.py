@@ -83,6 +83,7 @@ class ConfigBlock(Block):
     gpu_memory_gib: Positive | None = None
     replicates: Annotated[int, Ge(2)] | None = None   # fresh processes the cell was split over (None: one)
     gpu_memory_fraction: Positive | None = None
+    heap_frozen: bool | None = None  # its kernel froze what lives through its cells (``kernel_start``); None: before
     # records of compile ahead (an earlier design, removed): compile processes beside the kernel, "compiling"
     # through its timed windows or "paused" (stopped) through them; None: none beside it
     beside_compiles: Literal["compiling", "paused"] | None = None

@@ -2,8 +2,8 @@
 
 ``compilation_for`` picks the way the cell's plan names (``cell_plan``): ``ColdThenWarm`` (``torch.compile``, cold
 then warm, or warm only from kept caches), ``SharedDynamic`` (a dynamic batch's compilation made at an earlier batch
-size) or ``AotPackage`` (an AOTInductor package). Each says what the whole cell runs inside, compiles, and gives the
-record's graph figures.
+size) or ``AotPackage`` (an AOTInductor package). Each says what the whole cell runs inside and compiles; the
+record's graph figures are the compilation's, or a dynamic batch's shared one's (``shared``).
 """
 
 from __future__ import annotations

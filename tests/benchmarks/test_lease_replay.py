@@ -151,6 +151,24 @@ def test_the_frozen_heap_comes_off_each_compiled_cells_rest_and_warm_up_and_cost
         assert lease_replay.kernel_own(prices, "resnet", knobs, later=later) == pytest.approx({**thawed, "freeze": 0.3})
 
 
+def test_records_whose_kernel_froze_its_heap_take_no_cut_and_their_kernel_no_second_freeze(study, tmp_path):
+    from bench_utils.records.results_file import read_records
+
+    frozen = h200("resnet", 1, {"startup_s": 5.0, "ready_s": 2.0, "freeze_s": 0.5, "load_s": 3.0, "cell_s": 30.0,
+                                "warmup_s": 1.0, "timed_s": 6.0}, config={"heap_frozen": True})
+    (tmp_path / "frozen.jsonl").write_text(json.dumps(frozen) + "\n")
+    (record,) = read_records([tmp_path / "frozen.jsonl"])
+    assert lease_prices.Parts.of_record(record).heap_frozen == 1.0 and lease_prices.kernel_start_s(record) == 10.5
+    cells, prices = prices_of(study)
+    cell = {(c.model, c.compile_mode, c.batch_size, c.replicate.number): c for c in cells}
+    knobs = lease_replay.Knobs(FROZEN_REST_CUT_S=0.4, FROZEN_WARMUP_CUT_S=0.5, FREEZE_S=0.3)
+    prices.parts["resnet", "default", 4] = replace(prices.parts["resnet", "default", 4], heap_frozen=0.5)
+    parts = lease_replay.later_cell_parts(prices, cell["resnet", "default", 4, 2], knobs)
+    assert (parts["rest"], parts["warmup"]) == pytest.approx((0.8, 0.75))  # half its records froze: half the cut
+    prices.kernels["resnet"] = replace(prices.kernels["resnet"], with_freeze=True)
+    assert lease_replay.kernel_own(prices, "resnet", knobs)["freeze"] == 0.0  # in its recorded start already
+
+
 def test_a_missing_batch_size_takes_the_nearest_with_timed_runs_interpolated():
     parts = {b: lease_prices.Parts(cold_s=10.0, warm_s=None, warmup_s=1.0, timed_per_run_s=t, parity_s=0.0,
                                    memory_s=0.0, flops_s=0.0, energy_s=2.0, profile_s=0.0, rest_s=0.0)

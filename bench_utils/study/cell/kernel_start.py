@@ -1,8 +1,8 @@
 """A kernel's own cost, as its first record reports it, and the order that keeps it short (docs/study.md, *A
 kernel's own cost is recorded, and cut*): the compile-worker pool is launched first and waited for only before the
-compiler's warm-up; then what lives through the cells is frozen out of the collector's reach. The first record
-carries ``startup_s`` (the process's age when ``task.run`` began) and ``ready_s`` (from then to its first cell, less
-the model's build: that cell's ``load_s``).
+compiler's warm-up; then what lives through a model's cells is frozen out of the collector's reach. The first record
+carries ``startup_s`` (the process's age when ``task.run`` began), ``ready_s`` (from then to the freeze, less the
+model's build: that cell's ``load_s``) and ``freeze_s`` (the collection before the freeze).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from ...variants import compile_workers
 from ...variants.compiler_warmup import warm_up_compiler
 from ...variants.kept_caches import KeptCaches
 
-START_PHASES = ("startup_s", "ready_s")  # the first record's, beside its load_s
+START_PHASES = ("startup_s", "ready_s", "freeze_s")  # the first record's, beside its load_s
 
 
 def process_age_s() -> float:
@@ -37,15 +37,15 @@ def ready_the_compiler(backend: str, device: str, warm_only: bool = False) -> No
 
 
 @contextmanager
-def long_lived_frozen() -> Iterator[None]:
-    """After one collection, what is alive (imports, model, the compiler's readying) frozen (``gc.freeze``, as vLLM
-    does after its warm-up): the collections a cell makes then scan only what the cells made. Thawed after, unless
-    something froze before; a model, free of reference cycles, is freed when dropped, frozen or not (docs/study.md)."""
-    thaw = gc.get_freeze_count() == 0
+def long_lived_frozen() -> Iterator[float]:
+    """After one collection (its seconds given), what is alive (imports, model, the compiler's readying) frozen
+    (``gc.freeze``, as vLLM does after its warm-up): the collections a cell makes then scan only what the cells made.
+    Thawed after, so that what the model leaves can be collected, unless something froze before (docs/study.md)."""
+    thaw, started = gc.get_freeze_count() == 0, time.perf_counter()
     gc.collect()
     gc.freeze()
     try:
-        yield
+        yield time.perf_counter() - started
     finally:
         if thaw:
             gc.unfreeze()

@@ -133,7 +133,7 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
                             by_batch=settings.shapes == Shapes.STATIC.value)
     # Set once for the whole run (global torch state); every record carries the settings.
     startup_s = process_age_s() - (time.perf_counter() - started)  # at the task's start: boot and imports
-    config = {**measurement_settings(settings),
+    config = {**measurement_settings(settings), "heap_frozen": True,  # every cell's here (``long_lived_frozen``)
               **configure_fp32_math(settings.tf32)}  # the policy's name, and what it set
     compiles = any(mode != CompileMode.EAGER for mode, _ in pairs)
     caches = _absolute(compile_caches) if compile_caches else default_root(results_path.parent)
@@ -162,22 +162,22 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
         if compiles:  # no compile pays the pool's start or the process's first compile
             now_doing("ready")
             ready_the_compiler(settings.backend, device, warm_only)
-        stack.enter_context(long_lived_frozen())
-        if runner_pid:
-            kernel.start_phases = {"startup_s": max(0.0, startup_s),
-                                   "ready_s": time.perf_counter() - started - built_s}
+        ready_s = time.perf_counter() - started - built_s
         written = []
         for index, (model_key, dtype) in enumerate(order):
             cells = first if index == 0 and first is not None else model_cells(model_key, dtype)
             first = None  # each model freed once its cells are measured
-            for mode, batch_size in pairs:
-                if progress_file:  # the runner learns which cell a dying kernel was on
-                    write_progress(Path(progress_file), mode, batch_size)
-                bar.cell(f"{model_key} {cells.dtype} {mode} batch {batch_size}")
-                record = cells.record(mode, batch_size)
-                append_record(results_path, record, guard=guard)
-                written.append(record)
-                bar.done()
+            with long_lived_frozen() as freeze_s:  # thawed after each model: what it leaves can go
+                if runner_pid and index == 0:
+                    kernel.start_phases = {"startup_s": max(0.0, startup_s), "ready_s": ready_s, "freeze_s": freeze_s}
+                for mode, batch_size in pairs:
+                    if progress_file:  # the runner learns which cell a dying kernel was on
+                        write_progress(Path(progress_file), mode, batch_size)
+                    bar.cell(f"{model_key} {cells.dtype} {mode} batch {batch_size}")
+                    record = cells.record(mode, batch_size)
+                    append_record(results_path, record, guard=guard)
+                    written.append(record)
+                    bar.done()
     return written
 
 

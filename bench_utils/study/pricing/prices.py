@@ -50,10 +50,10 @@ def _phase(record: Record, name: str) -> float:
 
 
 def kernel_start(record: Record) -> float:
-    """The kernel's own cost a first record says: its boot, the device's preparation and the model's build (0: not a
-    kernel's first record, or a kernel started ahead)."""
+    """The kernel's own cost a first record says: its boot, the device's preparation, the heap's freeze and the model's
+    build (0: not a kernel's first record, or a kernel started ahead)."""
     ahead = record.phases is None or not record.phases.startup_s or record.phases.started_ahead_s is not None
-    return 0.0 if ahead else _phase(record, "startup_s") + _phase(record, "ready_s") + _phase(record, "load_s")
+    return 0.0 if ahead else sum(_phase(record, name) for name in ("startup_s", "ready_s", "freeze_s", "load_s"))
 
 
 def calibrated(prior: Span, ratios: list[float]) -> Span:

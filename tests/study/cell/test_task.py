@@ -379,11 +379,36 @@ def test_a_kernels_cells_run_with_its_imports_and_model_frozen_and_the_heap_is_t
         run(tmp_path, batch_sizes=[1, 2])
         assert [tracked for tracked, _ in seen] == [False, False] and all(count > 10_000 for _, count in seen)
         assert gc.get_freeze_count() == 0  # thawed as it was found: a model a notebook drops later is collected
+        assert {record.config.heap_frozen for record in read_records(tmp_path / "results.jsonl")} == {True}
         kept = [[]]  # a user's object, frozen before the kernel's run (as a test session's are)
         gc.freeze()
         run(tmp_path, batch_sizes=[1])
         assert not any(item is kept for item in gc.get_objects())  # left frozen
     finally:
+        gc.collect()
+        gc.freeze()
+
+
+def test_a_model_left_in_a_reference_cycle_is_collected_before_the_kernels_next_model(tmp_path, monkeypatch):
+    import gc
+    import weakref
+
+    models = []
+    run_cell = task.run_cell
+
+    def cell(loaded, **kw):  # the first model made cyclic; at the second's cell, is it gone?
+        if not models:
+            loaded.model.__dict__["cycle"] = [loaded.model]
+        models.append(weakref.ref(loaded.model))
+        return run_cell(loaded, **kw)
+
+    monkeypatch.setattr(task, "run_cell", cell)
+    gc.unfreeze()
+    try:
+        run(tmp_path, models=["timm:test_resnet", "timm:test_vit"], batch_sizes=[1])
+        assert len(models) == 2 and models[0]() is None  # frozen with the first model's cells, thawed after them
+    finally:
+        gc.collect()
         gc.freeze()
 
 
