@@ -17,8 +17,9 @@ PROFILE_TARGET = 0.10            # a compiled cell's profile: at most this share
 # Parts of a cell's wall time the kernel measures (``phases`` keys, seconds).
 MEASURED_PARTS = ("timed_s", "warmup_s", "compile_s", "parity_s", "memory_s")
 OTHER_PARTS = ("flops_s", "energy_s")
-# Kernel start and model build: in the first cell(s) of a kernel, part of the overhead.
-START_PARTS = ("startup_s", "load_s")
+# Kernel start (boot, readying, the heap's freeze) and model build: in the first cell(s) of a kernel, part of the
+# overhead (``study.cell.kernel_start.START_PHASES`` and ``load_s``; not imported: that would import torch).
+START_PARTS = ("startup_s", "ready_s", "freeze_s", "load_s")
 
 
 def phases_of(record: Record | None) -> dict[str, float]:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from bench_utils.records.schema import Record
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cell_breakdown import OTHER_PARTS, phases_of, target_verdict  # noqa: E402  (this folder's sibling module)
+from cell_breakdown import OTHER_PARTS, START_PARTS, phases_of, target_verdict  # noqa: E402  (this folder's sibling)
 
 GUIDE_TARGET_MIN = 25.0          # the guide's grid on one H100
 EAGER = "eager"
@@ -160,7 +160,7 @@ def project(cells: list, results: Iterable[Record], kernel_start_s: float | None
     projection = Projection(cells=len(cells), kernels=len(groups),
                             kernel_start_s=kernel_start_s, overhead_per_cell_s=overhead_per_cell_s)
     for group in groups:  # the GPU machine's own start and model build, where it recorded them
-        starts = [phases_of(r).get("startup_s", 0.0) + phases_of(r).get("load_s", 0.0) for r in results
+        starts = [sum(phases_of(r).get(part, 0.0) for part in START_PARTS) for r in results
                   if r.cell.model == group.first.model and phases_of(r).get("load_s", 0.0) > 0]
         if starts:
             projection.starts_from_results[group.group_id] = statistics.median(starts)

@@ -66,7 +66,8 @@ def is_kernel_first(record: Record) -> bool:
 
 
 def kernel_start_s(record: Record) -> float:
-    """What a kernel's first record holds of its own cost: its start, its readying (``ready_s``), its model build."""
+    """What a kernel's first record holds of its own cost: its start, its readying (``ready_s``), the heap's freeze
+    (``freeze_s``), its model build."""
     phases = phases_of(record)
     return sum(phases.get(name, 0.0) for name in ("startup_s", "ready_s", "freeze_s", "load_s"))
 
@@ -226,13 +227,13 @@ def unrecorded_samples(logs: Iterable[Path], records_by_folder: dict[Path, list[
 @dataclass
 class KernelCost:
     model: str
-    start_s: float             # startup_s + ready_s + load_s, mean over the model's kernel-first records
+    start_s: float             # startup_s + ready_s + freeze_s + load_s, mean over the model's kernel-first records
     unrecorded_s: float        # from the logs: the model's median, else every model's
     load_s: float              # the model's build, within start_s (a compile process builds it too)
     note: str
     first_cell_s: float = 0.0  # what a kernel's first cell costs beyond any other (``first_cell_extra_s``)
     with_ready: bool = False   # its records carry ready_s: measured as the kernel now runs (no cut to price)
-    with_freeze: bool = False  # its records carry freeze_s: the heap's freeze is in start_s already
+    frozen_share: float = 0.0  # the share of its first records with freeze_s: that much freeze is in start_s already
 
 
 @dataclass
@@ -303,14 +304,14 @@ def build_prices(cells: list[Cell], records: list[Record], logs: Iterable[Path],
         every = [sample.unrecorded_s for sample in kind]
         unrecorded = statistics.median(mine or every) if (mine or every) else 0.0
         start = statistics.fmean(kernel_start_s(record) for record in first)
-        what = "startup+ready+load" if with_ready else "startup+load"
+        what = "startup+ready+freeze+load" if with_ready else "startup+load"
         where = (f"its log ({len(mine)} first cell{'s' if len(mine) > 1 else ''})" if mine else
                  f"every model's logs' median ({len(every)})" if every else "no log: 0")
         load = statistics.fmean(phases_of(record).get("load_s", 0.0) for record in first)
         kernels[model] = KernelCost(model, start, unrecorded, load,
                                     f"{what} {start:.1f} s ({len(first)} record{'s' if len(first) > 1 else ''}), "
                                     f"unrecorded {unrecorded:.1f} s from {where}", first_cell_s, with_ready,
-                                    all("freeze_s" in phases_of(record) for record in first))
+                                    statistics.fmean("freeze_s" in phases_of(record) for record in first))
 
     models = list(dict.fromkeys(cell.model for cell in cells))
     sources: dict[str, str] = {}

@@ -101,8 +101,8 @@ class Knobs:
     # own collections (its releases, its timed loop's start) then scan only what the cells made. Measured on this CPU
     # (a 2-core Xeon; a later replicate's kernel of ResNet-50 at batches 1 and 2, compiling warm; docs/study.md): a
     # compiled cell spent FROZEN_REST_CUT_S less outside its phases ("rest"; 0.634 s in 10 cells of the code before,
-    # 0.075 s in 4 through the runner) and FROZEN_WARMUP_CUT_S less warming up (the mean of batch 1's 0.40 and batch
-    # 2's 0.27); the freeze's one collection, FREEZE_S (0.24-0.35 s), is the kernel's. A first replicate's cells saved
+    # 0.075 s in 4 through the runner) and FROZEN_WARMUP_CUT_S less warming up (the mean of batch 1's 0.395 and batch
+    # 2's 0.265); the freeze's one collection, FREEZE_S (0.24-0.35 s), is the kernel's. A first replicate's cells saved
     # more (0.82 against 0.10 s outside the phases), so the cut is taken off new cells too. Applied only to records
     # whose kernel did not freeze (``config.heap_frozen``; ``freeze_s`` in a kernel's first record). ASSUMED the same
     # on the H200's host: its kernels hold about as many objects (586,802 frozen after ResNet-50's compile in the third
@@ -239,7 +239,7 @@ def kernel_own(prices: Prices, model: str, knobs: Knobs, later: bool = False) ->
         taken = min(own[name], max(0.0, cut))
         own[name] -= taken
         cut -= taken
-    return {**own, "freeze": 0.0 if kernel.with_freeze else knobs.FREEZE_S,
+    return {**own, "freeze": knobs.FREEZE_S * (1.0 - kernel.frozen_share),
             "gap": max(0.0, knobs.KERNEL_GAP_S - exit_cut_s(knobs))}
 
 

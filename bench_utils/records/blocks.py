@@ -339,7 +339,7 @@ class PhasesBlock(Block):
 
     startup_s: NonNegative | None = None          # the kernel's first record (``study.cell.kernel_start``): its boot,
     ready_s: NonNegative | None = None            # then the device's preparation, to the freeze, and the
-    freeze_s: NonNegative | None = None           # collection before it (then the first cell)
+    freeze_s: NonNegative | None = None           # collection before it
     started_ahead_s: NonNegative | None = None    # records of a kernel started ahead (removed): its boot before its
     gate_wait_s: NonNegative | None = None        # start gate opened, and its wait there (startup_s: after the gate)
     load_s: NonNegative | None = None

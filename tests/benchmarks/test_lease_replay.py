@@ -165,8 +165,10 @@ def test_records_whose_kernel_froze_its_heap_take_no_cut_and_their_kernel_no_sec
     prices.parts["resnet", "default", 4] = replace(prices.parts["resnet", "default", 4], heap_frozen=0.5)
     parts = lease_replay.later_cell_parts(prices, cell["resnet", "default", 4, 2], knobs)
     assert (parts["rest"], parts["warmup"]) == pytest.approx((0.8, 0.75))  # half its records froze: half the cut
-    prices.kernels["resnet"] = replace(prices.kernels["resnet"], with_freeze=True)
+    prices.kernels["resnet"] = replace(prices.kernels["resnet"], frozen_share=1.0)
     assert lease_replay.kernel_own(prices, "resnet", knobs)["freeze"] == 0.0  # in its recorded start already
+    prices.kernels["resnet"] = replace(prices.kernels["resnet"], frozen_share=0.5)
+    assert lease_replay.kernel_own(prices, "resnet", knobs)["freeze"] == pytest.approx(0.15)
 
 
 def test_a_missing_batch_size_takes_the_nearest_with_timed_runs_interpolated():

@@ -167,6 +167,8 @@ def run(*, study: str, task: str, models: Iterable[str], batch_sizes: Iterable[i
         for index, (model_key, dtype) in enumerate(order):
             cells = first if index == 0 and first is not None else model_cells(model_key, dtype)
             first = None  # each model freed once its cells are measured
+            if index:  # built before the freeze, which takes it in (the first was, before the compiler's readying)
+                cells.build()
             with long_lived_frozen() as freeze_s:  # thawed after each model: what it leaves can go
                 if runner_pid and index == 0:
                     kernel.start_phases = {"startup_s": max(0.0, startup_s), "ready_s": ready_s, "freeze_s": freeze_s}
