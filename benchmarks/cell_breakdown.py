@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable
 
+from bench_utils.records.blocks import KERNEL_START_PHASES
+
 if TYPE_CHECKING:
     from bench_utils.records.schema import Record
 
@@ -18,8 +20,8 @@ PROFILE_TARGET = 0.10            # a compiled cell's profile: at most this share
 MEASURED_PARTS = ("timed_s", "warmup_s", "compile_s", "parity_s", "memory_s")
 OTHER_PARTS = ("flops_s", "energy_s")
 # Kernel start (boot, readying, the heap's freeze) and model build: in the first cell(s) of a kernel, part of the
-# overhead (``study.cell.kernel_start.START_PHASES`` and ``load_s``; not imported: that would import torch).
-START_PARTS = ("startup_s", "ready_s", "freeze_s", "load_s")
+# overhead.
+START_PARTS = KERNEL_START_PHASES
 
 
 def phases_of(record: Record | None) -> dict[str, float]:

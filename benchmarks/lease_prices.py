@@ -13,6 +13,8 @@ import re
 import statistics
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
+from bench_utils.records.blocks import KERNEL_START_PHASES
+
 if TYPE_CHECKING:
     from bench_utils.records.schema import Record
     from bench_utils.study.grid.grid_file import Cell
@@ -69,7 +71,7 @@ def kernel_start_s(record: Record) -> float:
     """What a kernel's first record holds of its own cost: its start, its readying (``ready_s``), the heap's freeze
     (``freeze_s``), its model build."""
     phases = phases_of(record)
-    return sum(phases.get(name, 0.0) for name in ("startup_s", "ready_s", "freeze_s", "load_s"))
+    return sum(phases.get(name, 0.0) for name in KERNEL_START_PHASES)
 
 
 @dataclass(frozen=True)

@@ -356,6 +356,10 @@ class PhasesBlock(Block):
     host_steal_s: NonNegative | None = None       # CPU seconds the hypervisor took from the host's cores meanwhile
 
 
+# A kernel's own cost, in its first record (``study.cell.kernel_start``): what a kernel's start sums.
+KERNEL_START_PHASES = ("startup_s", "ready_s", "freeze_s", "load_s")
+
+
 class ProfileSide(Block):
     """One side of a profile, per call (``measurement.work_profile``)."""
 

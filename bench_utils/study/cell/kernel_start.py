@@ -15,11 +15,12 @@ from typing import Any, Iterator
 
 import psutil
 
+from ...records.blocks import KERNEL_START_PHASES
 from ...variants import compile_workers
 from ...variants.compiler_warmup import warm_up_compiler
 from ...variants.kept_caches import KeptCaches
 
-START_PHASES = ("startup_s", "ready_s", "freeze_s")  # the first record's, beside its load_s
+START_PHASES = KERNEL_START_PHASES[:-1]  # the first record's, beside its load_s
 
 
 def process_age_s() -> float:

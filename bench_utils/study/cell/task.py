@@ -235,7 +235,7 @@ class _ModelCells:
         self.built_s: float | None = None            # ``build``'s seconds, until its first record reports them
 
     def build(self) -> float:
-        """Build the model now, ahead of its first cell (the kernel's first model: ``kernel_start``); its seconds.
+        """Build the model now, ahead of its first cell and its freeze (``kernel_start``); its seconds.
         A failure is left to each cell to record."""
         started = time.perf_counter()
         try:

@@ -13,6 +13,7 @@ import statistics
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ...measurement.peaks import gpu_key
+from ...records.blocks import KERNEL_START_PHASES
 from ...records.key import as_environment, cell_identity, environment_key, measured_as_eager_side
 from ...records.results_file import read_records
 from ...records.schema import Record
@@ -53,7 +54,7 @@ def kernel_start(record: Record) -> float:
     """The kernel's own cost a first record says: its boot, the device's preparation, the heap's freeze and the model's
     build (0: not a kernel's first record, or a kernel started ahead)."""
     ahead = record.phases is None or not record.phases.startup_s or record.phases.started_ahead_s is not None
-    return 0.0 if ahead else sum(_phase(record, name) for name in ("startup_s", "ready_s", "freeze_s", "load_s"))
+    return 0.0 if ahead else sum(_phase(record, name) for name in KERNEL_START_PHASES)
 
 
 def calibrated(prior: Span, ratios: list[float]) -> Span:
